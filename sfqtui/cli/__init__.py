@@ -1,0 +1,1 @@
+"""The `sfqtui` command line (typer)."""

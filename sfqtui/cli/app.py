@@ -1,0 +1,25 @@
+"""The `sfqtui` command: every subcommand registered in one place."""
+
+import typer
+
+from sfqtui.cli.check import check
+from sfqtui.cli.compare import compare
+from sfqtui.cli.gen import GEN_HELP, gen
+from sfqtui.cli.simulate import simulate
+
+app = typer.Typer(
+    name="sfqtui",
+    help="Replay, explain and compare Start-time Fair Queueing for LLM load balancers.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command(help=GEN_HELP)(gen)
+app.command()(simulate)
+app.command()(check)
+app.command()(compare)
+
+
+def main() -> None:
+    app()

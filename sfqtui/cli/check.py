@@ -1,0 +1,51 @@
+"""`sfqtui check`: verify an event log against the article's invariants."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sfqtui.cli.errors import refuses_bad_input
+from sfqtui.core.audit import AuditReport, audit
+from sfqtui.trace.eventlog import log_rows, read_log
+
+
+def render(report: AuditReport, path: Path) -> str:
+    lines = [
+        f"{path}: {report.scheduler} log, {report.events:,} events, {report.dispatches:,} dispatches, "
+        f"{report.users:,} users" + (f", c_max {report.c_max:g}" if report.c_max else "")
+    ]
+    for rules, text in report.checks:
+        mark = "FAIL" if report.failed(rules) else "ok"
+        lines.append(f"  [{mark:>4}] {text}")
+    if report.upper_margin.seq >= 0:
+        m = report.upper_margin
+        lines.append(f"  closest to v + c_max: seq {m.seq}: {m.detail} (slack {m.slack:g})")
+    if report.lower_margin.seq >= 0:
+        m = report.lower_margin
+        lines.append(f"  closest to v from above: seq {m.seq}: {m.detail} (slack {m.slack:g})")
+    if report.worst_gap is not None:
+        g = report.worst_gap
+        lines.append(
+            f"  worst W_i - W_j found: {g.user} gained {g.gap:g} over backlogged {g.behind} "
+            f"from seq {g.start_seq} to seq {g.end_seq} (bound 2 c_max = {2 * report.c_max:g})"
+        )
+    if report.ok:
+        lines.append("no violations")
+    else:
+        lines.append(f"{report.violation_count:,} violation(s); the first {len(report.violations)}:")
+        lines += [f"  seq {v.seq}: [{v.rule}] {v.message}" for v in report.violations]
+    return "\n".join(lines)
+
+
+@refuses_bad_input
+def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file written by simulate (or any §7 log).", show_default=False)]) -> None:
+    """Verify LOG: seq and time order, each request's life, and for SFQ logs every join,
+    pick, charge and idle reset, the band invariant of §3.1 and the 2 c_max bound of
+    §3.2/§3.3. For DRR logs: deficits and credits. Exits 1 on any violation.
+    """
+    df, _meta = read_log(log)
+    report = audit(log_rows(df))
+    typer.echo(render(report, log))
+    if not report.ok:
+        raise typer.Exit(1)

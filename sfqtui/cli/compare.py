@@ -1,0 +1,71 @@
+"""`sfqtui compare`: replay one trace under several schedulers and compare fairness."""
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.progress import progress_bar
+from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.core.engine import Replay
+from sfqtui.core.fairness import FairnessReport, fairness
+from sfqtui.core.logrows import rows_from_replay
+from sfqtui.core.schedulers import SCHEDULERS
+from sfqtui.trace.load import load_trace
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _table(report: FairnessReport) -> Table:
+    gap = report.worst_gap
+    gap_text = "-" if gap is None else f"{gap.gap:g} ({gap.ahead} over {gap.behind}, t {gap.start_t:g}..{gap.end_t:g})"
+    title = f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"
+    table = Table(title=title, title_justify="left")
+    for header in ("user", "dispatched", "charged", "share congested", "wait p50 s", "wait p99 s"):
+        table.add_column(header, justify="left" if header == "user" else "right")
+    for user, f in sorted(report.users.items()):
+        table.add_row(user, f"{f.dispatched:,}", f"{f.charged:,.0f}", f"{report.share(user):.1%}", _fmt(f.wait_quantile(0.5)), _fmt(f.wait_quantile(0.99)))
+    return table
+
+
+@refuses_bad_input
+@with_replay_options
+def compare(
+    trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
+    schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers to compare.")] = "sfq,drr,fifo,rr",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")] = False,
+    replay: ReplayChoices = None,  # type: ignore[assignment]
+) -> None:
+    """Replay TRACE under each scheduler and compare, per user: the share of charged cost
+    while congested (two or more users backlogged), the worst |W_i - W_j| between
+    continuously backlogged users (article §3.2), Jain's index and wait p50/p99.
+    """
+    names = [s.strip() for s in schedulers.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SCHEDULERS]
+    if unknown or not names:
+        raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
+    loaded = load_trace(trace)
+    reports = []
+    config = None
+    with progress_bar("comparing", len(names) * len(loaded.trace)) as update:
+        for k, name in enumerate(names):
+            config = replay.config(name, loaded.suggested_slots)
+            run = Replay(loaded.trace, config)
+            for arrived in run.run():
+                update(k * len(loaded.trace) + arrived, len(names) * len(loaded.trace))
+            reports.append(fairness(rows_from_replay(run.log, loaded.trace, name), loaded.trace.weights))
+    assert config is not None
+    if as_json:
+        payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    console = Console()
+    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(set(loaded.trace.user)):,} users, {config.slots} slots")
+    for report in reports:
+        console.print(_table(report))

@@ -1,0 +1,50 @@
+"""`sfqtui gen`: write a synthetic scenario trace."""
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import polars as pl
+import typer
+
+from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.core.service import TokenServiceModel
+from sfqtui.scenarios import SCENARIOS, generate
+from sfqtui.trace.write import write_trace
+
+_LIST = "\n\n".join(f"[bold]{s.name}[/bold] ({s.section}): {s.summary}" for s in SCENARIOS.values())
+
+
+@refuses_bad_input
+def gen(
+    scenario: Annotated[str, typer.Argument(help="Scenario name (see the list above).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Parquet file to write.")],
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed always gives the same file.")] = 0,
+    users: Annotated[Optional[int], typer.Option(help="Number of users, where the scenario has a choice.")] = None,
+    requests: Annotated[Optional[int], typer.Option(help="Number of requests (about), where the scenario has a choice.")] = None,
+    with_cost: Annotated[bool, typer.Option("--with-cost", help="Add explicit cost (input + 2 x output tokens) and service_s columns to token traces.")] = False,
+) -> None:
+    if scenario not in SCENARIOS:
+        raise fail(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    for name, value in (("--users", users), ("--requests", requests)):
+        if value is not None and value < 1:
+            raise fail(f"{name} must be >= 1")
+    frame = generate(scenario, seed=seed, users=users, requests=requests)
+    if with_cost and "cost" not in frame.columns and "output_tokens" in frame.columns:
+        model = TokenServiceModel()
+        frame = frame.with_columns(
+            cost=(pl.col("input_tokens") + 2 * pl.col("output_tokens")).cast(pl.Float64),
+            service_s=model.overhead_s + pl.col("input_tokens") / model.prefill_tps + pl.col("output_tokens") / model.decode_tps,
+        )
+    info = SCENARIOS[scenario]
+    write_trace(frame, output, {"scenario": scenario, "seed": seed, "slots": info.slots, "section": info.section})
+    users_seen = frame["user"].n_unique()
+    typer.echo(f"wrote {output}: {frame.height:,} requests from {users_seen:,} users ({scenario}, seed {seed}; made for --slots {info.slots})")
+
+
+GEN_HELP = f"""Write a synthetic trace for one of the article's scenarios.
+
+Each scenario records the slot count it was made for; simulate, compare and replay use
+it when --slots is not given.
+
+{_LIST}
+"""

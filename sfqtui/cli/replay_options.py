@@ -1,0 +1,123 @@
+"""The options every replaying command shares: scheduler, slots, estimator, service model.
+
+``with_replay_options`` adds them to a typer command's signature and hands the command
+a ready ``ReplayChoices`` as its ``replay`` argument, so each command declares them once.
+"""
+
+import functools
+import inspect
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any, Callable, Optional, TypeVar
+
+import typer
+
+from sfqtui.core.engine import ReplayConfig
+from sfqtui.core.estimator import EstimatorParams
+from sfqtui.core.service import TokenServiceModel
+
+F = TypeVar("F", bound=Callable[..., Any])
+_PANEL_EST = "Cost estimator (used when the trace has no cost column; docs/estimator.md)"
+_PANEL_SVC = "Service model (used when the trace has no service_s column)"
+_PANEL_RUN = "Replay"
+
+
+class RatioScope(str, Enum):
+    glob = "global"
+    model = "model"
+    user = "user"
+
+
+class RatioUpdate(str, Enum):
+    window = "window"
+    ema = "ema"
+    cumulative = "cumulative"
+
+
+@dataclass(frozen=True)
+class ReplayChoices:
+    """The replay options as given; ``config(slots)`` fills the slot default from the trace."""
+
+    slots: int | None
+    quantum: float | None
+    renormalise_every: int | None
+    estimator: EstimatorParams
+    service: TokenServiceModel
+
+    def config(self, scheduler: str, suggested_slots: int | None) -> ReplayConfig:
+        return ReplayConfig(
+            scheduler=scheduler,
+            slots=self.slots or suggested_slots or 1,
+            quantum=self.quantum,
+            estimator=self.estimator,
+            service=self.service,
+            renormalise_every=self.renormalise_every,
+        )
+
+
+def _option(name: str, annotation: Any, default: Any, help: str, panel: str, *flags: str) -> inspect.Parameter:
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[annotation, typer.Option(*flags, help=help, rich_help_panel=panel, show_default=True)],
+    )
+
+
+_D_EST = EstimatorParams()
+_D_SVC = TokenServiceModel()
+_PARAMS = [
+    _option("slots", Optional[int], None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1.", _PANEL_RUN, "--slots", "-n"),
+    _option("quantum", Optional[float], None, "DRR quantum Q in cost units. Default: the largest cost in the trace.", _PANEL_RUN, "--quantum"),
+    _option("renormalise_every", Optional[int], None, "SFQ: subtract v from all meters every N dispatches (§7.2); decisions do not change.", _PANEL_RUN, "--renormalise-every"),
+    _option("input_weight", float, _D_EST.input_weight, "a: cost per input token.", _PANEL_EST, "--input-weight"),
+    _option("output_weight", float, _D_EST.output_weight, "b: cost per estimated output token.", _PANEL_EST, "--output-weight"),
+    _option("ratio_scope", RatioScope, RatioScope(_D_EST.scope), "Learn the output ratio globally, per model or per user.", _PANEL_EST, "--ratio-scope"),
+    _option("ratio_update", RatioUpdate, RatioUpdate(_D_EST.update), "Ratio of sums over a sliding window, an exponential average, or over all completions.", _PANEL_EST, "--ratio-update"),
+    _option("ratio_window", int, _D_EST.window, "Completions in the sliding window.", _PANEL_EST, "--ratio-window"),
+    _option("ratio_alpha", float, _D_EST.alpha, "Weight of each completion in the exponential average.", _PANEL_EST, "--ratio-alpha"),
+    _option("ratio_start", float, _D_EST.start_ratio, "Ratio used before any completion is seen.", _PANEL_EST, "--ratio-start"),
+    _option("default_output", int, _D_EST.default_output_tokens, "Estimated output tokens for a request without max_tokens.", _PANEL_EST, "--default-output"),
+    _option("overhead_s", float, _D_SVC.overhead_s, "Fixed seconds per request.", _PANEL_SVC, "--overhead"),
+    _option("prefill_tps", float, _D_SVC.prefill_tps, "Input tokens per second (prefill).", _PANEL_SVC, "--prefill-rate"),
+    _option("decode_tps", float, _D_SVC.decode_tps, "Output tokens per second per request (decode).", _PANEL_SVC, "--decode-rate"),
+]
+_NAMES = [p.name for p in _PARAMS]
+
+
+def _choices(values: dict[str, Any]) -> ReplayChoices:
+    estimator = EstimatorParams(
+        input_weight=values["input_weight"],
+        output_weight=values["output_weight"],
+        scope=values["ratio_scope"].value,
+        update=values["ratio_update"].value,
+        window=values["ratio_window"],
+        alpha=values["ratio_alpha"],
+        start_ratio=values["ratio_start"],
+        default_output_tokens=values["default_output"],
+    )
+    service = TokenServiceModel(
+        overhead_s=values["overhead_s"],
+        prefill_tps=values["prefill_tps"],
+        decode_tps=values["decode_tps"],
+        default_output_tokens=values["default_output"],
+    )
+    slots = values["slots"]
+    if slots is not None and slots < 1:
+        raise ValueError("--slots must be >= 1")
+    return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service)
+
+
+def with_replay_options(func: F) -> F:
+    signature = inspect.signature(func)
+    own = [p for p in signature.parameters.values() if p.name != "replay"]
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        shared = {name: kwargs.pop(name) for name in _NAMES}
+        return func(replay=_choices(shared), **kwargs)
+
+    params = own + _PARAMS
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper  # type: ignore[return-value]

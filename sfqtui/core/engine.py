@@ -1,0 +1,173 @@
+"""The replay engine of semantics §2: slots, same-time ordering, the dispatch loop.
+
+A replay is a pure function of (trace, scheduler, slots, estimator, service model):
+no clock, no randomness, no dict-order dependence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from typing import Callable, Iterator
+
+from sfqtui.core.estimator import CostEstimator, EstimatorParams
+from sfqtui.core.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventColumns
+from sfqtui.core.schedulers import DRR, SFQ, Scheduler, make_scheduler
+from sfqtui.core.schedulers.base import CostOf, Dispatch, UserReading
+from sfqtui.core.service import TokenServiceModel, service_times
+from sfqtui.core.trace import Trace
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    scheduler: str = "sfq"
+    slots: int = 1
+    quantum: float | None = None
+    estimator: EstimatorParams = field(default_factory=EstimatorParams)
+    service: TokenServiceModel = field(default_factory=TokenServiceModel)
+    renormalise_every: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.slots < 1:
+            raise ValueError("slots must be >= 1")
+        if self.quantum is not None and not self.quantum > 0:
+            raise ValueError("quantum must be > 0")
+        if self.renormalise_every is not None and self.renormalise_every < 1:
+            raise ValueError("renormalise_every must be >= 1 dispatch")
+
+
+class Replay:
+    """Replays a trace under one scheduler and fills an event buffer.
+
+    ``run()`` yields after roughly every ``chunk`` events so a caller can report progress
+    or drain ``log`` to disk; ``run_all()`` replays to the end.
+    """
+
+    def __init__(self, trace: Trace, config: ReplayConfig) -> None:
+        self.trace = trace
+        self.config = config
+        self.estimator: CostEstimator | None = None
+        if trace.cost is not None:
+            self.cost_of: CostOf = trace.cost.__getitem__
+            self.cost_source = "column"
+        else:
+            self.estimator = CostEstimator(config.estimator, trace)
+            self.cost_of = self.estimator.cost
+            self.cost_source = "estimator"
+        self.service, self.service_source = service_times(trace, config.service)
+        self.quantum = config.quantum
+        if config.scheduler == "drr" and self.quantum is None:
+            self.quantum = self.largest_cost()
+        self.scheduler: Scheduler = make_scheduler(config.scheduler, trace.weights, self.quantum)
+        self.log = EventColumns()
+        self.dispatched = 0
+        self.finished = False
+
+    def largest_cost(self) -> float:
+        """c_max of the trace: the explicit costs, or the most the estimator can charge."""
+        if not len(self.trace):
+            return 1.0
+        if self.trace.cost is not None:
+            return max(self.trace.cost)
+        assert self.estimator is not None
+        return max(self.estimator.upper_bound(i) for i in range(len(self.trace)))
+
+    def credit_used(self) -> list[float] | None:
+        return self.scheduler.credit_used if isinstance(self.scheduler, DRR) else None
+
+    def run_all(self) -> EventColumns:
+        for _ in self.run():
+            pass
+        return self.log
+
+    def run(self, chunk: int = 1 << 16) -> Iterator[int]:
+        """Replay to the end, yielding the number of requests arrived every ``chunk`` events."""
+        trace = self.trace
+        arrivals = trace.arrival_s
+        users = trace.user
+        n = len(trace)
+        service = self.service
+        sched = self.scheduler
+        arrive, reading, dispatch, idle_reset = self._operations()
+        cost_of = self.cost_of
+        observe = self.estimator.observe if self.estimator is not None else None
+        virtual = sched.has_virtual_time
+        log = self.log
+        running: list[tuple[float, int, int]] = []
+        free = self.config.slots
+        i = 0
+        next_yield = chunk
+
+        while i < n or running:
+            if running and (i >= n or running[0][0] <= arrivals[i]):
+                now = running[0][0]
+            else:
+                now = arrivals[i]
+            t, kind, reqs, costs, vs, meters, deficits = (
+                log.t, log.kind, log.req, log.cost, log.v, log.meter, log.deficit)
+
+            while running and running[0][0] == now:
+                req = heappop(running)[2]
+                free += 1
+                if observe is not None:
+                    observe(req)
+                v, meter, deficit = reading(users[req])
+                t.append(now); kind.append(COMPLETE); reqs.append(req); costs.append(None)
+                vs.append(v); meters.append(meter); deficits.append(deficit)
+
+            while i < n and arrivals[i] == now:
+                v, meter, deficit = arrive(i, users[i])
+                t.append(now); kind.append(ARRIVE); reqs.append(i); costs.append(None)
+                vs.append(v); meters.append(meter); deficits.append(deficit)
+                i += 1
+
+            while free and sched.backlogged:
+                req, _user, cost, v, meter, deficit = dispatch(cost_of)
+                t.append(now); kind.append(DISPATCH); reqs.append(req); costs.append(cost)
+                vs.append(v); meters.append(meter); deficits.append(deficit)
+                free -= 1
+                heappush(running, (now + service[req], self.dispatched, req))
+                self.dispatched += 1
+                if virtual and not sched.backlogged:
+                    t.append(now); kind.append(IDLE_RESET); reqs.append(-1); costs.append(None)
+                    vs.append(idle_reset()); meters.append(None); deficits.append(None)
+
+            if log.start + len(log.kind) >= next_yield:
+                next_yield = log.start + len(log.kind) + chunk
+                yield i
+        self.finished = True
+        yield i
+
+    def _operations(self) -> tuple[Callable[[int, str], UserReading], Callable[[str], UserReading], Callable[[CostOf], Dispatch], Callable[[], float | None]]:
+        """The scheduler's arrive, reading, dispatch and idle reset.
+
+        With renormalisation on, they report v and meters in the absolute frame
+        (value + the offset renormalisation has taken out) and renormalise every N picks.
+        """
+        sched = self.scheduler
+        every = self.config.renormalise_every
+        if not every or not isinstance(sched, SFQ):
+            return sched.arrive, sched.reading, sched.dispatch, sched.idle_reset
+        sfq = sched
+        count = 0
+
+        def absolute(reading: UserReading) -> UserReading:
+            v, meter, deficit = reading
+            off = sfq.offset
+            return v + off, (None if meter is None else meter + off), deficit  # type: ignore[operator]
+
+        def dispatch(cost_of: CostOf) -> Dispatch:
+            nonlocal count
+            req, user, cost, v, meter, deficit = sfq.dispatch(cost_of)
+            off = sfq.offset
+            count += 1
+            if count % every == 0:
+                sfq.renormalise()
+            return req, user, cost, v + off, meter + off, deficit  # type: ignore[operator]
+
+        return (
+            lambda req, user: absolute(sfq.arrive(req, user)),
+            lambda user: absolute(sfq.reading(user)),
+            dispatch,
+            lambda: sfq.idle_reset() + sfq.offset,
+        )

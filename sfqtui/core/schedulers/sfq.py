@@ -1,0 +1,113 @@
+"""Start-time Fair Queueing (semantics §3, article §2) and the `sfq-reset` teaching variant."""
+
+from __future__ import annotations
+
+import math
+from heapq import heapify, heappop, heappush
+
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, SchedulerView, UserReading
+
+
+class SFQ(Scheduler):
+    """Meters S_i, virtual time v, one FIFO per user.
+
+    Backlogged users sit in a heap keyed by (S_i, user id): a backlogged user's meter
+    only changes when it is picked, so the heap never holds stale entries and each
+    decision is O(log T). Python compares floats exactly and strings by code point,
+    which is the tie rule of semantics §3.
+    """
+
+    name = "sfq"
+    has_virtual_time = True
+
+    def __init__(self, weights: dict[str, float] | None = None) -> None:
+        super().__init__(weights)
+        self.v = 0.0
+        self._meters: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []
+        self._max_meter = 0.0
+        self.offset = 0.0
+
+    def _join(self, user: str) -> float:
+        """The join rule max(S_i, v); a new user starts at v."""
+        meter = self._meters.get(user)
+        return self.v if meter is None or meter < self.v else meter
+
+    def arrive(self, req: int, user: str) -> UserReading:
+        queue = self._queues.get(user)
+        if queue is None:
+            queue = self._queue(user)
+        if not queue:
+            meter = self._join(user)
+            self._meters[user] = meter
+            if meter > self._max_meter:
+                self._max_meter = meter
+            heappush(self._heap, (meter, user))
+            self.backlogged += 1
+        queue.append(req)
+        return self.v, self._meters[user], None
+
+    def dispatch(self, cost_of: CostOf) -> Dispatch:
+        meter, user = heappop(self._heap)
+        self.v = meter
+        queue = self._queues[user]
+        req = queue.popleft()
+        cost = cost_of(req)
+        weight = self._weights.get(user)
+        charged = meter + (cost if weight is None else cost / weight)
+        self._meters[user] = charged
+        if charged > self._max_meter:
+            self._max_meter = charged
+        if queue:
+            heappush(self._heap, (charged, user))
+        else:
+            self.backlogged -= 1
+        return req, user, cost, meter, charged, None
+
+    def reading(self, user: str) -> UserReading:
+        return self.v, self._meters.get(user), None
+
+    def idle_reset(self) -> float:
+        if self._max_meter > self.v:
+            self.v = self._max_meter
+        return self.v
+
+    def renormalise(self) -> None:
+        """Subtract from v and every meter an amount d <= v for which each subtraction is exact.
+
+        d is v rounded down to a multiple of the largest ulp among the numbers held, so
+        every meter >= d shifts exactly and keeps its order; meters below d (users idle
+        since before v passed them) can only round towards each other, and the join rule
+        maps all of them to v anyway. See docs/semantics-choices.md for what this can and
+        cannot promise once later charges are not exactly representable.
+        """
+        largest = max(abs(self._max_meter), abs(self.v))
+        if largest == 0.0:
+            return
+        grain = math.ulp(largest)
+        d = math.floor(self.v / grain) * grain
+        if d <= 0.0:
+            return
+        self.v -= d
+        self._max_meter -= d
+        self.offset += d
+        for user, meter in self._meters.items():
+            self._meters[user] = meter - d
+        self._heap = [(meter - d, user) for meter, user in self._heap]
+        heapify(self._heap)
+
+    def view(self) -> SchedulerView:
+        return SchedulerView(
+            scheduler=self.name,
+            users=self._user_views(self._meters.get, lambda _u: None),
+            v=self.v,
+        )
+
+
+class SFQReset(SFQ):
+    """`sfq-reset`: the join rule S_i <- v, which opens the loophole of article §2.4 and §3.3."""
+
+    name = "sfq-reset"
+
+    def _join(self, user: str) -> float:
+        return self.v

@@ -1,0 +1,1 @@
+"""Files: trace and event-log Parquet (polars and pyarrow live here, never in the core)."""

@@ -1,0 +1,154 @@
+"""Event-log Parquet files (semantics §7): write engine chunks as row groups, read them back."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Sequence
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from sfqtui.core.events import DISPATCH, KINDS, EventColumns
+from sfqtui.core.logrows import LogRows
+from sfqtui.errors import InputError
+from sfqtui.trace.load import read_parquet
+from sfqtui.trace.schema import LOG_COLUMNS, LOG_SCHEMA, METADATA_KEY
+from sfqtui.trace.write import read_metadata
+
+_KIND_NAMES = pa.array(KINDS, pa.string())
+
+
+class ChunkEncoder:
+    """Turns engine chunks into Arrow tables with the §7 columns and the extras we add.
+
+    Extras: ``weight`` (the user's weight, when the trace has weights), ``ratio`` (the
+    estimator ratio that priced a dispatch) and ``credit`` (the DRR deficit a dispatch
+    was sent against).
+    """
+
+    def __init__(
+        self,
+        scheduler: str,
+        request_ids: pa.Array,
+        users: pa.Array,
+        weights: pa.Array | None = None,
+        ratio_used: Sequence[float | None] | None = None,
+        credit_used: Sequence[float] | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self._request_ids = request_ids
+        self._users = users
+        self._weights = weights
+        self._ratio_used = ratio_used
+        self._credit_used = credit_used
+        self._dispatches = 0
+
+    def encode(self, chunk: EventColumns) -> pa.Table:
+        n = len(chunk)
+        kind_codes = np.asarray(chunk.kind, dtype=np.int8)
+        req = np.asarray(chunk.req, dtype=np.int64)
+        no_request = req < 0
+        req_index = pa.array(req, mask=no_request)
+        columns: dict[str, pa.Array] = {
+            "seq": pa.array(np.arange(chunk.start, chunk.start + n, dtype=np.int64)),
+            "t": pa.array(chunk.t, pa.float64()),
+            "kind": _KIND_NAMES.take(pa.array(kind_codes)),
+            "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
+            "request_id": self._request_ids.take(req_index),
+            "user": self._users.take(req_index),
+            "cost": pa.array(chunk.cost, pa.float64()),
+            "v": pa.array(chunk.v, pa.float64()),
+            "meter": pa.array(chunk.meter, pa.float64()),
+            "deficit": pa.array(chunk.deficit, pa.float64()),
+        }
+        is_dispatch = kind_codes == DISPATCH
+        if self._weights is not None:
+            columns["weight"] = self._weights.take(req_index)
+        if self._ratio_used is not None:
+            ratios = pa.array(self._ratio_used, pa.float64()).take(req_index)
+            columns["ratio"] = pc.if_else(pa.array(is_dispatch), ratios, pa.scalar(None, pa.float64()))
+        if self._credit_used is not None:
+            count = int(is_dispatch.sum())
+            credit = np.zeros(n)
+            credit[is_dispatch] = self._credit_used[self._dispatches : self._dispatches + count]
+            self._dispatches += count
+            columns["credit"] = pa.array(credit, mask=~is_dispatch)
+        return pa.table(columns)
+
+
+class EventLogWriter:
+    """Writes row groups to a temporary file and moves it into place only on success."""
+
+    def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+        self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
+        self._writer: pq.ParquetWriter | None = None
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            schema = table.schema.with_metadata(self._metadata)
+            self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def __enter__(self) -> EventLogWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if exc_type is None and self._writer is not None:
+            os.replace(self._tmp, self.path)
+        elif self._tmp.exists():
+            self._tmp.unlink()
+
+
+def read_log(path: Path | str) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Read an event log, checking it has the §7 columns; returns the rows and our metadata."""
+    path = Path(path)
+    df = read_parquet(path, what="event log")
+    missing = [c for c in LOG_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(f"{path}: not an event log: missing column(s) {', '.join(missing)} (semantics §7)")
+    for column in LOG_COLUMNS:
+        expected = LOG_SCHEMA.field(column).type
+        actual = df.schema[column]
+        numeric_ok = pa.types.is_floating(expected) and actual.is_numeric()
+        integer_ok = pa.types.is_integer(expected) and actual.is_integer()
+        string_ok = pa.types.is_string(expected) and actual in (pl.String, pl.Categorical)
+        if not (numeric_ok or integer_ok or string_ok):
+            raise InputError(f"{path}: column '{column}' has type {actual}; the event log needs {expected} (semantics §7)")
+    return df, read_metadata(path)
+
+
+def log_rows(df: pl.DataFrame) -> LogRows:
+    """The core's LogRows for one scheduler's log."""
+    schedulers = df["scheduler"].drop_nulls().unique().to_list()
+    if len(schedulers) != 1:
+        raise InputError(f"an event log must hold one scheduler's events; this one has {schedulers or 'none'}")
+
+    def column(name: str) -> list | None:
+        return df[name].to_list() if name in df.columns else None
+
+    return LogRows(
+        scheduler=schedulers[0],
+        seq=df["seq"].to_list(),
+        t=df["t"].cast(pl.Float64).to_list(),
+        kind=df["kind"].cast(pl.String).to_list(),
+        user=df["user"].cast(pl.String).to_list(),
+        request_id=df["request_id"].cast(pl.String).to_list(),
+        cost=df["cost"].cast(pl.Float64).to_list(),
+        v=df["v"].cast(pl.Float64).to_list(),
+        meter=df["meter"].cast(pl.Float64).to_list(),
+        deficit=df["deficit"].cast(pl.Float64).to_list(),
+        weight=column("weight"),
+        credit=column("credit"),
+    )

@@ -1,0 +1,183 @@
+"""Load a trace file and refuse a bad one with one line: column, first offending row, rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sfqtui.core.trace import Trace
+from sfqtui.errors import InputError
+from sfqtui.trace.schema import REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
+from sfqtui.trace.write import read_metadata
+
+_STRING_TYPES = (pl.String, pl.Categorical, pl.Enum)
+
+
+@dataclass(frozen=True)
+class LoadedTrace:
+    """A validated trace: the core's view and the sorted table it came from."""
+
+    path: Path
+    trace: Trace
+    table: pa.Table
+    metadata: dict[str, Any]
+
+    @property
+    def suggested_slots(self) -> int | None:
+        """The slot count the trace was made for (scenarios and importers record one)."""
+        slots = self.metadata.get("slots")
+        return int(slots) if isinstance(slots, int) and slots > 0 else None
+
+
+def read_parquet(path: Path, what: str = "trace") -> pl.DataFrame:
+    """Read a Parquet file or raise InputError naming what is wrong with it."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a Parquet {what} file")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty, expected a Parquet {what} file")
+    try:
+        pq.read_metadata(path)
+        return pl.read_parquet(path)
+    except (pa.ArrowInvalid, OSError, pl.exceptions.ComputeError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+
+
+def _where(path: Path, column: str, row: int) -> str:
+    return f"{path}: column '{column}', row {row} (counting from 0)"
+
+
+def _first(mask: pl.Series) -> int | None:
+    hits = mask.fill_null(False).arg_true()
+    return int(hits[0]) if len(hits) else None
+
+
+def _check_type(path: Path, df: pl.DataFrame, column: str) -> None:
+    dtype = df.schema[column]
+    if column in ("request_id", "user", "model"):
+        ok = isinstance(dtype, _STRING_TYPES) or dtype in _STRING_TYPES
+        rule = "must be strings"
+    elif column in TOKEN_COLUMNS:
+        ok = dtype.is_integer() or dtype.is_float()
+        rule = "must be whole numbers (int64)"
+    else:
+        ok = dtype.is_numeric()
+        rule = "must be numbers (float64)"
+    if not ok:
+        row = _first(df[column].is_not_null()) or 0
+        value = df[column][row]
+        raise InputError(f"{_where(path, column, row)}: value {value!r} has type {dtype}; {column} {rule}")
+
+
+def _refuse(path: Path, df: pl.DataFrame, column: str, mask: pl.Series, rule: str) -> None:
+    row = _first(mask)
+    if row is not None:
+        value = df[column][row]
+        shown = "null" if value is None else repr(value)
+        raise InputError(f"{_where(path, column, row)}: value {shown}; {rule}")
+
+
+def validate(path: Path, df: pl.DataFrame) -> None:
+    """Raise InputError for the first rule of semantics §1 that the frame breaks."""
+    if df.height == 0:
+        raise InputError(f"{path}: the trace has no rows")
+    for column in REQUIRED:
+        if column not in df.columns:
+            raise InputError(f"{path}: missing required column '{column}' (a trace needs {', '.join(REQUIRED)})")
+    has_cost = "cost" in df.columns
+    if not has_cost and "input_tokens" not in df.columns:
+        raise InputError(f"{path}: missing column 'input_tokens' (required unless the trace has a 'cost' column)")
+    for column in TRACE_COLUMNS:
+        if column in df.columns:
+            _check_type(path, df, column)
+
+    for column in ("request_id", "user"):
+        _refuse(path, df, column, df[column].is_null(), f"{column} is required on every row")
+    _refuse(path, df, "request_id", df["request_id"].is_duplicated() & ~df["request_id"].is_first_distinct(),
+            "request_id must be unique (this id appeared earlier)")
+
+    arrival = df["arrival_s"].cast(pl.Float64)
+    _refuse(path, df, "arrival_s", arrival.is_null(), "arrival_s is required on every row")
+    _refuse(path, df, "arrival_s", arrival.is_nan() | arrival.is_infinite(), "arrival_s must be finite")
+    _refuse(path, df, "arrival_s", arrival < 0, "arrival_s must be >= 0")
+
+    for column in TOKEN_COLUMNS:
+        if column not in df.columns:
+            continue
+        values = df[column]
+        if values.dtype.is_float():
+            _refuse(path, df, column, values.is_nan() | values.is_infinite(), f"{column} must be a finite whole number")
+            _refuse(path, df, column, values != values.floor(), f"{column} must be a whole number of tokens")
+        if column == "input_tokens" and not has_cost:
+            _refuse(path, df, column, values.is_null(), "input_tokens is required on every row when there is no cost column")
+        if column == "max_tokens":
+            _refuse(path, df, column, values <= 0, "max_tokens must be > 0")
+        else:
+            _refuse(path, df, column, values < 0, f"{column} must be >= 0")
+
+    for column, rule in (("cost", "cost must be > 0"), ("service_s", "service_s must be > 0"), ("weight", "weight must be > 0")):
+        if column not in df.columns:
+            continue
+        values = df[column].cast(pl.Float64)
+        _refuse(path, df, column, values.is_null(), f"{column} must be given on every row when the column is present")
+        _refuse(path, df, column, values.is_nan() | values.is_infinite(), f"{column} must be finite")
+        _refuse(path, df, column, values <= 0, rule)
+
+    if "weight" in df.columns:
+        first_weight = pl.col("weight").cast(pl.Float64).first().over("user")
+        changed = df.select(pl.col("weight").cast(pl.Float64) != first_weight).to_series()
+        _refuse(path, df, "weight", changed, "a user's weight must be the same on all of its rows")
+
+
+def normalise(df: pl.DataFrame) -> pl.DataFrame:
+    """Known columns in their schema types, rows in replay order (arrival_s, then row order)."""
+    casts = {
+        "request_id": pl.String, "user": pl.String, "model": pl.String,
+        "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
+        "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64,
+    }
+    present = [c for c in TRACE_COLUMNS if c in df.columns]
+    return (
+        df.select([pl.col(c).cast(casts[c]) for c in present])
+        .with_row_index("__row")
+        .sort(["arrival_s", "__row"])
+        .drop("__row")
+    )
+
+
+def to_core(df: pl.DataFrame) -> Trace:
+    """The core's columnar Trace from a validated, normalised frame."""
+
+    def column(name: str) -> list | None:
+        return df[name].to_list() if name in df.columns else None
+
+    weights: dict[str, float] = {}
+    if "weight" in df.columns:
+        per_user = df.group_by("user").agg(pl.col("weight").first())
+        weights = dict(zip(per_user["user"].to_list(), per_user["weight"].to_list()))
+    return Trace(
+        request_id=df["request_id"].to_list(),
+        user=df["user"].to_list(),
+        arrival_s=df["arrival_s"].to_list(),
+        input_tokens=column("input_tokens"),
+        max_tokens=column("max_tokens"),
+        output_tokens=column("output_tokens"),
+        cost=column("cost"),
+        service_s=column("service_s"),
+        model=column("model"),
+        weights=weights,
+    )
+
+
+def load_trace(path: Path | str) -> LoadedTrace:
+    path = Path(path)
+    df = read_parquet(path)
+    validate(path, df)
+    df = normalise(df)
+    return LoadedTrace(path=path, trace=to_core(df), table=df.to_arrow(), metadata=read_metadata(path))

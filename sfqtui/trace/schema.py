@@ -1,0 +1,40 @@
+"""Column names and types of the trace (semantics §1) and the event log (semantics §7)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+REQUIRED = ("request_id", "user", "arrival_s")
+TOKEN_COLUMNS = ("input_tokens", "max_tokens", "output_tokens")
+TRACE_SCHEMA = pa.schema(
+    [
+        ("request_id", pa.string()),
+        ("user", pa.string()),
+        ("arrival_s", pa.float64()),
+        ("input_tokens", pa.int64()),
+        ("max_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cost", pa.float64()),
+        ("service_s", pa.float64()),
+        ("weight", pa.float64()),
+        ("model", pa.string()),
+    ]
+)
+TRACE_COLUMNS = tuple(TRACE_SCHEMA.names)
+
+LOG_SCHEMA = pa.schema(
+    [
+        ("seq", pa.int64()),
+        ("t", pa.float64()),
+        ("kind", pa.string()),
+        ("scheduler", pa.string()),
+        ("request_id", pa.string()),
+        ("user", pa.string()),
+        ("cost", pa.float64()),
+        ("v", pa.float64()),
+        ("meter", pa.float64()),
+        ("deficit", pa.float64()),
+    ]
+)
+LOG_COLUMNS = tuple(LOG_SCHEMA.names)
+METADATA_KEY = b"sfqtui"

@@ -1,0 +1,1 @@
+"""The Textual dashboard: views that render state rebuilt from the event log."""
