@@ -59,7 +59,7 @@ def compare(
             run = Replay(loaded.trace, config)
             for arrived in run.run():
                 update(k * len(loaded.trace) + arrived, len(names) * len(loaded.trace))
-            reports.append(fairness(rows_from_replay(run.log, loaded.trace, name), loaded.trace.weights))
+            reports.append(fairness(rows_from_replay(run.log.columns(), loaded.trace, name), loaded.trace.weights))
     assert config is not None
     if as_json:
         payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}

@@ -6,12 +6,13 @@ no clock, no randomness, no dict-order dependence.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from typing import Callable, Iterator
 
 from sfqtui.core.estimator import CostEstimator, EstimatorParams
-from sfqtui.core.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventColumns
+from sfqtui.core.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
 from sfqtui.core.schedulers import DRR, SFQ, Scheduler, make_scheduler
 from sfqtui.core.schedulers.base import CostOf, Dispatch, UserReading
 from sfqtui.core.service import TokenServiceModel, service_times
@@ -59,7 +60,7 @@ class Replay:
         if config.scheduler == "drr" and self.quantum is None:
             self.quantum = self.largest_cost()
         self.scheduler: Scheduler = make_scheduler(config.scheduler, trace.weights, self.quantum)
-        self.log = EventColumns()
+        self.log = EventBuffer()
         self.dispatched = 0
         self.finished = False
 
@@ -76,12 +77,18 @@ class Replay:
         return self.scheduler.credit_used if isinstance(self.scheduler, DRR) else None
 
     def run_all(self) -> EventColumns:
+        """Replay to the end and return every event as columns."""
         for _ in self.run():
             pass
-        return self.log
+        return self.log.columns()
 
     def run(self, chunk: int = 1 << 16) -> Iterator[int]:
-        """Replay to the end, yielding the number of requests arrived every ``chunk`` events."""
+        """Replay to the end, yielding the number of requests arrived every ``chunk`` events.
+
+        The loop allocates millions of short-lived tuples and no reference cycles, so the
+        cyclic garbage collector only costs time here: it is paused while a chunk is
+        replayed and restored whenever control returns to the caller.
+        """
         trace = self.trace
         arrivals = trace.arrival_s
         users = trace.user
@@ -93,49 +100,58 @@ class Replay:
         observe = self.estimator.observe if self.estimator is not None else None
         virtual = sched.has_virtual_time
         log = self.log
+        rows = log.rows
+        append = rows.append
         running: list[tuple[float, int, int]] = []
         free = self.config.slots
         i = 0
-        next_yield = chunk
+        dispatched = self.dispatched
+        next_yield = log.start + len(rows) + chunk
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            while i < n or running:
+                if running and (i >= n or running[0][0] <= arrivals[i]):
+                    now = running[0][0]
+                else:
+                    now = arrivals[i]
 
-        while i < n or running:
-            if running and (i >= n or running[0][0] <= arrivals[i]):
-                now = running[0][0]
-            else:
-                now = arrivals[i]
-            t, kind, reqs, costs, vs, meters, deficits = (
-                log.t, log.kind, log.req, log.cost, log.v, log.meter, log.deficit)
+                while running and running[0][0] == now:
+                    req = heappop(running)[2]
+                    free += 1
+                    if observe is not None:
+                        observe(req)
+                    v, meter, deficit = reading(users[req])
+                    append((now, COMPLETE, req, None, v, meter, deficit))
 
-            while running and running[0][0] == now:
-                req = heappop(running)[2]
-                free += 1
-                if observe is not None:
-                    observe(req)
-                v, meter, deficit = reading(users[req])
-                t.append(now); kind.append(COMPLETE); reqs.append(req); costs.append(None)
-                vs.append(v); meters.append(meter); deficits.append(deficit)
+                while i < n and arrivals[i] == now:
+                    v, meter, deficit = arrive(i, users[i])
+                    append((now, ARRIVE, i, None, v, meter, deficit))
+                    i += 1
 
-            while i < n and arrivals[i] == now:
-                v, meter, deficit = arrive(i, users[i])
-                t.append(now); kind.append(ARRIVE); reqs.append(i); costs.append(None)
-                vs.append(v); meters.append(meter); deficits.append(deficit)
-                i += 1
+                while free and sched.backlogged:
+                    req, _user, cost, v, meter, deficit = dispatch(cost_of)
+                    append((now, DISPATCH, req, cost, v, meter, deficit))
+                    free -= 1
+                    heappush(running, (now + service[req], dispatched, req))
+                    dispatched += 1
+                    if virtual and not sched.backlogged:
+                        append((now, IDLE_RESET, -1, None, idle_reset(), None, None))
 
-            while free and sched.backlogged:
-                req, _user, cost, v, meter, deficit = dispatch(cost_of)
-                t.append(now); kind.append(DISPATCH); reqs.append(req); costs.append(cost)
-                vs.append(v); meters.append(meter); deficits.append(deficit)
-                free -= 1
-                heappush(running, (now + service[req], self.dispatched, req))
-                self.dispatched += 1
-                if virtual and not sched.backlogged:
-                    t.append(now); kind.append(IDLE_RESET); reqs.append(-1); costs.append(None)
-                    vs.append(idle_reset()); meters.append(None); deficits.append(None)
-
-            if log.start + len(log.kind) >= next_yield:
-                next_yield = log.start + len(log.kind) + chunk
-                yield i
-        self.finished = True
+                if log.start + len(rows) >= next_yield:
+                    self.dispatched = dispatched
+                    if collecting:
+                        gc.enable()
+                    yield i
+                    gc.disable()
+                    rows = log.rows
+                    append = rows.append
+                    next_yield = log.start + len(rows) + chunk
+            self.finished = True
+        finally:
+            self.dispatched = dispatched
+            if collecting:
+                gc.enable()
         yield i
 
     def _operations(self) -> tuple[Callable[[int, str], UserReading], Callable[[str], UserReading], Callable[[CostOf], Dispatch], Callable[[], float | None]]:

@@ -3,36 +3,58 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap")
 ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP = range(len(KINDS))
 KIND_CODE: dict[str, int] = {name: code for code, name in enumerate(KINDS)}
 
 
+# One event: (t, kind code, request index or -1, cost or None, v, meter, deficit).
+EventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None"]
+
+
 @dataclass
 class EventColumns:
-    """Events as parallel lists, seq = ``start`` + position.
+    """Events in seq order as parallel columns, seq = ``start`` + position.
 
     ``req`` is the trace index of the event's request (-1 for idle_reset); the request id
     and user are looked up from the trace when the rows are written. ``cost`` is ``None``
     except on dispatches.
     """
 
-    start: int = 0
-    t: list[float] = field(default_factory=list)
-    kind: list[int] = field(default_factory=list)
-    req: list[int] = field(default_factory=list)
-    cost: list[float | None] = field(default_factory=list)
-    v: list[float | None] = field(default_factory=list)
-    meter: list[float | None] = field(default_factory=list)
-    deficit: list[float | None] = field(default_factory=list)
+    start: int
+    t: Sequence[float]
+    kind: Sequence[int]
+    req: Sequence[int]
+    cost: Sequence[float | None]
+    v: Sequence[float | None]
+    meter: Sequence[float | None]
+    deficit: Sequence[float | None]
 
     def __len__(self) -> int:
         return len(self.kind)
 
+
+@dataclass
+class EventBuffer:
+    """The engine appends one tuple per event (cheapest in the hot loop); columns come out on demand."""
+
+    start: int = 0
+    rows: list[EventRow] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def columns(self) -> EventColumns:
+        if not self.rows:
+            return EventColumns(self.start, [], [], [], [], [], [], [])
+        t, kind, req, cost, v, meter, deficit = zip(*self.rows)
+        return EventColumns(self.start, t, kind, req, cost, v, meter, deficit)
+
     def drain(self) -> EventColumns:
-        """Hand over the rows held so far and start an empty buffer after them."""
-        chunk = EventColumns(self.start, self.t, self.kind, self.req, self.cost, self.v, self.meter, self.deficit)
-        self.start += len(chunk)
-        self.t, self.kind, self.req, self.cost, self.v, self.meter, self.deficit = [], [], [], [], [], [], []
+        """Hand over the rows held so far, as columns, and start an empty buffer after them."""
+        chunk = self.columns()
+        self.start += len(self.rows)
+        self.rows = []
         return chunk

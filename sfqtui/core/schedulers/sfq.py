@@ -19,6 +19,7 @@ class SFQ(Scheduler):
 
     name = "sfq"
     has_virtual_time = True
+    reset_join = False
 
     def __init__(self, weights: dict[str, float] | None = None) -> None:
         super().__init__(weights)
@@ -28,17 +29,15 @@ class SFQ(Scheduler):
         self._max_meter = 0.0
         self.offset = 0.0
 
-    def _join(self, user: str) -> float:
-        """The join rule max(S_i, v); a new user starts at v."""
-        meter = self._meters.get(user)
-        return self.v if meter is None or meter < self.v else meter
-
     def arrive(self, req: int, user: str) -> UserReading:
         queue = self._queues.get(user)
         if queue is None:
             queue = self._queue(user)
         if not queue:
-            meter = self._join(user)
+            # The join rule max(S_i, v) (a new user starts at v); sfq-reset joins at v.
+            meter = self._meters.get(user)
+            if meter is None or meter < self.v or self.reset_join:
+                meter = self.v
             self._meters[user] = meter
             if meter > self._max_meter:
                 self._max_meter = meter
@@ -53,8 +52,10 @@ class SFQ(Scheduler):
         queue = self._queues[user]
         req = queue.popleft()
         cost = cost_of(req)
-        weight = self._weights.get(user)
-        charged = meter + (cost if weight is None else cost / weight)
+        if self._weights:
+            charged = meter + cost / self._weights.get(user, 1.0)
+        else:
+            charged = meter + cost
         self._meters[user] = charged
         if charged > self._max_meter:
             self._max_meter = charged
@@ -108,6 +109,4 @@ class SFQReset(SFQ):
     """`sfq-reset`: the join rule S_i <- v, which opens the loophole of article §2.4 and §3.3."""
 
     name = "sfq-reset"
-
-    def _join(self, user: str) -> float:
-        return self.v
+    reset_join = True
