@@ -83,12 +83,7 @@ class Replay:
         return self.log.columns()
 
     def run(self, chunk: int = 1 << 16) -> Iterator[int]:
-        """Replay to the end, yielding the number of requests arrived every ``chunk`` events.
-
-        The loop allocates millions of short-lived tuples and no reference cycles, so the
-        cyclic garbage collector only costs time here: it is paused while a chunk is
-        replayed and restored whenever control returns to the caller.
-        """
+        """Replay to the end, yielding the number of requests arrived every ``chunk`` events."""
         trace = self.trace
         arrivals = trace.arrival_s
         users = trace.user
@@ -108,7 +103,7 @@ class Replay:
         dispatched = self.dispatched
         next_yield = log.start + len(rows) + chunk
         collecting = gc.isenabled()
-        gc.disable()
+        gc.disable()  # see sfqtui.core.gcpause; restored whenever control returns to the caller
         try:
             while i < n or running:
                 if running and (i >= n or running[0][0] <= arrivals[i]):

@@ -49,7 +49,8 @@ class EventBuffer:
     def columns(self) -> EventColumns:
         if not self.rows:
             return EventColumns(self.start, [], [], [], [], [], [], [])
-        t, kind, req, cost, v, meter, deficit = zip(*self.rows)
+        rows = self.rows
+        t, kind, req, cost, v, meter, deficit = ([row[j] for row in rows] for j in range(7))
         return EventColumns(self.start, t, kind, req, cost, v, meter, deficit)
 
     def drain(self) -> EventColumns:

@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sfqtui.core.gcpause import collector_paused
 from sfqtui.core.trace import Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.schema import REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
@@ -180,4 +181,6 @@ def load_trace(path: Path | str) -> LoadedTrace:
     df = read_parquet(path)
     validate(path, df)
     df = normalise(df)
-    return LoadedTrace(path=path, trace=to_core(df), table=df.to_arrow(), metadata=read_metadata(path))
+    with collector_paused():
+        trace = to_core(df)
+    return LoadedTrace(path=path, trace=trace, table=df.to_arrow(), metadata=read_metadata(path))

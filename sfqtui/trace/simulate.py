@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from sfqtui import __version__
 from sfqtui.core.engine import Replay, ReplayConfig
+from sfqtui.core.gcpause import collector_paused
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter
 from sfqtui.trace.load import LoadedTrace
 
@@ -53,9 +54,11 @@ def simulate(loaded: LoadedTrace, config: ReplayConfig, out: Path, progress: Pro
     replay = Replay(loaded.trace, config)
     encoder = encoder_for(replay, loaded)
     total = len(loaded.trace)
-    with EventLogWriter(out, replay_metadata(replay, loaded)) as writer:
+    with collector_paused(), EventLogWriter(out, replay_metadata(replay, loaded)) as writer:
         for arrived in replay.run(chunk=1 << 18):
-            writer.write(encoder.encode(replay.log.drain()))
+            chunk = replay.log.drain()
+            if len(chunk):
+                writer.write(encoder.encode(chunk))
             if progress is not None:
                 progress(arrived, total)
     return replay
