@@ -5,6 +5,7 @@ import typer
 from sfqtui.cli.check import check
 from sfqtui.cli.compare import compare
 from sfqtui.cli.gen import GEN_HELP, gen
+from sfqtui.cli.replay import demo, replay, serve
 from sfqtui.cli.simulate import simulate
 
 app = typer.Typer(
@@ -19,6 +20,9 @@ app.command(help=GEN_HELP)(gen)
 app.command()(simulate)
 app.command()(check)
 app.command()(compare)
+app.command()(replay)
+app.command()(demo)
+app.command()(serve)
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from sfqtui.core.events import ARRIVE, CANCEL, DISPATCH, IDLE_RESET, KINDS
+from sfqtui.core.logrows import LogRows
 
 NaN = math.nan
 
@@ -29,6 +30,7 @@ class EventBatch:
     kind: Sequence[int]
     user: Sequence[int]
     new_users: Sequence[str]
+    new_user_weights: Sequence[float]
     request_id: Sequence[str | None]
     t: Sequence[float]
     cost: Sequence[float]
@@ -41,11 +43,11 @@ class EventBatch:
 
 
 class EventTable:
-    def __init__(self, scheduler: str, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, scheduler: str) -> None:
         self.scheduler = scheduler
         self.users: list[str] = []
         self.user_code: dict[str, int] = {}
-        self.weights = weights or {}
+        self.weights: list[float] = []
         self.kind = array("b")
         self.user = array("i")
         self.request_id: list[str | None] = []
@@ -54,23 +56,24 @@ class EventTable:
         self.v = array("d")
         self.meter = array("d")
         self.deficit = array("d")
-        self.request_events: dict[str, list[int]] = {}
         self.dispatches = array("q")  # event indices of dispatches
         self.idle_resets = array("q")
         self.user_dispatches: list[array] = []  # per user code: its dispatch event indices
-        self.complete = False
+        self.size = 0
 
     def __len__(self) -> int:
-        return len(self.kind)
+        """Events fully appended (readers never see a half-appended batch)."""
+        return self.size
 
     def weight(self, code: int) -> float:
-        return self.weights.get(self.users[code], 1.0)
+        return self.weights[code]
 
     def append(self, batch: EventBatch) -> None:
         start = len(self.kind)
-        for name in batch.new_users:
+        for name, weight in zip(batch.new_users, batch.new_user_weights):
             self.user_code[name] = len(self.users)
             self.users.append(name)
+            self.weights.append(weight)
             self.user_dispatches.append(array("q"))
         self.kind.extend(batch.kind)
         self.user.extend(batch.user)
@@ -80,20 +83,15 @@ class EventTable:
         self.v.extend(batch.v)
         self.meter.extend(batch.meter)
         self.deficit.extend(batch.deficit)
-        events = self.request_events
-        for offset, (kind, user, rid) in enumerate(zip(batch.kind, batch.user, batch.request_id)):
-            k = start + offset
-            if rid is not None:
-                found = events.get(rid)
-                if found is None:
-                    events[rid] = [k]
-                else:
-                    found.append(k)
-            if kind == DISPATCH:
-                self.dispatches.append(k)
-                self.user_dispatches[user].append(k)
-            elif kind == IDLE_RESET:
-                self.idle_resets.append(k)
+        kinds = batch.kind
+        picks = [start + i for i, kind in enumerate(kinds) if kind == DISPATCH]
+        self.dispatches.extend(picks)
+        per_user = self.user_dispatches
+        user = self.user
+        for k in picks:
+            per_user[user[k]].append(k)
+        self.idle_resets.extend(start + i for i, kind in enumerate(kinds) if kind == IDLE_RESET)
+        self.size = len(self.kind)
 
     # Navigation helpers: all O(log n).
 
@@ -101,6 +99,14 @@ class EventTable:
         seq = self.dispatches if user is None else self.user_dispatches[user]
         pos = bisect_right(seq, k)
         return seq[pos] if pos < len(seq) else None
+
+    def user_next_dispatch_index(self, user: int, k: int) -> int | None:
+        """The event index of user's first dispatch after event k (its head request then)."""
+        return self.next_dispatch(k, user)
+
+    def dispatches_between(self, after: int, before: int) -> array:
+        """Event indices of the dispatches strictly between two events."""
+        return self.dispatches[bisect_right(self.dispatches, after) : bisect_left(self.dispatches, before)]
 
     def previous_dispatch(self, k: int) -> int | None:
         pos = bisect_left(self.dispatches, k)
@@ -122,14 +128,46 @@ class EventTable:
         return None if code < 0 else self.users[code]
 
     def request_life(self, request_id: str) -> dict[str, int]:
-        """Event indices of the request's arrive, dispatch, complete (and cancel)."""
-        return {KINDS[self.kind[k]]: k for k in self.request_events.get(request_id, [])}
+        """Event indices of the request's arrive, dispatch, complete (and cancel).
+
+        A linear scan in C (list.index); fast enough for an interactive lookup on
+        millions of events, and it needs no per-request index in memory.
+        """
+        life: dict[str, int] = {}
+        ids = self.request_id
+        k = -1
+        while len(life) < 4:
+            try:
+                k = ids.index(request_id, k + 1, self.size)
+            except ValueError:
+                break
+            life[KINDS[self.kind[k]]] = k
+        return life
 
     def is_arrival(self, k: int) -> bool:
         return self.kind[k] == ARRIVE
 
     def is_cancel(self, k: int) -> bool:
         return self.kind[k] == CANCEL
+
+
+    def log_rows(self) -> LogRows:
+        """The loaded events as LogRows (for the audit)."""
+        n = self.size
+        users, weights, codes = self.users, self.weights, self.user[:n]
+        return LogRows(
+            scheduler=self.scheduler,
+            seq=range(n),
+            t=self.t[:n],
+            kind=[KINDS[k] for k in self.kind[:n]],
+            user=[users[u] if u >= 0 else None for u in codes],
+            request_id=self.request_id[:n],
+            cost=[number(x) for x in self.cost[:n]],
+            v=[number(x) for x in self.v[:n]],
+            meter=[number(x) for x in self.meter[:n]],
+            deficit=[number(x) for x in self.deficit[:n]],
+            weight=[weights[u] if u >= 0 else None for u in codes],
+        )
 
 
 def number(x: float) -> float | None:

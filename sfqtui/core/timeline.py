@@ -2,8 +2,8 @@
 
 State after event k is a function of events 0..k. Checkpoints every ``every`` events make
 any seek cost at most ``every`` event applications, so stepping back and jumping never
-replays from the start. Checkpoints are added as batches arrive, so a log that is still
-loading (or streaming) can be browsed up to its last event.
+replays from the start. A CheckpointBuilder takes them batch by batch as a log loads (or
+streams), so the loaded part can be browsed while the rest arrives.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from array import array
 from dataclasses import dataclass, field
 
 from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
-from sfqtui.core.table import EventTable
+from sfqtui.core.table import EventBatch, EventTable
 
 CHECKPOINT_EVERY = 2048
 
@@ -64,8 +64,9 @@ class State:
             nan = [float("nan")] * missing
             self.meter.extend(nan)
             self.deficit.extend(nan)
-            for column in (self.queued, self.inflight_of, self.dispatched, self.last_event):
+            for column in (self.queued, self.inflight_of, self.dispatched):
                 column.extend([0] * missing)
+            self.last_event.extend([-1] * missing)  # -1: no event of this user yet
             self.busy_epoch.extend([-1] * missing)
             self.charged.extend([0.0] * missing)
             self.busy_charged.extend([0.0] * missing)
@@ -74,80 +75,100 @@ class State:
         return [u for u, q in enumerate(self.queued) if q > 0]
 
 
+class CheckpointBuilder:
+    """Walks a log batch by batch (on a loading worker) and snapshots every ``every`` events."""
+
+    def __init__(self, every: int = CHECKPOINT_EVERY) -> None:
+        self.every = every
+        self._user_weights: list[float] = []
+        self._head = State()
+
+    def consume(self, batch: EventBatch) -> list[State]:
+        """Apply a batch; return the checkpoints it completed (states after events every-1, 2*every-1, ...)."""
+        self._user_weights += batch.new_user_weights
+        head = self._head
+        head.grow(len(self._user_weights))
+        offset = head.k + 1
+        end = offset + len(batch) - 1
+        taken = []
+        while head.k < end:
+            until = min(end, (head.k + 1) // self.every * self.every + self.every - 1)
+            apply_events(head, batch, offset, until, self._user_weights)
+            if (head.k + 1) % self.every == 0:
+                taken.append(head.copy())
+        return taken
+
+
 class Timeline:
+    """States at any loaded event, from checkpoints plus at most ``every`` applied events."""
+
     def __init__(self, table: EventTable, every: int = CHECKPOINT_EVERY) -> None:
         self.table = table
         self.every = every
         self._checkpoints: list[State] = [State()]
-        self._head = State()
 
-    def extend(self) -> None:
-        """Take checkpoints over events appended since the last call."""
-        table = self.table
-        head = self._head
-        head.grow(len(table.users))
-        while head.k + self.every < len(table):
-            self._apply(head, head.k + self.every)
-            self._checkpoints.append(head.copy())
+    def add_checkpoints(self, states: list[State]) -> None:
+        self._checkpoints.extend(states)
 
     def state_at(self, k: int) -> State:
         """State after event k; k is clamped to the events loaded so far."""
-        k = max(-1, min(k, len(self.table) - 1))
+        table = self.table
+        k = max(-1, min(k, len(table) - 1))
         base = self._checkpoints[min((k + 1) // self.every, len(self._checkpoints) - 1)]
         state = base.copy()
-        state.grow(len(self.table.users))
-        self._apply(state, k)
+        state.grow(len(table.users))
+        apply_events(state, table, 0, k, table.weights)
         return state
 
-    def _apply(self, s: State, until: int) -> None:
-        """Apply events s.k+1 .. until to s, in place."""
-        table = self.table
-        kinds, users, ts, costs, vs, meters, deficits = (
-            table.kind, table.user, table.t, table.cost, table.v, table.meter, table.deficit)
-        weights = [table.weight(u) for u in range(len(table.users))]
-        for k in range(s.k + 1, until + 1):
-            kind = kinds[k]
-            u = users[k]
-            s.t = ts[k]
-            v = vs[k]
-            if v == v:
-                s.v = v
-            if u >= 0:
-                m = meters[k]
-                if m == m:
-                    s.meter[u] = m
-                d = deficits[k]
-                if d == d:
-                    s.deficit[u] = d
-                s.last_event[u] = k
-            if kind == ARRIVE:
-                if s.queued_total == 0:
-                    s.busy_start = k
-                    s.busy_total = 0.0
-                s.queued[u] += 1
-                s.queued_total += 1
-            elif kind == DISPATCH:
-                cost = costs[k]
-                s.queued[u] -= 1
-                s.queued_total -= 1
-                s.inflight_of[u] += 1
-                s.inflight += 1
-                s.charged[u] += cost
-                if s.busy_epoch[u] != s.busy_start:
-                    s.busy_epoch[u] = s.busy_start
-                    s.busy_charged[u] = 0.0
-                s.busy_charged[u] += cost
-                s.charged_total += cost
-                s.busy_total += cost
-                s.dispatched[u] += 1
-                s.dispatched_total += 1
-                charge = cost / weights[u]
-                if charge > s.c_max:
-                    s.c_max = charge
-            elif kind == COMPLETE:
-                s.inflight_of[u] -= 1
-                s.inflight -= 1
-            elif kind == CANCEL:
-                s.queued[u] -= 1
-                s.queued_total -= 1
-            s.k = k
+
+def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: int, weights: list[float]) -> None:
+    """Apply events s.k+1 .. until to s, in place; ``cols[k - offset]`` holds event k."""
+    kinds, users, ts, costs, vs, meters, deficits = (
+        cols.kind, cols.user, cols.t, cols.cost, cols.v, cols.meter, cols.deficit)
+    for k in range(s.k + 1, until + 1):
+        i = k - offset
+        kind = kinds[i]
+        u = users[i]
+        s.t = ts[i]
+        v = vs[i]
+        if v == v:
+            s.v = v
+        if u >= 0:
+            m = meters[i]
+            if m == m:
+                s.meter[u] = m
+            d = deficits[i]
+            if d == d:
+                s.deficit[u] = d
+            s.last_event[u] = k
+        if kind == ARRIVE:
+            if s.queued_total == 0:
+                s.busy_start = k
+                s.busy_total = 0.0
+            s.queued[u] += 1
+            s.queued_total += 1
+        elif kind == DISPATCH:
+            cost = costs[i]
+            s.queued[u] -= 1
+            s.queued_total -= 1
+            s.inflight_of[u] += 1
+            s.inflight += 1
+            s.charged[u] += cost
+            if s.busy_epoch[u] != s.busy_start:
+                s.busy_epoch[u] = s.busy_start
+                s.busy_charged[u] = 0.0
+            s.busy_charged[u] += cost
+            s.charged_total += cost
+            s.busy_total += cost
+            s.dispatched[u] += 1
+            s.dispatched_total += 1
+            charge = cost / weights[u]
+            if charge > s.c_max:
+                s.c_max = charge
+        elif kind == COMPLETE:
+            s.inflight_of[u] -= 1
+            s.inflight -= 1
+        elif kind == CANCEL:
+            s.queued[u] -= 1
+            s.queued_total -= 1
+        s.k = k

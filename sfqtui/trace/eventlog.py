@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from sfqtui.core.events import DISPATCH, KINDS, EventColumns
 from sfqtui.core.logrows import LogRows
 from sfqtui.errors import InputError
-from sfqtui.trace.load import read_parquet
+from sfqtui.trace.load import read_parquet, read_parquet_header
 from sfqtui.trace.schema import LOG_COLUMNS, LOG_SCHEMA, METADATA_KEY
 from sfqtui.trace.write import read_metadata
 
@@ -127,6 +127,20 @@ def read_log(path: Path | str) -> tuple[pl.DataFrame, dict[str, Any]]:
         if not (numeric_ok or integer_ok or string_ok):
             raise InputError(f"{path}: column '{column}' has type {actual}; the event log needs {expected} (semantics §7)")
     return df, read_metadata(path)
+
+
+def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
+    """Check a log's columns without reading its rows: (metadata, columns to read, scheduler)."""
+    path = Path(path)
+    read_parquet_header(path, what="event log")
+    schema = pq.read_schema(path)
+    missing = [c for c in LOG_COLUMNS if c not in schema.names]
+    if missing:
+        raise InputError(f"{path}: not an event log: missing column(s) {', '.join(missing)} (semantics §7)")
+    columns = list(LOG_COLUMNS) + [c for c in ("weight",) if c in schema.names]
+    first = pq.ParquetFile(path).read_row_group(0, columns=["scheduler"]) if pq.ParquetFile(path).num_row_groups else None
+    scheduler = first["scheduler"][0].as_py() if first is not None and first.num_rows else "unknown"
+    return read_metadata(path), columns, scheduler
 
 
 def log_rows(df: pl.DataFrame) -> LogRows:

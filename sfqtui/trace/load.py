@@ -35,8 +35,8 @@ class LoadedTrace:
         return int(slots) if isinstance(slots, int) and slots > 0 else None
 
 
-def read_parquet(path: Path, what: str = "trace") -> pl.DataFrame:
-    """Read a Parquet file or raise InputError naming what is wrong with it."""
+def read_parquet_header(path: Path, what: str = "trace") -> pq.FileMetaData:
+    """The file's Parquet footer, or InputError naming what is wrong with the file."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
@@ -44,7 +44,15 @@ def read_parquet(path: Path, what: str = "trace") -> pl.DataFrame:
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty, expected a Parquet {what} file")
     try:
-        pq.read_metadata(path)
+        return pq.read_metadata(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+
+
+def read_parquet(path: Path, what: str = "trace") -> pl.DataFrame:
+    """Read a Parquet file or raise InputError naming what is wrong with it."""
+    read_parquet_header(path, what)
+    try:
         return pl.read_parquet(path)
     except (pa.ArrowInvalid, OSError, pl.exceptions.ComputeError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None

@@ -1,0 +1,3 @@
+from sfqtui.cli.app import main
+
+main()

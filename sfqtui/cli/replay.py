@@ -1,0 +1,86 @@
+"""`sfqtui replay`, `sfqtui demo` and `sfqtui serve`: the dashboard in a terminal or a browser."""
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import pyarrow.parquet as pq
+import typer
+
+from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.simulate import SchedulerName
+from sfqtui.trace.load import read_parquet_header
+from sfqtui.trace.schema import LOG_COLUMNS
+
+DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
+
+
+def _is_log(path: Path) -> bool:
+    read_parquet_header(path, what="trace or event log")
+    return set(LOG_COLUMNS) <= set(pq.read_schema(path).names)
+
+
+def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices):  # noqa: ANN202
+    from sfqtui.ui.loading import Opening
+
+    path = path or DEMO
+    if not path.exists() and path == DEMO:
+        raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet")
+    config = replay.config(scheduler.value, None)
+    return Opening(path=path, is_log=_is_log(path), config=config, slots_given=replay.slots is not None)
+
+
+@refuses_bad_input
+@with_replay_options
+def replay(
+    path: Annotated[Optional[Path], typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False)] = None,
+    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace).")] = SchedulerName.sfq,
+    speed: Annotated[float, typer.Option(help="Events per second when playing.")] = 10.0,
+    play: Annotated[bool, typer.Option("--play", help="Start playing at once.")] = False,
+    replay: ReplayChoices = None,  # type: ignore[assignment]
+) -> None:
+    """Open the dashboard: step the scheduler event by event and see why each request
+    was dispatched when it was.
+
+    Keys: → / ← step, n / p next / previous dispatch, space play, + / - speed, g go to,
+    u run until a user's dispatch, r next idle reset, x next invariant violation,
+    d dispatches only, f filter by user, o sort meters, ? help, ctrl+p every command.
+    """
+    from sfqtui.ui.app import run_dashboard
+
+    if speed <= 0:
+        raise fail("--speed must be > 0")
+    run_dashboard(_opening(path, scheduler, replay), speed=speed, autoplay=play)
+
+
+@refuses_bad_input
+def demo(play: Annotated[bool, typer.Option("--play/--no-play", help="Start playing at once.")] = True) -> None:
+    """Open the dashboard on the bundled demo trace (contention, a heavy user, an idle user
+    returning and a global idle reset within a minute of playing)."""
+    from sfqtui.ui.app import run_dashboard
+    from sfqtui.ui.loading import Opening
+    from sfqtui.core.engine import ReplayConfig
+
+    if not DEMO.exists():
+        raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet && sfqtui replay demo.parquet")
+    run_dashboard(Opening(path=DEMO, is_log=False, config=ReplayConfig()), autoplay=play)
+
+
+@refuses_bad_input
+def serve(
+    args: Annotated[Optional[list[str]], typer.Argument(help="What to pass to `sfqtui replay` (a trace or log and its options).", show_default=False)] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "localhost",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve the dashboard to a browser on localhost (textual-serve): each visitor gets
+    their own `sfqtui replay` session.
+
+    Example: sfqtui serve -- traces/demo.parquet --scheduler drr
+    """
+    from textual_serve.server import Server
+
+    command = shlex.join([sys.executable, "-m", "sfqtui", "replay", *(args or [])])
+    typer.echo(f"serving `{command}` on http://{host}:{port}")
+    Server(command, host=host, port=port, title="sfqtui").serve()

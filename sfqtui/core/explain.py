@@ -1,0 +1,151 @@
+"""Why a request was dispatched when it was, from the log and the rebuilt state."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from sfqtui.core.events import DISPATCH
+from sfqtui.core.table import EventTable, number
+from sfqtui.core.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class Candidate:
+    user: str
+    meter: float | None
+    deficit: float | None
+    queued: int
+    weight: float
+    head_request: str | None
+    head_cost: float | None  # the cost it was charged when dispatched (None: not yet in the log)
+
+
+@dataclass(frozen=True)
+class DispatchExplanation:
+    k: int
+    scheduler: str
+    user: str
+    request: str | None
+    cost: float
+    v: float | None
+    meter_after: float | None
+    c_max: float
+    candidates: tuple[Candidate, ...]
+    reason: str
+
+    @property
+    def band_position(self) -> float | None:
+        """Where the winner's meter now sits in [v, v + c_max], from 0 to 1."""
+        if self.v is None or self.meter_after is None or not self.c_max:
+            return None
+        return (self.meter_after - self.v) / self.c_max
+
+
+@dataclass(frozen=True)
+class Ahead:
+    user: str
+    count: int
+    cost: float
+    first_meter: float | None
+    last_meter: float | None
+
+
+@dataclass(frozen=True)
+class WaitExplanation:
+    request: str
+    user: str
+    arrived_t: float
+    dispatched_t: float | None
+    wait: float | None
+    ahead: tuple[Ahead, ...]
+    ahead_total: int
+
+
+def explain_dispatch(table: EventTable, timeline: Timeline, k: int) -> DispatchExplanation | None:
+    """The candidates just before dispatch k and why the winner won."""
+    if k < 0 or k >= len(table) or table.kind[k] != DISPATCH:
+        return None
+    before = timeline.state_at(k - 1)
+    after = timeline.state_at(k)
+    winner = table.user[k]
+    candidates = []
+    for u in before.backlogged():
+        head = table.next_dispatch(k - 1, u)
+        candidates.append(
+            Candidate(
+                user=table.users[u],
+                meter=number(before.meter[u]),
+                deficit=number(before.deficit[u]),
+                queued=before.queued[u],
+                weight=table.weight(u),
+                head_request=table.request_id[head] if head is not None else None,
+                head_cost=table.cost[head] if head is not None else None,
+            )
+        )
+    candidates.sort(key=lambda c: (c.meter if c.meter is not None else 0.0, c.user))
+    name = table.users[winner]
+    return DispatchExplanation(
+        k=k,
+        scheduler=table.scheduler,
+        user=name,
+        request=table.request_id[k],
+        cost=table.cost[k],
+        v=number(table.v[k]),
+        meter_after=number(table.meter[k]),
+        c_max=after.c_max,
+        candidates=tuple(candidates),
+        reason=_reason(table.scheduler, name, candidates, table.cost[k], number(table.deficit[k])),
+    )
+
+
+def _reason(scheduler: str, winner: str, candidates: list[Candidate], cost: float, deficit_after: float | None) -> str:
+    if len(candidates) <= 1:
+        return f"{winner} was the only user waiting"
+    if scheduler in ("sfq", "sfq-reset"):
+        smallest = candidates[0].meter
+        tied = [c.user for c in candidates if c.meter == smallest]
+        if len(tied) > 1:
+            return f"tie at meter {smallest:g} between {', '.join(tied)}: broken by user id, {winner} comes first"
+        runner = candidates[1]
+        return f"smallest meter: {winner} at {smallest:g}, next {runner.user} at {runner.meter:g}"
+    if scheduler == "drr":
+        left = "" if deficit_after is None else f", {deficit_after:g} left"
+        return f"DRR visit: {winner}'s head request ({cost:g}) fit its deficit{left}"
+    if scheduler == "fifo":
+        return f"FIFO: {winner} holds the oldest waiting request"
+    if scheduler == "rr":
+        return f"round robin: {winner} is next in turn among {len(candidates)} waiting users"
+    return f"{scheduler} picked {winner}"
+
+
+def explain_wait(table: EventTable, request: str) -> WaitExplanation | None:
+    """When the request arrived, how long it waited, and whose requests went ahead meanwhile."""
+    life = table.request_life(request)
+    arrived = life.get("arrive")
+    if arrived is None:
+        return None
+    dispatched = life.get("dispatch")
+    end = dispatched if dispatched is not None else len(table)
+    counts: Counter[int] = Counter()
+    costs: dict[int, float] = {}
+    first: dict[int, float | None] = {}
+    last: dict[int, float | None] = {}
+    for k in table.dispatches_between(arrived, end):
+        u = table.user[k]
+        counts[u] += 1
+        costs[u] = costs.get(u, 0.0) + table.cost[k]
+        first.setdefault(u, number(table.v[k]))
+        last[u] = number(table.v[k])
+    ahead = tuple(
+        Ahead(table.users[u], n, costs[u], first[u], last[u]) for u, n in counts.most_common()
+    )
+    return WaitExplanation(
+        request=request,
+        user=table.users[table.user[arrived]],
+        arrived_t=table.t[arrived],
+        dispatched_t=table.t[dispatched] if dispatched is not None else None,
+        wait=(table.t[dispatched] - table.t[arrived]) if dispatched is not None else None,
+        ahead=ahead,
+        ahead_total=sum(counts.values()),
+    )

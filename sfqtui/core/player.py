@@ -1,0 +1,76 @@
+"""The cursor over a (possibly still growing) log and every way of moving it."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import Sequence
+
+from sfqtui.core.table import EventTable
+
+_TIME = re.compile(r"^\s*(?:t\s*=\s*)?([0-9]*\.?[0-9]+)\s*s\s*$|^\s*t\s*=\s*([0-9]*\.?[0-9]+)\s*$")
+
+
+class Player:
+    """Holds the current event index ``k`` (-1: before the first event) and moves it.
+
+    Every move returns the new index, or None when there is nothing to go to (the cursor
+    then stays where it was).
+    """
+
+    def __init__(self, table: EventTable) -> None:
+        self.table = table
+        self.k = -1
+        self.violations: Sequence[int] = ()
+
+    @property
+    def last(self) -> int:
+        return len(self.table) - 1
+
+    def _go(self, k: int | None) -> int | None:
+        if k is None:
+            return None
+        self.k = max(-1, min(k, self.last))
+        return self.k
+
+    def step(self, n: int) -> int | None:
+        target = max(-1, min(self.k + n, self.last))
+        return None if target == self.k else self._go(target)
+
+    def home(self) -> int | None:
+        return self._go(-1)
+
+    def end(self) -> int | None:
+        return self._go(self.last)
+
+    def next_dispatch(self) -> int | None:
+        return self._go(self.table.next_dispatch(self.k))
+
+    def previous_dispatch(self) -> int | None:
+        return self._go(self.table.previous_dispatch(self.k))
+
+    def next_dispatch_of(self, user: str) -> int | None:
+        code = self.table.user_code.get(user)
+        return None if code is None else self._go(self.table.next_dispatch(self.k, code))
+
+    def next_idle_reset(self) -> int | None:
+        return self._go(self.table.next_idle_reset(self.k))
+
+    def next_violation(self) -> int | None:
+        pos = bisect_right(self.violations, self.k)
+        return self._go(self.violations[pos]) if pos < len(self.violations) else None
+
+    def goto(self, text: str) -> int | None:
+        """Go to an event number (``1234``), a time (``12.5s`` or ``t=12.5``) or a request id."""
+        text = text.strip()
+        if not text:
+            return None
+        if text.isdigit():
+            return self._go(int(text)) if int(text) <= self.last else None
+        match = _TIME.match(text)
+        if match:
+            return self._go(self.table.at_time(float(match.group(1) or match.group(2))))
+        life = self.table.request_life(text)
+        if not life:
+            return None
+        return self._go(life.get("dispatch", life.get("cancel", life.get("arrive"))))

@@ -1,0 +1,36 @@
+"""Each user's share of charged cost over time, in equal time bins (for the shares chart)."""
+
+from __future__ import annotations
+
+from sfqtui.core.table import EventTable
+
+
+def top_users(charged: list[float] | None, table: EventTable, count: int) -> list[int]:
+    totals = charged if charged is not None else _totals(table)
+    return sorted(range(len(totals)), key=lambda u: (-totals[u], table.users[u]))[:count]
+
+
+def _totals(table: EventTable) -> list[float]:
+    totals = [0.0] * len(table.users)
+    for k in table.dispatches:
+        totals[table.user[k]] += table.cost[k]
+    return totals
+
+
+def share_series(table: EventTable, users: list[int], bins: int = 48) -> tuple[list[float], dict[int, list[float]]]:
+    """Bin edges (end time of each bin) and, per user, its share of the cost charged in each bin."""
+    if not len(table.dispatches):
+        return [], {u: [] for u in users}
+    start, end = table.t[0], table.t[len(table) - 1]
+    width = (end - start) / bins or 1.0
+    totals = [0.0] * bins
+    mine = {u: [0.0] * bins for u in users}
+    for k in table.dispatches:
+        b = min(bins - 1, int((table.t[k] - start) / width))
+        cost = table.cost[k]
+        totals[b] += cost
+        series = mine.get(table.user[k])
+        if series is not None:
+            series[b] += cost
+    edges = [start + width * (b + 1) for b in range(bins)]
+    return edges, {u: [x / t if t else 0.0 for x, t in zip(series, totals)] for u, series in mine.items()}

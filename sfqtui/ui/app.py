@@ -1,0 +1,366 @@
+"""The replay dashboard: step a scheduler event by event and see why each request went when it did."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar
+from textual.worker import get_current_worker
+
+from sfqtui.core.audit import audit
+from sfqtui.core.player import Player
+from sfqtui.core.schedulers import SCHEDULERS
+from sfqtui.core.table import EventTable
+from sfqtui.core.timeline import CheckpointBuilder, Timeline
+from sfqtui.errors import InputError
+from sfqtui.ui.ask import Ask
+from sfqtui.ui.event_log import COLUMNS, EventLog, EventLogHeader
+from sfqtui.ui.explain_panel import ExplainPanel
+from sfqtui.ui.frame import Frame
+from sfqtui.ui.loading import Analysed, EventsLoaded, LoadFailed, LoadFinished, Opened, Opening
+from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
+from sfqtui.ui.shares import SharesPanel
+from sfqtui.ui.status_line import StatusLine
+
+SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
+TICKS_PER_S = 20
+SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+class SfqApp(App[None]):
+    TITLE = "sfqtui"
+    CSS_PATH = "app.tcss"
+    BINDINGS = [
+        Binding("right", "step(1)", "Step"),
+        Binding("left", "step(-1)", "Back"),
+        Binding("n,shift+right", "next_dispatch", "Next dispatch"),
+        Binding("p,shift+left", "previous_dispatch", "Prev dispatch"),
+        Binding("space", "toggle_play", "Play/pause"),
+        Binding("plus,equals_sign,right_square_bracket", "faster", "Faster"),
+        Binding("minus,left_square_bracket", "slower", "Slower"),
+        Binding("home", "home", "Start", show=False),
+        Binding("end", "end", "End", show=False),
+        Binding("g", "goto", "Go to"),
+        Binding("u", "until_user", "Until user"),
+        Binding("r", "next_idle_reset", "Idle reset"),
+        Binding("x", "next_violation", "Violation", show=False),
+        Binding("d", "toggle_dispatches", "Dispatches only", show=False),
+        Binding("f", "filter_user", "Filter", show=False),
+        Binding("o", "cycle_sort", "Sort", show=False),
+        Binding("a", "toggle_folded", "Idle users", show=False),
+        Binding("question_mark", "toggle_help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, opening: Opening, speed: float = 10.0, autoplay: bool = False) -> None:
+        super().__init__()
+        self.opening = opening
+        self.speed = speed
+        self.playing = False
+        self._autoplay = autoplay
+        self._generation = 0
+        self._carry = 0.0
+        self._title = str(opening.path)
+        self._slots: int | None = None
+        self._loaded = 0.0
+        self._loading = True
+        self._checked = False
+        self._reset_data("sfq")
+
+    def _reset_data(self, scheduler: str) -> None:
+        self.table = EventTable(scheduler)
+        self.timeline = Timeline(self.table)
+        self.player = Player(self.table)
+
+    # Layout
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        with Horizontal(id="top"):
+            with Vertical(id="band-box"):
+                yield MeterHeader(id="band-header")
+                yield MeterBand(id="band")
+            with Vertical(id="explain-box"):
+                yield ExplainPanel(id="explain")
+        with Horizontal(id="bottom"):
+            with Vertical(id="log-box"):
+                yield EventLogHeader(COLUMNS, id="log-header")
+                yield EventLog(id="log")
+            with Vertical(id="shares-box"):
+                yield SharesPanel(id="shares")
+        yield ProgressBar(total=1.0, show_eta=False, id="progress")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#band-box").border_title = "meters"
+        self.query_one("#explain-box").border_title = "why"
+        self.query_one("#log-box").border_title = "event log"
+        self.query_one("#shares-box").border_title = "cost shares"
+        self._timer = self.set_interval(1 / TICKS_PER_S, self._tick, pause=True)
+        self._start_loading()
+
+    # Loading (workers only post messages)
+
+    def _start_loading(self) -> None:
+        self._generation += 1
+        self._loading, self._loaded, self._checked = True, 0.0, False
+        self.query_one("#progress", ProgressBar).remove_class("-done")
+        self._load(self.opening, self._generation)
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load(self, opening: Opening, generation: int) -> None:
+        worker = get_current_worker()
+        try:
+            source = opening.source()
+            slots = None if opening.is_log else source.config.slots  # type: ignore[attr-defined]
+            slots = source.metadata.get("slots", slots)
+            self.post_message(Opened(generation, source.title, source.scheduler, slots))
+            builder = CheckpointBuilder()
+            for batch, fraction in source.batches():
+                if worker.is_cancelled:
+                    return
+                self.post_message(EventsLoaded(generation, batch, builder.consume(batch), fraction))
+        except (InputError, ValueError) as exc:
+            self.post_message(LoadFailed(generation, str(exc)))
+            return
+        self.post_message(LoadFinished(generation))
+
+    @work(thread=True, exclusive=True, group="analyse")
+    def _analyse(self, table: EventTable, generation: int) -> None:
+        """Once the log is complete (read only from here on): find invariant violations."""
+        violations: list[int] = []
+        checked = table.scheduler in ("sfq", "sfq-reset", "drr")
+        if checked:
+            rows = table.log_rows()
+            report = audit(rows)
+            violations = sorted({v.seq for v in report.violations})
+        self.post_message(Analysed(generation, violations, checked))
+
+    def on_opened(self, message: Opened) -> None:
+        if message.generation != self._generation:
+            return
+        self._reset_data(message.scheduler)
+        self._title, self._slots = message.title, message.slots
+        self.sub_title = message.title
+        log = self.query_one(EventLog)
+        log.table = self.table
+        log.rebuild_rows()
+        self.query_one(EventLogHeader).update(COLUMNS if message.scheduler in ("sfq", "sfq-reset") else COLUMNS.replace("   meter", " deficit"))
+
+    def on_events_loaded(self, message: EventsLoaded) -> None:
+        if message.generation != self._generation:
+            return
+        first = len(self.table) == 0
+        self.table.append(message.batch)
+        self.timeline.add_checkpoints(message.checkpoints)
+        self._loaded = message.fraction
+        self.query_one("#progress", ProgressBar).update(progress=message.fraction)
+        self.query_one(EventLog).rebuild_rows()
+        self.refresh_views()
+        if first and self._autoplay:
+            self.action_toggle_play()
+
+    def on_load_finished(self, message: LoadFinished) -> None:
+        if message.generation != self._generation:
+            return
+        self._loading = False
+        self.query_one("#progress", ProgressBar).add_class("-done")
+        self.query_one(SharesPanel).prepare_chart(self.frame())
+        self.refresh_views()
+        self._analyse(self.table, self._generation)
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        if message.generation == self._generation:
+            self._loading = False
+            self.notify(message.reason, title="cannot open", severity="error", timeout=30)
+
+    def on_analysed(self, message: Analysed) -> None:
+        if message.generation != self._generation:
+            return
+        self.player.violations = message.violations
+        self._checked = message.checked
+        if message.violations:
+            self.notify(f"{len(message.violations)} event(s) break an invariant: x jumps to the next", severity="warning")
+
+    # Drawing
+
+    def frame(self) -> Frame:
+        return Frame(
+            table=self.table,
+            state=self.timeline.state_at(self.player.k),
+            k=self.player.k,
+            title=self._title,
+            slots=self._slots,
+            loaded=self._loaded,
+            loading=self._loading,
+            playing=self.playing,
+            speed=self.speed,
+        )
+
+    def refresh_views(self) -> None:
+        frame = self.frame()
+        self.query_one(StatusLine).show(frame)
+        band = self.query_one(MeterBand)
+        band.show(frame)
+        self.query_one(MeterHeader).show(frame, band.band_width, band.sort)
+        self.query_one(EventLog).show(frame)
+        self.query_one(ExplainPanel).show(frame, self.timeline)
+        self.query_one(SharesPanel).show(frame)
+
+    def _moved(self, k: int | None, nothing: str) -> None:
+        if k is None:
+            self.notify(nothing, timeout=3)
+        self.refresh_views()
+
+    # Actions
+
+    def action_step(self, n: int) -> None:
+        self._moved(self.player.step(n), "no more events" if n > 0 else "at the start")
+
+    def action_next_dispatch(self) -> None:
+        self._moved(self.player.next_dispatch(), "no later dispatch")
+
+    def action_previous_dispatch(self) -> None:
+        self._moved(self.player.previous_dispatch(), "no earlier dispatch")
+
+    def action_home(self) -> None:
+        self._moved(self.player.home(), "")
+
+    def action_end(self) -> None:
+        self._moved(self.player.end(), "")
+
+    def action_next_idle_reset(self) -> None:
+        self._moved(self.player.next_idle_reset(), "no later idle reset")
+
+    def action_next_violation(self) -> None:
+        if not self._checked:
+            self.notify("still checking the log" if self._loading or self.table.scheduler in ("sfq", "sfq-reset", "drr") else "no invariants to check for this scheduler", timeout=3)
+            return
+        self._moved(self.player.next_violation(), "no later invariant violation")
+
+    def action_toggle_play(self) -> None:
+        self.playing = not self.playing
+        self._carry = 0.0
+        if self.playing:
+            self._timer.resume()
+        else:
+            self._timer.pause()
+        self.refresh_views()
+
+    def _tick(self) -> None:
+        self._carry += self.speed / TICKS_PER_S
+        steps = int(self._carry)
+        if steps:
+            self._carry -= steps
+            moved = self.player.step(steps)
+            if moved is None and not self._loading:
+                self.action_toggle_play()
+                return
+            self.refresh_views()
+
+    def _set_speed(self, direction: int) -> None:
+        faster = [s for s in SPEEDS if (s > self.speed if direction > 0 else s < self.speed)]
+        if faster:
+            self.speed = faster[0] if direction > 0 else faster[-1]
+        self.refresh_views()
+
+    def action_faster(self) -> None:
+        self._set_speed(+1)
+
+    def action_slower(self) -> None:
+        self._set_speed(-1)
+
+    def action_goto(self) -> None:
+        def go(answer: str | None) -> None:
+            if answer:
+                self._moved(self.player.goto(answer), f"nothing matches {answer!r}")
+
+        self.push_screen(Ask("Go to an event number (1234), a time (12.5s or t=12.5) or a request id:"), go)
+
+    def _current_user(self) -> str:
+        k = self.player.k
+        return (self.table.user_name(k) or "") if k >= 0 else ""
+
+    def action_until_user(self) -> None:
+        def go(answer: str | None) -> None:
+            if answer:
+                self._moved(self.player.next_dispatch_of(answer.strip()), f"no later dispatch of {answer.strip()!r}")
+
+        self.push_screen(Ask("Run until the next dispatch of user:", self._current_user(), self.table.users), go)
+
+    def action_filter_user(self) -> None:
+        log = self.query_one(EventLog)
+
+        def go(answer: str | None) -> None:
+            if answer is None:
+                return
+            log.user_filter = answer.strip() or None
+            log.rebuild_rows()
+            self.query_one("#log-box").border_title = f"event log: {log.description}"
+            self.refresh_views()
+
+        self.push_screen(Ask("Show the events of user (empty: everyone):", log.user_filter or self._current_user(), self.table.users), go)
+
+    def action_toggle_dispatches(self) -> None:
+        log = self.query_one(EventLog)
+        log.dispatches_only = not log.dispatches_only
+        log.rebuild_rows()
+        self.query_one("#log-box").border_title = f"event log: {log.description}"
+        self.refresh_views()
+
+    def action_cycle_sort(self) -> None:
+        band = self.query_one(MeterBand)
+        band.sort = SORTS[(SORTS.index(band.sort) + 1) % len(SORTS)]
+        self.refresh_views()
+
+    def action_toggle_folded(self) -> None:
+        band = self.query_one(MeterBand)
+        band.show_folded = not band.show_folded
+        self.refresh_views()
+
+    def action_toggle_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def rerun(self, **changes: object) -> None:
+        """Replay the same trace with another scheduler, slot count or estimator."""
+        if self.opening.is_log:
+            self.notify("a saved log cannot be re-run; open its trace instead", severity="warning")
+            return
+        self.opening = self.opening.rerun(**changes)
+        was = self.player.k
+        self._start_loading()
+        self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (cursor was at event {was + 1:,})", timeout=4)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            assert isinstance(binding, Binding)
+            name, _, arg = binding.action.partition("(")
+            method = getattr(self, f"action_{name}")
+            callback = (lambda m=method, a=arg.rstrip(")"): m(int(a))) if arg else method
+            yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)
+        if not self.opening.is_log:
+            for name in SCHEDULERS:
+                yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}", lambda n=name: self.rerun(scheduler=n))
+            for slots in SLOT_CHOICES:
+                yield SystemCommand(f"Re-run with {slots} slot{'s' if slots > 1 else ''}", "Replay with another slot count", lambda s=slots: self.rerun(slots=s))
+            estimator = self.opening.config.estimator
+            for scope in ("global", "model", "user"):
+                yield SystemCommand(f"Re-run with the output ratio learned per {scope}", "Estimator: ratio scope (docs/estimator.md)",
+                                    lambda s=scope: self.rerun(estimator=replace(estimator, scope=s)))
+            for update in ("window", "ema", "cumulative"):
+                yield SystemCommand(f"Re-run with ratio update {update}", "Estimator: how the ratio learns",
+                                    lambda u=update: self.rerun(estimator=replace(estimator, update=u)))
+
+
+def run_dashboard(opening: Opening, speed: float = 10.0, autoplay: bool = False) -> None:
+    SfqApp(opening, speed=speed, autoplay=autoplay).run()

@@ -1,0 +1,123 @@
+"""The dispatch log: every event (or dispatches only, or one user's), a Line API view.
+
+Only the visible rows are rendered, from the columnar table, so a log of millions of
+events scrolls without lag. The row of the current event is highlighted and kept in view.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
+
+from sfqtui.core.events import DISPATCH, IDLE_RESET
+from sfqtui.core.table import EventTable, number
+from sfqtui.ui.frame import Frame, fmt
+
+COLUMNS = f"{'seq':>7} {'t':>8} {'kind':<8} {'user':<10} {'cost':>7} {'v':>8} {'meter':>8} {'request':<9}"
+_CURSOR = Style(reverse=True, bold=True)
+_DISPATCH = Style(bold=True)
+_RESET = Style(color="yellow", bold=True)
+_OTHER = Style(dim=True)
+
+
+def _time(t: float) -> str:
+    """Eight characters: milliseconds while they fit, then fewer decimals."""
+    for decimals in (3, 2, 1, 0):
+        text = f"{t:>8.{decimals}f}"
+        if len(text) <= 8:
+            return text
+    return f"{t:>8.2e}"
+
+
+def _cut(text: str, width: int) -> str:
+    return (text if len(text) <= width else text[: width - 1] + "…").ljust(width)
+
+
+class EventLogHeader(Static):
+    DEFAULT_CSS = "EventLogHeader { height: 1; color: $text-muted; }"
+
+
+class EventLog(ScrollView, can_focus=True):
+    DEFAULT_CSS = "EventLog { height: 1fr; }"
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.table: EventTable | None = None
+        self.dispatches_only = False
+        self.user_filter: str | None = None
+        self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
+        self._cursor_row = -1
+
+    @property
+    def description(self) -> str:
+        what = "dispatches" if self.dispatches_only else "all events"
+        return what + (f" of {self.user_filter}" if self.user_filter else "")
+
+    def _row_count(self) -> int:
+        if self.table is None:
+            return 0
+        return len(self.table) if self._rows is None else len(self._rows)
+
+    def _event_at(self, row: int) -> int:
+        return row if self._rows is None else self._rows[row]
+
+    def rebuild_rows(self) -> None:
+        """Recompute which events are listed (after a toggle, a filter, or new events)."""
+        table = self.table
+        if table is None:
+            return
+        code = table.user_code.get(self.user_filter) if self.user_filter else None
+        if self.user_filter and code is None:
+            self._rows = []
+        elif code is not None and self.dispatches_only:
+            self._rows = table.user_dispatches[code]
+        elif code is not None:
+            users, n = table.user, len(table)
+            self._rows = [k for k in range(n) if users[k] == code]
+        elif self.dispatches_only:
+            self._rows = table.dispatches
+        else:
+            self._rows = None
+        self.virtual_size = Size(len(COLUMNS), self._row_count())
+
+    def show(self, frame: Frame) -> None:
+        self.table = frame.table
+        if self._rows is None or self.user_filter or self.dispatches_only:
+            self.virtual_size = Size(len(COLUMNS), self._row_count())
+        if self._rows is None:
+            row = frame.k
+        else:
+            row = bisect_right(self._rows, frame.k) - 1
+        self._cursor_row = row
+        height = self.size.height
+        top = self.scroll_offset.y
+        if row >= 0 and not top <= row < top + height:
+            self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        row = self.scroll_offset.y + y
+        table = self.table
+        if table is None or row >= self._row_count():
+            return Strip.blank(width)
+        k = self._event_at(row)
+        kind = table.kind[k]
+        style = _CURSOR if row == self._cursor_row else (_DISPATCH if kind == DISPATCH else _RESET if kind == IDLE_RESET else _OTHER)
+        user = table.user_name(k) or ""
+        request = table.request_id[k] or ""
+        shown = number(table.meter[k]) if table.scheduler in ("sfq", "sfq-reset") else number(table.deficit[k])
+        kind_name = "idle rst" if kind == IDLE_RESET else table.kind_name(k)
+        text = (
+            f"{k:>7} {_time(table.t[k])} {kind_name:<8} {_cut(user, 10)} "
+            f"{fmt(number(table.cost[k]), 7)} {fmt(number(table.v[k]), 8)} {fmt(shown, 8)} {request}"
+        )
+        x = self.scroll_offset.x
+        return Strip([Segment(text, style)]).crop(x, x + width).extend_cell_length(width)

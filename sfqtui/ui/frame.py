@@ -1,0 +1,43 @@
+"""What every view draws: the rebuilt state at the cursor, and how the app is running."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sfqtui.core.table import EventTable
+from sfqtui.core.timeline import State
+
+
+@dataclass(frozen=True)
+class Frame:
+    table: EventTable
+    state: State
+    k: int
+    title: str
+    slots: int | None
+    loaded: float
+    loading: bool
+    playing: bool
+    speed: float
+
+    @property
+    def picked(self) -> int | None:
+        """The user code dispatched at this event, if it is a dispatch."""
+        if 0 <= self.k < len(self.table) and self.table.kind_name(self.k) == "dispatch":
+            return self.table.user[self.k]
+        return None
+
+    @property
+    def has_meters(self) -> bool:
+        return self.table.scheduler in ("sfq", "sfq-reset")
+
+
+def fmt(x: float | None, width: int = 0) -> str:
+    """Numbers as people read them: integers without .0, others to 4 significant digits."""
+    if x is None or x != x:
+        text = "-"
+    elif x == int(x) and abs(x) < 1e15:
+        text = f"{int(x):,}"
+    else:
+        text = f"{x:,.4g}" if abs(x) >= 1 else f"{x:.4g}"
+    return text.rjust(width) if width else text

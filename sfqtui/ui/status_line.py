@@ -1,0 +1,34 @@
+"""One line: scheduler, time, v, c_max, event k / N and its kind, slots, play state."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from sfqtui.ui.frame import Frame, fmt
+
+
+class StatusLine(Static):
+    DEFAULT_CSS = """
+    StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def show(self, frame: Frame) -> None:
+        s, table = frame.state, frame.table
+        kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
+        text = Text.assemble(
+            (f"{table.scheduler}", "bold"),
+            f"  t={fmt(s.t)}s",
+            f"  v={fmt(s.v)}" if frame.has_meters else "",
+            f"  c_max={fmt(s.c_max)}",
+            "  event ",
+            (f"{frame.k + 1:,}", "bold"),
+            f"/{len(table):,} ",
+            (kind, "bold reverse" if kind in ("dispatch", "idle_reset") else "bold"),
+            f"  in flight {s.inflight}/{frame.slots if frame.slots else '?'}",
+            f"  waiting {s.queued_total}",
+            ("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"),
+            f" {fmt(frame.speed)} ev/s",
+            (f"  loading {frame.loaded:.0%}", "yellow") if frame.loading else "",
+        )
+        self.update(text)
