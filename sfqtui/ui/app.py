@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Iterable
 
 from textual import work
@@ -35,7 +36,7 @@ SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 class SfqApp(App[None]):
     TITLE = "sfqtui"
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")
     BINDINGS = [
         Binding("right", "step(1)", "Step"),
         Binding("left", "step(-1)", "Back"),
@@ -72,6 +73,16 @@ class SfqApp(App[None]):
         self._loading = True
         self._checked = False
         self._reset_data("sfq")
+
+    @property
+    def loading(self) -> bool:
+        """True until the whole log is loaded (or loading failed)."""
+        return self._loading
+
+    @property
+    def checked(self) -> bool:
+        """True once the loaded log has been audited for invariant violations."""
+        return self._checked
 
     def _reset_data(self, scheduler: str) -> None:
         self.table = EventTable(scheduler)

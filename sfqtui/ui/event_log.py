@@ -1,7 +1,8 @@
 """The dispatch log: every event (or dispatches only, or one user's), a Line API view.
 
 Only the visible rows are rendered, from the columnar table, so a log of millions of
-events scrolls without lag. The row of the current event is highlighted and kept in view.
+events scrolls without lag. The row of the current event is highlighted and kept at
+mid-height.
 """
 
 from __future__ import annotations
@@ -96,10 +97,8 @@ class EventLog(ScrollView, can_focus=True):
         else:
             row = bisect_right(self._rows, frame.k) - 1
         self._cursor_row = row
-        height = self.size.height
-        top = self.scroll_offset.y
-        if row >= 0 and not top <= row < top + height:
-            self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
+        # Follow the cursor at mid-height, so the view depends only on the event shown.
+        self.scroll_to(y=max(0, row - self.size.height // 2), animate=False, immediate=True)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:

@@ -97,12 +97,13 @@ def _wait(w: WaitExplanation) -> list[object]:
         parts.append(Text("nothing was dispatched ahead of it", style="dim"))
         return parts
     grid = Table(box=None, pad_edge=False, header_style="bold", title=f"{w.ahead_total} dispatches went ahead while it waited", title_justify="left")
-    for name, justify in (("user", "left"), ("requests", "right"), ("cost", "right"), ("at v", "right")):
+    meters = any(a.first_meter is not None for a in w.ahead)
+    for name, justify in (("user", "left"), ("requests", "right"), ("cost", "right")) + ((("picked at v", "right"),) if meters else ()):
         grid.add_column(name, justify=justify)
     for a in w.ahead[:AHEAD_ROWS]:
         span = fmt(a.first_meter) if a.first_meter == a.last_meter else f"{fmt(a.first_meter)}..{fmt(a.last_meter)}"
-        grid.add_row(a.user, str(a.count), fmt(a.cost), span)
+        grid.add_row(a.user, str(a.count), fmt(a.cost), *((span,) if meters else ()))
     if len(w.ahead) > AHEAD_ROWS:
-        grid.add_row(f"… {len(w.ahead) - AHEAD_ROWS} more users", "", "", "")
+        grid.add_row(f"… {len(w.ahead) - AHEAD_ROWS} more users", "", "", *(("",) if meters else ()))
     parts.append(grid)
     return parts
