@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sfqtui.core.events import DISPATCH
 from sfqtui.core.table import EventTable, number
-from sfqtui.core.timeline import Timeline
+from sfqtui.core.timeline import State, Timeline
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,12 @@ class WaitExplanation:
     ahead_total: int
 
 
-def explain_dispatch(table: EventTable, timeline: Timeline, k: int) -> DispatchExplanation | None:
-    """The candidates just before dispatch k and why the winner won."""
+def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State | None = None) -> DispatchExplanation | None:
+    """The candidates just before dispatch k and why the winner won (``after``: the state at k, if at hand)."""
     if k < 0 or k >= len(table) or table.kind[k] != DISPATCH:
         return None
     before = timeline.state_at(k - 1)
-    after = timeline.state_at(k)
+    after = after if after is not None and after.k == k else timeline.state_at(k)
     winner = table.user[k]
     candidates = []
     for u in before.backlogged():
@@ -119,9 +119,12 @@ def _reason(scheduler: str, winner: str, candidates: list[Candidate], cost: floa
     return f"{scheduler} picked {winner}"
 
 
-def explain_wait(table: EventTable, request: str) -> WaitExplanation | None:
-    """When the request arrived, how long it waited, and whose requests went ahead meanwhile."""
-    life = table.request_life(request)
+def explain_wait(table: EventTable, request: str, near: int | None = None) -> WaitExplanation | None:
+    """When the request arrived, how long it waited, and whose requests went ahead meanwhile.
+
+    ``near``: an event of this request, which makes finding the others fast.
+    """
+    life = table.request_life(request, near)
     arrived = life.get("arrive")
     if arrived is None:
         return None

@@ -59,6 +59,7 @@ class EventTable:
         self.dispatches = array("q")  # event indices of dispatches
         self.idle_resets = array("q")
         self.user_dispatches: list[array] = []  # per user code: its dispatch event indices
+        self.user_arrivals: list[array] = []  # per user code: its arrival event indices
         self.size = 0
 
     def __len__(self) -> int:
@@ -75,6 +76,7 @@ class EventTable:
             self.users.append(name)
             self.weights.append(weight)
             self.user_dispatches.append(array("q"))
+            self.user_arrivals.append(array("q"))
         self.kind.extend(batch.kind)
         self.user.extend(batch.user)
         self.request_id.extend(batch.request_id)
@@ -90,6 +92,9 @@ class EventTable:
         user = self.user
         for k in picks:
             per_user[user[k]].append(k)
+        arrivals = self.user_arrivals
+        for k in [start + i for i, kind in enumerate(kinds) if kind == ARRIVE]:
+            arrivals[user[k]].append(k)
         self.idle_resets.extend(start + i for i, kind in enumerate(kinds) if kind == IDLE_RESET)
         self.size = len(self.kind)
 
@@ -127,22 +132,58 @@ class EventTable:
         code = self.user[k]
         return None if code < 0 else self.users[code]
 
-    def request_life(self, request_id: str) -> dict[str, int]:
+    def request_life(self, request_id: str, near: int | None = None) -> dict[str, int]:
         """Event indices of the request's arrive, dispatch, complete (and cancel).
 
-        A linear scan in C (list.index); fast enough for an interactive lookup on
-        millions of events, and it needs no per-request index in memory.
+        ``near``: an event of this request, when known. Each user's queue is FIFO, so the
+        j-th dispatch of a user is its j-th arrival; positions found that way are checked
+        against the request id, and a linear scan (in C, list.index) is the fallback.
         """
-        life: dict[str, int] = {}
         ids = self.request_id
-        k = -1
-        while len(life) < 4:
+        if near is None or not 0 <= near < self.size or ids[near] != request_id:
+            return self._scan_life(request_id, 0)
+        u = self.user[near]
+        arrivals, dispatches = self.user_arrivals[u], self.user_dispatches[u]
+        kind = self.kind[near]
+        arrive = dispatch = None
+        if kind == ARRIVE:
+            arrive = near
+        elif kind == DISPATCH:
+            dispatch = near
+        else:  # complete or cancel: the dispatch is among the user's few in-flight requests
+            for k in reversed(dispatches[: bisect_right(dispatches, near)]):
+                if ids[k] == request_id:
+                    dispatch = k
+                    break
+        if arrive is None and dispatch is not None:
+            j = bisect_left(dispatches, dispatch)
+            if j < len(arrivals) and ids[arrivals[j]] == request_id:
+                arrive = arrivals[j]
+        if arrive is None:
+            return self._scan_life(request_id, 0)
+        if dispatch is None:
+            j = bisect_left(arrivals, arrive)
+            if j < len(dispatches) and ids[dispatches[j]] == request_id:
+                dispatch = dispatches[j]
+        if dispatch is None:
+            return self._scan_life(request_id, arrive)
+        life = {"arrive": arrive, "dispatch": dispatch}
+        life.update((KINDS[self.kind[k]], k) for k in self._find(request_id, dispatch + 1, 1))
+        return life
+
+    def _find(self, request_id: str, start: int, count: int) -> list[int]:
+        found: list[int] = []
+        k = start - 1
+        while len(found) < count:
             try:
-                k = ids.index(request_id, k + 1, self.size)
+                k = self.request_id.index(request_id, k + 1, self.size)
             except ValueError:
                 break
-            life[KINDS[self.kind[k]]] = k
-        return life
+            found.append(k)
+        return found
+
+    def _scan_life(self, request_id: str, start: int) -> dict[str, int]:
+        return {KINDS[self.kind[k]]: k for k in self._find(request_id, start, 4)}
 
     def is_arrival(self, k: int) -> bool:
         return self.kind[k] == ARRIVE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
@@ -24,9 +25,9 @@ from sfqtui.ui.ask import Ask
 from sfqtui.ui.event_log import COLUMNS, EventLog, EventLogHeader
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.loading import Analysed, EventsLoaded, LoadFailed, LoadFinished, Opened, Opening
+from sfqtui.ui.loading import Analysed, ChartReady, EventsLoaded, LoadFailed, LoadFinished, Opened, Opening
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
-from sfqtui.ui.shares import SharesPanel
+from sfqtui.ui.shares import SharesPanel, shares_chart
 from sfqtui.ui.status_line import StatusLine
 
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
@@ -144,14 +145,19 @@ class SfqApp(App[None]):
 
     @work(thread=True, exclusive=True, group="analyse")
     def _analyse(self, table: EventTable, generation: int) -> None:
-        """Once the log is complete (read only from here on): find invariant violations."""
+        """Once the log is complete (read only from here on): the shares chart, then an audit."""
+        self.post_message(ChartReady(generation, *shares_chart(table)))
         violations: list[int] = []
         checked = table.scheduler in ("sfq", "sfq-reset", "drr")
         if checked:
-            rows = table.log_rows()
-            report = audit(rows)
+            report = audit(table.log_rows())
             violations = sorted({v.seq for v in report.violations})
         self.post_message(Analysed(generation, violations, checked))
+
+    def on_chart_ready(self, message: ChartReady) -> None:
+        if message.generation == self._generation:
+            self.query_one(SharesPanel).set_chart(message.users, message.edges, message.series)
+            self.refresh_views()
 
     def on_opened(self, message: Opened) -> None:
         if message.generation != self._generation:
@@ -170,6 +176,9 @@ class SfqApp(App[None]):
         first = len(self.table) == 0
         self.table.append(message.batch)
         self.timeline.add_checkpoints(message.checkpoints)
+        # Millions of long-lived objects now sit in the table; keep the cyclic collector
+        # from walking them on every full collection (reference counting still frees them).
+        gc.freeze()
         self._loaded = message.fraction
         self.query_one("#progress", ProgressBar).update(progress=message.fraction)
         self.query_one(EventLog).rebuild_rows()
@@ -182,7 +191,6 @@ class SfqApp(App[None]):
             return
         self._loading = False
         self.query_one("#progress", ProgressBar).add_class("-done")
-        self.query_one(SharesPanel).prepare_chart(self.frame())
         self.refresh_views()
         self._analyse(self.table, self._generation)
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from sfqtui.core.explain import DispatchExplanation, WaitExplanation, explain_dispatch, explain_wait
 from sfqtui.core.timeline import Timeline
+from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame, fmt
 
 AHEAD_ROWS = 6
+CANDIDATE_ROWS = 10
 
 
 class ExplainPanel(VerticalScroll):
@@ -29,14 +30,14 @@ class ExplainPanel(VerticalScroll):
         else:
             kind = table.kind_name(k)
             if kind == "dispatch":
-                explanation = explain_dispatch(table, timeline, k)
+                explanation = explain_dispatch(table, timeline, k, frame.state)
                 assert explanation is not None
                 parts += _dispatch(explanation, frame)
             else:
                 parts.append(_other(frame, timeline, kind))
             request = table.request_id[k]
             if request is not None:
-                wait = explain_wait(table, request)
+                wait = explain_wait(table, request, near=k)
                 if wait is not None:
                     parts += _wait(wait)
         self.query_one("#explain-body", Static).update(Group(*parts))
@@ -44,19 +45,20 @@ class ExplainPanel(VerticalScroll):
 
 def _dispatch(e: DispatchExplanation, frame: Frame) -> list[object]:
     title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}")
-    grid = Table(box=None, pad_edge=False, header_style="bold")
     meters = frame.has_meters
-    grid.add_column("")
-    grid.add_column("user")
-    grid.add_column("S_i" if meters else ("deficit" if e.scheduler == "drr" else "queued"), justify="right")
-    grid.add_column("head cost", justify="right")
-    grid.add_column("w", justify="right")
-    grid.add_column("queued", justify="right")
-    for c in e.candidates:
+    what = "S_i" if meters else ("deficit" if e.scheduler == "drr" else "queued")
+    shown = list(e.candidates[:CANDIDATE_ROWS])
+    if not any(c.user == e.user for c in shown):
+        shown[-1:] = [c for c in e.candidates if c.user == e.user]
+    rows = []
+    for c in shown:
         value = c.meter if meters else (c.deficit if e.scheduler == "drr" else float(c.queued))
-        mark, style = ("▶", "bold") if c.user == e.user else ("", "")
-        grid.add_row(mark, c.user, fmt(value), fmt(c.head_cost), fmt(c.weight), str(c.queued), style=style)
-    parts: list[object] = [title, Text(f"{len(e.candidates)} waiting:", style="dim"), grid, Text("why: " + e.reason, style="green")]
+        mark, style = ("▶", "bold") if c.user == e.user else (" ", "")
+        rows.append(((mark, c.user, fmt(value), fmt(c.head_cost), fmt(c.weight), str(c.queued)), style))
+    if len(e.candidates) > len(shown):
+        rows.append((("", f"… {len(e.candidates) - len(shown)} more", "", "", "", ""), "dim"))
+    table = grid((" ", "user", what, "head cost", "w", "queued"), rows, (False, False, True, True, True, True))
+    parts: list[object] = [title, Text(f"{len(e.candidates)} waiting:", style="dim"), table, Text("why: " + e.reason, style="green")]
     if meters and e.v is not None and e.meter_after is not None:
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
@@ -96,14 +98,14 @@ def _wait(w: WaitExplanation) -> list[object]:
     if not w.ahead:
         parts.append(Text("nothing was dispatched ahead of it", style="dim"))
         return parts
-    grid = Table(box=None, pad_edge=False, header_style="bold", title=f"{w.ahead_total} dispatches went ahead while it waited", title_justify="left")
     meters = any(a.first_meter is not None for a in w.ahead)
-    for name, justify in (("user", "left"), ("requests", "right"), ("cost", "right")) + ((("picked at v", "right"),) if meters else ()):
-        grid.add_column(name, justify=justify)
+    header = ("user", "requests", "cost") + (("picked at v",) if meters else ())
+    rows = []
     for a in w.ahead[:AHEAD_ROWS]:
         span = fmt(a.first_meter) if a.first_meter == a.last_meter else f"{fmt(a.first_meter)}..{fmt(a.last_meter)}"
-        grid.add_row(a.user, str(a.count), fmt(a.cost), *((span,) if meters else ()))
+        rows.append(((a.user, str(a.count), fmt(a.cost)) + ((span,) if meters else ()), ""))
     if len(w.ahead) > AHEAD_ROWS:
-        grid.add_row(f"… {len(w.ahead) - AHEAD_ROWS} more users", "", "", *(("",) if meters else ()))
-    parts.append(grid)
+        rows.append(((f"… {len(w.ahead) - AHEAD_ROWS} more users", "", "") + (("",) if meters else ()), "dim"))
+    parts.append(Text(f"{w.ahead_total} dispatches went ahead while it waited:", style="dim"))
+    parts.append(grid(header, rows, (False, True, True, True)))
     return parts

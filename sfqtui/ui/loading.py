@@ -65,8 +65,16 @@ class LoadFailed(Message):
         self.generation, self.reason = generation, reason
 
 
+class ChartReady(Message):
+    """The shares chart, binned over the complete log."""
+
+    def __init__(self, generation: int, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
+        super().__init__()
+        self.generation, self.users, self.edges, self.series = generation, users, edges, series
+
+
 class Analysed(Message):
-    """Work done once the log is complete: invariant violations and the shares chart."""
+    """The audit of the complete log: the events that break an invariant."""
 
     def __init__(self, generation: int, violations: list[int], checked: bool) -> None:
         super().__init__()

@@ -44,7 +44,7 @@ class MeterHeader(Static):
         scale = "├" + "─" * max(0, band_width - 2) + "┤"
         first = f"{'user':<{NAME_W}} {labels} {what:>{NUM_W}} {'queued':>6} {'w':>4} {'share':>6}"
         second = f"{('by ' + sort)[:NAME_W]:<{NAME_W}} {scale}"
-        self.update(Text.assemble((first, "bold"), "\n", (second, "dim")))
+        self.update(Text.assemble((first, "bold"), "\n", (second, "dim")), layout=False)
 
 
 class MeterBand(ScrollView, can_focus=True):

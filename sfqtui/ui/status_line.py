@@ -31,4 +31,4 @@ class StatusLine(Static):
             f" {fmt(frame.speed)} ev/s",
             (f"  loading {frame.loaded:.0%}", "yellow") if frame.loading else "",
         )
-        self.update(text)
+        self.update(text, layout=False)

@@ -1,0 +1,126 @@
+"""Dashboard responsiveness on a 1M-request trace (production scenario, 1,000 users, 64 slots).
+
+Prints, for a trace replayed inside the app and for its saved event log:
+- time from launch to the first frame showing events (target < 1 s);
+- time until the whole log is loaded;
+- a step forward and a step back, from the action to the end of the screen refresh it
+  causes (median and worst of 200; target < 16 ms); Pilot key presses are not used for
+  timing because Pilot's own wait (about 100 ms here) would swamp the figure;
+- a seek to a random event (median and worst of 50; target < 100 ms);
+- peak memory of the process (target < 1.5 GB).
+
+Usage: python benchmarks/dashboard_bench.py [--requests N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sfqtui.core.engine import ReplayConfig
+from sfqtui.trace.load import load_trace
+from sfqtui.trace.simulate import simulate
+from sfqtui.ui.app import SfqApp
+from sfqtui.ui.loading import EventsLoaded, Opening
+
+
+class TimedApp(SfqApp):
+    """Records when the first frame is painted and when the first events are shown.
+
+    Textual calls SfqApp's own message handlers too (it walks the class hierarchy), so
+    these handlers only take the time.
+    """
+
+    painted: float | None = None
+    first_frame: float | None = None
+    launched: float = 0.0
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        self.painted = time.perf_counter() - self.launched
+
+    def on_events_loaded(self, message: EventsLoaded) -> None:
+        if self.first_frame is None:
+            self.call_after_refresh(self._first_events)
+
+    def _first_events(self) -> None:
+        if self.first_frame is None:
+            self.first_frame = time.perf_counter() - self.launched
+
+
+async def measure(opening: Opening, label: str) -> None:
+    app = TimedApp(opening)
+    app.launched = time.perf_counter()
+    async with app.run_test(size=(160, 48)) as pilot:
+        while app.first_frame is None:
+            await pilot.pause(0.01)
+        await pilot.pause()
+        print(f"{label}: first frame painted after {app.painted:.2f} s; first events on screen after {app.first_frame:.2f} s")
+        while app.loading:
+            await pilot.pause(0.1)
+        print(f"{label}: {len(app.table):,} events loaded after {time.perf_counter() - app.launched:.1f} s")
+        while not app.checked:
+            await pilot.pause(0.1)
+        print(f"{label}: audited for invariant violations after {time.perf_counter() - app.launched:.1f} s")
+        rng = random.Random(1)
+        app.player.goto(str(len(app.table) // 2))
+        app.refresh_views()
+        await pilot.pause()
+
+        async def timed(action) -> float:  # noqa: ANN001
+            """From the action to the end of the screen refresh it causes."""
+            done = asyncio.Event()
+            started = time.perf_counter()
+            action()
+            app.call_after_refresh(done.set)
+            await done.wait()
+            return (time.perf_counter() - started) * 1000
+
+        baseline = [await timed(app.refresh) for _ in range(50)]
+        forward = [await timed(lambda: app.action_step(1)) for _ in range(200)]
+        back = [await timed(lambda: app.action_step(-1)) for _ in range(200)]
+        dispatches = [await timed(app.action_next_dispatch) for _ in range(100)]
+        seeks = []
+        for _ in range(50):
+            target = str(rng.randrange(len(app.table)))
+            seeks.append(await timed(lambda: (app.player.goto(target), app.refresh_views())))
+        for name, values in (("a refresh with nothing changed", baseline), ("step forward", forward), ("step back", back), ("next dispatch", dispatches), ("seek to a random event", seeks)):
+            print(f"{label}: {name}: median {statistics.median(values):.1f} ms, worst {max(values):.1f} ms")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{label}: peak memory of the process {peak:,.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=1_000_000)
+    parser.add_argument("--case", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    config = ReplayConfig("sfq", 64)
+    if args.case:  # one measurement, in a process of its own so its memory figure is its own
+        kind, path = args.case
+        label = "trace replayed in the app" if kind == "trace" else "saved event log"
+        asyncio.run(measure(Opening(Path(path), is_log=kind == "log", config=config, slots_given=True), label))
+        return
+    sfqtui = Path(sys.executable).with_name("sfqtui")
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.parquet"
+        log = Path(tmp) / "log.parquet"
+        subprocess.run([str(sfqtui), "gen", "production", "-o", str(trace), "--requests", str(args.requests),
+                        "--users", "1000", "--with-cost"], check=True, stdout=subprocess.DEVNULL)
+        simulate(load_trace(trace), config, log)
+        for kind, path in (("trace", trace), ("log", log)):
+            subprocess.run([sys.executable, __file__, "--case", kind, str(path)], check=True)
+
+
+if __name__ == "__main__":
+    main()
