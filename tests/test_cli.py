@@ -164,3 +164,43 @@ def test_estimator_options_reach_the_log(tmp_path: Path, cli: CliRunner) -> None
 def test_help_explains(command: str, cli: CliRunner) -> None:
     code, out, _ = invoke(cli, command, "--help")
     assert code == 0 and "Usage" in out
+
+
+@pytest.mark.parametrize("command", ["replay", "demo", "serve"])
+def test_dashboard_commands_explain_themselves(command: str, cli: CliRunner) -> None:
+    code, out, _ = invoke(cli, command, "--help")
+    assert code == 0 and "Usage" in out
+
+
+def test_replay_refuses_a_bad_file_before_opening(tmp_path: Path, cli: CliRunner) -> None:
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("not parquet")
+    code, _, err = invoke(cli, "replay", str(bad))
+    assert code == 2 and "not a readable Parquet file" in err
+
+
+def test_serve_answers_a_browser_on_localhost(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("sfqtui")
+    server = subprocess.Popen([str(exe), "serve", "--host", "127.0.0.1", "--port", str(port), "--", "traces/seed-example.parquet"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1])
+    try:
+        page = ""
+        for _ in range(100):
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert "sfqtui" in page and "textual" in page.lower()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

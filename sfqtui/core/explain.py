@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sfqtui.core.events import DISPATCH
+from sfqtui.core.numbers import fmt
 from sfqtui.core.table import EventTable, number
 from sfqtui.core.timeline import State, Timeline
 
@@ -106,12 +107,12 @@ def _reason(scheduler: str, winner: str, candidates: list[Candidate], cost: floa
         smallest = candidates[0].meter
         tied = [c.user for c in candidates if c.meter == smallest]
         if len(tied) > 1:
-            return f"tie at meter {smallest:g} between {', '.join(tied)}: broken by user id, {winner} comes first"
+            return f"tie at meter {fmt(smallest)} between {', '.join(tied)}: broken by user id, {winner} comes first"
         runner = candidates[1]
-        return f"smallest meter: {winner} at {smallest:g}, next {runner.user} at {runner.meter:g}"
+        return f"smallest meter: {winner} at {fmt(smallest)}, next {runner.user} at {fmt(runner.meter)}"
     if scheduler == "drr":
-        left = "" if deficit_after is None else f", {deficit_after:g} left"
-        return f"DRR visit: {winner}'s head request ({cost:g}) fit its deficit{left}"
+        left = "" if deficit_after is None else f", {fmt(deficit_after)} left"
+        return f"DRR visit: {winner}'s head request ({fmt(cost)}) fit its deficit{left}"
     if scheduler == "fifo":
         return f"FIFO: {winner} holds the oldest waiting request"
     if scheduler == "rr":

@@ -19,7 +19,8 @@ from textual.widgets import Static
 
 from sfqtui.core.events import DISPATCH, IDLE_RESET
 from sfqtui.core.table import EventTable, number
-from sfqtui.ui.frame import Frame, fmt
+from sfqtui.core.numbers import fmt
+from sfqtui.ui.frame import Frame
 
 COLUMNS = f"{'seq':>7} {'t':>8} {'kind':<8} {'user':<10} {'cost':>7} {'v':>8} {'meter':>8} {'request':<9}"
 _CURSOR = Style(reverse=True, bold=True)

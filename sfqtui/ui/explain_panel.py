@@ -10,7 +10,8 @@ from textual.widgets import Static
 from sfqtui.core.explain import DispatchExplanation, WaitExplanation, explain_dispatch, explain_wait
 from sfqtui.core.timeline import Timeline
 from sfqtui.ui.columns import grid
-from sfqtui.ui.frame import Frame, fmt
+from sfqtui.core.numbers import fmt
+from sfqtui.ui.frame import Frame
 
 AHEAD_ROWS = 6
 CANDIDATE_ROWS = 10

@@ -30,14 +30,3 @@ class Frame:
     @property
     def has_meters(self) -> bool:
         return self.table.scheduler in ("sfq", "sfq-reset")
-
-
-def fmt(x: float | None, width: int = 0) -> str:
-    """Numbers as people read them: integers without .0, others to 4 significant digits."""
-    if x is None or x != x:
-        text = "-"
-    elif x == int(x) and abs(x) < 1e15:
-        text = f"{int(x):,}"
-    else:
-        text = f"{x:,.4g}" if abs(x) >= 1 else f"{x:.4g}"
-    return text.rjust(width) if width else text

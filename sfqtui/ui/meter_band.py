@@ -15,7 +15,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from sfqtui.ui.frame import Frame, fmt
+from sfqtui.core.numbers import fmt
+from sfqtui.ui.frame import Frame
 
 SORTS = ("meter", "name", "share")
 NAME_W = 14

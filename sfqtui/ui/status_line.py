@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from sfqtui.ui.frame import Frame, fmt
+from sfqtui.core.numbers import fmt
+from sfqtui.ui.frame import Frame
 
 
 class StatusLine(Static):
