@@ -5,6 +5,7 @@ import typer
 from sfqtui.cli.check import check
 from sfqtui.cli.compare import compare
 from sfqtui.cli.gen import GEN_HELP, gen
+from sfqtui.cli.importing import import_command
 from sfqtui.cli.replay import demo, replay, serve
 from sfqtui.cli.simulate import simulate
 
@@ -20,6 +21,7 @@ app.command(help=GEN_HELP)(gen)
 app.command()(simulate)
 app.command()(check)
 app.command()(compare)
+app.command(name="import")(import_command)
 app.command()(replay)
 app.command()(demo)
 app.command()(serve)

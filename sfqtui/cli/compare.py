@@ -14,6 +14,7 @@ from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
 from sfqtui.core.engine import Replay
 from sfqtui.core.fairness import FairnessReport, fairness
 from sfqtui.core.logrows import rows_from_replay
+from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.trace.load import load_trace
 
@@ -24,7 +25,7 @@ def _fmt(x: float | None, digits: int = 2) -> str:
 
 def _table(report: FairnessReport) -> Table:
     gap = report.worst_gap
-    gap_text = "-" if gap is None else f"{gap.gap:g} ({gap.ahead} over {gap.behind}, t {gap.start_t:g}..{gap.end_t:g})"
+    gap_text = "-" if gap is None else f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(gap.start_t)}..{fmt(gap.end_t)})"
     title = f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"
     table = Table(title=title, title_justify="left")
     for header in ("user", "dispatched", "charged", "share congested", "wait p50 s", "wait p99 s"):

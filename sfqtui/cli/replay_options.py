@@ -69,7 +69,7 @@ _D_SVC = TokenServiceModel()
 _PARAMS = [
     _option("slots", Optional[int], None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1.", _PANEL_RUN, "--slots", "-n"),
     _option("quantum", Optional[float], None, "DRR quantum Q in cost units. Default: the largest cost in the trace.", _PANEL_RUN, "--quantum"),
-    _option("renormalise_every", Optional[int], None, "SFQ: subtract v from all meters every N dispatches (§7.2); decisions do not change.", _PANEL_RUN, "--renormalise-every"),
+    _option("renormalise_every", Optional[int], None, "SFQ: subtract v from all meters every N dispatches (§7.2). Only for explicit costs on an exact grid (e.g. whole numbers), where it provably changes no decision; docs/semantics.md.", _PANEL_RUN, "--renormalise-every"),
     _option("input_weight", float, _D_EST.input_weight, "a: cost per input token.", _PANEL_EST, "--input-weight"),
     _option("output_weight", float, _D_EST.output_weight, "b: cost per estimated output token.", _PANEL_EST, "--output-weight"),
     _option("ratio_scope", RatioScope, RatioScope(_D_EST.scope), "Learn the output ratio globally, per model or per user.", _PANEL_EST, "--ratio-scope"),

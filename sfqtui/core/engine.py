@@ -60,6 +60,8 @@ class Replay:
         if config.scheduler == "drr" and self.quantum is None:
             self.quantum = self.largest_cost()
         self.scheduler: Scheduler = make_scheduler(config.scheduler, trace.weights, self.quantum)
+        if config.renormalise_every and self.scheduler.has_virtual_time:
+            self._check_renormalisable()
         self.log = EventBuffer()
         self.dispatched = 0
         self.finished = False
@@ -72,6 +74,29 @@ class Replay:
             return max(self.trace.cost)
         assert self.estimator is not None
         return max(self.estimator.upper_bound(i) for i in range(len(self.trace)))
+
+    def _check_renormalisable(self) -> None:
+        """Renormalising is only decision-preserving when every sum is exact in both frames.
+
+        Float sums of the same charges round differently once v is subtracted, so a tie in
+        one frame can become an order in the other. Sums are exact when every charge is a
+        multiple of one power-of-two grid and the total stays below 2^53 grid steps: then
+        both frames compute the same numbers, shifted, and every decision is the same.
+        """
+        trace = self.trace
+        if trace.cost is None:
+            raise ValueError("--renormalise-every needs explicit costs: estimated costs are not exact in floating point, "
+                             "so renormalising could change a decision (docs/semantics.md)")
+        largest_denominator, total = 1, 0.0
+        for user, cost in zip(trace.user, trace.cost):
+            charge = cost / trace.weights.get(user, 1.0)
+            denominator = charge.as_integer_ratio()[1]
+            if denominator > largest_denominator:
+                largest_denominator = denominator
+            total += charge
+        if largest_denominator > 1 << 30 or total * largest_denominator >= 2.0**53:
+            raise ValueError("--renormalise-every needs charges (cost / weight) on one exact grid, such as whole numbers: "
+                             "with these costs renormalising could change a decision (docs/semantics.md)")
 
     def credit_used(self) -> list[float] | None:
         return self.scheduler.credit_used if isinstance(self.scheduler, DRR) else None

@@ -1,0 +1,60 @@
+"""`sfqtui import`: convert real traces to the semantics §1 schema."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.importers.convert import FORMATS, import_trace
+from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
+
+
+@refuses_bad_input
+def import_command(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(FORMATS)}.", show_default=False)],
+    sources: Annotated[list[Path], typer.Argument(metavar="SRC...", help="Source files (several share one clock).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Trace Parquet file to write.")],
+    user_from: Annotated[Optional[str], typer.Option("--user-from", help="Take users from this source column (e.g. 'Session ID', 'Model', 'Log Type').")] = None,
+    users: Annotated[Optional[int], typer.Option("--users", help="Assign N synthetic users instead.")] = None,
+    assign: Annotated[str, typer.Option("--assign", help=f"How synthetic users are drawn: {', '.join(ASSIGNS)}.")] = "zipf",
+    seed: Annotated[int, typer.Option("--seed", help="Seed for --assign and --jitter.")] = 0,
+    max_tokens: Annotated[str, typer.Option("--max-tokens", help="none, fixed:N (a cap of N), bucket:N (the output rounded up to a multiple of N) or pow2:N (up to a power of two, at least N).")] = "none",
+    keep_failed: Annotated[bool, typer.Option("--keep-failed", help="burstgpt: keep failed requests (0 response tokens).")] = False,
+    jitter: Annotated[float, typer.Option("--jitter", help="mooncake: spread arrivals over this many seconds after their clump's timestamp.")] = 0.0,
+    mapping: Annotated[Optional[str], typer.Option("--map", help="csv/jsonl: NAME=COLUMN pairs, e.g. arrival_s=arrived_at,input_tokens=num_prefill_tokens,output_tokens=num_decode_tokens.")] = None,
+    time_unit: Annotated[str, typer.Option("--time-unit", help=f"csv/jsonl: the arrival column's unit: {', '.join(TIME_UNITS)}.")] = "s",
+) -> None:
+    """Convert real traces (Azure LLM inference, BurstGPT, Mooncake, or any CSV/JSONL) to a
+    trace every command replays. Arrival times become seconds from the first request of
+    all files; request ids are FILE:LINE. Formats:
+
+    [bold]azure[/bold]: TIMESTAMP, ContextTokens, GeneratedTokens; each file is a service (its model and, by default, its user).
+
+    [bold]burstgpt[/bold]: Timestamp, Model, Request tokens, Response tokens, Log Type (+ Session ID); failed rows dropped unless --keep-failed.
+
+    [bold]mooncake[/bold]: JSONL with timestamp (ms), input_length, output_length.
+
+    [bold]csv[/bold] / [bold]jsonl[/bold]: any columns, named with --map, time read with --time-unit.
+    """
+    if time_unit not in TIME_UNITS:
+        raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")
+    if jitter < 0:
+        raise fail("--jitter must be >= 0")
+    options = ImportOptions(
+        users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]
+        max_tokens=MaxTokens.parse(max_tokens),
+        keep_failed=keep_failed,
+        jitter_s=jitter,
+        seed=seed,
+        mapping=parse_mapping(mapping),
+        time_unit=time_unit,
+    )
+    console = Console(file=sys.stderr)
+    with console.status("importing") as status:
+        summary = import_trace(fmt, sources, output, options, progress=lambda message: status.update(message))
+    typer.echo(f"wrote {output}: {summary.rows:,} requests from {summary.users:,} users, {summary.files} file(s), {summary.span_s:,.1f} s of arrivals")
+    if summary.users == 1:
+        typer.echo("note: every request has the same user; --users N or --user-from COLUMN gives SFQ someone to be fair between", err=True)

@@ -1,0 +1,1 @@
+"""`sfqtui import`: real public traces to the semantics §1 schema."""
