@@ -91,7 +91,7 @@ def test_check_drr_log(tmp_path: Path, cli: CliRunner) -> None:
     trace, log = tmp_path / "t.parquet", tmp_path / "log.parquet"
     invoke(cli, "gen", "heavy-vs-light", "-o", str(trace))
     code, out, _ = invoke(cli, "simulate", str(trace), "-s", "drr", "-o", str(log))
-    assert code == 0 and "quantum 1000" in out
+    assert code == 0 and "quantum 1,000" in out
     df = pl.read_parquet(log)
     assert (df.filter(pl.col("kind") == "dispatch").select(pl.col("cost") <= pl.col("credit")).to_series().all())
     code, out, _ = invoke(cli, "check", str(log))

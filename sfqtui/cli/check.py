@@ -7,28 +7,29 @@ import typer
 
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.audit import AuditReport, audit
+from sfqtui.core.numbers import fmt
 from sfqtui.trace.eventlog import log_rows, read_log
 
 
 def render(report: AuditReport, path: Path) -> str:
     lines = [
         f"{path}: {report.scheduler} log, {report.events:,} events, {report.dispatches:,} dispatches, "
-        f"{report.users:,} users" + (f", c_max {report.c_max:g}" if report.c_max else "")
+        f"{report.users:,} users" + (f", c_max {fmt(report.c_max)}" if report.c_max else "")
     ]
     for rules, text in report.checks:
         mark = "FAIL" if report.failed(rules) else "ok"
         lines.append(f"  [{mark:>4}] {text}")
     if report.upper_margin.seq >= 0:
         m = report.upper_margin
-        lines.append(f"  closest to v + c_max: seq {m.seq}: {m.detail} (slack {m.slack:g})")
+        lines.append(f"  closest to v + c_max: seq {m.seq}: {m.detail} (slack {fmt(m.slack)})")
     if report.lower_margin.seq >= 0:
         m = report.lower_margin
-        lines.append(f"  closest to v from above: seq {m.seq}: {m.detail} (slack {m.slack:g})")
+        lines.append(f"  closest to v from above: seq {m.seq}: {m.detail} (slack {fmt(m.slack)})")
     if report.worst_gap is not None:
         g = report.worst_gap
         lines.append(
-            f"  worst W_i - W_j found: {g.user} gained {g.gap:g} over backlogged {g.behind} "
-            f"from seq {g.start_seq} to seq {g.end_seq} (bound 2 c_max = {2 * report.c_max:g})"
+            f"  worst W_i - W_j found: {g.user} gained {fmt(g.gap)} over backlogged {g.behind} "
+            f"from seq {g.start_seq} to seq {g.end_seq} (bound 2 c_max = {fmt(2 * report.c_max)})"
         )
     if report.ok:
         lines.append("no violations")

@@ -10,6 +10,7 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.core.numbers import fmt
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
@@ -42,7 +43,7 @@ def simulate(
         result = run_simulation(loaded, config, output, progress=update)
     elapsed = time.perf_counter() - started
     cost = "cost column" if result.cost_source == "column" else "estimator"
-    quantum = f", quantum {result.quantum:g}" if result.quantum is not None else ""
+    quantum = f", quantum {fmt(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
         f"wrote {output}: {result.log.start:,} events, {result.dispatched:,} dispatches "
         f"({config.scheduler}, {config.slots} slot{'s' if config.slots != 1 else ''}{quantum}, cost from {cost}) in {elapsed:.2f} s"

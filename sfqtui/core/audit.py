@@ -20,6 +20,7 @@ from typing import Sequence
 
 from sfqtui.core.gaps import History, max_gain
 from sfqtui.core.logrows import LogRows
+from sfqtui.core.numbers import fmt
 
 MAX_LISTED = 20
 TOP_CANDIDATES = 5
@@ -223,7 +224,7 @@ def _audit_sfq(log: LogRows, report: AuditReport) -> None:
             queued[user] = queued.get(user, 0) - 1
             meter[user] = m_row
             max_meter = max(max_meter, m_row)
-            report.upper_margin.see(v + c_max - m_row, seq, f"{user} meter {m_row:g}, v {v:g}")
+            report.upper_margin.see(v + c_max - m_row, seq, f"{user} meter {fmt(m_row)}, v {fmt(v)}")
             if m_row > v + c_max:
                 report.add("§3.1 (2)", seq, f"{user}'s meter {m_row!r} > v + c_max = {v + c_max!r}")
             if queued[user] > 0:
@@ -250,7 +251,7 @@ def _audit_sfq(log: LogRows, report: AuditReport) -> None:
                     closed.append(episodes.pop(user))
             smallest = backlogged_min()
             if smallest is not None:
-                report.lower_margin.see(smallest[0] - v, seq, f"{smallest[1]} meter {smallest[0]:g}, v {v:g}")
+                report.lower_margin.see(smallest[0] - v, seq, f"{smallest[1]} meter {fmt(smallest[0])}, v {fmt(v)}")
                 if smallest[0] < v:
                     report.add("§3.1 (3)", seq, f"backlogged {smallest[1]} has meter {smallest[0]!r} < v = {v!r}")
         else:
@@ -306,7 +307,7 @@ def _bound(
         if report.worst_gap is None or gap.gap > report.worst_gap.gap:
             report.worst_gap = gap
         if gap.gap > limit:
-            report.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {gap.gap:g} over backlogged {gap.behind} between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {limit:g}")
+            report.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {fmt(gap.gap)} over backlogged {gap.behind} between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {fmt(limit)}")
 
 
 def _audit_drr(log: LogRows, report: AuditReport) -> None:

@@ -176,7 +176,7 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
     tmp = out.with_name(f".{out.name}.{os.getpid()}.part")
     say(f"writing {out.name}")
     try:
-        lazy.sink_parquet(tmp, compression="zstd")
+        lazy.sink_parquet(tmp, compression="zstd", row_group_size=1 << 18)
         _attach_metadata(tmp, {"format": fmt, "sources": [str(p) for p in sources], "options": _options_dict(options)})
         os.replace(tmp, out)
     except pl.exceptions.PolarsError as exc:
