@@ -130,33 +130,37 @@ class Replay:
         collecting = gc.isenabled()
         gc.disable()  # see sfqtui.core.gcpause; restored whenever control returns to the caller
         try:
-            while i < n or running:
-                if running and (i >= n or running[0][0] <= arrivals[i]):
-                    now = running[0][0]
-                else:
-                    now = arrivals[i]
+            never = float("inf")
+            next_arrival = arrivals[0] if n else never
+            next_done = never
+            while next_arrival != never or running:
+                now = next_done if next_done <= next_arrival else next_arrival
 
-                while running and running[0][0] == now:
+                while next_done == now:
                     req = heappop(running)[2]
+                    next_done = running[0][0] if running else never
                     free += 1
                     if observe is not None:
                         observe(req)
                     v, meter, deficit = reading(users[req])
                     append((now, COMPLETE, req, None, v, meter, deficit))
 
-                while i < n and arrivals[i] == now:
+                while next_arrival == now:
                     v, meter, deficit = arrive(i, users[i])
                     append((now, ARRIVE, i, None, v, meter, deficit))
                     i += 1
+                    next_arrival = arrivals[i] if i < n else never
 
-                while free and sched.backlogged:
-                    req, _user, cost, v, meter, deficit = dispatch(cost_of)
-                    append((now, DISPATCH, req, cost, v, meter, deficit))
-                    free -= 1
-                    heappush(running, (now + service[req], dispatched, req))
-                    dispatched += 1
-                    if virtual and not sched.backlogged:
-                        append((now, IDLE_RESET, -1, None, idle_reset(), None, None))
+                if free and sched.backlogged:
+                    while free and sched.backlogged:
+                        req, _user, cost, v, meter, deficit = dispatch(cost_of)
+                        append((now, DISPATCH, req, cost, v, meter, deficit))
+                        free -= 1
+                        heappush(running, (now + service[req], dispatched, req))
+                        dispatched += 1
+                        if virtual and not sched.backlogged:
+                            append((now, IDLE_RESET, -1, None, idle_reset(), None, None))
+                    next_done = running[0][0]
 
                 if log.start + len(rows) >= next_yield:
                     self.dispatched = dispatched
