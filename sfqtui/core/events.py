@@ -53,9 +53,9 @@ class EventBuffer:
         t, kind, req, cost, v, meter, deficit = ([row[j] for row in rows] for j in range(7))
         return EventColumns(self.start, t, kind, req, cost, v, meter, deficit)
 
-    def drain(self) -> EventColumns:
-        """Hand over the rows held so far, as columns, and start an empty buffer after them."""
-        chunk = self.columns()
-        self.start += len(self.rows)
+    def drain(self) -> tuple[int, list[EventRow]]:
+        """Hand over the rows held so far (with the seq of the first) and start an empty buffer after them."""
+        start, rows = self.start, self.rows
+        self.start += len(rows)
         self.rows = []
-        return chunk
+        return start, rows

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.events import DISPATCH, KINDS, EventColumns
+from sfqtui.core.events import DISPATCH, KINDS, EventRow
 from sfqtui.core.logrows import LogRows
 from sfqtui.errors import InputError
 from sfqtui.trace.load import read_parquet, read_parquet_header
@@ -22,6 +22,9 @@ from sfqtui.trace.schema import LOG_COLUMNS, LOG_SCHEMA, METADATA_KEY
 from sfqtui.trace.write import read_metadata
 
 _KIND_NAMES = pa.array(KINDS, pa.string())
+# The engine's event row (sfqtui.core.events.EventRow); Arrow reads the tuples in C.
+_ROW = pa.struct([("t", pa.float64()), ("kind", pa.int8()), ("req", pa.int64()), ("cost", pa.float64()),
+                  ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64())])
 
 
 class ChunkEncoder:
@@ -49,23 +52,25 @@ class ChunkEncoder:
         self._credit_used = credit_used
         self._dispatches = 0
 
-    def encode(self, chunk: EventColumns) -> pa.Table:
-        n = len(chunk)
-        kind_codes = np.asarray(chunk.kind, dtype=np.int8)
-        req = np.asarray(chunk.req, dtype=np.int64)
+    def encode(self, start: int, rows: list[EventRow]) -> pa.Table:
+        """Rows (t, kind, req, cost, v, meter, deficit) from the engine, seq from ``start``."""
+        n = len(rows)
+        t, kind, req_column, cost, v, meter, deficit = pa.array(rows, type=_ROW).flatten()
+        kind_codes = kind.to_numpy(zero_copy_only=False)
+        req = req_column.to_numpy(zero_copy_only=False)
         no_request = req < 0
         req_index = pa.array(req, mask=no_request)
         columns: dict[str, pa.Array] = {
-            "seq": pa.array(np.arange(chunk.start, chunk.start + n, dtype=np.int64)),
-            "t": pa.array(chunk.t, pa.float64()),
-            "kind": _KIND_NAMES.take(pa.array(kind_codes)),
+            "seq": pa.array(np.arange(start, start + n, dtype=np.int64)),
+            "t": t,
+            "kind": _KIND_NAMES.take(kind),
             "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
             "request_id": self._request_ids.take(req_index),
             "user": self._users.take(req_index),
-            "cost": pa.array(chunk.cost, pa.float64()),
-            "v": pa.array(chunk.v, pa.float64()),
-            "meter": pa.array(chunk.meter, pa.float64()),
-            "deficit": pa.array(chunk.deficit, pa.float64()),
+            "cost": cost,
+            "v": v,
+            "meter": meter,
+            "deficit": deficit,
         }
         is_dispatch = kind_codes == DISPATCH
         if self._weights is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 import pyarrow as pa
@@ -62,11 +62,6 @@ def _where(path: Path, column: str, row: int) -> str:
     return f"{path}: column '{column}', row {row} (counting from 0)"
 
 
-def _first(mask: pl.Series) -> int | None:
-    hits = mask.fill_null(False).arg_true()
-    return int(hits[0]) if len(hits) else None
-
-
 def _check_type(path: Path, df: pl.DataFrame, column: str) -> None:
     dtype = df.schema[column]
     if column in ("request_id", "user", "model"):
@@ -79,69 +74,91 @@ def _check_type(path: Path, df: pl.DataFrame, column: str) -> None:
         ok = dtype.is_numeric()
         rule = "must be numbers (float64)"
     if not ok:
-        row = _first(df[column].is_not_null()) or 0
+        present = df[column].is_not_null().arg_true()
+        row = int(present[0]) if len(present) else 0
         value = df[column][row]
         raise InputError(f"{_where(path, column, row)}: value {value!r} has type {dtype}; {column} {rule}")
 
 
-def _refuse(path: Path, df: pl.DataFrame, column: str, mask: pl.Series, rule: str) -> None:
-    row = _first(mask)
-    if row is not None:
-        value = df[column][row]
-        shown = "null" if value is None else repr(value)
-        raise InputError(f"{_where(path, column, row)}: value {shown}; {rule}")
+class Rule(NamedTuple):
+    """A rule of semantics §1: the rows that break it, and optionally a cheaper test of whether any does."""
+
+    column: str
+    mask: pl.Expr
+    text: str
+    broken: pl.Expr | None = None
+
+    def any_broken(self) -> pl.Expr:
+        return self.broken if self.broken is not None else self.mask.fill_null(False).any()
+
+
+def _rules(df: pl.DataFrame) -> list[Rule]:
+    """The rules that apply to this frame, in the order they are reported."""
+    has_cost = "cost" in df.columns
+    rules: list[Rule] = []
+    for column in ("request_id", "user"):
+        rules.append(Rule(column, pl.col(column).is_null(), f"{column} is required on every row"))
+    ids = pl.col("request_id")
+    rules.append(Rule("request_id", ids.is_duplicated() & ~ids.is_first_distinct(),
+                      "request_id must be unique (this id appeared earlier)", broken=ids.n_unique() < pl.len()))
+    arrival = pl.col("arrival_s").cast(pl.Float64)
+    rules += [
+        Rule("arrival_s", arrival.is_null(), "arrival_s is required on every row"),
+        Rule("arrival_s", arrival.is_nan() | arrival.is_infinite(), "arrival_s must be finite"),
+        Rule("arrival_s", arrival < 0, "arrival_s must be >= 0"),
+    ]
+    for column in TOKEN_COLUMNS:
+        if column not in df.columns:
+            continue
+        values = pl.col(column)
+        if df.schema[column].is_float():
+            rules.append(Rule(column, values.is_nan() | values.is_infinite(), f"{column} must be a finite whole number"))
+            rules.append(Rule(column, values != values.floor(), f"{column} must be a whole number of tokens"))
+        if column == "input_tokens" and not has_cost:
+            rules.append(Rule(column, values.is_null(), "input_tokens is required on every row when there is no cost column"))
+        if column == "max_tokens":
+            rules.append(Rule(column, values <= 0, "max_tokens must be > 0"))
+        else:
+            rules.append(Rule(column, values < 0, f"{column} must be >= 0"))
+    for column, rule in (("cost", "cost must be > 0"), ("service_s", "service_s must be > 0"), ("weight", "weight must be > 0")):
+        if column not in df.columns:
+            continue
+        values = pl.col(column).cast(pl.Float64)
+        rules += [
+            Rule(column, values.is_null(), f"{column} must be given on every row when the column is present"),
+            Rule(column, values.is_nan() | values.is_infinite(), f"{column} must be finite"),
+            Rule(column, values <= 0, rule),
+        ]
+    if "weight" in df.columns:
+        weight = pl.col("weight").cast(pl.Float64)
+        rules.append(Rule("weight", weight != weight.first().over("user"), "a user's weight must be the same on all of its rows"))
+    return rules
 
 
 def validate(path: Path, df: pl.DataFrame) -> None:
-    """Raise InputError for the first rule of semantics §1 that the frame breaks."""
+    """Raise InputError for the first rule of semantics §1 that the frame breaks.
+
+    Every rule is evaluated in one parallel pass; the first offending row is looked up
+    only for a rule that fails.
+    """
     if df.height == 0:
         raise InputError(f"{path}: the trace has no rows")
     for column in REQUIRED:
         if column not in df.columns:
             raise InputError(f"{path}: missing required column '{column}' (a trace needs {', '.join(REQUIRED)})")
-    has_cost = "cost" in df.columns
-    if not has_cost and "input_tokens" not in df.columns:
+    if "cost" not in df.columns and "input_tokens" not in df.columns:
         raise InputError(f"{path}: missing column 'input_tokens' (required unless the trace has a 'cost' column)")
     for column in TRACE_COLUMNS:
         if column in df.columns:
             _check_type(path, df, column)
-
-    for column in ("request_id", "user"):
-        _refuse(path, df, column, df[column].is_null(), f"{column} is required on every row")
-    _refuse(path, df, "request_id", df["request_id"].is_duplicated() & ~df["request_id"].is_first_distinct(),
-            "request_id must be unique (this id appeared earlier)")
-
-    arrival = df["arrival_s"].cast(pl.Float64)
-    _refuse(path, df, "arrival_s", arrival.is_null(), "arrival_s is required on every row")
-    _refuse(path, df, "arrival_s", arrival.is_nan() | arrival.is_infinite(), "arrival_s must be finite")
-    _refuse(path, df, "arrival_s", arrival < 0, "arrival_s must be >= 0")
-
-    for column in TOKEN_COLUMNS:
-        if column not in df.columns:
-            continue
-        values = df[column]
-        if values.dtype.is_float():
-            _refuse(path, df, column, values.is_nan() | values.is_infinite(), f"{column} must be a finite whole number")
-            _refuse(path, df, column, values != values.floor(), f"{column} must be a whole number of tokens")
-        if column == "input_tokens" and not has_cost:
-            _refuse(path, df, column, values.is_null(), "input_tokens is required on every row when there is no cost column")
-        if column == "max_tokens":
-            _refuse(path, df, column, values <= 0, "max_tokens must be > 0")
-        else:
-            _refuse(path, df, column, values < 0, f"{column} must be >= 0")
-
-    for column, rule in (("cost", "cost must be > 0"), ("service_s", "service_s must be > 0"), ("weight", "weight must be > 0")):
-        if column not in df.columns:
-            continue
-        values = df[column].cast(pl.Float64)
-        _refuse(path, df, column, values.is_null(), f"{column} must be given on every row when the column is present")
-        _refuse(path, df, column, values.is_nan() | values.is_infinite(), f"{column} must be finite")
-        _refuse(path, df, column, values <= 0, rule)
-
-    if "weight" in df.columns:
-        first_weight = pl.col("weight").cast(pl.Float64).first().over("user")
-        changed = df.select(pl.col("weight").cast(pl.Float64) != first_weight).to_series()
-        _refuse(path, df, "weight", changed, "a user's weight must be the same on all of its rows")
+    rules = _rules(df)
+    broken = df.select([rule.any_broken().alias(str(k)) for k, rule in enumerate(rules)]).row(0)
+    for (column, mask, rule, _), hit in zip(rules, broken):
+        if hit:
+            row = int(df.select(mask.fill_null(False).arg_true().first()).item())
+            value = df[column][row]
+            shown = "null" if value is None else repr(value)
+            raise InputError(f"{_where(path, column, row)}: value {shown}; {rule}")
 
 
 def normalise(df: pl.DataFrame) -> pl.DataFrame:

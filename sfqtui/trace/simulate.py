@@ -56,9 +56,9 @@ def simulate(loaded: LoadedTrace, config: ReplayConfig, out: Path, progress: Pro
     total = len(loaded.trace)
     with collector_paused(), EventLogWriter(out, replay_metadata(replay, loaded)) as writer:
         for arrived in replay.run(chunk=1 << 18):
-            chunk = replay.log.drain()
-            if len(chunk):
-                writer.write(encoder.encode(chunk))
+            start, rows = replay.log.drain()
+            if rows:
+                writer.write(encoder.encode(start, rows))
             if progress is not None:
                 progress(arrived, total)
     return replay

@@ -104,9 +104,9 @@ class ReplaySource:
         batcher = ArrowBatcher()
         total = max(1, len(self.loaded.trace))
         for arrived in self.replay.run(chunk=self.chunk):
-            chunk = self.replay.log.drain()
-            if len(chunk):
-                yield batcher.convert(encoder.encode(chunk)), arrived / total
+            start, rows = self.replay.log.drain()
+            if rows:
+                yield batcher.convert(encoder.encode(start, rows)), arrived / total
 
 
 @dataclass
