@@ -7,6 +7,8 @@ Prints, for a trace replayed inside the app and for its saved event log:
   causes (median and worst of 200; target < 16 ms); Pilot key presses are not used for
   timing because Pilot's own wait (about 100 ms here) would swamp the figure;
 - a seek to a random event (median and worst of 50; target < 100 ms);
+- the state rebuild alone: state at a random event from its checkpoint, plus the
+  explanation, without drawing (median and worst of 300);
 - peak memory of the process (target < 1.5 GB).
 
 Usage: python benchmarks/dashboard_bench.py [--requests N]
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 
 from sfqtui.core.engine import ReplayConfig
+from sfqtui.core.explain import explain_dispatch
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
@@ -86,6 +89,12 @@ async def measure(opening: Opening, label: str) -> None:
             await done.wait()
             return (time.perf_counter() - started) * 1000
 
+        rebuilds = []
+        for _ in range(300):
+            k = rng.randrange(len(app.table))
+            started = time.perf_counter()
+            explain_dispatch(app.table, app.timeline, k, app.timeline.state_at(k))
+            rebuilds.append((time.perf_counter() - started) * 1000)
         baseline = [await timed(app.refresh) for _ in range(50)]
         forward = [await timed(lambda: app.action_step(1)) for _ in range(200)]
         back = [await timed(lambda: app.action_step(-1)) for _ in range(200)]
@@ -94,7 +103,7 @@ async def measure(opening: Opening, label: str) -> None:
         for _ in range(50):
             target = str(rng.randrange(len(app.table)))
             seeks.append(await timed(lambda: (app.player.goto(target), app.refresh_views())))
-        for name, values in (("a refresh with nothing changed", baseline), ("step forward", forward), ("step back", back), ("next dispatch", dispatches), ("seek to a random event", seeks)):
+        for name, values in (("rebuild the state at a random event and explain it (no drawing)", rebuilds), ("a refresh with nothing changed", baseline), ("step forward", forward), ("step back", back), ("next dispatch", dispatches), ("seek to a random event", seeks)):
             print(f"{label}: {name}: median {statistics.median(values):.1f} ms, worst {max(values):.1f} ms")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{label}: peak memory of the process {peak:,.0f} MB")
