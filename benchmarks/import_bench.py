@@ -13,7 +13,6 @@ Usage: python benchmarks/import_bench.py [--rows N ...]
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers import dispatches, replay, trace_of
+from helpers import replay, trace_of
 
 from sfqtui.core.audit import audit
 from sfqtui.core.engine import Replay, ReplayConfig

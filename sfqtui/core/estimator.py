@@ -152,9 +152,6 @@ class CostEstimator:
             return
         self._ratio(self.key(req)).observe(output, cap)
 
-    def current_ratios(self) -> dict[object, float]:
-        return {key: r.value for key, r in self._ratios.items()}
-
     def upper_bound(self, req: int) -> float:
         """A cost this request can never exceed while ratio <= max(1, start_ratio)."""
         p = self.params

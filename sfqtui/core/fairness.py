@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from sfqtui.core.gaps import History, max_gain
 from sfqtui.core.logrows import LogRows
@@ -171,9 +172,7 @@ def fairness(log: LogRows, weights: dict[str, float] | None = None) -> FairnessR
     return FairnessReport(log.scheduler, figures, congested, jain, worst, exact)
 
 
-def _worst_gap(
-    episodes: list[_Episode], history: History, times: object
-) -> tuple[Gap | None, bool]:
+def _worst_gap(episodes: list[_Episode], history: History, times: Sequence[float]) -> tuple[Gap | None, bool]:
     risers = sorted((e for e in episodes if e.rise > 0), key=lambda e: -e.rise)
     droppers = sorted(episodes, key=lambda e: -e.drop)
     best: tuple[float, str, str, int, int] | None = None
@@ -198,5 +197,4 @@ def _worst_gap(
             break
     if best is None:
         return None, exact
-    t = times  # a sequence of event times
-    return Gap(best[1], best[2], t[best[3]], t[best[4]], best[0]), exact  # type: ignore[index]
+    return Gap(best[1], best[2], times[best[3]], times[best[4]], best[0]), exact

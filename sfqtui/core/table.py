@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Sequence
 
-from sfqtui.core.events import ARRIVE, CANCEL, DISPATCH, IDLE_RESET, KINDS
+from sfqtui.core.events import ARRIVE, DISPATCH, IDLE_RESET, KINDS
 from sfqtui.core.logrows import LogRows
 
 NaN = math.nan
@@ -105,10 +105,6 @@ class EventTable:
         pos = bisect_right(seq, k)
         return seq[pos] if pos < len(seq) else None
 
-    def user_next_dispatch_index(self, user: int, k: int) -> int | None:
-        """The event index of user's first dispatch after event k (its head request then)."""
-        return self.next_dispatch(k, user)
-
     def dispatches_between(self, after: int, before: int) -> array:
         """Event indices of the dispatches strictly between two events."""
         return self.dispatches[bisect_right(self.dispatches, after) : bisect_left(self.dispatches, before)]
@@ -184,12 +180,6 @@ class EventTable:
 
     def _scan_life(self, request_id: str, start: int) -> dict[str, int]:
         return {KINDS[self.kind[k]]: k for k in self._find(request_id, start, 4)}
-
-    def is_arrival(self, k: int) -> bool:
-        return self.kind[k] == ARRIVE
-
-    def is_cancel(self, k: int) -> bool:
-        return self.kind[k] == CANCEL
 
 
     def log_rows(self) -> LogRows:

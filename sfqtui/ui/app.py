@@ -130,9 +130,7 @@ class SfqApp(App[None]):
         worker = get_current_worker()
         try:
             source = opening.source()
-            slots = None if opening.is_log else source.config.slots  # type: ignore[attr-defined]
-            slots = source.metadata.get("slots", slots)
-            self.post_message(Opened(generation, source.title, source.scheduler, slots))
+            self.post_message(Opened(generation, source.title, source.scheduler, source.metadata.get("slots")))
             builder = CheckpointBuilder()
             for batch, fraction in source.batches():
                 if worker.is_cancelled:

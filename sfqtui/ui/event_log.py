@@ -91,8 +91,7 @@ class EventLog(ScrollView, can_focus=True):
 
     def show(self, frame: Frame) -> None:
         self.table = frame.table
-        if self._rows is None or self.user_filter or self.dispatches_only:
-            self.virtual_size = Size(len(COLUMNS), self._row_count())
+        self.virtual_size = Size(len(COLUMNS), self._row_count())
         if self._rows is None:
             row = frame.k
         else:
