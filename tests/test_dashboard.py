@@ -245,3 +245,18 @@ async def test_explain_panel_names_the_winner_at_each_step_of_the_article_table(
         band = text_of(app.query_one(MeterBand))
         rows = {line.split()[0]: line for line in band.splitlines() if line.strip()}
         assert f" {s_a} " in rows["A"] and f" {s_b} " in rows["B"]
+
+
+@pytest.mark.parametrize("scheduler", ["sfq", "sfq-reset", "drr", "fifo", "rr"])
+async def test_every_scheduler_can_be_stepped_and_explained(scheduler: str) -> None:
+    reasons = {"sfq": "meter", "sfq-reset": "meter", "drr": "DRR visit", "fifo": "FIFO", "rr": "round robin"}
+    app = dashboard("demo.parquet", scheduler=scheduler)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        explained = []
+        for key in ["g", *"120", "enter"] + ["n"] * 6 + ["left"] * 3 + ["end", "home", "r"]:
+            await pilot.press(key)
+            explained.append(text_of(app.query_one("#explain-body")))
+        assert app.table.scheduler == scheduler
+        assert any(reasons[scheduler] in text for text in explained)
+        assert "event" in text_of(app.query_one(StatusLine))
