@@ -20,3 +20,9 @@ def test_guide_links_only_existing_images() -> None:
     guide = (ROOT / "docs" / "guide.md").read_text()
     for name in (p.name for p in (ROOT / "docs" / "img").glob("*.svg")):
         assert f"img/{name}" in guide, f"{name} is not used in the guide"
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert f"```bash\n{ci}\n```" in readme
