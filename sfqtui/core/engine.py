@@ -64,7 +64,6 @@ class Replay:
             self._check_renormalisable()
         self.log = EventBuffer()
         self.dispatched = 0
-        self.finished = False
 
     def largest_cost(self) -> float:
         """c_max of the trace: the explicit costs, or the most the estimator can charge."""
@@ -171,7 +170,6 @@ class Replay:
                     rows = log.rows
                     append = rows.append
                     next_yield = log.start + len(rows) + chunk
-            self.finished = True
         finally:
             self.dispatched = dispatched
             if collecting:

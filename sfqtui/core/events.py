@@ -7,7 +7,6 @@ from typing import Sequence
 
 KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap")
 ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP = range(len(KINDS))
-KIND_CODE: dict[str, int] = {name: code for code, name in enumerate(KINDS)}
 
 
 # One event: (t, kind code, request index or -1, cost or None, v, meter, deficit).
@@ -47,8 +46,6 @@ class EventBuffer:
         return len(self.rows)
 
     def columns(self) -> EventColumns:
-        if not self.rows:
-            return EventColumns(self.start, [], [], [], [], [], [], [])
         rows = self.rows
         t, kind, req, cost, v, meter, deficit = ([row[j] for row in rows] for j in range(7))
         return EventColumns(self.start, t, kind, req, cost, v, meter, deficit)

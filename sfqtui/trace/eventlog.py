@@ -21,7 +21,7 @@ from sfqtui.trace.load import read_parquet, read_parquet_header
 from sfqtui.trace.schema import LOG_COLUMNS, LOG_SCHEMA, METADATA_KEY
 from sfqtui.trace.write import read_metadata
 
-_KIND_NAMES = pa.array(KINDS, pa.string())
+KIND_NAMES = pa.array(KINDS, pa.string())
 # The engine's event row (sfqtui.core.events.EventRow); Arrow reads the tuples in C.
 _ROW = pa.struct([("t", pa.float64()), ("kind", pa.int8()), ("req", pa.int64()), ("cost", pa.float64()),
                   ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64())])
@@ -63,7 +63,7 @@ class ChunkEncoder:
         columns: dict[str, pa.Array] = {
             "seq": pa.array(np.arange(start, start + n, dtype=np.int64)),
             "t": t,
-            "kind": _KIND_NAMES.take(kind),
+            "kind": KIND_NAMES.take(kind),
             "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
             "request_id": self._request_ids.take(req_index),
             "user": self._users.take(req_index),
@@ -95,14 +95,12 @@ class EventLogWriter:
         self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
         self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
         self._writer: pq.ParquetWriter | None = None
-        self.rows = 0
 
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
             schema = table.schema.with_metadata(self._metadata)
             self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
         self._writer.write_table(table)
-        self.rows += table.num_rows
 
     def __enter__(self) -> EventLogWriter:
         return self
@@ -119,10 +117,8 @@ class EventLogWriter:
 def read_log(path: Path | str) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Read an event log, checking it has the §7 columns; returns the rows and our metadata."""
     path = Path(path)
+    metadata, _columns, _scheduler = read_log_schema(path)
     df = read_parquet(path, what="event log")
-    missing = [c for c in LOG_COLUMNS if c not in df.columns]
-    if missing:
-        raise InputError(f"{path}: not an event log: missing column(s) {', '.join(missing)} (semantics §7)")
     for column in LOG_COLUMNS:
         expected = LOG_SCHEMA.field(column).type
         actual = df.schema[column]
@@ -131,7 +127,7 @@ def read_log(path: Path | str) -> tuple[pl.DataFrame, dict[str, Any]]:
         string_ok = pa.types.is_string(expected) and actual in (pl.String, pl.Categorical)
         if not (numeric_ok or integer_ok or string_ok):
             raise InputError(f"{path}: column '{column}' has type {actual}; the event log needs {expected} (semantics §7)")
-    return df, read_metadata(path)
+    return df, metadata
 
 
 def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
@@ -143,7 +139,8 @@ def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
     if missing:
         raise InputError(f"{path}: not an event log: missing column(s) {', '.join(missing)} (semantics §7)")
     columns = list(LOG_COLUMNS) + [c for c in ("weight",) if c in schema.names]
-    first = pq.ParquetFile(path).read_row_group(0, columns=["scheduler"]) if pq.ParquetFile(path).num_row_groups else None
+    parquet = pq.ParquetFile(path)
+    first = parquet.read_row_group(0, columns=["scheduler"]) if parquet.num_row_groups else None
     scheduler = first["scheduler"][0].as_py() if first is not None and first.num_rows else "unknown"
     return read_metadata(path), columns, scheduler
 

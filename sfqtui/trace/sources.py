@@ -20,12 +20,9 @@ from sfqtui.core.engine import Replay, ReplayConfig
 from sfqtui.core.events import KINDS
 from sfqtui.core.table import EventBatch
 from sfqtui.errors import InputError
-from sfqtui.trace.eventlog import read_log_schema
+from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
 from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.simulate import encoder_for, replay_metadata
-
-_KINDS = pa.array(KINDS, pa.string())
-
 
 class EventSource(Protocol):
     scheduler: str
@@ -50,7 +47,7 @@ class ArrowBatcher:
         return out
 
     def convert(self, table: pa.Table) -> EventBatch:
-        kinds = pc.index_in(table["kind"].cast(pa.string()), value_set=_KINDS)
+        kinds = pc.index_in(table["kind"].cast(pa.string()), value_set=KIND_NAMES)
         if kinds.null_count:
             bad = table["kind"].filter(pc.is_null(kinds))[0].as_py()
             raise InputError(f"unknown event kind {bad!r}; known kinds: {', '.join(KINDS)}")
