@@ -318,15 +318,17 @@ class SfqApp(App[None]):
             if answer is None:
                 return
             log.user_filter = answer.strip() or None
-            log.rebuild_rows()
-            self.query_one("#log-box").border_title = f"event log: {log.description}"
-            self.refresh_views()
+            self._relist_log(log)
 
         self.push_screen(Ask("Show the events of user (empty: everyone):", log.user_filter or self._current_user(), self.table.users), go)
 
     def action_toggle_dispatches(self) -> None:
         log = self.query_one(EventLog)
         log.dispatches_only = not log.dispatches_only
+        self._relist_log(log)
+
+    def _relist_log(self, log: EventLog) -> None:
+        """After a change of what the log lists: recompute its rows, say what it shows, redraw."""
         log.rebuild_rows()
         self.query_one("#log-box").border_title = f"event log: {log.description}"
         self.refresh_views()
