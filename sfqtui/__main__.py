@@ -1,3 +1,4 @@
 from sfqtui.cli.app import main
 
-main()
+if __name__ == "__main__":  # a spawned audit process imports this module too
+    main()

@@ -12,6 +12,7 @@ from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.event_log import EventLog
+from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.meter_band import MeterBand
 from sfqtui.ui.status_line import StatusLine
 
@@ -139,7 +140,7 @@ async def test_next_idle_reset() -> None:
         await settle(pilot)
         await pilot.press("r")
         assert app.table.kind_name(app.player.k) == "idle_reset"
-        assert "Nobody is waiting" in text_of(app.query_one('#explain-body'))
+        assert "Nobody is waiting" in app.query_one(ExplainPanel).text
 
 
 async def test_next_invariant_violation(tmp_path: Path) -> None:
@@ -206,7 +207,7 @@ async def test_palette_reruns_with_another_scheduler() -> None:
         assert app.table.scheduler == "drr"
         assert app.opening.config.scheduler == "drr"
         await pilot.press("g", *"100", "enter", "n")
-        explained = text_of(app.query_one("#explain-body"))
+        explained = app.query_one(ExplainPanel).text
         assert "DRR visit" in explained and "deficit" in explained
 
 
@@ -236,7 +237,7 @@ async def test_explain_panel_names_the_winner_at_each_step_of_the_article_table(
         await settle(pilot)
         for _ in range(step + 1):
             await pilot.press("n")
-        panel = text_of(app.query_one('#explain-body'))
+        panel = app.query_one(ExplainPanel).text
         winner = order[step]
         assert f"Dispatch {winner}" in panel
         assert f"v ← S_{winner} = {v_after[step]}" in panel
@@ -256,7 +257,7 @@ async def test_every_scheduler_can_be_stepped_and_explained(scheduler: str) -> N
         explained = []
         for key in ["g", *"120", "enter"] + ["n"] * 6 + ["left"] * 3 + ["end", "home", "r"]:
             await pilot.press(key)
-            explained.append(text_of(app.query_one("#explain-body")))
+            explained.append(app.query_one(ExplainPanel).text)
         assert app.table.scheduler == scheduler
         assert any(reasons[scheduler] in text for text in explained)
         assert "event" in text_of(app.query_one(StatusLine))

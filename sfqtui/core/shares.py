@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import heapq
+from typing import Sequence
+
 from sfqtui.core.table import EventTable
 
 
-def top_users(charged: list[float] | None, table: EventTable, count: int) -> list[int]:
+def top_users(charged: Sequence[float] | None, table: EventTable, count: int) -> list[int]:
+    """The ``count`` users charged most (ties by name), from ``charged`` or the whole log."""
     totals = charged if charged is not None else _totals(table)
-    return sorted(range(len(totals)), key=lambda u: (-totals[u], table.users[u]))[:count]
+    return heapq.nlargest(count, (u for u in table.users_by_name() if u < len(totals)), key=totals.__getitem__)
 
 
 def _totals(table: EventTable) -> list[float]:

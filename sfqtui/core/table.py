@@ -61,6 +61,7 @@ class EventTable:
         self.user_dispatches: list[array] = []  # per user code: its dispatch event indices
         self.user_arrivals: list[array] = []  # per user code: its arrival event indices
         self.size = 0
+        self._by_name: list[int] = []
 
     def __len__(self) -> int:
         """Events fully appended (readers never see a half-appended batch)."""
@@ -68,6 +69,13 @@ class EventTable:
 
     def weight(self, code: int) -> float:
         return self.weights[code]
+
+    def users_by_name(self) -> list[int]:
+        """User codes in name order (kept until new users arrive): a stable sort of this
+        by any key breaks ties by name."""
+        if len(self._by_name) != len(self.users):
+            self._by_name = sorted(range(len(self.users)), key=self.users.__getitem__)
+        return self._by_name
 
     def append(self, batch: EventBatch) -> None:
         start = len(self.kind)

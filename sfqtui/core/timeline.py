@@ -15,6 +15,7 @@ from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
 from sfqtui.core.table import EventBatch, EventTable
 
 CHECKPOINT_EVERY = 2048
+RECENT_STATES = 4
 
 
 @dataclass
@@ -100,12 +101,18 @@ class CheckpointBuilder:
 
 
 class Timeline:
-    """States at any loaded event, from checkpoints plus at most ``every`` applied events."""
+    """States at any loaded event, from checkpoints plus at most ``every`` applied events.
+
+    The last few states rebuilt are kept too: a step forward then starts from the state
+    before it and applies one event. Returned states are shared with this cache, so
+    callers only read them.
+    """
 
     def __init__(self, table: EventTable, every: int = CHECKPOINT_EVERY) -> None:
         self.table = table
         self.every = every
         self._checkpoints: list[State] = [State()]
+        self._recent: list[State] = []
 
     def add_checkpoints(self, states: list[State]) -> None:
         self._checkpoints.extend(states)
@@ -115,9 +122,16 @@ class Timeline:
         table = self.table
         k = max(-1, min(k, len(table) - 1))
         base = self._checkpoints[min((k + 1) // self.every, len(self._checkpoints) - 1)]
+        for recent in self._recent:
+            if recent.k == k:
+                recent.grow(len(table.users))
+                return recent
+            if base.k < recent.k < k:
+                base = recent
         state = base.copy()
         state.grow(len(table.users))
         apply_events(state, table, 0, k, table.weights)
+        self._recent = [state, *self._recent[: RECENT_STATES - 1]]
         return state
 
 

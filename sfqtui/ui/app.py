@@ -15,13 +15,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
-from sfqtui.core.audit import audit
 from sfqtui.core.player import Player
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.table import EventTable
 from sfqtui.core.timeline import CheckpointBuilder, Timeline
 from sfqtui.errors import InputError
 from sfqtui.ui.ask import Ask
+from sfqtui.ui.audit_job import violations
 from sfqtui.ui.event_log import COLUMNS, EventLog, EventLogHeader
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
@@ -73,6 +73,7 @@ class SfqApp(App[None]):
         self._loaded = 0.0
         self._loading = True
         self._checked = False
+        self._audit_failure: str | None = None
         self._reset_data("sfq")
 
     @property
@@ -98,22 +99,20 @@ class SfqApp(App[None]):
             with Vertical(id="band-box"):
                 yield MeterHeader(id="band-header")
                 yield MeterBand(id="band")
-            with Vertical(id="explain-box"):
-                yield ExplainPanel(id="explain")
+            yield ExplainPanel(id="explain")
         with Horizontal(id="bottom"):
             with Vertical(id="log-box"):
                 yield EventLogHeader(COLUMNS, id="log-header")
                 yield EventLog(id="log")
-            with Vertical(id="shares-box"):
-                yield SharesPanel(id="shares")
+            yield SharesPanel(id="shares")
         yield ProgressBar(total=1.0, show_eta=False, id="progress")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#band-box").border_title = "meters"
-        self.query_one("#explain-box").border_title = "why"
+        self.query_one("#explain").border_title = "why"
         self.query_one("#log-box").border_title = "event log"
-        self.query_one("#shares-box").border_title = "cost shares"
+        self.query_one("#shares").border_title = "cost shares"
         self._timer = self.set_interval(1 / TICKS_PER_S, self._tick, pause=True)
         self._start_loading()
 
@@ -122,6 +121,7 @@ class SfqApp(App[None]):
     def _start_loading(self) -> None:
         self._generation += 1
         self._loading, self._loaded, self._checked = True, 0.0, False
+        self._audit_failure = None
         self.query_one("#progress", ProgressBar).remove_class("-done")
         self._load(self.opening, self._generation)
 
@@ -142,15 +142,20 @@ class SfqApp(App[None]):
         self.post_message(LoadFinished(generation))
 
     @work(thread=True, exclusive=True, group="analyse")
-    def _analyse(self, table: EventTable, generation: int) -> None:
+    def _analyse(self, opening: Opening, table: EventTable, generation: int) -> None:
         """Once the log is complete (read only from here on): the shares chart, then an audit."""
+        worker = get_current_worker()
         self.post_message(ChartReady(generation, *shares_chart(table)))
-        violations: list[int] = []
-        checked = table.scheduler in ("sfq", "sfq-reset", "drr")
-        if checked:
-            report = audit(table.log_rows())
-            violations = sorted({v.seq for v in report.violations})
-        self.post_message(Analysed(generation, violations, checked))
+        if table.scheduler not in ("sfq", "sfq-reset", "drr"):
+            self.post_message(Analysed(generation, [], checked=False))
+            return
+        try:
+            found = violations(opening, table, cancelled=lambda: worker.is_cancelled)
+        except RuntimeError as exc:
+            self.post_message(Analysed(generation, [], checked=False, failure=str(exc)))
+            return
+        if found is not None:
+            self.post_message(Analysed(generation, found, checked=True))
 
     def on_chart_ready(self, message: ChartReady) -> None:
         if message.generation == self._generation:
@@ -163,9 +168,7 @@ class SfqApp(App[None]):
         self._reset_data(message.scheduler)
         self._title, self._slots = message.title, message.slots
         self.sub_title = message.title
-        log = self.query_one(EventLog)
-        log.table = self.table
-        log.rebuild_rows()
+        self.query_one(EventLog).use(self.table)
         self.query_one(EventLogHeader).update(COLUMNS if message.scheduler in ("sfq", "sfq-reset") else COLUMNS.replace("   meter", " deficit"))
 
     def on_events_loaded(self, message: EventsLoaded) -> None:
@@ -190,7 +193,7 @@ class SfqApp(App[None]):
         self._loading = False
         self.query_one("#progress", ProgressBar).add_class("-done")
         self.refresh_views()
-        self._analyse(self.table, self._generation)
+        self._analyse(self.opening, self.table, self._generation)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         if message.generation == self._generation:
@@ -202,6 +205,9 @@ class SfqApp(App[None]):
             return
         self.player.violations = message.violations
         self._checked = message.checked
+        self._audit_failure = message.failure
+        if message.failure:
+            self.notify(message.failure, title="could not check the log's invariants", severity="error", timeout=30)
         if message.violations:
             self.notify(f"{len(message.violations)} event(s) break an invariant: x jumps to the next", severity="warning")
 
@@ -257,7 +263,13 @@ class SfqApp(App[None]):
 
     def action_next_violation(self) -> None:
         if not self._checked:
-            self.notify("still checking the log" if self._loading or self.table.scheduler in ("sfq", "sfq-reset", "drr") else "no invariants to check for this scheduler", timeout=3)
+            if self._audit_failure:
+                why = f"the log could not be checked: {self._audit_failure}"
+            elif self._loading or self.table.scheduler in ("sfq", "sfq-reset", "drr"):
+                why = "still checking the log"
+            else:
+                why = "no invariants to check for this scheduler"
+            self.notify(why, timeout=3)
             return
         self._moved(self.player.next_violation(), "no later invariant violation")
 

@@ -7,15 +7,13 @@ from typing import Sequence
 from rich.text import Text
 
 
-def grid(header: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], right: Sequence[bool]) -> Text:
-    """Columns sized to their widest cell; ``rows`` are (cells, style). The header is bold."""
+def grid(header: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], right: Sequence[bool]) -> list[Text]:
+    """A line per row, columns sized to their widest cell; ``rows`` are (cells, style). The
+    header is bold."""
     widths = [max([len(header[i])] + [len(cells[i]) for cells, _ in rows]) for i in range(len(header))]
 
-    def line(cells: Sequence[str]) -> str:
-        return " ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
+    def line(cells: Sequence[str], style: str) -> Text:
+        text = " ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
+        return Text(text, style, no_wrap=True, overflow="ellipsis")
 
-    text = Text(line(header), style="bold", no_wrap=True, overflow="ellipsis")
-    for cells, style in rows:
-        text.append("\n")
-        text.append(line(cells), style=style)
-    return text
+    return [line(header, "bold")] + [line(cells, style) for cells, style in rows]

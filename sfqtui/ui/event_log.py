@@ -1,26 +1,26 @@
 """The dispatch log: every event (or dispatches only, or one user's), a Line API view.
 
-Only the visible rows are rendered, from the columnar table, so a log of millions of
-events scrolls without lag. The row of the current event is highlighted and kept at
-mid-height.
+Only the visible rows are drawn, from the columnar table, so a log of millions of
+events scrolls without lag. The row of the current event is highlighted and stays in the
+middle half of the view: the view turns half a page when the cursor leaves it, so most
+steps redraw two rows rather than the whole log.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Sequence
+from typing import Hashable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
 from sfqtui.core.events import DISPATCH, IDLE_RESET
-from sfqtui.core.table import EventTable, number
 from sfqtui.core.numbers import fmt
+from sfqtui.core.table import EventTable, number
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.line_view import LineView
 
 COLUMNS = f"{'seq':>7} {'t':>8} {'kind':<8} {'user':<10} {'cost':>7} {'v':>8} {'meter':>8} {'request':<9}"
 _CURSOR = Style(reverse=True, bold=True)
@@ -46,7 +46,14 @@ class EventLogHeader(Static):
     DEFAULT_CSS = "EventLogHeader { height: 1; color: $text-muted; }"
 
 
-class EventLog(ScrollView, can_focus=True):
+def page_top(row: int, height: int) -> int:
+    """The first row shown when ``row`` is the cursor: a function of the row alone, so the
+    same event always looks the same, and it changes only every half page."""
+    step = max(1, height // 2)
+    return max(0, (row - height // 4) // step * step)
+
+
+class EventLog(LineView, can_focus=True):
     DEFAULT_CSS = "EventLog { height: 1fr; }"
 
     def __init__(self, **kwargs: object) -> None:
@@ -62,13 +69,19 @@ class EventLog(ScrollView, can_focus=True):
         what = "dispatches" if self.dispatches_only else "all events"
         return what + (f" of {self.user_filter}" if self.user_filter else "")
 
-    def _row_count(self) -> int:
+    def row_count(self) -> int:
         if self.table is None:
             return 0
         return len(self.table) if self._rows is None else len(self._rows)
 
     def _event_at(self, row: int) -> int:
         return row if self._rows is None else self._rows[row]
+
+    def use(self, table: EventTable) -> None:
+        """List the events of another table (a newly opened log or a re-run)."""
+        self.table = table
+        self.forget_lines()
+        self.rebuild_rows()
 
     def rebuild_rows(self) -> None:
         """Recompute which events are listed (after a toggle, a filter, or new events)."""
@@ -87,26 +100,26 @@ class EventLog(ScrollView, can_focus=True):
             self._rows = table.dispatches
         else:
             self._rows = None
-        self.virtual_size = Size(len(COLUMNS), self._row_count())
+
+    def virtual_width(self) -> int:
+        return len(COLUMNS)
 
     def show(self, frame: Frame) -> None:
-        self.table = frame.table
-        self.virtual_size = Size(len(COLUMNS), self._row_count())
+        if frame.table is not self.table:
+            self.use(frame.table)
         if self._rows is None:
             row = frame.k
         else:
             row = bisect_right(self._rows, frame.k) - 1
         self._cursor_row = row
-        # Follow the cursor at mid-height, so the view depends only on the event shown.
-        self.scroll_to(y=max(0, row - self.size.height // 2), animate=False, immediate=True)
-        self.refresh()
+        self.redraw(top=page_top(row, self.scrollable_content_region.height))
 
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        row = self.scroll_offset.y + y
+    def row_key(self, row: int, width: int) -> Hashable:
+        return self._event_at(row), row == self._cursor_row
+
+    def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         table = self.table
-        if table is None or row >= self._row_count():
-            return Strip.blank(width)
+        assert table is not None
         k = self._event_at(row)
         kind = table.kind[k]
         style = _CURSOR if row == self._cursor_row else (_DISPATCH if kind == DISPATCH else _RESET if kind == IDLE_RESET else _OTHER)
@@ -118,5 +131,4 @@ class EventLog(ScrollView, can_focus=True):
             f"{k:>7} {_time(table.t[k])} {kind_name:<8} {_cut(user, 10)} "
             f"{fmt(number(table.cost[k]), 7)} {fmt(number(table.v[k]), 8)} {fmt(shown, 8)} {request}"
         )
-        x = self.scroll_offset.x
-        return Strip([Segment(text, style)]).crop(x, x + width).extend_cell_length(width)
+        return Strip([Segment(text, self.base_style + style)])

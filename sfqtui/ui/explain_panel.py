@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-from rich.console import Group
 from rich.text import Text
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from sfqtui.core.explain import DispatchExplanation, WaitExplanation, explain_dispatch, explain_wait
+from sfqtui.core.numbers import fmt
 from sfqtui.core.timeline import Timeline
 from sfqtui.ui.columns import grid
-from sfqtui.core.numbers import fmt
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.text_view import TextView
 
 AHEAD_ROWS = 6
 CANDIDATE_ROWS = 10
 
 
-class ExplainPanel(VerticalScroll):
-    DEFAULT_CSS = "ExplainPanel { height: 1fr; } ExplainPanel > Static { width: 1fr; }"
-
-    def compose(self):  # noqa: ANN201
-        yield Static(id="explain-body")
-
+class ExplainPanel(TextView):
     def show(self, frame: Frame, timeline: Timeline) -> None:
         table, k = frame.table, frame.k
-        parts: list[object] = []
+        parts: list[Text] = []
         if k < 0:
             parts.append(Text("Before the first event. → steps forward, space plays, ? shows every key."))
         else:
@@ -41,10 +34,10 @@ class ExplainPanel(VerticalScroll):
                 wait = explain_wait(table, request, near=k)
                 if wait is not None:
                     parts += _wait(wait)
-        self.query_one("#explain-body", Static).update(Group(*parts))
+        self.set_text(parts)
 
 
-def _dispatch(e: DispatchExplanation, frame: Frame) -> list[object]:
+def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
     title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}")
     meters = frame.has_meters
     what = "S_i" if meters else ("deficit" if e.scheduler == "drr" else "queued")
@@ -59,7 +52,7 @@ def _dispatch(e: DispatchExplanation, frame: Frame) -> list[object]:
     if len(e.candidates) > len(shown):
         rows.append((("", f"… {len(e.candidates) - len(shown)} more", "", "", "", ""), "dim"))
     table = grid((" ", "user", what, "head cost", "w", "queued"), rows, (False, False, True, True, True, True))
-    parts: list[object] = [title, Text(f"{len(e.candidates)} waiting:", style="dim"), table, Text("why: " + e.reason, style="green")]
+    parts: list[Text] = [title, Text(f"{len(e.candidates)} waiting:", style="dim"), *table, Text("why: " + e.reason, style="green")]
     if meters and e.v is not None and e.meter_after is not None:
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
@@ -90,12 +83,12 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
     return Text(f"{kind} {request or ''} {user or ''}")
 
 
-def _wait(w: WaitExplanation) -> list[object]:
+def _wait(w: WaitExplanation) -> list[Text]:
     if w.wait is None:
         head = Text(f"{w.request} ({w.user}) arrived at t={fmt(w.arrived_t)} and is still waiting", style="bold")
     else:
         head = Text(f"{w.request} ({w.user}): arrived t={fmt(w.arrived_t)}, dispatched t={fmt(w.dispatched_t)}, waited {fmt(w.wait)} s", style="bold")
-    parts: list[object] = [Text(""), head]
+    parts: list[Text] = [Text(""), head]
     if not w.ahead:
         parts.append(Text("nothing was dispatched ahead of it", style="dim"))
         return parts
@@ -108,5 +101,5 @@ def _wait(w: WaitExplanation) -> list[object]:
     if len(w.ahead) > AHEAD_ROWS:
         rows.append(((f"… {len(w.ahead) - AHEAD_ROWS} more users", "", "") + (("",) if meters else ()), "dim"))
     parts.append(Text(f"{w.ahead_total} dispatches went ahead while it waited:", style="dim"))
-    parts.append(grid(header, rows, (False, True, True, True)))
+    parts += grid(header, rows, (False, True, True, True))
     return parts

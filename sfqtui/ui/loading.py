@@ -74,8 +74,8 @@ class ChartReady(Message):
 
 
 class Analysed(Message):
-    """The audit of the complete log: the events that break an invariant."""
+    """The audit of the complete log: the events that break an invariant (or why it failed)."""
 
-    def __init__(self, generation: int, violations: list[int], checked: bool) -> None:
+    def __init__(self, generation: int, violations: list[int], checked: bool, failure: str | None = None) -> None:
         super().__init__()
-        self.generation, self.violations, self.checked = generation, violations, checked
+        self.generation, self.violations, self.checked, self.failure = generation, violations, checked, failure

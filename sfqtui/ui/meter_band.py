@@ -1,27 +1,30 @@
 """The meter band: one row per user, its meter drawn inside [v, v + c_max].
 
-A Line API view: only the visible rows are rendered, so hundreds or thousands of users
-scroll smoothly. Users idle for longer than ``fold_after_s`` fold into one summary line.
+A Line API view: only the visible rows are drawn, and a step redraws only the rows that
+changed, so hundreds or thousands of users scroll smoothly. Users idle for longer than
+``FOLD_AFTER_S`` fold into one summary line.
 """
 
 from __future__ import annotations
 
+from typing import Hashable, NamedTuple
+
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Static
 
 from sfqtui.core.numbers import fmt
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.line_view import LineView
+from sfqtui.ui.text_view import TextView
 
 SORTS = ("meter", "name", "share")
 NAME_W = 14
 NUM_W = 9
 FOLD_AFTER_S = 30.0
+INF = float("inf")
 
 _BACKLOGGED = Style(bold=True)
 _IDLE = Style(dim=True)
@@ -31,8 +34,13 @@ _MARK_Q = Style(color="green", bold=True)
 _MARK_IDLE = Style(color="grey62")
 
 
-class MeterHeader(Static):
-    DEFAULT_CSS = "MeterHeader { height: 2; color: $text-muted; }"
+def band_cells(width: int) -> int:
+    """How wide the band is in a row ``width`` cells wide (the name and numbers take the rest)."""
+    return max(10, width - (NAME_W + NUM_W + 6 + 4 + 6 + 6))
+
+
+class MeterHeader(TextView):
+    DEFAULT_CSS = "MeterHeader { height: 2; color: $text-muted; overflow: hidden hidden; }"
 
     def show(self, frame: Frame, band_width: int, sort: str) -> None:
         if frame.has_meters:
@@ -45,120 +53,145 @@ class MeterHeader(Static):
         scale = "├" + "─" * max(0, band_width - 2) + "┤"
         first = f"{'user':<{NAME_W}} {labels} {what:>{NUM_W}} {'queued':>6} {'w':>4} {'share':>6}"
         second = f"{('by ' + sort)[:NAME_W]:<{NAME_W}} {scale}"
-        self.update(Text.assemble((first, "bold"), "\n", (second, "dim")), layout=False)
+        self.set_text([Text(first, "bold", no_wrap=True, overflow="crop"), Text(second, "dim", no_wrap=True, overflow="crop")])
 
 
-class MeterBand(ScrollView, can_focus=True):
+class MeterBand(LineView, can_focus=True):
     DEFAULT_CSS = "MeterBand { height: 1fr; }"
 
     sort: reactive[str] = reactive("meter")
     show_folded: reactive[bool] = reactive(False)
 
+    GROW_ONLY = True  # users fold and unfold on most steps of a long trace
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self._frame: Frame | None = None
         self._rows: list[int] = []
+        self._values: list[float] = []
+        self._most_queued = 1
         self._folded = 0
 
     @property
     def band_width(self) -> int:
-        return max(10, self.size.width - (NAME_W + NUM_W + 6 + 4 + 6 + 6))
+        return band_cells(self.scrollable_content_region.width)
 
     def show(self, frame: Frame) -> None:
+        if self._frame is not None and frame.table is not self._frame.table:
+            self.reset_extent()
+            self.forget_lines()  # user codes name other users now
         self._frame = frame
+        self._values = self._shown_values(frame)
+        self._most_queued = max(frame.state.queued, default=0) or 1
         self._rows, self._folded = self._order(frame)
-        lines = len(self._rows) + (1 if self._folded else 0)
-        self.virtual_size = Size(self.size.width, lines)
-        self.refresh()
+        self.redraw()
+
+    def row_count(self) -> int:
+        return len(self._rows) + (1 if self._folded else 0)
 
     def watch_sort(self) -> None:
         if self._frame is not None:
             self.show(self._frame)
 
     def watch_show_folded(self) -> None:
+        self.reset_extent()
         if self._frame is not None:
             self.show(self._frame)
 
+    @staticmethod
+    def _shown_values(frame: Frame) -> list[float]:
+        """Each user's meter (or deficit, or queue length); inf for none yet."""
+        s = frame.state
+        if not frame.has_meters and frame.table.scheduler != "drr":
+            return [float(q) for q in s.queued]
+        return [m if m == m else INF for m in (s.meter if frame.has_meters else s.deficit)]
+
     def _order(self, frame: Frame) -> tuple[list[int], int]:
         s, table = frame.state, frame.table
-        users = range(len(table.users))
+        last_event, queued, inflight_of, times, now = s.last_event, s.queued, s.inflight_of, table.t, s.t
+        show_folded = self.show_folded
         visible, folded = [], 0
-        for u in users:
-            if u >= len(s.last_event) or s.last_event[u] < 0:
+        for u in table.users_by_name():  # in name order: the stable sorts below break ties by name
+            last = last_event[u] if u < len(last_event) else -1
+            if last < 0:
                 continue  # no event of this user yet
-            idle_for = s.t - table.t[s.last_event[u]]
-            if not self.show_folded and s.queued[u] == 0 and s.inflight_of[u] == 0 and idle_for > FOLD_AFTER_S:
+            if not show_folded and queued[u] == 0 and inflight_of[u] == 0 and now - times[last] > FOLD_AFTER_S:
                 folded += 1
             else:
                 visible.append(u)
-        if self.sort == "name":
-            visible.sort(key=lambda u: table.users[u])
-        elif self.sort == "share":
-            visible.sort(key=lambda u: (-s.charged[u], table.users[u]))
-        else:
-            visible.sort(key=lambda u: (s.queued[u] == 0, self._value(frame, u), table.users[u]))
+        if self.sort == "share":
+            visible.sort(key=s.charged.__getitem__, reverse=True)
+        elif self.sort == "meter":  # backlogged users first, each group by meter
+            visible.sort(key=self._values.__getitem__)
+            visible.sort(key=[q == 0 for q in queued].__getitem__)
         return visible, folded
 
-    @staticmethod
-    def _value(frame: Frame, u: int) -> float:
-        s = frame.state
-        if frame.has_meters:
-            m = s.meter[u]
-        elif frame.table.scheduler == "drr":
-            m = s.deficit[u]
-        else:
-            m = float(s.queued[u])
-        return m if m == m else float("inf")
+    def row_key(self, row: int, width: int) -> Hashable:
+        if row == len(self._rows):
+            return self._folded
+        assert self._frame is not None
+        return self._cells(self._frame, self._rows[row], width)
 
-    def render_line(self, y: int) -> Strip:
-        frame = self._frame
-        width = self.size.width
-        index = self.scroll_offset.y + y
-        if frame is None or index >= len(self._rows) + (1 if self._folded else 0):
-            return Strip.blank(width)
-        if index == len(self._rows):
+    def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
+        if row == len(self._rows):
             text = f"⋯ {self._folded} users idle for over {FOLD_AFTER_S:g} s (a: show them)"
-            return Strip([Segment(text.ljust(width)[:width], _IDLE)])
-        return self._user_line(frame, self._rows[index], width)
+            return Strip([Segment(text, self.base_style + _IDLE)])
+        assert isinstance(key, RowCells)
+        return self._draw(key, width)
 
-    def _user_line(self, frame: Frame, u: int, width: int) -> Strip:
-        s, table = frame.state, frame.table
-        band = self.band_width
+    def _cells(self, frame: Frame, u: int, width: int) -> RowCells:
+        """What the row of user u shows: the key its drawn line is kept under."""
+        s = frame.state
+        band = band_cells(width)
         waiting = s.queued[u] > 0
-        value = self._value(frame, u)
-        cells = [" "] * band
-        mark_at = None
-        if frame.has_meters and s.c_max > 0 and value != float("inf"):
+        value = self._values[u]
+        mark_at, mark, fill = None, "", 0
+        if frame.has_meters and s.c_max > 0 and value != INF:
             position = (value - s.v) / s.c_max
             mark_at = 0 if position < 0 else min(band - 1, round(position * (band - 1)))
             mark = "◂" if position < 0 else ("●" if waiting else "○")
-        elif frame.table.scheduler == "drr" and s.c_max > 0 and value != float("inf"):
+        elif frame.table.scheduler == "drr" and s.c_max > 0 and value != INF:
             mark_at = max(0, min(band - 1, round(value / s.c_max * (band - 1))))
             mark = "●" if waiting else "○"
         elif not frame.has_meters:
-            top = max(1, max(s.queued) if len(s.queued) else 1)
-            fill = round(s.queued[u] / top * band)
-            cells[:fill] = ["▇"] * fill
-            mark = ""
-        for i in (0, band - 1):
-            if mark_at != i:
+            fill = round(s.queued[u] / self._most_queued * band)
+        share = s.charged[u] / (s.charged_total or 1.0)
+        number = fmt(value if value != INF else None, NUM_W)
+        numbers = f" {number} {s.queued[u]:>6} {fmt(frame.table.weight(u)):>4} {share:>6.1%}"
+        return RowCells(u, band, frame.picked == u, waiting, waiting or s.inflight_of[u] > 0, mark_at, mark, fill, numbers)
+
+    def _draw(self, c: RowCells, width: int) -> Strip:
+        cells = [" "] * c.band
+        cells[: c.fill] = ["▇"] * c.fill
+        for i in (0, c.band - 1):
+            if c.mark_at != i:
                 cells[i] = "│"
-        total = s.charged_total or 1.0
-        name = table.users[u]
+        name = self._frame.table.users[c.user] if self._frame else ""
         name = name if len(name) <= NAME_W else name[: NAME_W - 1] + "…"
-        picked = frame.picked == u
-        base = _PICKED if picked else (_BACKLOGGED if waiting or s.inflight_of[u] else _IDLE)
-        band_style = _BAND + _PICKED if picked else _BAND
-        mark_style = (_MARK_Q if waiting else _MARK_IDLE) + (_PICKED if picked else Style())
+        under = self.base_style
+        base = under + (_PICKED if c.picked else (_BACKLOGGED if c.active else _IDLE))
+        band_style = under + (_BAND + _PICKED if c.picked else _BAND)
+        mark_style = under + (_MARK_Q if c.waiting else _MARK_IDLE) + (_PICKED if c.picked else Style())
         segments = [Segment(f"{name:<{NAME_W}} ", base)]
-        if mark_at is not None:
+        if c.mark_at is not None:
             segments += [
-                Segment("".join(cells[:mark_at]), band_style),
-                Segment(mark, mark_style),
-                Segment("".join(cells[mark_at + 1 :]), band_style),
+                Segment("".join(cells[: c.mark_at]), band_style),
+                Segment(c.mark, mark_style),
+                Segment("".join(cells[c.mark_at + 1 :]), band_style),
             ]
         else:
-            segments.append(Segment("".join(cells), mark_style if waiting else band_style))
-        number = fmt(value if value != float("inf") else None, NUM_W)
-        segments.append(Segment(f" {number} {s.queued[u]:>6} {fmt(table.weight(u)):>4} {s.charged[u] / total:>6.1%}", base))
-        return Strip(segments).crop(0, width).extend_cell_length(width)
+            segments.append(Segment("".join(cells), mark_style if c.waiting else band_style))
+        segments.append(Segment(c.numbers.ljust(width - NAME_W - 1 - c.band), base))
+        return Strip(segments)
+
+
+class RowCells(NamedTuple):
+    user: int
+    band: int
+    picked: bool
+    waiting: bool
+    active: bool
+    mark_at: int | None
+    mark: str
+    fill: int
+    numbers: str

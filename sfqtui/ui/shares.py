@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
-from textual.widgets import Label, Sparkline, Static
+from rich.text import Text
+from textual.renderables.sparkline import Sparkline
 
 from sfqtui.core.shares import share_series, top_users
 from sfqtui.core.table import EventTable
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.text_view import TextView
 
 ROWS = 6
 CHARTED = 3
@@ -24,12 +24,15 @@ def shares_chart(table: EventTable) -> tuple[list[int], list[float], dict[int, l
     return users, edges, series
 
 
-class SharesPanel(Vertical):
+class SharesPanel(TextView):
+    """The shares table over a chart of the top spenders' shares per time bin, as one view
+    (a widget per chart line would cost a frame more to composite)."""
+
+    COMPONENT_CLASSES = {"shares--max-color", "shares--min-color"}
     DEFAULT_CSS = """
     SharesPanel { height: 1fr; }
-    SharesPanel > #shares-table { height: 7; }
-    SharesPanel Sparkline { height: 1; margin: 0 0 0 1; }
-    SharesPanel Label { color: $text-muted; }
+    SharesPanel > .shares--max-color { color: $primary; }
+    SharesPanel > .shares--min-color { color: $primary 30%; }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -37,46 +40,51 @@ class SharesPanel(Vertical):
         self._edges: list[float] = []
         self._series: dict[int, list[float]] = {}
         self._charted: list[int] = []
-        self._drawn_upto: int | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="shares-table")
-        yield Label("share of each time bin's cost, up to the cursor", id="chart-title")
-        for i in range(CHARTED):
-            yield Label("", id=f"chart-label-{i}")
-            yield Sparkline([], id=f"chart-{i}")
+        self._chart: list[Text] = []
+        self._chart_key: tuple[int, int] | None = None
+        self._frame: Frame | None = None
 
     def set_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
         """The whole run binned once (see shares_chart); the chart then fills in with the cursor."""
         self._charted, self._edges, self._series = users, edges, series
-        self._drawn_upto = None
+        self._chart_key = None
+
+    def resized(self) -> None:
+        if self._frame is not None:
+            self.show(self._frame)
 
     def show(self, frame: Frame) -> None:
+        self._frame = frame
         s, table = frame.state, frame.table
         backlogged_weight = sum(table.weight(u) for u in s.backlogged())
         total, busy = s.charged_total or 1.0, s.busy_total or 1.0
         rows = []
-        for u in top_users(list(s.charged), table, ROWS):
+        for u in top_users(s.charged, table, ROWS):
             if s.charged[u] == 0 and s.queued[u] == 0:
                 continue
             fair = f"{table.weight(u) / backlogged_weight:.1%}" if s.queued[u] and backlogged_weight else "-"
             name = table.users[u] if len(table.users[u]) <= 14 else table.users[u][:13] + "…"
             rows.append(((name, f"{s.charged[u] / total:.1%}", f"{s.busy(u) / busy:.1%}", fair), "bold" if s.queued[u] else "dim"))
-        text = grid(("user", "run", "busy", "fair now"), rows, (False, True, True, True))
-        text.append("\n" * (ROWS - len(rows)))
-        self.query_one("#shares-table", Static).update(text, layout=False)
-        upto = bisect_right(self._edges, s.t) + 1 if self._edges else 0
-        if upto == self._drawn_upto:
-            return  # the chart only changes when the cursor enters another time bin
-        self._drawn_upto = upto
-        self.query_one("#chart-title", Label).display = bool(self._charted)
-        for i in range(CHARTED):
-            label = self.query_one(f"#chart-label-{i}", Label)
-            chart = self.query_one(f"#chart-{i}", Sparkline)
-            shown = i < len(self._charted)
-            label.display = chart.display = shown
-            if shown:
-                u = self._charted[i]
-                label.update(table.users[u])
+        lines = grid(("user", "run", "busy", "fair now"), rows, (False, True, True, True))
+        lines += [Text()] * (ROWS + 1 - len(lines))  # the chart stays put
+        self.set_text(lines + self._chart_lines(frame))
+
+    def _chart_lines(self, frame: Frame) -> list[Text]:
+        """The chart up to the cursor's time bin: it only changes when the cursor enters another."""
+        if not self._charted:
+            return []
+        upto = bisect_right(self._edges, frame.state.t) + 1 if self._edges else 0
+        width = max(1, self.content_region.width - 1)
+        if self._chart_key != (upto, width):
+            self._chart_key = (upto, width)
+            low = self.get_component_rich_style("shares--min-color").color
+            high = self.get_component_rich_style("shares--max-color").color
+            console = self.app.console
+            self._chart = [Text("share of each time bin's cost, up to the cursor", "dim", no_wrap=True, overflow="ellipsis")]
+            for u in self._charted:
                 # bins after the cursor stay empty, so the chart fills in as the replay plays
-                chart.data = [x if b < upto else 0.0 for b, x in enumerate(self._series.get(u, []))] or [0.0]
+                shares = [x if b < upto else 0.0 for b, x in enumerate(self._series.get(u, []))] or [0.0]
+                bars = console.render_lines(Sparkline(shares, width=width, min_color=low, max_color=high), console.options.update_width(width))[0]
+                self._chart += [Text(frame.table.users[u], "dim", no_wrap=True, overflow="ellipsis"),
+                                Text.assemble(" ", *((seg.text, seg.style) for seg in bars), no_wrap=True, overflow="crop")]
+        return self._chart

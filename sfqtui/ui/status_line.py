@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from sfqtui.core.numbers import fmt
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.text_view import TextView
 
 
-class StatusLine(Static):
+class StatusLine(TextView):
     DEFAULT_CSS = """
-    StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
+    StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; overflow: hidden hidden; }
     """
 
     def show(self, frame: Frame) -> None:
@@ -31,5 +31,7 @@ class StatusLine(Static):
             ("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"),
             f" {fmt(frame.speed)} ev/s",
             (f"  loading {frame.loaded:.0%}", "yellow") if frame.loading else "",
+            no_wrap=True,
+            overflow="ellipsis",
         )
-        self.update(text, layout=False)
+        self.set_text([text])

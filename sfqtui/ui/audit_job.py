@@ -1,0 +1,80 @@
+"""The invariant audit behind `x` (next violation), run in a child process for big logs.
+
+Auditing a million-request log is tens of seconds of pure Python. On a thread it would
+share the interpreter lock with the UI and slow every step until it finished; a child
+process runs on another core instead. It reads the same file, or replays the same trace
+(replays are deterministic, so it rebuilds the log on screen), and sends back only the
+event numbers that break an invariant. Small logs are audited on the worker's thread:
+starting a process costs more than their audit.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from typing import Callable
+
+from sfqtui.core.audit import audit
+from sfqtui.core.logrows import LogRows, rows_from_replay
+from sfqtui.core.table import EventTable
+from sfqtui.trace.eventlog import log_rows, read_log
+from sfqtui.trace.sources import ReplaySource
+from sfqtui.ui.loading import Opening
+
+IN_CHILD_FROM = 200_000  # events; below this the audit takes well under a second
+
+
+def violations_of(rows: LogRows) -> list[int]:
+    """The event numbers at which the log breaks an invariant, ascending."""
+    return sorted({v.seq for v in audit(rows).violations})
+
+
+def violations(opening: Opening, table: EventTable, cancelled: Callable[[], bool]) -> list[int] | None:
+    """The violations of the loaded log (None: cancelled)."""
+    if len(table) < IN_CHILD_FROM:
+        return violations_of(table.log_rows())
+    return audit_in_child(opening, cancelled)
+
+
+def audit_in_child(opening: Opening, cancelled: Callable[[], bool]) -> list[int] | None:
+    """Audit what ``opening`` opens in a child process; None if cancelled first (the child is
+    then stopped). A failure in the child is raised here as a RuntimeError.
+
+    A plain subprocess, not multiprocessing: while a Textual app runs, sys.stderr is its
+    capture object, which multiprocessing cannot hand to a spawned child.
+    """
+    child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    request: bytes | None = pickle.dumps(opening)
+    try:
+        while True:
+            try:
+                answer, errors = child.communicate(request, timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                request = None  # sent; a retried communicate must not send it again
+                if cancelled():
+                    return None
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    if child.returncode != 0:
+        last = errors.decode(errors="replace").strip().splitlines()[-1:] or [f"exit code {child.returncode}"]
+        raise RuntimeError(f"the audit process failed: {last[0]}")
+    return pickle.loads(answer)
+
+
+def _rows(opening: Opening) -> LogRows:
+    if opening.is_log:
+        frame, _metadata = read_log(opening.path)
+        return log_rows(frame)
+    source = opening.source()
+    assert isinstance(source, ReplaySource)
+    for _ in source.replay.run():
+        pass
+    return rows_from_replay(source.replay.log.columns(), source.loaded.trace, source.scheduler)
+
+
+if __name__ == "__main__":  # the child: an Opening in on stdin, the violations out on stdout
+    sys.stdout.buffer.write(pickle.dumps(violations_of(_rows(pickle.load(sys.stdin.buffer)))))

@@ -1,0 +1,139 @@
+"""The base of the dashboard's Line API views: a step redraws only the lines that changed.
+
+A subclass says how many rows it has and how to draw one. After each change of state the
+app calls `redraw`, which draws the visible rows, compares each with the line on screen
+and refreshes only those that differ (the way dolphie's refresh loop updates only the
+rows that changed). Textual then renders and sends just those lines, which is what keeps
+a step within a frame.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Hashable, Iterator
+
+from rich.style import Style
+from textual.events import Resize
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+KEPT_LINES = 64  # per view: a few screens; every kept line is ~20 objects the garbage collector walks
+
+
+class LineView(ScrollView):
+    GROW_ONLY: ClassVar[bool] = False
+    """Keep the scroll range from shrinking until the view is resized or `reset_extent` is
+    called. For views whose row count changes on most steps: a new scroll range makes
+    Textual lay out the whole screen again, which costs more than the step itself."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._drawn: dict[int, Strip] = {}  # row -> the line on screen (visible rows only)
+        self._by_key: dict[Hashable, Strip] = {}
+        self._base: Style | None = None
+        self._extent = 0
+
+    # What a subclass provides
+
+    def row_count(self) -> int:
+        raise NotImplementedError
+
+    def row_key(self, row: int, width: int) -> Hashable:
+        """A key for what ``row`` shows (which exists), if telling it is cheaper than
+        drawing it: a line is drawn once per key while the view's size and colours stay."""
+        return None
+
+    def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
+        """The line of ``row`` (which exists), ideally exactly ``width`` cells: shorter
+        lines are padded and longer ones cropped here, at a cost."""
+        raise NotImplementedError
+
+    def virtual_width(self) -> int:
+        """How wide the rows are, for a view that scrolls sideways (0: rows fit the view)."""
+        return 0
+
+    def resized(self) -> None:
+        """Called when the view's size changes, before it is drawn again."""
+
+    # Drawing
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's own colours, under every line (looked up once, not per line)."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
+    def reset_extent(self) -> None:
+        """Let a GROW_ONLY view's scroll range shrink to its rows at the next redraw."""
+        self._extent = 0
+
+    def forget_lines(self) -> None:
+        """Draw every line afresh next time (what the rows show has changed wholesale)."""
+        self._drawn.clear()
+        self._by_key.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._base = None
+        self.forget_lines()
+
+    def on_resize(self, event: Resize) -> None:
+        self.forget_lines()
+        self._extent = 0
+        self.resized()
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        self.forget_lines()
+        super().watch_scroll_x(old_value, new_value)
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        self.forget_lines()  # the lines are narrower or wider now
+
+    def redraw(self, top: int | None = None) -> None:
+        """Refresh the visible lines that differ from what is on screen (scrolled to row
+        ``top`` first, if given)."""
+        count = self.row_count()
+        height = max(count, self._extent) if self.GROW_ONLY else count
+        self._extent = height
+        self.virtual_size = Size(self.virtual_width(), height)
+        if top is not None:
+            self.scroll_to(y=top, animate=False, immediate=True)
+        x, top = self.scroll_offset
+        width, height = self.scrollable_content_region.size
+        drawn = {row: self._line(row, count, x, width) for row in range(top, top + height)}
+        changed = [row for row, strip in drawn.items() if self._drawn.get(row) != strip]
+        self._drawn = drawn
+        for first, rows in _runs(changed):
+            self.refresh_lines(first, rows)
+
+    def render_line(self, y: int) -> Strip:
+        x, top = self.scroll_offset
+        strip = self._drawn.get(top + y)
+        if strip is None:
+            strip = self._drawn[top + y] = self._line(top + y, self.row_count(), x, self.scrollable_content_region.width)
+        return strip
+
+    def _line(self, row: int, count: int, x: int, width: int) -> Strip:
+        if row >= count:
+            return Strip.blank(width, self.base_style)
+        key = self.row_key(row, x + width)
+        if key is not None and (strip := self._by_key.get(key)) is not None:
+            return strip
+        strip = self.draw_row(row, x + width, key)
+        if x != 0 or strip.cell_length != width:
+            strip = strip.crop_extend(x, x + width, self.base_style)
+        if key is not None:
+            if len(self._by_key) >= KEPT_LINES:
+                self._by_key.clear()
+            self._by_key[key] = strip
+        return strip
+
+
+def _runs(rows: list[int]) -> Iterator[tuple[int, int]]:
+    """Runs of consecutive rows in an ascending list, as (first row, number of rows)."""
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i] != rows[i - 1] + 1:
+            yield rows[start], i - start
+            start = i

@@ -1,0 +1,86 @@
+"""A Line API view of text that changes every step: the why panel, the status line, headers.
+
+The text is wrapped into lines once per change, and only the lines that differ from the
+screen are redrawn. A Static would instead render all of it, and lay out the whole
+screen again whenever its height changes; here the scroll range only grows (until the
+view is resized), so text of another length costs no layout.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Sequence
+
+from rich.segment import Segment
+from rich.text import Text
+from textual.strip import Strip
+
+from sfqtui.ui.line_view import KEPT_LINES, LineView
+
+
+class TextView(LineView):
+    DEFAULT_CSS = "TextView { height: 1fr; overflow-x: hidden; }"
+    GROW_ONLY = True
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._parts: Sequence[Text] = ()
+        self._lines: list[Strip] = []
+        self._wrapped: dict[Hashable, list[Strip]] = {}  # each text's lines, by its content and width
+
+    @property
+    def text(self) -> str:
+        """The whole wrapped text, scrolled out of view or not."""
+        return "\n".join(line.text.rstrip() for line in self._lines)
+
+    def set_text(self, parts: Sequence[Text]) -> None:
+        self._parts = parts
+        self._wrap()
+        self.redraw()
+
+    def forget_lines(self) -> None:
+        super().forget_lines()
+        self._wrapped.clear()
+
+    def resized(self) -> None:
+        self._wrap()
+
+    def _wrap(self) -> None:
+        width, height = self.content_region.size
+        if width <= 0:
+            return
+        scrolls = self._extent > height
+        if not scrolls:
+            self._lines = self._render(width)
+            scrolls = len(self._lines) > height
+        if scrolls:  # leave room for the scrollbar
+            self._lines = self._render(width - self.styles.scrollbar_size_vertical)
+
+    def _render(self, width: int) -> list[Strip]:
+        width = max(1, width)
+        lines: list[Strip] = []
+        for part in self._parts:
+            key = (part.plain, part.style, tuple(part.spans), part.no_wrap, part.overflow, width)
+            wrapped = self._wrapped.get(key)
+            if wrapped is None:
+                if len(self._wrapped) >= KEPT_LINES:
+                    self._wrapped.clear()
+                wrapped = self._wrapped[key] = self._wrap_part(part, width)
+            lines += wrapped
+        return lines
+
+    def _wrap_part(self, part: Text, width: int) -> list[Strip]:
+        console, base = self.app.console, self.base_style
+        strips = []
+        for line in part.wrap(console, width):
+            # Text.render leaves out the text's own style when it has no spans
+            under = base + console.get_style(line.style) if line.style else base
+            segments = [Segment(text, under + style if style else under) for text, style, _ in line.render(console)]
+            segments.append(Segment(" " * (width - line.cell_len), base))
+            strips.append(Strip(segments, width))
+        return strips
+
+    def row_count(self) -> int:
+        return len(self._lines)
+
+    def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
+        return self._lines[row]

@@ -1,0 +1,51 @@
+"""The invariant audit of a big log runs in a child process and finds what the thread finds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dashboard import SIZE, dashboard, settle
+
+import sfqtui.ui.audit_job as audit_job
+from sfqtui.core.engine import ReplayConfig
+from sfqtui.trace.eventlog import log_rows, read_log
+from sfqtui.trace.load import load_trace
+from sfqtui.trace.simulate import simulate
+from sfqtui.ui.audit_job import audit_in_child, violations_of
+from sfqtui.ui.loading import Opening
+
+TRICKLE = Path(__file__).resolve().parents[1] / "traces" / "trickle.parquet"
+LOOPHOLE = ReplayConfig("sfq-reset", 1)  # sfq-reset breaks the §3.3 bound on this trace
+
+
+@pytest.fixture
+def loophole_log(tmp_path: Path) -> Path:
+    log = tmp_path / "log.parquet"
+    simulate(load_trace(TRICKLE), LOOPHOLE, log)
+    return log
+
+
+def test_the_child_finds_what_the_thread_finds_in_a_log_and_in_a_trace(loophole_log: Path) -> None:
+    expected = violations_of(log_rows(read_log(loophole_log)[0]))
+    assert expected
+    assert audit_in_child(Opening(loophole_log, is_log=True, config=LOOPHOLE), lambda: False) == expected
+    assert audit_in_child(Opening(TRICKLE, is_log=False, config=LOOPHOLE, slots_given=True), lambda: False) == expected
+
+
+def test_a_cancelled_audit_stops_its_child(loophole_log: Path) -> None:
+    assert audit_in_child(Opening(loophole_log, is_log=True, config=LOOPHOLE), lambda: True) is None
+
+
+def test_a_failure_in_the_child_is_raised_with_its_reason(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="missing.parquet"):
+        audit_in_child(Opening(tmp_path / "missing.parquet", is_log=True, config=LOOPHOLE), lambda: False)
+
+
+async def test_the_dashboard_audits_a_big_log_in_a_child(loophole_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit_job, "IN_CHILD_FROM", 0)
+    expected = violations_of(log_rows(read_log(loophole_log)[0]))
+    app = dashboard(loophole_log, is_log=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.checked and app.player.violations == expected
