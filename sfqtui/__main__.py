@@ -1,4 +1,4 @@
 from sfqtui.cli.app import main
 
-if __name__ == "__main__":  # a spawned audit process imports this module too
+if __name__ == "__main__":
     main()

@@ -33,6 +33,7 @@ from sfqtui.ui.status_line import StatusLine
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
 SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+AUDITED = ("sfq", "sfq-reset", "drr")  # the schedulers whose logs have invariants to check
 
 
 class SfqApp(App[None]):
@@ -146,7 +147,7 @@ class SfqApp(App[None]):
         """Once the log is complete (read only from here on): the shares chart, then an audit."""
         worker = get_current_worker()
         self.post_message(ChartReady(generation, *shares_chart(table)))
-        if table.scheduler not in ("sfq", "sfq-reset", "drr"):
+        if table.scheduler not in AUDITED:
             self.post_message(Analysed(generation, [], checked=False))
             return
         try:
@@ -265,7 +266,7 @@ class SfqApp(App[None]):
         if not self._checked:
             if self._audit_failure:
                 why = f"the log could not be checked: {self._audit_failure}"
-            elif self._loading or self.table.scheduler in ("sfq", "sfq-reset", "drr"):
+            elif self._loading or self.table.scheduler in AUDITED:
                 why = "still checking the log"
             else:
                 why = "no invariants to check for this scheduler"
