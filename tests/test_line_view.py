@@ -89,6 +89,17 @@ async def test_a_grow_only_view_keeps_its_scroll_range_until_reset() -> None:
         assert view.virtual_size.height == 20
 
 
+async def test_a_grow_only_view_never_shows_only_its_empty_extent() -> None:
+    view = Grows()
+    async with Holder(view).run_test(size=(40, 12)) as pilot:
+        view.redraw()
+        await pilot.pause()
+        view.scroll_to(y=20, animate=False, immediate=True)
+        del view.rows[12:]
+        view.redraw()
+        assert view.virtual_size.height == 30 and view.scroll_offset.y == 12 - view.scrollable_content_region.height
+
+
 async def test_a_text_view_keeps_each_texts_own_style() -> None:
     view = TextView()
     async with Holder(view).run_test(size=(40, 12)):

@@ -97,6 +97,9 @@ class LineView(ScrollView):
         height = max(count, self._extent) if self.GROW_ONLY else count
         self._extent = height
         self.virtual_size = Size(self.virtual_width(), height)
+        last_top = max(0, count - self.scrollable_content_region.height)
+        if top is None and self.scroll_offset.y > last_top:
+            top = last_top  # never scrolled past the last row into a kept, empty extent
         if top is not None:
             self.scroll_to(y=top, animate=False, immediate=True)
         x, top = self.scroll_offset
