@@ -94,16 +94,15 @@ class LineView(ScrollView):
         """Refresh the visible lines that differ from what is on screen (scrolled to row
         ``top`` first, if given)."""
         count = self.row_count()
-        height = max(count, self._extent) if self.GROW_ONLY else count
-        self._extent = height
-        self.virtual_size = Size(self.virtual_width(), height)
-        last_top = max(0, count - self.scrollable_content_region.height)
+        self._extent = max(count, self._extent) if self.GROW_ONLY else count
+        self.virtual_size = Size(self.virtual_width(), self._extent)
+        width, height = self.scrollable_content_region.size
+        last_top = max(0, count - height)
         if top is None and self.scroll_offset.y > last_top:
             top = last_top  # never scrolled past the last row into a kept, empty extent
         if top is not None:
             self.scroll_to(y=top, animate=False, immediate=True)
         x, top = self.scroll_offset
-        width, height = self.scrollable_content_region.size
         drawn = {row: self._line(row, count, x, width) for row in range(top, top + height)}
         changed = [row for row, strip in drawn.items() if self._drawn.get(row) != strip]
         self._drawn = drawn

@@ -136,8 +136,8 @@ class MeterBand(LineView, can_focus=True):
         if row == len(self._rows):
             text = f"⋯ {self._folded} users idle for over {FOLD_AFTER_S:g} s (a: show them)"
             return Strip([Segment(text, self.base_style + _IDLE)])
-        assert isinstance(key, RowCells)
-        return self._draw(key, width)
+        assert isinstance(key, RowCells) and self._frame is not None
+        return self._draw(key, self._frame.table.users[key.user], width)
 
     def _cells(self, frame: Frame, u: int, width: int) -> RowCells:
         """What the row of user u shows: the key its drawn line is kept under."""
@@ -160,13 +160,12 @@ class MeterBand(LineView, can_focus=True):
         numbers = f" {number} {s.queued[u]:>6} {fmt(frame.table.weight(u)):>4} {share:>6.1%}"
         return RowCells(u, band, frame.picked == u, waiting, waiting or s.inflight_of[u] > 0, mark_at, mark, fill, numbers)
 
-    def _draw(self, c: RowCells, width: int) -> Strip:
+    def _draw(self, c: RowCells, name: str, width: int) -> Strip:
         cells = [" "] * c.band
         cells[: c.fill] = ["▇"] * c.fill
         for i in (0, c.band - 1):
             if c.mark_at != i:
                 cells[i] = "│"
-        name = self._frame.table.users[c.user] if self._frame else ""
         name = name if len(name) <= NAME_W else name[: NAME_W - 1] + "…"
         under = self.base_style
         base = under + (_PICKED if c.picked else (_BACKLOGGED if c.active else _IDLE))
