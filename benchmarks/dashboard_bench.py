@@ -31,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from sfqtui.core.engine import ReplayConfig
-from sfqtui.core.explain import explain_dispatch
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
@@ -81,7 +81,7 @@ async def measure(opening: Opening, label: str) -> None:
             await pilot.pause(0.1)
         print(f"{label}: audited for invariant violations after {time.perf_counter() - app.launched:.1f} s")
         rng = random.Random(1)
-        app.player.goto(str(len(app.table) // 2))
+        app.cursor.goto(str(len(app.table) // 2))
         app.refresh_views()
         await pilot.pause()
 
@@ -107,7 +107,7 @@ async def measure(opening: Opening, label: str) -> None:
         seeks = []
         for _ in range(50):
             target = str(rng.randrange(len(app.table)))
-            seeks.append(await timed(lambda: (app.player.goto(target), app.refresh_views())))
+            seeks.append(await timed(lambda: (app.cursor.goto(target), app.refresh_views())))
         for name, values in (("rebuild the state at a random event and explain it (no drawing)", rebuilds), ("a repaint of the whole screen (for scale)", repaints), ("step forward", forward), ("step back", back), ("next dispatch", dispatches), ("seek to a random event", seeks)):
             p95 = statistics.quantiles(values, n=20)[-1]
             print(f"{label}: {name}: median {statistics.median(values):.1f} ms, 95th percentile {p95:.1f} ms, worst {max(values):.1f} ms")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sfqtui.core.engine import Replay, ReplayConfig
+from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.trace.load import load_trace
 
 

@@ -12,7 +12,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from sfqtui.core.engine import ReplayConfig
+from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.loading import Opening
 

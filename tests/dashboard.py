@@ -9,7 +9,7 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from sfqtui.core.engine import ReplayConfig
+from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.loading import Opening
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sfqtui.core.engine import Replay, ReplayConfig
-from sfqtui.core.logrows import LogRows, rows_from_replay
-from sfqtui.core.trace import Trace
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.engine.trace import Trace
 
 
 def trace_of(rows: list[tuple[str, float, float]], service: float | list[float] = 1.0, weights: dict[str, float] | None = None) -> Trace:

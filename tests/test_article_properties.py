@@ -4,8 +4,8 @@ from collections import Counter
 
 from helpers import replay
 
-from sfqtui.core.audit import audit
-from sfqtui.core.logrows import LogRows
+from sfqtui.core.analysis.audit import audit
+from sfqtui.core.log.rows import LogRows
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.load import normalise, to_core
 

@@ -8,7 +8,7 @@ import pytest
 from dashboard import SIZE, dashboard, settle
 
 import sfqtui.ui.audit_job as audit_job
-from sfqtui.core.engine import ReplayConfig
+from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.trace.eventlog import log_rows, read_log
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
@@ -48,4 +48,4 @@ async def test_the_dashboard_audits_a_big_log_in_a_child(loophole_log: Path, mon
     app = dashboard(loophole_log, is_log=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.checked and app.player.violations == expected
+        assert app.checked and app.cursor.violations == expected

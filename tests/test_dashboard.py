@@ -7,7 +7,7 @@ import pytest
 from dashboard import SIZE, dashboard, screen_text, settle, text_of
 from textual.message import Message
 
-from sfqtui.core.engine import ReplayConfig
+from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
@@ -50,9 +50,9 @@ async def test_step_forward_and_back() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("right", "right", "right")
-        assert app.player.k == 2
+        assert app.cursor.k == 2
         await pilot.press("left")
-        assert app.player.k == 1
+        assert app.cursor.k == 1
         assert "event 2/49" in text_of(app.query_one(StatusLine))
 
 
@@ -61,16 +61,16 @@ async def test_next_and_previous_dispatch_and_home_end() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("n")
-        first = app.player.k
+        first = app.cursor.k
         assert app.table.kind_name(first) == "dispatch"
         await pilot.press("n")
-        assert app.table.kind_name(app.player.k) == "dispatch" and app.player.k > first
+        assert app.table.kind_name(app.cursor.k) == "dispatch" and app.cursor.k > first
         await pilot.press("p")
-        assert app.player.k == first
+        assert app.cursor.k == first
         await pilot.press("end")
-        assert app.player.k == len(app.table) - 1
+        assert app.cursor.k == len(app.table) - 1
         await pilot.press("home")
-        assert app.player.k == -1
+        assert app.cursor.k == -1
 
 
 async def test_play_pause_and_speed() -> None:
@@ -85,10 +85,10 @@ async def test_play_pause_and_speed() -> None:
         assert app.playing
         await pilot.pause(0.4)
         await pilot.press("space")
-        moved = app.player.k
+        moved = app.cursor.k
         assert not app.playing and moved > 0
         await pilot.pause(0.2)
-        assert app.player.k == moved
+        assert app.cursor.k == moved
 
 
 async def test_playing_stops_at_the_end() -> None:
@@ -98,7 +98,7 @@ async def test_playing_stops_at_the_end() -> None:
         await settle(pilot)
         await pilot.press("space")
         await pilot.pause(0.5)
-        assert app.player.k == len(app.table) - 1 and not app.playing
+        assert app.cursor.k == len(app.table) - 1 and not app.playing
 
 
 @pytest.mark.parametrize("answer,expected", [("20", 20), ("t=6", None), ("r000005", "dispatch")])
@@ -109,11 +109,11 @@ async def test_go_to(answer: str, expected: object) -> None:
         await pilot.press("g")
         await pilot.press(*answer, "enter")
         if expected == "dispatch":
-            assert app.table.request_id[app.player.k] == answer and app.table.kind_name(app.player.k) == "dispatch"
+            assert app.table.request_id[app.cursor.k] == answer and app.table.kind_name(app.cursor.k) == "dispatch"
         elif expected is None:
-            assert app.player.k == app.table.at_time(6.0)
+            assert app.cursor.k == app.table.at_time(6.0)
         else:
-            assert app.player.k == expected
+            assert app.cursor.k == expected
 
 
 async def test_go_to_nothing_says_so() -> None:
@@ -121,7 +121,7 @@ async def test_go_to_nothing_says_so() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("g", *"nope", "enter")
-        assert app.player.k == -1
+        assert app.cursor.k == -1
         assert any("nothing matches" in n.message for n in app._notifications)
 
 
@@ -131,7 +131,7 @@ async def test_run_until_a_users_next_dispatch() -> None:
         await settle(pilot)
         await pilot.press("n", "u")
         await pilot.press(*"A", "enter")
-        assert app.table.user_name(app.player.k) == "A" and app.player.k == app.table.dispatches[4]
+        assert app.table.user_name(app.cursor.k) == "A" and app.cursor.k == app.table.dispatches[4]
 
 
 async def test_next_idle_reset() -> None:
@@ -139,7 +139,7 @@ async def test_next_idle_reset() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        assert app.table.kind_name(app.player.k) == "idle_reset"
+        assert app.table.kind_name(app.cursor.k) == "idle_reset"
         assert "Nobody is waiting" in app.query_one(ExplainPanel).text
 
 
@@ -149,9 +149,9 @@ async def test_next_invariant_violation(tmp_path: Path) -> None:
     app = dashboard(log, is_log=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.player.violations
+        assert app.cursor.violations
         await pilot.press("x")
-        assert app.player.k == app.player.violations[0]
+        assert app.cursor.k == app.cursor.violations[0]
 
 
 async def test_dispatches_only_and_user_filter() -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE_MODULES = [
-    "sfqtui.core.engine",
+    "sfqtui.core.engine.replay",
     "sfqtui.core.schedulers",
-    "sfqtui.core.estimator",
-    "sfqtui.core.audit",
-    "sfqtui.core.fairness",
-    "sfqtui.core.logrows",
+    "sfqtui.core.engine.estimator",
+    "sfqtui.core.analysis.audit",
+    "sfqtui.core.analysis.fairness",
+    "sfqtui.core.log.rows",
 ]
 FORBIDDEN = ["textual", "rich", "polars", "pyarrow", "numpy"]
 

@@ -3,7 +3,7 @@
 from helpers import dispatches, replay, trace_of
 
 from sfqtui.scenarios import generate
-from sfqtui.core.engine import Replay, ReplayConfig
+from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.trace.load import normalise, to_core
 
 

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from sfqtui.core.engine import ReplayConfig
-from sfqtui.core.explain import explain_dispatch, explain_wait
-from sfqtui.core.player import Player
-from sfqtui.core.table import EventTable
-from sfqtui.core.timeline import CheckpointBuilder, State, Timeline, apply_events
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
+from sfqtui.core.log.cursor import Cursor
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_events
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import LogFileSource, ReplaySource
 from sfqtui.trace.simulate import simulate
@@ -86,7 +86,7 @@ def test_wait_explanation_lists_who_went_ahead(seed_example: tuple[EventTable, T
 
 def test_player_moves(seed_example: tuple[EventTable, Timeline]) -> None:
     table, _ = seed_example
-    player = Player(table)
+    player = Cursor(table)
     assert player.step(-1) is None and player.k == -1
     assert player.next_dispatch() == table.dispatches[0]
     assert player.previous_dispatch() is None

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import refuses_bad_input
-from sfqtui.core.audit import AuditReport, audit
+from sfqtui.core.analysis.audit import AuditReport, audit
 from sfqtui.core.numbers import fmt
 from sfqtui.trace.eventlog import log_rows, read_log
 

@@ -11,9 +11,9 @@ from rich.table import Table
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
-from sfqtui.core.engine import Replay
-from sfqtui.core.fairness import FairnessReport, fairness
-from sfqtui.core.logrows import rows_from_replay
+from sfqtui.core.engine.replay import Replay
+from sfqtui.core.analysis.fairness import FairnessReport, fairness
+from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.trace.load import load_trace

@@ -7,7 +7,7 @@ import polars as pl
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.core.service import TokenServiceModel
+from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.write import write_trace
 

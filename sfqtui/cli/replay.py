@@ -61,7 +61,7 @@ def demo(play: Annotated[bool, typer.Option("--play/--no-play", help="Start play
     returning and a global idle reset within a minute of playing)."""
     from sfqtui.ui.app import run_dashboard
     from sfqtui.ui.loading import Opening
-    from sfqtui.core.engine import ReplayConfig
+    from sfqtui.core.engine.replay import ReplayConfig
 
     if not DEMO.exists():
         raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet && sfqtui replay demo.parquet")

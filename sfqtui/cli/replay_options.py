@@ -12,9 +12,9 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
-from sfqtui.core.engine import ReplayConfig
-from sfqtui.core.estimator import EstimatorParams
-from sfqtui.core.service import TokenServiceModel
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.engine.service import TokenServiceModel
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PANEL_EST = "Cost estimator (used when the trace has no cost column; docs/estimator.md)"

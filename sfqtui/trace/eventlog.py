@@ -14,15 +14,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.events import DISPATCH, KINDS, EventRow
-from sfqtui.core.logrows import LogRows
+from sfqtui.core.engine.events import DISPATCH, KINDS, EventRow
+from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
 from sfqtui.trace.load import read_parquet, read_parquet_header
 from sfqtui.trace.schema import LOG_COLUMNS, LOG_SCHEMA, METADATA_KEY
 from sfqtui.trace.write import read_metadata
 
 KIND_NAMES = pa.array(KINDS, pa.string())
-# The engine's event row (sfqtui.core.events.EventRow); Arrow reads the tuples in C.
+# The engine's event row (sfqtui.core.engine.events.EventRow); Arrow reads the tuples in C.
 _ROW = pa.struct([("t", pa.float64()), ("kind", pa.int8()), ("req", pa.int64()), ("cost", pa.float64()),
                   ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64())])
 

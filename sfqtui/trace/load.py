@@ -10,8 +10,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sfqtui.core.gcpause import collector_paused
-from sfqtui.core.trace import Trace
+from sfqtui.core.engine.gcpause import collector_paused
+from sfqtui.core.engine.trace import Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.schema import REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
 from sfqtui.trace.write import read_metadata

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sfqtui import __version__
-from sfqtui.core.engine import Replay, ReplayConfig
-from sfqtui.core.gcpause import collector_paused
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.gcpause import collector_paused
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter
 from sfqtui.trace.load import LoadedTrace
 

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.engine import Replay, ReplayConfig
-from sfqtui.core.events import KINDS
-from sfqtui.core.table import EventBatch
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.events import KINDS
+from sfqtui.core.log.table import EventBatch
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
 from sfqtui.trace.load import LoadedTrace

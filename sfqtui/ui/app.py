@@ -15,10 +15,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
-from sfqtui.core.player import Player
+from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.table import EventTable
-from sfqtui.core.timeline import CheckpointBuilder, Timeline
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
 from sfqtui.errors import InputError
 from sfqtui.ui.ask import Ask
 from sfqtui.ui.audit_job import violations
@@ -90,7 +90,7 @@ class SfqApp(App[None]):
     def _reset_data(self, scheduler: str) -> None:
         self.table = EventTable(scheduler)
         self.timeline = Timeline(self.table)
-        self.player = Player(self.table)
+        self.cursor = Cursor(self.table)
 
     # Layout
 
@@ -204,7 +204,7 @@ class SfqApp(App[None]):
     def on_analysed(self, message: Analysed) -> None:
         if message.generation != self._generation:
             return
-        self.player.violations = message.violations
+        self.cursor.violations = message.violations
         self._checked = message.checked
         self._audit_failure = message.failure
         if message.failure:
@@ -217,8 +217,8 @@ class SfqApp(App[None]):
     def frame(self) -> Frame:
         return Frame(
             table=self.table,
-            state=self.timeline.state_at(self.player.k),
-            k=self.player.k,
+            state=self.timeline.state_at(self.cursor.k),
+            k=self.cursor.k,
             title=self._title,
             slots=self._slots,
             loaded=self._loaded,
@@ -245,22 +245,22 @@ class SfqApp(App[None]):
     # Actions
 
     def action_step(self, n: int) -> None:
-        self._moved(self.player.step(n), "no more events" if n > 0 else "at the start")
+        self._moved(self.cursor.step(n), "no more events" if n > 0 else "at the start")
 
     def action_next_dispatch(self) -> None:
-        self._moved(self.player.next_dispatch(), "no later dispatch")
+        self._moved(self.cursor.next_dispatch(), "no later dispatch")
 
     def action_previous_dispatch(self) -> None:
-        self._moved(self.player.previous_dispatch(), "no earlier dispatch")
+        self._moved(self.cursor.previous_dispatch(), "no earlier dispatch")
 
     def action_home(self) -> None:
-        self._moved(self.player.home(), "")
+        self._moved(self.cursor.home(), "")
 
     def action_end(self) -> None:
-        self._moved(self.player.end(), "")
+        self._moved(self.cursor.end(), "")
 
     def action_next_idle_reset(self) -> None:
-        self._moved(self.player.next_idle_reset(), "no later idle reset")
+        self._moved(self.cursor.next_idle_reset(), "no later idle reset")
 
     def action_next_violation(self) -> None:
         if not self._checked:
@@ -272,7 +272,7 @@ class SfqApp(App[None]):
                 why = "no invariants to check for this scheduler"
             self.notify(why, timeout=3)
             return
-        self._moved(self.player.next_violation(), "no later invariant violation")
+        self._moved(self.cursor.next_violation(), "no later invariant violation")
 
     def action_toggle_play(self) -> None:
         self.playing = not self.playing
@@ -288,7 +288,7 @@ class SfqApp(App[None]):
         steps = int(self._carry)
         if steps:
             self._carry -= steps
-            moved = self.player.step(steps)
+            moved = self.cursor.step(steps)
             if moved is None and not self._loading:
                 self.action_toggle_play()
                 return
@@ -309,18 +309,18 @@ class SfqApp(App[None]):
     def action_goto(self) -> None:
         def go(answer: str | None) -> None:
             if answer:
-                self._moved(self.player.goto(answer), f"nothing matches {answer!r}")
+                self._moved(self.cursor.goto(answer), f"nothing matches {answer!r}")
 
         self.push_screen(Ask("Go to an event number (1234), a time (12.5s or t=12.5) or a request id:"), go)
 
     def _current_user(self) -> str:
-        k = self.player.k
+        k = self.cursor.k
         return (self.table.user_name(k) or "") if k >= 0 else ""
 
     def action_until_user(self) -> None:
         def go(answer: str | None) -> None:
             if answer:
-                self._moved(self.player.next_dispatch_of(answer.strip()), f"no later dispatch of {answer.strip()!r}")
+                self._moved(self.cursor.next_dispatch_of(answer.strip()), f"no later dispatch of {answer.strip()!r}")
 
         self.push_screen(Ask("Run until the next dispatch of user:", self._current_user(), self.table.users), go)
 
@@ -368,7 +368,7 @@ class SfqApp(App[None]):
             self.notify("a saved log cannot be re-run; open its trace instead", severity="warning")
             return
         self.opening = self.opening.rerun(**changes)
-        was = self.player.k
+        was = self.cursor.k
         self._start_loading()
         self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (cursor was at event {was + 1:,})", timeout=4)
 

@@ -15,9 +15,9 @@ import subprocess
 import sys
 from typing import Callable
 
-from sfqtui.core.audit import audit
-from sfqtui.core.logrows import LogRows, rows_from_replay
-from sfqtui.core.table import EventTable
+from sfqtui.core.analysis.audit import audit
+from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.log.table import EventTable
 from sfqtui.trace.eventlog import log_rows, read_log
 from sfqtui.trace.sources import ReplaySource
 from sfqtui.ui.loading import Opening

@@ -16,9 +16,9 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widgets import Static
 
-from sfqtui.core.events import DISPATCH, IDLE_RESET
+from sfqtui.core.engine.events import DISPATCH, IDLE_RESET
 from sfqtui.core.numbers import fmt
-from sfqtui.core.table import EventTable, number
+from sfqtui.core.log.table import EventTable, number
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
 

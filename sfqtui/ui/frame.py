@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sfqtui.core.table import EventTable
-from sfqtui.core.timeline import State
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.log.timeline import State
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from textual.message import Message
 
-from sfqtui.core.engine import ReplayConfig
-from sfqtui.core.table import EventBatch
-from sfqtui.core.timeline import State
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.log.table import EventBatch
+from sfqtui.core.log.timeline import State
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import EventSource, LogFileSource, ReplaySource
 

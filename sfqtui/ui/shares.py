@@ -7,8 +7,8 @@ from bisect import bisect_right
 from rich.text import Text
 from textual.renderables.sparkline import Sparkline
 
-from sfqtui.core.shares import share_series, top_users
-from sfqtui.core.table import EventTable
+from sfqtui.core.analysis.shares import share_series, top_users
+from sfqtui.core.log.table import EventTable
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.text_view import TextView

@@ -6,12 +6,12 @@ import re
 from bisect import bisect_right
 from typing import Sequence
 
-from sfqtui.core.table import EventTable
+from sfqtui.core.log.table import EventTable
 
 _TIME = re.compile(r"^\s*(?:t\s*=\s*)?([0-9]*\.?[0-9]+)\s*s\s*$|^\s*t\s*=\s*([0-9]*\.?[0-9]+)\s*$")
 
 
-class Player:
+class Cursor:
     """Holds the current event index ``k`` (-1: before the first event) and moves it.
 
     Every move returns the new index, or None when there is nothing to go to (the cursor

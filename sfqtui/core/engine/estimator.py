@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from sfqtui.core.trace import Trace
+from sfqtui.core.engine.trace import Trace
 
 Scope = Literal["global", "model", "user"]
 Update = Literal["window", "ema", "cumulative"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
-from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
-from sfqtui.core.table import EventBatch, EventTable
+from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
+from sfqtui.core.log.table import EventBatch, EventTable
 
 CHECKPOINT_EVERY = 2048
 RECENT_STATES = 4

@@ -13,8 +13,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Sequence
 
-from sfqtui.core.events import ARRIVE, DISPATCH, IDLE_RESET, KINDS
-from sfqtui.core.logrows import LogRows
+from sfqtui.core.engine.events import ARRIVE, DISPATCH, IDLE_RESET, KINDS
+from sfqtui.core.log.rows import LogRows
 
 NaN = math.nan
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from typing import Sequence
 
-from sfqtui.core.table import EventTable
+from sfqtui.core.log.table import EventTable
 
 
 def top_users(charged: Sequence[float] | None, table: EventTable, count: int) -> list[int]:

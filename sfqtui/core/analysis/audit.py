@@ -18,8 +18,8 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from sfqtui.core.gaps import History, max_gain
-from sfqtui.core.logrows import LogRows
+from sfqtui.core.analysis.gaps import History, max_gain
+from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import fmt
 
 MAX_LISTED = 20

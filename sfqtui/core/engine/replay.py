@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from typing import Callable, Iterator
 
-from sfqtui.core.estimator import CostEstimator, EstimatorParams
-from sfqtui.core.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
+from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
+from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
 from sfqtui.core.schedulers import DRR, SFQ, Scheduler, make_scheduler
 from sfqtui.core.schedulers.base import CostOf, Dispatch, UserReading
-from sfqtui.core.service import TokenServiceModel, service_times
-from sfqtui.core.trace import Trace
+from sfqtui.core.engine.service import TokenServiceModel, service_times
+from sfqtui.core.engine.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class Replay:
         dispatched = self.dispatched
         next_yield = log.start + len(rows) + chunk
         collecting = gc.isenabled()
-        gc.disable()  # see sfqtui.core.gcpause; restored whenever control returns to the caller
+        gc.disable()  # see sfqtui.core.engine.gcpause; restored whenever control returns to the caller
         try:
             never = float("inf")
             next_arrival = arrivals[0] if n else never

@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from sfqtui.core.gaps import History, max_gain
-from sfqtui.core.logrows import LogRows
+from sfqtui.core.analysis.gaps import History, max_gain
+from sfqtui.core.log.rows import LogRows
 
 PAIR_BUDGET = 50_000
 

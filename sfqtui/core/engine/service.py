@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sfqtui.core.trace import Trace
+from sfqtui.core.engine.trace import Trace
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from sfqtui.core.events import EventColumns
-    from sfqtui.core.trace import Trace
+    from sfqtui.core.engine.events import EventColumns
+    from sfqtui.core.engine.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class LogRows:
 
 def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> LogRows:
     """LogRows for events still held by the engine (ids and users looked up from the trace)."""
-    from sfqtui.core.events import KINDS
+    from sfqtui.core.engine.events import KINDS
 
     request_ids = [trace.request_id[r] if r >= 0 else None for r in columns.req]
     users = [trace.user[r] if r >= 0 else None for r in columns.req]

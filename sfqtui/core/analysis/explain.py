@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from sfqtui.core.events import DISPATCH
+from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.numbers import fmt
-from sfqtui.core.table import EventTable, number
-from sfqtui.core.timeline import State, Timeline
+from sfqtui.core.log.table import EventTable, number
+from sfqtui.core.log.timeline import State, Timeline
 
 
 @dataclass(frozen=True)
