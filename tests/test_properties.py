@@ -80,7 +80,7 @@ def trickle_gain(trace: Trace, scheduler: str) -> tuple[float, float]:
     last_a = 0
     for k, (kind, req, cost) in enumerate(zip(log.kind, log.req, log.cost)):
         if kind == 1:
-            user = trace.user[req]
+            user = trace.user_name(req)
             seqs, totals = history.setdefault(user, ([], []))
             seqs.append(k)
             totals.append((totals[-1] if totals else 0.0) + cost)
@@ -108,7 +108,7 @@ def test_drr_never_sends_more_than_its_deficit(trace: Trace, n: int, quantum: fl
     run = Replay(trace, ReplayConfig("drr", n, quantum=quantum))
     log = run.run_all()
     costs = [c for k, c in zip(log.kind, log.cost) if k == 1]
-    credits = run.credit_used()
-    assert credits is not None and len(credits) == len(costs)
+    credits = [c for k, c in zip(log.kind, log.credit) if k == 1]
+    assert len(credits) == len(costs) and None not in credits
     assert all(c <= credit for c, credit in zip(costs, credits))
     assert all(d is None or d >= 0 for d in log.deficit)

@@ -11,11 +11,10 @@ from rich.table import Table
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
-from sfqtui.core.engine.replay import Replay
-from sfqtui.core.analysis.fairness import FairnessReport, fairness
-from sfqtui.core.log.rows import rows_from_replay
+from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
+from sfqtui.core.schedulers.registry import unknown_schedulers
 from sfqtui.trace.load import load_trace
 
 
@@ -48,7 +47,7 @@ def compare(
     continuously backlogged users (article §3.2), Jain's index and wait p50/p99.
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
-    unknown = [s for s in names if s not in SCHEDULERS]
+    unknown = unknown_schedulers(names)
     if unknown or not names:
         raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
     loaded = load_trace(trace)
@@ -57,16 +56,14 @@ def compare(
     with progress_bar("comparing", len(names) * len(loaded.trace)) as update:
         for k, name in enumerate(names):
             config = replay.config(name, loaded.suggested_slots)
-            run = Replay(loaded.trace, config)
-            for arrived in run.run():
-                update(k * len(loaded.trace) + arrived, len(names) * len(loaded.trace))
-            reports.append(fairness(rows_from_replay(run.log.columns(), loaded.trace, name), loaded.trace.weights))
+            done = k * len(loaded.trace)
+            reports.append(fairness_of_replay(loaded.trace, config, lambda arrived: update(done + arrived, len(names) * len(loaded.trace))))
     assert config is not None
     if as_json:
         payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}
         typer.echo(json.dumps(payload, indent=2))
         return
     console = Console()
-    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(set(loaded.trace.user)):,} users, {config.slots} slots")
+    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {config.slots} slots")
     for report in reports:
         console.print(_table(report))

@@ -36,7 +36,7 @@ def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices)
 @with_replay_options
 def replay(
     path: Annotated[Optional[Path], typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False)] = None,
-    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace).")] = SchedulerName.sfq,
+    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace).")] = SchedulerName.sfq,  # type: ignore[attr-defined]
     speed: Annotated[float, typer.Option(help="Events per second when playing.")] = 10.0,
     play: Annotated[bool, typer.Option("--play", help="Start playing at once.")] = False,
     replay: ReplayChoices = None,  # type: ignore[assignment]

@@ -22,6 +22,11 @@ _PANEL_SVC = "Service model (used when the trace has no service_s column)"
 _PANEL_RUN = "Replay"
 
 
+class EstimatorKind(str, Enum):
+    ratio = "ratio"
+    oracle = "oracle"
+
+
 class RatioScope(str, Enum):
     glob = "global"
     model = "model"
@@ -70,6 +75,7 @@ _PARAMS = [
     _option("slots", Optional[int], None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1.", _PANEL_RUN, "--slots", "-n"),
     _option("quantum", Optional[float], None, "DRR quantum Q in cost units. Default: the largest cost in the trace.", _PANEL_RUN, "--quantum"),
     _option("renormalise_every", Optional[int], None, "SFQ: subtract v from all meters every N dispatches (§7.2). Only for explicit costs on an exact grid (e.g. whole numbers), where it provably changes no decision; docs/semantics.md.", _PANEL_RUN, "--renormalise-every"),
+    _option("estimator", EstimatorKind, EstimatorKind.ratio, "ratio: max_tokens x the learned output ratio (§6). oracle: the actual output, known in advance (needs output_tokens): the best any estimator could do (§10).", _PANEL_EST, "--estimator"),
     _option("input_weight", float, _D_EST.input_weight, "a: cost per input token.", _PANEL_EST, "--input-weight"),
     _option("output_weight", float, _D_EST.output_weight, "b: cost per estimated output token.", _PANEL_EST, "--output-weight"),
     _option("ratio_scope", RatioScope, RatioScope(_D_EST.scope), "Learn the output ratio globally, per model or per user.", _PANEL_EST, "--ratio-scope"),
@@ -95,6 +101,7 @@ def _choices(values: dict[str, Any]) -> ReplayChoices:
         alpha=values["ratio_alpha"],
         start_ratio=values["ratio_start"],
         default_output_tokens=values["default_output"],
+        oracle=values["estimator"] is EstimatorKind.oracle,
     )
     service = TokenServiceModel(
         overhead_s=values["overhead_s"],

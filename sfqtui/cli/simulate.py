@@ -11,16 +11,12 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
 from sfqtui.core.numbers import fmt
+from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
 
-class SchedulerName(str, Enum):
-    sfq = "sfq"
-    sfq_reset = "sfq-reset"
-    drr = "drr"
-    fifo = "fifo"
-    rr = "rr"
+SchedulerName = Enum("SchedulerName", {name.replace("-", "_"): name for name in SCHEDULERS}, type=str)  # type: ignore[misc]
 
 
 @refuses_bad_input
@@ -28,7 +24,7 @@ class SchedulerName(str, Enum):
 def simulate(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Event-log Parquet file to write (semantics §7).")],
-    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm.")] = SchedulerName.sfq,
+    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm.")] = SchedulerName.sfq,  # type: ignore[attr-defined]
     replay: ReplayChoices = None,  # type: ignore[assignment]
 ) -> None:
     """Replay TRACE under one scheduler and write the full event log.
@@ -42,9 +38,9 @@ def simulate(
     with progress_bar("replaying", len(loaded.trace)) as update:
         result = run_simulation(loaded, config, output, progress=update)
     elapsed = time.perf_counter() - started
-    cost = "cost column" if result.cost_source == "column" else "estimator"
+    cost = "the cost column" if result.cost_source == "column" else result.cost_source
     quantum = f", quantum {fmt(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
         f"wrote {output}: {result.log.start:,} events, {result.dispatched:,} dispatches "
-        f"({config.scheduler}, {config.slots} slot{'s' if config.slots != 1 else ''}{quantum}, cost from {cost}) in {elapsed:.2f} s"
+        f"({config.scheduler}, {config.slots} slot{'s' if config.slots != 1 else ''}{quantum}, cost: {cost}) in {elapsed:.2f} s"
     )

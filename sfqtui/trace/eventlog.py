@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+from array import array
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Sequence
@@ -14,76 +17,87 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.engine.events import DISPATCH, KINDS, EventRow
+from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, EventRow
 from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
 from sfqtui.trace.load import read_parquet, read_parquet_header
-from sfqtui.trace.schema import LOG_COLUMNS, LOG_SCHEMA, METADATA_KEY
+from sfqtui.trace.schema import LOG_COLUMNS, LOG_EXTRAS, LOG_FORMAT, LOG_SCHEMA, METADATA_KEY
 from sfqtui.trace.write import read_metadata
 
 KIND_NAMES = pa.array(KINDS, pa.string())
 # The engine's event row (sfqtui.core.engine.events.EventRow); Arrow reads the tuples in C.
 _ROW = pa.struct([("t", pa.float64()), ("kind", pa.int8()), ("req", pa.int64()), ("cost", pa.float64()),
-                  ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64())])
+                  ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64()), ("credit", pa.float64())])
+
+
+def buffer_array(values: array, kind: pa.DataType, null: float | int) -> pa.Array:
+    """A zero-copy Arrow view of a fixed-size typed array, ``null`` marking nulls."""
+    plain = pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+    if null != null:  # NaN
+        return pc.if_else(pc.is_nan(plain), pa.scalar(None, kind), plain)
+    return pc.if_else(pc.equal(plain, null), pa.scalar(None, kind), plain)
+
+
+@dataclass(frozen=True)
+class RequestColumns:
+    """Per-request arrays a log takes its extra columns from (indexed by trace index)."""
+
+    request_ids: pa.Array
+    users: pa.Array
+    weights: pa.Array | None = None
+    ratio_used: array | None = None  # the estimator ratio that priced a request (NaN: none)
+    est_output: array | None = None  # its estimated output tokens (NaN: not priced)
+    output_tokens: array | None = None  # its actual output tokens (-1: unknown)
 
 
 class ChunkEncoder:
     """Turns engine chunks into Arrow tables with the §7 columns and the extras we add.
 
-    Extras: ``weight`` (the user's weight, when the trace has weights), ``ratio`` (the
-    estimator ratio that priced a dispatch) and ``credit`` (the DRR deficit a dispatch
-    was sent against).
+    Extras: ``weight`` (the user's weight, when the trace has weights); on dispatches,
+    ``ratio`` (the estimator ratio that priced it), ``est_output`` (the output tokens it
+    was charged for) and ``credit`` (the DRR deficit it was sent against); on
+    completions, ``output_tokens`` (the actual output, when the trace has it).
     """
 
-    def __init__(
-        self,
-        scheduler: str,
-        request_ids: pa.Array,
-        users: pa.Array,
-        weights: pa.Array | None = None,
-        ratio_used: Sequence[float | None] | None = None,
-        credit_used: Sequence[float] | None = None,
-    ) -> None:
+    def __init__(self, scheduler: str, requests: RequestColumns, credit: bool = False) -> None:
         self.scheduler = scheduler
-        self._request_ids = request_ids
-        self._users = users
-        self._weights = weights
-        self._ratio_used = ratio_used
-        self._credit_used = credit_used
-        self._dispatches = 0
+        self._requests = requests
+        self._credit = credit
 
     def encode(self, start: int, rows: list[EventRow]) -> pa.Table:
-        """Rows (t, kind, req, cost, v, meter, deficit) from the engine, seq from ``start``."""
-        n = len(rows)
-        t, kind, req_column, cost, v, meter, deficit = pa.array(rows, type=_ROW).flatten()
-        kind_codes = kind.to_numpy(zero_copy_only=False)
+        """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``."""
+        return self._table(start, len(rows), pa.array(rows, type=_ROW))
+
+    def _table(self, start: int, n: int, rows: pa.StructArray) -> pa.Table:
+        t, kind, req_column, cost, v, meter, deficit, credit = rows.flatten()
         req = req_column.to_numpy(zero_copy_only=False)
-        no_request = req < 0
-        req_index = pa.array(req, mask=no_request)
+        req_index = pa.array(req, mask=req < 0)
+        requests = self._requests
         columns: dict[str, pa.Array] = {
             "seq": pa.array(np.arange(start, start + n, dtype=np.int64)),
             "t": t,
             "kind": KIND_NAMES.take(kind),
             "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
-            "request_id": self._request_ids.take(req_index),
-            "user": self._users.take(req_index),
+            "request_id": requests.request_ids.take(req_index),
+            "user": requests.users.take(req_index),
             "cost": cost,
             "v": v,
             "meter": meter,
             "deficit": deficit,
         }
-        is_dispatch = kind_codes == DISPATCH
-        if self._weights is not None:
-            columns["weight"] = self._weights.take(req_index)
-        if self._ratio_used is not None:
-            ratios = pa.array(self._ratio_used, pa.float64()).take(req_index)
-            columns["ratio"] = pc.if_else(pa.array(is_dispatch), ratios, pa.scalar(None, pa.float64()))
-        if self._credit_used is not None:
-            count = int(is_dispatch.sum())
-            credit = np.zeros(n)
-            credit[is_dispatch] = self._credit_used[self._dispatches : self._dispatches + count]
-            self._dispatches += count
-            columns["credit"] = pa.array(credit, mask=~is_dispatch)
+        is_dispatch = pc.equal(kind, DISPATCH)
+        none = pa.scalar(None, pa.float64())
+        if requests.weights is not None:
+            columns["weight"] = requests.weights.take(req_index)
+        if requests.ratio_used is not None:
+            columns["ratio"] = pc.if_else(is_dispatch, buffer_array(requests.ratio_used, pa.float64(), math.nan).take(req_index), none)
+        if requests.est_output is not None:
+            columns["est_output"] = pc.if_else(is_dispatch, buffer_array(requests.est_output, pa.float64(), math.nan).take(req_index), none)
+        if self._credit:
+            columns["credit"] = credit
+        if requests.output_tokens is not None:
+            actual = buffer_array(requests.output_tokens, pa.int64(), -1).take(req_index)
+            columns["output_tokens"] = pc.if_else(pc.equal(kind, COMPLETE), actual, pa.scalar(None, pa.int64()))
         return pa.table(columns)
 
 
@@ -138,11 +152,16 @@ def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
     missing = [c for c in LOG_COLUMNS if c not in schema.names]
     if missing:
         raise InputError(f"{path}: not an event log: missing column(s) {', '.join(missing)} (semantics §7)")
-    columns = list(LOG_COLUMNS) + [c for c in ("weight",) if c in schema.names]
+    metadata = read_metadata(path)
+    version = metadata.get("format", 1)
+    if not isinstance(version, int) or version > LOG_FORMAT:
+        raise InputError(f"{path}: written by a newer sfqtui (log format {version}; this version reads formats up to "
+                         f"{LOG_FORMAT}): upgrade sfqtui to open it")
+    columns = list(LOG_COLUMNS) + [c for c in LOG_EXTRAS.names if c in schema.names]
     parquet = pq.ParquetFile(path)
     first = parquet.read_row_group(0, columns=["scheduler"]) if parquet.num_row_groups else None
     scheduler = first["scheduler"][0].as_py() if first is not None and first.num_rows else "unknown"
-    return read_metadata(path), columns, scheduler
+    return metadata, columns, scheduler
 
 
 def log_rows(df: pl.DataFrame) -> LogRows:

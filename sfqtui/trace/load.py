@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.engine.gcpause import collector_paused
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.engine.trace import NULL, Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.schema import REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
 from sfqtui.trace.write import read_metadata
@@ -21,7 +23,8 @@ _STRING_TYPES = (pl.String, pl.Categorical, pl.Enum)
 
 @dataclass(frozen=True)
 class LoadedTrace:
-    """A validated trace: the core's view and the sorted table it came from."""
+    """A validated trace: the core's view, and the request ids, users and weights (when
+    present) as Arrow columns in replay order, for the log writer."""
 
     path: Path
     trace: Trace
@@ -177,26 +180,65 @@ def normalise(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def to_core(df: pl.DataFrame) -> Trace:
-    """The core's columnar Trace from a validated, normalised frame."""
+class ArrowStrings(Sequence[str]):
+    """A string column as the core's sequence, without a Python object per row."""
 
-    def column(name: str) -> list | None:
-        return df[name].to_list() if name in df.columns else None
+    def __init__(self, column: pa.Array) -> None:
+        self.column = column
 
+    def __len__(self) -> int:
+        return len(self.column)
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        return self.column[i].as_py()
+
+
+def _codes(column: pa.Array) -> tuple[array, list[str]]:
+    """Int codes into the sorted distinct values (code-point order), -1 for null."""
+    names = sorted(pc.unique(column).drop_null().to_pylist())
+    codes = pc.fill_null(pc.index_in(column, value_set=pa.array(names, pa.string())), -1)
+    return _typed("i", codes.to_numpy(zero_copy_only=False).astype(np.int32)), names
+
+
+def _typed(typecode: str, values: np.ndarray) -> array:
+    out = array(typecode)
+    out.frombytes(np.ascontiguousarray(values).tobytes())
+    return out
+
+
+def to_core(table: pa.Table | pl.DataFrame) -> Trace:
+    """The core's compact Trace from a validated, normalised table."""
+    if isinstance(table, pl.DataFrame):
+        table = table.to_arrow()
+
+    def floats(name: str) -> array | None:
+        if name not in table.column_names:
+            return None
+        return _typed("d", table[name].combine_chunks().to_numpy(zero_copy_only=False).astype(np.float64))
+
+    def ints(name: str) -> array | None:
+        if name not in table.column_names:
+            return None
+        return _typed("q", pc.fill_null(table[name].combine_chunks(), NULL).to_numpy(zero_copy_only=False).astype(np.int64))
+
+    user, users = _codes(table["user"].combine_chunks())
+    model, models = _codes(table["model"].combine_chunks()) if "model" in table.column_names else (None, [])
     weights: dict[str, float] = {}
-    if "weight" in df.columns:
-        per_user = df.group_by("user").agg(pl.col("weight").first())
+    if "weight" in table.column_names:
+        per_user = pl.from_arrow(table.select(["user", "weight"])).group_by("user").agg(pl.col("weight").first())  # type: ignore[union-attr]
         weights = dict(zip(per_user["user"].to_list(), per_user["weight"].to_list()))
     return Trace(
-        request_id=df["request_id"].to_list(),
-        user=df["user"].to_list(),
-        arrival_s=df["arrival_s"].to_list(),
-        input_tokens=column("input_tokens"),
-        max_tokens=column("max_tokens"),
-        output_tokens=column("output_tokens"),
-        cost=column("cost"),
-        service_s=column("service_s"),
-        model=column("model"),
+        request_id=ArrowStrings(table["request_id"].combine_chunks()),
+        user=user,
+        users=users,
+        arrival_s=floats("arrival_s"),  # type: ignore[arg-type]
+        input_tokens=ints("input_tokens"),
+        max_tokens=ints("max_tokens"),
+        output_tokens=ints("output_tokens"),
+        cost=floats("cost"),
+        service_s=floats("service_s"),
+        model=model,
+        models=models,
         weights=weights,
     )
 
@@ -205,7 +247,8 @@ def load_trace(path: Path | str) -> LoadedTrace:
     path = Path(path)
     df = read_parquet(path)
     validate(path, df)
-    df = normalise(df)
-    with collector_paused():
-        trace = to_core(df)
-    return LoadedTrace(path=path, trace=trace, table=df.to_arrow(), metadata=read_metadata(path))
+    table = normalise(df).to_arrow()
+    del df
+    trace = to_core(table)
+    kept = [c for c in ("request_id", "user", "weight") if c in table.column_names]
+    return LoadedTrace(path=path, trace=trace, table=table.select(kept), metadata=read_metadata(path))

@@ -37,4 +37,17 @@ LOG_SCHEMA = pa.schema(
     ]
 )
 LOG_COLUMNS = tuple(LOG_SCHEMA.names)
+# Columns beyond §7 that our logs may carry; a log without one reads it as null.
+LOG_EXTRAS = pa.schema(
+    [
+        ("weight", pa.float64()),
+        ("ratio", pa.float64()),
+        ("est_output", pa.float64()),
+        ("credit", pa.float64()),
+        ("output_tokens", pa.int64()),
+    ]
+)
+# The log format this version writes and the newest it reads. 1: the §7 columns with
+# weight, ratio and credit (no version recorded); 2: est_output and output_tokens added.
+LOG_FORMAT = 2
 METADATA_KEY = b"sfqtui"

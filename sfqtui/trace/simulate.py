@@ -9,7 +9,8 @@ from typing import Any, Callable
 from sfqtui import __version__
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.gcpause import collector_paused
-from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter
+from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter, RequestColumns
+from sfqtui.trace.schema import LOG_FORMAT
 from sfqtui.trace.load import LoadedTrace
 
 Progress = Callable[[int, int], None]
@@ -17,14 +18,16 @@ Progress = Callable[[int, int], None]
 
 def encoder_for(replay: Replay, loaded: LoadedTrace) -> ChunkEncoder:
     table = loaded.table
-    return ChunkEncoder(
-        scheduler=replay.scheduler.name,
+    estimator = replay.estimator
+    requests = RequestColumns(
         request_ids=table["request_id"].combine_chunks(),
         users=table["user"].combine_chunks(),
         weights=table["weight"].combine_chunks() if "weight" in table.column_names else None,
-        ratio_used=replay.estimator.ratio_used if replay.estimator is not None else None,
-        credit_used=replay.credit_used(),
+        ratio_used=estimator.ratio_used if estimator is not None else None,
+        est_output=estimator.est_output if estimator is not None else None,
+        output_tokens=loaded.trace.output_tokens,  # type: ignore[arg-type]
     )
+    return ChunkEncoder(replay.config.scheduler, requests, credit="credit" in replay.traits.extra_columns)
 
 
 def replay_metadata(replay: Replay, loaded: LoadedTrace) -> dict[str, Any]:
@@ -32,6 +35,7 @@ def replay_metadata(replay: Replay, loaded: LoadedTrace) -> dict[str, Any]:
     config = replay.config
     meta: dict[str, Any] = {
         "sfqtui_version": __version__,
+        "format": LOG_FORMAT,
         "trace": str(loaded.path),
         "requests": len(loaded.trace),
         "scheduler": config.scheduler,

@@ -21,6 +21,7 @@ from typing import Sequence
 from sfqtui.core.analysis.gaps import History, max_gain
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import fmt
+from sfqtui.core.schedulers.registry import REGISTRY, SchedulerTraits
 
 MAX_LISTED = 20
 TOP_CANDIDATES = 5
@@ -98,9 +99,10 @@ def audit(log: LogRows) -> AuditReport:
     users = {u for u in log.user if u is not None}
     report = AuditReport(sched, len(log), len(users), sum(1 for k in log.kind if k == "dispatch"))
     _audit_structure(log, report)
-    if sched in ("sfq", "sfq-reset"):
-        _audit_sfq(log, report)
-    elif sched == "drr":
+    rules = REGISTRY[sched].audit if sched in REGISTRY else None
+    if rules == "sfq":
+        _audit_sfq(log, report, REGISTRY[sched])
+    elif rules == "drr":
         _audit_drr(log, report)
     return report
 
@@ -132,8 +134,8 @@ def _weight(log: LogRows, k: int) -> float:
     return 1.0 if w is None else w
 
 
-def _audit_sfq(log: LogRows, report: AuditReport) -> None:
-    reset_join = log.scheduler == "sfq-reset"
+def _audit_sfq(log: LogRows, report: AuditReport, traits: SchedulerTraits) -> None:
+    reset_join = traits.reset_join
     join = "S_i <- v" if reset_join else "S_i <- max(S_i, v)"
     report.checks += [
         (("§3.1 (1)",), "§3.1 (1) v never decreases"),

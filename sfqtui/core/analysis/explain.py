@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.numbers import fmt
+from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.log.timeline import State, Timeline
 
@@ -96,28 +96,17 @@ def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State
         meter_after=number(table.meter[k]),
         c_max=after.c_max,
         candidates=tuple(candidates),
-        reason=_reason(table.scheduler, name, candidates, table.cost[k], number(table.deficit[k])),
+        reason=_reason(table, name, candidates, k),
     )
 
 
-def _reason(scheduler: str, winner: str, candidates: list[Candidate], cost: float, deficit_after: float | None) -> str:
-    if len(candidates) <= 1:
-        return f"{winner} was the only user waiting"
-    if scheduler in ("sfq", "sfq-reset"):
-        smallest = candidates[0].meter
-        tied = [c.user for c in candidates if c.meter == smallest]
-        if len(tied) > 1:
-            return f"tie at meter {fmt(smallest)} between {', '.join(tied)}: broken by user id, {winner} comes first"
-        runner = candidates[1]
-        return f"smallest meter: {winner} at {fmt(smallest)}, next {runner.user} at {fmt(runner.meter)}"
-    if scheduler == "drr":
-        left = "" if deficit_after is None else f", {fmt(deficit_after)} left"
-        return f"DRR visit: {winner}'s head request ({fmt(cost)}) fit its deficit{left}"
-    if scheduler == "fifo":
-        return f"FIFO: {winner} holds the oldest waiting request"
-    if scheduler == "rr":
-        return f"round robin: {winner} is next in turn among {len(candidates)} waiting users"
-    return f"{scheduler} picked {winner}"
+def _reason(table: EventTable, winner: str, candidates: list[Candidate], k: int) -> str:
+    scheduler = REGISTRY.get(table.scheduler)
+    if scheduler is None:
+        return f"{table.scheduler} picked {winner}"
+    value = (lambda c: c.meter) if scheduler.reading == "meter" else (lambda c: c.deficit)
+    after = number(table.meter[k]) if scheduler.reading == "meter" else number(table.deficit[k])
+    return scheduler.reason(winner, [(c.user, value(c)) for c in candidates], table.cost[k], after)
 
 
 def explain_wait(table: EventTable, request: str, near: int | None = None) -> WaitExplanation | None:

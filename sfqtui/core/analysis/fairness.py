@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from sfqtui.core.analysis.gaps import History, max_gain
-from sfqtui.core.log.rows import LogRows
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.trace import Trace
+from sfqtui.core.log.rows import LogRows, rows_from_replay
 
 PAIR_BUDGET = 50_000
 
@@ -198,3 +200,13 @@ def _worst_gap(episodes: list[_Episode], history: History, times: Sequence[float
     if best is None:
         return None, exact
     return Gap(best[1], best[2], times[best[3]], times[best[4]], best[0]), exact
+
+
+def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[int], None] | None = None) -> FairnessReport:
+    """Replay ``trace`` under ``config`` and compute its fairness figures (what `compare`
+    prints for one scheduler). ``progress`` gets the number of requests arrived so far."""
+    run = Replay(trace, config)
+    for arrived in run.run():
+        if progress is not None:
+            progress(arrived)
+    return fairness(rows_from_replay(run.log.columns(), trace, config.scheduler), trace.weights)

@@ -4,16 +4,20 @@
     c(r) = a * input_tokens + b * default_output_tokens      otherwise
 
 ``ratio`` estimates sum(actual output) / sum(max_tokens) over completed requests that
-carry both numbers. The expression is evaluated in exactly this order so that another
+carry both numbers. The oracle (``oracle=True``) charges the actual cost
+a * input_tokens + b * output_tokens instead: the best any estimator could do
+(semantics §10), for reference. The expression is evaluated in exactly this order so that another
 implementation can reproduce every charge to the last digit. A charge is fixed when the
 request is dispatched and never corrected.
 """
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Hashable, Literal
 
 from sfqtui.core.engine.trace import Trace
 
@@ -35,6 +39,7 @@ class EstimatorParams:
     alpha: float = 0.05
     start_ratio: float = 1.0
     default_output_tokens: int = 256
+    oracle: bool = False
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -96,14 +101,21 @@ class _ExponentialAverage:
 class CostEstimator:
     """Estimates c(r) at dispatch and learns the output ratio from completions.
 
-    ``ratio_used[i]`` is the ratio that priced request i (``None`` if it was never
-    priced, or had no max_tokens), so a log can record the values it used.
+    ``price`` and ``learn`` work on plain numbers (the proxy prices requests it has never
+    seen before); ``cost`` and ``observe`` work on request indices of a trace and record,
+    per request, the ratio that priced it and its estimated output (NaN: not priced, or
+    no ratio involved), so a log can record the values it used.
     """
 
-    def __init__(self, params: EstimatorParams, trace: Trace) -> None:
+    def __init__(self, params: EstimatorParams, trace: Trace | None = None) -> None:
+        self.params = params
+        self._ratios: dict[Hashable, _RatioOfSums | _ExponentialAverage] = {}
+        if trace is None:
+            return
         if trace.input_tokens is None:
             raise ValueError("the estimator needs the input_tokens column")
-        self.params = params
+        if params.oracle and trace.output_tokens is None:
+            raise ValueError("the oracle estimator needs the output_tokens column: it charges the actual output")
         self._inputs = trace.input_tokens
         self._caps = trace.max_tokens
         self._outputs = trace.output_tokens
@@ -113,10 +125,10 @@ class CostEstimator:
             self._keys = trace.model
         else:
             self._keys = None
-        self._ratios: dict[object, _RatioOfSums | _ExponentialAverage] = {}
-        self.ratio_used: list[float | None] = [None] * len(trace)
+        self.ratio_used = array("d", [math.nan]) * len(trace)
+        self.est_output = array("d", [math.nan]) * len(trace)
 
-    def _ratio(self, key: object) -> _RatioOfSums | _ExponentialAverage:
+    def _ratio(self, key: Hashable) -> _RatioOfSums | _ExponentialAverage:
         ratio = self._ratios.get(key)
         if ratio is None:
             p = self.params
@@ -127,20 +139,48 @@ class CostEstimator:
             self._ratios[key] = ratio
         return ratio
 
-    def key(self, req: int) -> object:
+    def ratio(self, key: Hashable = None) -> float:
+        """The ratio that would price a request of this scope key now."""
+        ratio = self._ratios.get(key)
+        return self.params.start_ratio if ratio is None else ratio.value
+
+    def ratios(self) -> dict[Hashable, float]:
+        """The learned ratio of every scope key seen so far."""
+        return {key: ratio.value for key, ratio in self._ratios.items()}
+
+    def price(self, n_in: int, cap: int | None, key: Hashable = None, actual_output: int | None = None) -> tuple[float, float | None, float]:
+        """(cost, ratio used or None, estimated output tokens) of a request at dispatch."""
+        p = self.params
+        if p.oracle:
+            if actual_output is None:
+                raise ValueError("the oracle estimator needs the request's actual output tokens")
+            est_output: float = actual_output
+            ratio = None
+        elif cap is None:
+            est_output = p.default_output_tokens
+            ratio = None
+        else:
+            ratio = self._ratio(key).value
+            est_output = cap * ratio
+        return p.input_weight * n_in + p.output_weight * est_output, ratio, est_output
+
+    def learn(self, output: int, cap: int, key: Hashable = None) -> None:
+        """A completion that carries both its output and its cap."""
+        self._ratio(key).observe(output, cap)
+
+    def key(self, req: int) -> Hashable:
         return None if self._keys is None else self._keys[req]
 
     def cost(self, req: int) -> float:
-        p = self.params
-        n_in = self._inputs[req] or 0
-        cap = None if self._caps is None else self._caps[req]
-        if cap is None:
-            est_output: float = p.default_output_tokens
-        else:
-            ratio = self._ratio(self.key(req)).value
+        cap = -1 if self._caps is None else self._caps[req]
+        output = -1 if self._outputs is None else self._outputs[req]
+        n_in = self._inputs[req]
+        cost, ratio, est_output = self.price(
+            n_in if n_in > 0 else 0, None if cap < 0 else cap, self.key(req), None if output < 0 else output)
+        if ratio is not None:
             self.ratio_used[req] = ratio
-            est_output = cap * ratio
-        return p.input_weight * n_in + p.output_weight * est_output
+        self.est_output[req] = est_output
+        return cost
 
     def observe(self, req: int) -> None:
         """A completion: learn from it when it carries both output_tokens and max_tokens."""
@@ -148,15 +188,32 @@ class CostEstimator:
             return
         cap = self._caps[req]
         output = self._outputs[req]
-        if cap is None or output is None:
+        if cap < 0 or output < 0:
             return
         self._ratio(self.key(req)).observe(output, cap)
 
     def upper_bound(self, req: int) -> float:
         """A cost this request can never exceed while ratio <= max(1, start_ratio)."""
         p = self.params
-        n_in = self._inputs[req] or 0
-        cap = None if self._caps is None else self._caps[req]
-        if cap is None:
+        n_in = max(0, self._inputs[req])
+        cap = -1 if self._caps is None else self._caps[req]
+        if p.oracle:
+            return p.input_weight * n_in + p.output_weight * max(0, self._outputs[req])
+        if cap < 0:
             return p.input_weight * n_in + p.output_weight * p.default_output_tokens
         return p.input_weight * n_in + p.output_weight * (cap * max(1.0, p.start_ratio))
+
+    def actual_cost(self, req: int) -> float | None:
+        """a * input_tokens + b * output_tokens (semantics §10), when the output is known."""
+        if self._outputs is None or self._outputs[req] < 0:
+            return None
+        p = self.params
+        return p.input_weight * max(0, self._inputs[req]) + p.output_weight * self._outputs[req]
+
+    def input_charge(self, req: int) -> float:
+        """a * input_tokens: what VTC charges at dispatch (semantics §9)."""
+        return self.params.input_weight * max(0, self._inputs[req])
+
+    def output_charge(self, req: int) -> float:
+        """b * output_tokens: what VTC charges at completion (semantics §9)."""
+        return self.params.output_weight * max(0, self._outputs[req])

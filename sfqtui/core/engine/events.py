@@ -9,8 +9,8 @@ KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cance
 ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP = range(len(KINDS))
 
 
-# One event: (t, kind code, request index or -1, cost or None, v, meter, deficit).
-EventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None"]
+# One event: (t, kind code, request index or -1, cost or None, v, meter, deficit, credit).
+EventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None"]
 
 
 @dataclass
@@ -18,8 +18,9 @@ class EventColumns:
     """Events in seq order as parallel columns, seq = ``start`` + position.
 
     ``req`` is the trace index of the event's request (-1 for idle_reset); the request id
-    and user are looked up from the trace when the rows are written. ``cost`` is ``None``
-    except on dispatches.
+    and user are looked up from the trace when the rows are written. ``cost`` and
+    ``credit`` (the DRR deficit a dispatch was sent against) are ``None`` except on
+    dispatches.
     """
 
     start: int
@@ -30,6 +31,7 @@ class EventColumns:
     v: Sequence[float | None]
     meter: Sequence[float | None]
     deficit: Sequence[float | None]
+    credit: Sequence[float | None]
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -47,8 +49,15 @@ class EventBuffer:
 
     def columns(self) -> EventColumns:
         rows = self.rows
-        t, kind, req, cost, v, meter, deficit = ([row[j] for row in rows] for j in range(7))
-        return EventColumns(self.start, t, kind, req, cost, v, meter, deficit)
+        t, kind, req, cost, v, meter, deficit, credit = ([row[j] for row in rows] for j in range(8))
+        return EventColumns(self.start, t, kind, req, cost, v, meter, deficit, credit)
+
+    def drain_columns(self) -> EventColumns:
+        """The rows held so far as columns; the buffer starts empty after them."""
+        columns = self.columns()
+        self.start += len(self.rows)
+        self.rows = []
+        return columns
 
     def drain(self) -> tuple[int, list[EventRow]]:
         """Hand over the rows held so far (with the seq of the first) and start an empty buffer after them."""

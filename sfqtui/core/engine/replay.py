@@ -13,10 +13,12 @@ from typing import Callable, Iterator
 
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
-from sfqtui.core.schedulers import DRR, SFQ, Scheduler, make_scheduler
-from sfqtui.core.schedulers.base import CostOf, Dispatch, UserReading
 from sfqtui.core.engine.service import TokenServiceModel, service_times
 from sfqtui.core.engine.trace import Trace
+from sfqtui.core.schedulers import Scheduler, traits
+from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading
+
+CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class ReplayConfig:
     renormalise_every: int | None = None
 
     def __post_init__(self) -> None:
+        traits(self.scheduler)
         if self.slots < 1:
             raise ValueError("slots must be >= 1")
         if self.quantum is not None and not self.quantum > 0:
@@ -41,26 +44,37 @@ class Replay:
     """Replays a trace under one scheduler and fills an event buffer.
 
     ``run()`` yields after roughly every ``chunk`` events so a caller can report progress
-    or drain ``log`` to disk; ``run_all()`` replays to the end.
+    or drain ``log``; ``chunks()`` does the draining and yields the events as columns.
     """
 
     def __init__(self, trace: Trace, config: ReplayConfig) -> None:
         self.trace = trace
         self.config = config
+        self.traits = traits(config.scheduler)
         self.estimator: CostEstimator | None = None
-        if trace.cost is not None:
-            self.cost_of: CostOf = trace.cost.__getitem__
+        self._complete_charge: CostOf | None = None
+        if self.traits.charges == "actual":
+            for column in ("input_tokens", "output_tokens"):
+                if getattr(trace, column) is None:
+                    raise ValueError(f"{config.scheduler} charges actual usage and needs the trace column '{column}' "
+                                     "(semantics §9); this trace has none")
+            self.estimator = CostEstimator(config.estimator, trace)
+            self.cost_of: CostOf = self.estimator.input_charge
+            self._complete_charge = self.estimator.output_charge
+            self.cost_source = "input at dispatch, output at completion"
+        elif trace.cost is not None and not config.estimator.oracle:
+            self.cost_of = trace.cost.__getitem__
             self.cost_source = "column"
         else:
             self.estimator = CostEstimator(config.estimator, trace)
             self.cost_of = self.estimator.cost
-            self.cost_source = "estimator"
+            self.cost_source = "oracle" if config.estimator.oracle else "estimator"
         self.service, self.service_source = service_times(trace, config.service)
         self.quantum = config.quantum
-        if config.scheduler == "drr" and self.quantum is None:
+        if self.traits.needs_quantum and self.quantum is None:
             self.quantum = self.largest_cost()
-        self.scheduler: Scheduler = make_scheduler(config.scheduler, trace.weights, self.quantum)
-        if config.renormalise_every and self.scheduler.has_virtual_time:
+        self.scheduler: Scheduler = self.traits.build(trace.weights_by_code(), self.quantum)
+        if config.renormalise_every and self.traits.renormalisable:
             self._check_renormalisable()
         self.log = EventBuffer()
         self.dispatched = 0
@@ -69,8 +83,8 @@ class Replay:
         """c_max of the trace: the explicit costs, or the most the estimator can charge."""
         if not len(self.trace):
             return 1.0
-        if self.trace.cost is not None:
-            return max(self.trace.cost)
+        if self.cost_source == "column":
+            return max(self.trace.cost)  # type: ignore[arg-type]
         assert self.estimator is not None
         return max(self.estimator.upper_bound(i) for i in range(len(self.trace)))
 
@@ -83,12 +97,13 @@ class Replay:
         both frames compute the same numbers, shifted, and every decision is the same.
         """
         trace = self.trace
-        if trace.cost is None:
+        if self.cost_source != "column":
             raise ValueError("--renormalise-every needs explicit costs: estimated costs are not exact in floating point, "
                              "so renormalising could change a decision (docs/semantics.md)")
+        weights = trace.weights_by_code()
         largest_denominator, total = 1, 0.0
-        for user, cost in zip(trace.user, trace.cost):
-            charge = cost / trace.weights.get(user, 1.0)
+        for user, cost in zip(trace.user, trace.cost):  # type: ignore[arg-type]
+            charge = cost / weights.get(user, 1.0)  # type: ignore[arg-type]
             denominator = charge.as_integer_ratio()[1]
             if denominator > largest_denominator:
                 largest_denominator = denominator
@@ -97,16 +112,21 @@ class Replay:
             raise ValueError("--renormalise-every needs charges (cost / weight) on one exact grid, such as whole numbers: "
                              "with these costs renormalising could change a decision (docs/semantics.md)")
 
-    def credit_used(self) -> list[float] | None:
-        return self.scheduler.credit_used if isinstance(self.scheduler, DRR) else None
-
     def run_all(self) -> EventColumns:
-        """Replay to the end and return every event as columns."""
+        """Replay to the end and return every event as columns (small traces and tests)."""
         for _ in self.run():
             pass
         return self.log.columns()
 
-    def run(self, chunk: int = 1 << 16) -> Iterator[int]:
+    def chunks(self, chunk: int = CHUNK) -> Iterator[tuple[EventColumns, int]]:
+        """Replay to the end, handing over the events every ``chunk`` events as columns,
+        with the number of requests arrived so far; nothing is kept after it is handed over."""
+        for arrived in self.run(chunk):
+            columns = self.log.drain_columns()
+            if len(columns):
+                yield columns, arrived
+
+    def run(self, chunk: int = CHUNK) -> Iterator[int]:
         """Replay to the end, yielding the number of requests arrived every ``chunk`` events."""
         trace = self.trace
         arrivals = trace.arrival_s
@@ -115,9 +135,11 @@ class Replay:
         service = self.service
         sched = self.scheduler
         arrive, reading, dispatch, idle_reset = self._operations()
+        complete = sched.complete if self._complete_charge is not None else None
+        complete_charge = self._complete_charge
         cost_of = self.cost_of
         observe = self.estimator.observe if self.estimator is not None else None
-        virtual = sched.has_virtual_time
+        virtual = self.traits.virtual_time
         log = self.log
         rows = log.rows
         append = rows.append
@@ -141,24 +163,27 @@ class Replay:
                     free += 1
                     if observe is not None:
                         observe(req)
-                    v, meter, deficit = reading(users[req])
-                    append((now, COMPLETE, req, None, v, meter, deficit))
+                    if complete is not None:
+                        v, meter, deficit = complete(req, users[req], complete_charge(req))  # type: ignore[misc]
+                    else:
+                        v, meter, deficit = reading(users[req])
+                    append((now, COMPLETE, req, None, v, meter, deficit, None))
 
                 while next_arrival == now:
                     v, meter, deficit = arrive(i, users[i])
-                    append((now, ARRIVE, i, None, v, meter, deficit))
+                    append((now, ARRIVE, i, None, v, meter, deficit, None))
                     i += 1
                     next_arrival = arrivals[i] if i < n else never
 
                 if free and sched.backlogged:
                     while free and sched.backlogged:
-                        req, _user, cost, v, meter, deficit = dispatch(cost_of)
-                        append((now, DISPATCH, req, cost, v, meter, deficit))
+                        req, _user, cost, v, meter, deficit, credit = dispatch(cost_of)
+                        append((now, DISPATCH, req, cost, v, meter, deficit, credit))
                         free -= 1
                         heappush(running, (now + service[req], dispatched, req))
                         dispatched += 1
                         if virtual and not sched.backlogged:
-                            append((now, IDLE_RESET, -1, None, idle_reset(), None, None))
+                            append((now, IDLE_RESET, -1, None, idle_reset(), None, None, None))
                     next_done = running[0][0]
 
                 if log.start + len(rows) >= next_yield:
@@ -176,7 +201,7 @@ class Replay:
                 gc.enable()
         yield i
 
-    def _operations(self) -> tuple[Callable[[int, str], UserReading], Callable[[str], UserReading], Callable[[CostOf], Dispatch], Callable[[], float | None]]:
+    def _operations(self) -> tuple[Callable[[int, User], UserReading], Callable[[User], UserReading], Callable[[CostOf], Dispatch], Callable[[], float | None]]:
         """The scheduler's arrive, reading, dispatch and idle reset.
 
         With renormalisation on, they report v and meters in the absolute frame
@@ -184,28 +209,27 @@ class Replay:
         """
         sched = self.scheduler
         every = self.config.renormalise_every
-        if not every or not isinstance(sched, SFQ):
+        if not every or not self.traits.renormalisable:
             return sched.arrive, sched.reading, sched.dispatch, sched.idle_reset
-        sfq = sched
         count = 0
 
         def absolute(reading: UserReading) -> UserReading:
             v, meter, deficit = reading
-            off = sfq.offset
+            off = sched.offset
             return v + off, (None if meter is None else meter + off), deficit  # type: ignore[operator]
 
         def dispatch(cost_of: CostOf) -> Dispatch:
             nonlocal count
-            req, user, cost, v, meter, deficit = sfq.dispatch(cost_of)
-            off = sfq.offset
+            req, user, cost, v, meter, deficit, credit = sched.dispatch(cost_of)
+            off = sched.offset
             count += 1
             if count % every == 0:
-                sfq.renormalise()
-            return req, user, cost, v + off, meter + off, deficit  # type: ignore[operator]
+                sched.renormalise()
+            return req, user, cost, v + off, meter + off, deficit, credit  # type: ignore[operator]
 
         return (
-            lambda req, user: absolute(sfq.arrive(req, user)),
-            lambda user: absolute(sfq.reading(user)),
+            lambda req, user: absolute(sched.arrive(req, user)),
+            lambda user: absolute(sched.reading(user)),
             dispatch,
-            lambda: sfq.idle_reset() + sfq.offset,
+            lambda: sched.idle_reset() + sched.offset,  # type: ignore[operator]
         )

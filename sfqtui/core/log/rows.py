@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Hashable, Sequence
 
 if TYPE_CHECKING:
     from sfqtui.core.engine.events import EventColumns
@@ -19,7 +19,7 @@ class LogRows:
     t: Sequence[float]
     kind: Sequence[str]
     user: Sequence[str | None]
-    request_id: Sequence[str | None]
+    request_id: Sequence[Hashable | None]
     cost: Sequence[float | None]
     v: Sequence[float | None]
     meter: Sequence[float | None]
@@ -32,11 +32,12 @@ class LogRows:
 
 
 def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> LogRows:
-    """LogRows for events still held by the engine (ids and users looked up from the trace)."""
+    """LogRows for events handed over by the engine: users looked up from the trace, and
+    requests named by their trace index (the audits only need them to tell requests apart)."""
     from sfqtui.core.engine.events import KINDS
 
-    request_ids = [trace.request_id[r] if r >= 0 else None for r in columns.req]
-    users = [trace.user[r] if r >= 0 else None for r in columns.req]
+    names, codes = trace.users, trace.user
+    users = [names[codes[r]] if r >= 0 else None for r in columns.req]
     weight = [trace.weights.get(u, 1.0) if u is not None else None for u in users] if trace.weights else None
     return LogRows(
         scheduler=scheduler,
@@ -44,10 +45,11 @@ def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> Log
         t=columns.t,
         kind=[KINDS[k] for k in columns.kind],
         user=users,
-        request_id=request_ids,
+        request_id=[r if r >= 0 else None for r in columns.req],
         cost=columns.cost,
         v=columns.v,
         meter=columns.meter,
         deficit=columns.deficit,
         weight=weight,
+        credit=columns.credit,
     )

@@ -1,76 +1,62 @@
-"""The one interface the replay engine and the views use for every algorithm."""
+"""The one interface the replay engine, the proxy and the views use for every algorithm."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Hashable
 
 CostOf = Callable[[int], float]
+User = Hashable  # a name, or a small int code whose order is the names' order
 
 # What every event row carries from the scheduler: (v, meter, deficit) for the event's user.
 UserReading = tuple[float | None, float | None, float | None]
-# A dispatch: (request, user, charged cost, v, meter after, deficit after).
-Dispatch = tuple[int, str, float, float | None, float | None, float | None]
-
-
-@dataclass(frozen=True)
-class UserView:
-    user: str
-    queued: int
-    weight: float
-    meter: float | None = None
-    deficit: float | None = None
-
-
-@dataclass(frozen=True)
-class SchedulerView:
-    """A scheduler's state as a view draws it.
-
-    SFQ fills ``v`` and each user's ``meter``; DRR fills ``order`` (the active list),
-    ``pointer`` (the user being visited), ``quantum`` and each user's ``deficit``;
-    RR fills ``order``. ``users`` lists every user seen so far, sorted by id.
-    """
-
-    scheduler: str
-    users: tuple[UserView, ...]
-    v: float | None = None
-    order: tuple[str, ...] = ()
-    pointer: str | None = None
-    quantum: float | None = None
-    extra: dict[str, float] = field(default_factory=dict)
+# A dispatch: (request, user, charged cost, v, meter after, deficit after, credit it was sent against).
+Dispatch = tuple[int, User, float, float | None, float | None, float | None, float | None]
 
 
 class Scheduler(ABC):
     """Queues requests per user and picks, one at a time, which to dispatch next.
 
-    Requests are trace indices (ints); users are ids. Weights are fixed per user.
+    Requests are ints (trace indices, or the proxy's own numbers); users are hashable and
+    ordered the way their ids are (semantics §3's tie rule). Weights are fixed per user.
+    ``backlogged`` counts users with a request queued.
     """
 
     name: str = ""
-    has_virtual_time = False
 
-    def __init__(self, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, weights: dict[User, float] | None = None) -> None:
         self._weights = weights or {}
-        self._queues: dict[str, deque[int]] = {}
+        self._queues: dict[User, deque[int]] = {}
         self.backlogged = 0
+        self.offset = 0.0  # what renormalisation has taken out of v and the meters
 
-    def weight(self, user: str) -> float:
+    def weight(self, user: User) -> float:
         return self._weights.get(user, 1.0)
 
-    def queued(self, user: str) -> int:
+    def queued(self, user: User) -> int:
         queue = self._queues.get(user)
         return len(queue) if queue else 0
 
-    def _queue(self, user: str) -> deque[int]:
+    def _queue(self, user: User) -> deque[int]:
         queue = self._queues.get(user)
         if queue is None:
             queue = self._queues[user] = deque()
         return queue
 
+    def _remove(self, req: int, user: User) -> bool:
+        """Take a queued request out of its user's queue; True if that emptied the queue."""
+        queue = self._queues.get(user)
+        if not queue or req not in queue:
+            raise KeyError(f"request {req} is not queued for {user!r}")
+        queue.remove(req)
+        if queue:
+            return False
+        self.backlogged -= 1
+        return True
+
     @abstractmethod
-    def arrive(self, req: int, user: str) -> UserReading:
+    def arrive(self, req: int, user: User) -> UserReading:
         """Queue a request; return the user's reading after the arrival."""
 
     @abstractmethod
@@ -78,20 +64,21 @@ class Scheduler(ABC):
         """Pick and pop one request; only called while ``backlogged > 0``."""
 
     @abstractmethod
-    def reading(self, user: str) -> UserReading:
+    def cancel(self, req: int, user: User) -> UserReading:
+        """Remove a queued request before dispatch, without any charge (semantics §2)."""
+
+    @abstractmethod
+    def reading(self, user: User) -> UserReading:
         """The user's (v, meter, deficit) as it stands."""
 
+    def complete(self, req: int, user: User, charge: float) -> UserReading:
+        """A dispatched request finished; ``charge`` is what its actual usage costs on top
+        of the dispatch charge (0 unless the scheduler charges actual usage, like VTC)."""
+        return self.reading(user)
+
     def idle_reset(self) -> float | None:
-        """Called right after a dispatch left nobody backlogged; returns the new v, if any."""
+        """Called right after a dispatch or cancellation left nobody backlogged; returns the new v, if any."""
         return None
 
     def renormalise(self) -> None:
         """Shift internal numbers to a smaller range without changing any decision."""
-
-    @abstractmethod
-    def view(self) -> SchedulerView: ...
-
-    def _user_views(self, meter: Callable[[str], float | None], deficit: Callable[[str], float | None]) -> tuple[UserView, ...]:
-        return tuple(
-            UserView(u, len(q), self.weight(u), meter(u), deficit(u)) for u, q in sorted(self._queues.items())
-        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, SchedulerView, UserReading
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
 
 _NO_READING: UserReading = (None, None, None)
 
@@ -14,11 +14,11 @@ class FIFO(Scheduler):
 
     name = "fifo"
 
-    def __init__(self, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, weights: dict[User, float] | None = None) -> None:
         super().__init__(weights)
-        self._line: deque[tuple[int, str]] = deque()
+        self._line: deque[tuple[int, User]] = deque()
 
-    def arrive(self, req: int, user: str) -> UserReading:
+    def arrive(self, req: int, user: User) -> UserReading:
         queue = self._queue(user)
         if not queue:
             self.backlogged += 1
@@ -32,14 +32,19 @@ class FIFO(Scheduler):
         queue.popleft()
         if not queue:
             self.backlogged -= 1
-        return req, user, cost_of(req), None, None, None
+        return req, user, cost_of(req), None, None, None, None
 
-    def reading(self, user: str) -> UserReading:
+    def cancel(self, req: int, user: User) -> UserReading:
+        self._remove(req, user)
+        self._line.remove((req, user))
         return _NO_READING
 
-    def view(self) -> SchedulerView:
-        none = lambda _u: None  # noqa: E731
-        return SchedulerView(scheduler=self.name, users=self._user_views(none, none))
+    def reading(self, user: User) -> UserReading:
+        return _NO_READING
+
+    def line(self) -> list[tuple[int, User]]:
+        """Waiting requests in the order they will go."""
+        return list(self._line)
 
 
 class RoundRobin(Scheduler):
@@ -47,11 +52,11 @@ class RoundRobin(Scheduler):
 
     name = "rr"
 
-    def __init__(self, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, weights: dict[User, float] | None = None) -> None:
         super().__init__(weights)
-        self._active: deque[str] = deque()
+        self._active: deque[User] = deque()
 
-    def arrive(self, req: int, user: str) -> UserReading:
+    def arrive(self, req: int, user: User) -> UserReading:
         queue = self._queue(user)
         if not queue:
             self._active.append(user)
@@ -67,11 +72,16 @@ class RoundRobin(Scheduler):
             self._active.append(user)
         else:
             self.backlogged -= 1
-        return req, user, cost_of(req), None, None, None
+        return req, user, cost_of(req), None, None, None, None
 
-    def reading(self, user: str) -> UserReading:
+    def cancel(self, req: int, user: User) -> UserReading:
+        if self._remove(req, user):
+            self._active.remove(user)
         return _NO_READING
 
-    def view(self) -> SchedulerView:
-        none = lambda _u: None  # noqa: E731
-        return SchedulerView(scheduler=self.name, users=self._user_views(none, none), order=tuple(self._active))
+    def reading(self, user: User) -> UserReading:
+        return _NO_READING
+
+    def turn_order(self) -> list[User]:
+        """Backlogged users in the order they will be served."""
+        return list(self._active)

@@ -4,30 +4,29 @@ from __future__ import annotations
 
 from collections import deque
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, SchedulerView, UserReading
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
 
 
 class DRR(Scheduler):
     """An active list in the order users became backlogged, a deficit per user, quantum Q.
 
     Visits are resumable: a visit that still has credit when no slot is free goes on at
-    the next dispatch without a new quantum. ``credit_used[k]`` is the deficit the k-th
-    dispatch was sent against, so a log can show that no request exceeded it.
+    the next dispatch without a new quantum. Each dispatch reports the deficit it was
+    sent against (its credit), so a log can show that no request exceeded it.
     """
 
     name = "drr"
 
-    def __init__(self, quantum: float, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, quantum: float, weights: dict[User, float] | None = None) -> None:
         if not quantum > 0:
             raise ValueError("DRR quantum must be > 0")
         super().__init__(weights)
         self.quantum = quantum
-        self._active: deque[str] = deque()
-        self._deficits: dict[str, float] = {}
-        self._visiting: str | None = None
-        self.credit_used: list[float] = []
+        self._active: deque[User] = deque()
+        self._deficits: dict[User, float] = {}
+        self._visiting: User | None = None
 
-    def arrive(self, req: int, user: str) -> UserReading:
+    def arrive(self, req: int, user: User) -> UserReading:
         queue = self._queue(user)
         if not queue:
             self._active.append(user)
@@ -50,7 +49,6 @@ class DRR(Scheduler):
             credit = deficits[user]
             if cost <= credit:
                 queue.popleft()
-                self.credit_used.append(credit)
                 if queue:
                     deficits[user] = credit - cost
                 else:
@@ -58,18 +56,26 @@ class DRR(Scheduler):
                     self._active.popleft()
                     self._visiting = None
                     self.backlogged -= 1
-                return req, user, cost, None, None, deficits[user]
+                return req, user, cost, None, None, deficits[user], credit
             self._active.rotate(-1)
             self._visiting = None
 
-    def reading(self, user: str) -> UserReading:
+    def cancel(self, req: int, user: User) -> UserReading:
+        if self._remove(req, user):
+            self._active.remove(user)
+            self._deficits[user] = 0.0
+            if self._visiting == user:
+                self._visiting = None
+        return self.reading(user)
+
+    def reading(self, user: User) -> UserReading:
         return None, None, self._deficits.get(user)
 
-    def view(self) -> SchedulerView:
-        return SchedulerView(
-            scheduler=self.name,
-            users=self._user_views(lambda _u: None, self._deficits.get),
-            order=tuple(self._active),
-            pointer=self._visiting,
-            quantum=self.quantum,
-        )
+    def active_list(self) -> list[User]:
+        """Backlogged users in visiting order, the one being visited first."""
+        return list(self._active)
+
+    @property
+    def visiting(self) -> User | None:
+        """The user whose visit is in progress (resumes at the next dispatch), if any."""
+        return self._visiting

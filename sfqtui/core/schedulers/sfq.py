@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from heapq import heapify, heappop, heappush
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, SchedulerView, UserReading
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
 
 
 class SFQ(Scheduler):
@@ -18,18 +18,16 @@ class SFQ(Scheduler):
     """
 
     name = "sfq"
-    has_virtual_time = True
     reset_join = False
 
-    def __init__(self, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, weights: dict[User, float] | None = None) -> None:
         super().__init__(weights)
         self.v = 0.0
-        self._meters: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
+        self._meters: dict[User, float] = {}
+        self._heap: list[tuple[float, User]] = []
         self._max_meter = 0.0
-        self.offset = 0.0
 
-    def arrive(self, req: int, user: str) -> UserReading:
+    def arrive(self, req: int, user: User) -> UserReading:
         queue = self._queues.get(user)
         if queue is None:
             queue = self._queue(user)
@@ -63,10 +61,19 @@ class SFQ(Scheduler):
             heappush(self._heap, (charged, user))
         else:
             self.backlogged -= 1
-        return req, user, cost, meter, charged, None
+        return req, user, cost, meter, charged, None, None
 
-    def reading(self, user: str) -> UserReading:
+    def cancel(self, req: int, user: User) -> UserReading:
+        if self._remove(req, user):
+            self._heap.remove((self._meters[user], user))
+            heapify(self._heap)
+        return self.reading(user)
+
+    def reading(self, user: User) -> UserReading:
         return self.v, self._meters.get(user), None
+
+    def meter(self, user: User) -> float | None:
+        return self._meters.get(user)
 
     def idle_reset(self) -> float:
         if self._max_meter > self.v:
@@ -79,8 +86,8 @@ class SFQ(Scheduler):
         d is v rounded down to a multiple of the largest ulp among the numbers held, so
         every meter >= d shifts exactly and keeps its order; meters below d (users idle
         since before v passed them) can only round towards each other, and the join rule
-        maps all of them to v anyway. See docs/semantics-choices.md for what this can and
-        cannot promise once later charges are not exactly representable.
+        maps all of them to v anyway. docs/semantics.md says what this can and cannot
+        promise once later charges are not exactly representable.
         """
         largest = max(abs(self._max_meter), abs(self.v))
         if largest == 0.0:
@@ -96,13 +103,6 @@ class SFQ(Scheduler):
             self._meters[user] = meter - d
         self._heap = [(meter - d, user) for meter, user in self._heap]
         heapify(self._heap)
-
-    def view(self) -> SchedulerView:
-        return SchedulerView(
-            scheduler=self.name,
-            users=self._user_views(self._meters.get, lambda _u: None),
-            v=self.v,
-        )
 
 
 class SFQReset(SFQ):

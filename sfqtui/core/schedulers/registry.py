@@ -1,0 +1,129 @@
+"""Every scheduler and what the rest of sfqtui needs to know about it, in one place.
+
+The CLI's choices, the log's columns, the views' headers, the explainer's reasons and the
+audit all read a scheduler's traits from here; no other code compares scheduler names.
+A new scheduler is one module in this package and one entry below (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal, Sequence
+
+from sfqtui.core.numbers import fmt as _fmt
+from sfqtui.core.schedulers.base import Scheduler, User
+from sfqtui.core.schedulers.baselines import FIFO, RoundRobin
+from sfqtui.core.schedulers.drr import DRR
+from sfqtui.core.schedulers.sfq import SFQ, SFQReset
+from sfqtui.core.schedulers.vtc import VTC
+
+Weights = dict[User, float]
+# (user, value) of each candidate, smallest (value, user) first; value is the scheduler's
+# own number (meter, deficit, counter) or None.
+Ranked = Sequence[tuple[str, float | None]]
+
+
+@dataclass(frozen=True)
+class SchedulerTraits:
+    """What a scheduler is, for everything that is not the scheduler itself.
+
+    ``reading``: which §7 column its rows fill with its per-user number ("meter",
+    "deficit" or None); ``band``: how a view places that number ("virtual": inside
+    [v, v + c_max]; "credit": inside [0, c_max]; "queue": queue lengths);
+    ``charges``: "estimate" (c(r) at dispatch, never corrected) or "actual" (the input
+    at dispatch, the actual output at completion); ``audit``: the rule set `check`
+    applies (None: only the structure of the log).
+    """
+
+    name: str
+    title: str
+    section: str
+    build: Callable[[Weights, float | None], Scheduler]
+    reading: Literal["meter", "deficit"] | None
+    band: Literal["virtual", "credit", "queue"]
+    value_name: str  # what its per-user number is, in words
+    value_symbol: str
+    join_words: str
+    join_symbols: str
+    pick_words: str
+    charges: Literal["estimate", "actual"] = "estimate"
+    virtual_time: bool = False  # fills v and has global idle resets (§2.5)
+    needs_quantum: bool = False
+    renormalisable: bool = False
+    audit: Literal["sfq", "drr", "vtc"] | None = None
+    reset_join: bool = False
+    picks_smallest: bool = False  # picks the smallest (value, user id)
+    extra_columns: tuple[str, ...] = ()  # log columns beyond §7 that its rows fill
+
+    def reason(self, winner: str, ranked: Ranked, cost: float, value_after: float | None) -> str:
+        """Why ``winner`` was picked among the ranked candidates, in one sentence."""
+        if len(ranked) <= 1:
+            return f"{winner} was the only user waiting"
+        if self.picks_smallest:
+            smallest = ranked[0][1]
+            tied = [u for u, value in ranked if value == smallest]
+            if len(tied) > 1:
+                return f"tie at {self.value_symbol} = {_fmt(smallest)} between {', '.join(tied)}: broken by user id, {winner} comes first"
+            runner = ranked[1]
+            return f"smallest {self.value_name}: {winner} at {_fmt(smallest)}, next {runner[0]} at {_fmt(runner[1])}"
+        if self.band == "credit":
+            left = "" if value_after is None else f", {_fmt(value_after)} left"
+            return f"DRR visit: {winner}'s head request ({_fmt(cost)}) fit its deficit{left}"
+        return f"{self.pick_words}: {winner} is next among {len(ranked)} waiting users"
+
+
+def _drr(weights: Weights, quantum: float | None) -> Scheduler:
+    if quantum is None:
+        raise ValueError("drr needs a quantum")
+    return DRR(quantum, weights)
+
+
+_SFQ_COMMON = dict(reading="meter", band="virtual", value_name="meter", value_symbol="S_i",
+                   pick_words="smallest meter S_i (ties by user id)", virtual_time=True, renormalisable=True, audit="sfq", picks_smallest=True)
+
+REGISTRY: dict[str, SchedulerTraits] = {
+    t.name: t
+    for t in (
+        SchedulerTraits("sfq", "Start-time Fair Queueing", "§2", lambda w, _q: SFQ(w),
+                        join_words="a user whose queue was empty joins at the larger of its own meter and v",
+                        join_symbols="S_i ← max(S_i, v)", **_SFQ_COMMON),  # type: ignore[arg-type]
+        SchedulerTraits("sfq-reset", "SFQ with the reset join (the §2.4 loophole)", "§2.4", lambda w, _q: SFQReset(w),
+                        join_words="a user whose queue was empty joins at v, forgetting what it was charged",
+                        join_symbols="S_i ← v", reset_join=True, **_SFQ_COMMON),  # type: ignore[arg-type]
+        SchedulerTraits("drr", "Deficit Round Robin", "§4", _drr, reading="deficit", band="credit",
+                        value_name="deficit", value_symbol="DC_i",
+                        join_words="a user whose queue was empty goes to the tail of the active list with deficit 0",
+                        join_symbols="DC_i ← 0, tail", pick_words="the visited user's head request fits its deficit",
+                        needs_quantum=True, audit="drr", extra_columns=("credit",)),
+        SchedulerTraits("vtc", "Virtual Token Counter", "§6.2", lambda w, _q: VTC(w), reading="meter", band="queue",
+                        value_name="counter", value_symbol="C_i",
+                        join_words="a user whose queue was empty is lifted to the smallest counter among the other waiting users",
+                        join_symbols="C_i ← max(C_i, min C_j)", pick_words="smallest counter C_i (ties by user id)",
+                        charges="actual", audit="vtc", picks_smallest=True),
+        SchedulerTraits("fifo", "First In, First Out", "§5 (baseline)", lambda w, _q: FIFO(w), reading=None, band="queue",
+                        value_name="queued", value_symbol="queued", join_words="requests wait in one global line",
+                        join_symbols="tail of the line", pick_words="FIFO: the oldest waiting request"),
+        SchedulerTraits("rr", "Round Robin (per request)", "§5 (baseline)", lambda w, _q: RoundRobin(w), reading=None,
+                        band="queue", value_name="queued", value_symbol="queued",
+                        join_words="a user whose queue was empty goes to the tail of the turn order",
+                        join_symbols="tail of the turns", pick_words="round robin: the next user in turn"),
+    )
+}
+SCHEDULERS: tuple[str, ...] = tuple(REGISTRY)
+
+
+def traits(name: str) -> SchedulerTraits:
+    """The traits of a scheduler by name; ValueError naming the choices otherwise."""
+    found = REGISTRY.get(name)
+    if found is None:
+        raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(SCHEDULERS)}")
+    return found
+
+
+def unknown_schedulers(names: Sequence[str]) -> list[str]:
+    return [n for n in names if n not in REGISTRY]
+
+
+def make_scheduler(name: str, weights: Weights | None = None, quantum: float | None = None) -> Scheduler:
+    """Build a scheduler by its semantics name. DRR needs ``quantum``."""
+    return traits(name).build(weights or {}, quantum)
