@@ -63,7 +63,7 @@ class SchedulerTraits:
             smallest = ranked[0][1]
             tied = [u for u, value in ranked if value == smallest]
             if len(tied) > 1:
-                return f"tie at {self.value_symbol} = {_fmt(smallest)} between {', '.join(tied)}: broken by user id, {winner} comes first"
+                return f"tie at {self.value_name} {_fmt(smallest)} between {', '.join(tied)}: broken by user id, {winner} comes first"
             runner = ranked[1]
             return f"smallest {self.value_name}: {winner} at {_fmt(smallest)}, next {runner[0]} at {_fmt(runner[1])}"
         if self.band == "credit":
