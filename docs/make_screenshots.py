@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.loading import Opening
+from sfqtui.runs.opening import Opening
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "traces"

@@ -11,7 +11,7 @@ from textual.widget import Widget
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.loading import Opening
+from sfqtui.runs.opening import Opening
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (120, 34)

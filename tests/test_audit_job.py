@@ -7,16 +7,22 @@ from pathlib import Path
 import pytest
 from dashboard import SIZE, dashboard, settle
 
-import sfqtui.ui.audit_job as audit_job
+import sfqtui.runs.audit_job as audit_job
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.trace.eventlog import log_rows, read_log
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
-from sfqtui.ui.audit_job import audit_in_child, violations_of
-from sfqtui.ui.loading import Opening
+from sfqtui.core.analysis.audit import audit
+from sfqtui.runs.audit_job import audit_in_child
+from sfqtui.runs.opening import Opening
 
 TRICKLE = Path(__file__).resolve().parents[1] / "traces" / "trickle.parquet"
 LOOPHOLE = ReplayConfig("sfq-reset", 1)  # sfq-reset breaks the §3.3 bound on this trace
+
+
+def whole_log_violations(log: Path) -> list[int]:
+    """The violations found by auditing the whole log read at once."""
+    return sorted({v.seq for v in audit(log_rows(read_log(log)[0])).violations})
 
 
 @pytest.fixture
@@ -26,8 +32,8 @@ def loophole_log(tmp_path: Path) -> Path:
     return log
 
 
-def test_the_child_finds_what_the_thread_finds_in_a_log_and_in_a_trace(loophole_log: Path) -> None:
-    expected = violations_of(log_rows(read_log(loophole_log)[0]))
+def test_the_child_finds_what_the_whole_log_audit_finds_in_a_log_and_in_a_trace(loophole_log: Path) -> None:
+    expected = whole_log_violations(loophole_log)
     assert expected
     assert audit_in_child(Opening(loophole_log, is_log=True, config=LOOPHOLE), lambda: False) == expected
     assert audit_in_child(Opening(TRICKLE, is_log=False, config=LOOPHOLE, slots_given=True), lambda: False) == expected
@@ -44,7 +50,7 @@ def test_a_failure_in_the_child_is_raised_with_its_reason(tmp_path: Path) -> Non
 
 async def test_the_dashboard_audits_a_big_log_in_a_child(loophole_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(audit_job, "IN_CHILD_FROM", 0)
-    expected = violations_of(log_rows(read_log(loophole_log)[0]))
+    expected = whole_log_violations(loophole_log)
     app = dashboard(loophole_log, is_log=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

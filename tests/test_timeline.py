@@ -23,13 +23,13 @@ def load(source: object, every: int) -> tuple[EventTable, Timeline]:
     for batch, _ in source.batches():  # type: ignore[attr-defined]
         checkpoints = builder.consume(batch)
         table.append(batch)
-        timeline.add_checkpoints(checkpoints)
+        timeline.add_checkpoints(checkpoints, builder.every)
     return table, timeline
 
 
 def fingerprint(s: State) -> tuple:
     clean = lambda xs: [None if x != x else x for x in xs]  # noqa: E731
-    return (s.k, clean([s.v]), clean(s.meter), list(s.queued), list(s.inflight_of), list(s.charged),
+    return (s.k, clean([s.v]), clean(s.value), list(s.queued), list(s.inflight_of), list(s.charged),
             [s.busy(u) for u in range(len(s.queued))], s.c_max, s.busy_start, s.inflight)
 
 
@@ -50,10 +50,10 @@ def test_a_saved_log_and_a_replay_give_the_same_table(tmp_path: Path) -> None:
     simulate(loaded, config, tmp_path / "log.parquet")
     a, _ = load(ReplaySource(loaded, config), every=64)
     b, _ = load(LogFileSource(tmp_path / "log.parquet", batch_rows=100), every=64)
-    assert (list(a.kind), list(a.t), a.request_id, a.users) == (list(b.kind), list(b.t), b.request_id, b.users)
-    assert [x for x in a.meter] == [x for x in b.meter] or all(
-        (x == y) or (x != x and y != y) for x, y in zip(a.meter, b.meter)
-    )
+    ids = lambda table: [table.request_id(k) for k in range(len(table))]  # noqa: E731
+    assert (list(a.kind), list(a.t), ids(a), a.users) == (list(b.kind), list(b.t), ids(b), b.users)
+    assert all((x == y) or (x != x and y != y) for x, y in zip(a.value, b.value)) and len(a.value) == len(b.value)
+    assert list(a.cost) == list(b.cost) and list(a.dispatches) == list(b.dispatches)
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_explanations_read_like_the_article_table(seed_example: tuple[EventTable
     table_27 = [(3, 0), (3, 1), (3, 2), (3, 3), (6, 3), (6, 4), (6, 5), (6, 6)]
     for e, (s_a, s_b) in zip(rows, table_27):
         after = timeline.state_at(e.k)  # type: ignore[union-attr]
-        assert (after.meter[table.user_code["A"]], after.meter[table.user_code["B"]]) == (s_a, s_b)
+        assert (after.value[table.user_code["A"]], after.value[table.user_code["B"]]) == (s_a, s_b)
     assert "tie at meter 0" in rows[0].reason and "A comes first" in rows[0].reason  # type: ignore[union-attr]
     assert rows[1].reason == "smallest meter: B at 0, next A at 3"  # type: ignore[union-attr]
     assert "tie at meter 3" in rows[4].reason  # type: ignore[union-attr]
@@ -78,29 +78,29 @@ def test_explanations_read_like_the_article_table(seed_example: tuple[EventTable
 
 def test_wait_explanation_lists_who_went_ahead(seed_example: tuple[EventTable, Timeline]) -> None:
     table, _ = seed_example
-    second_a = table.request_id[table.dispatches[4]]
+    second_a = table.req[table.dispatches[4]]
     wait = explain_wait(table, second_a)
     assert wait is not None and wait.wait == 6.0
     assert [(a.user, a.count, a.cost) for a in wait.ahead] == [("B", 3, 3.0), ("A", 1, 3.0)]
 
 
-def test_player_moves(seed_example: tuple[EventTable, Timeline]) -> None:
+def test_cursor_moves(seed_example: tuple[EventTable, Timeline]) -> None:
     table, _ = seed_example
-    player = Cursor(table)
-    assert player.step(-1) is None and player.k == -1
-    assert player.next_dispatch() == table.dispatches[0]
-    assert player.previous_dispatch() is None
-    assert player.end() == len(table) - 1
-    assert player.home() == -1
-    assert player.goto("20") == 20
-    assert player.goto("t=6") == table.at_time(6.0)
-    assert table.t[player.goto("4.5s")] <= 4.5  # type: ignore[index]
-    assert player.goto(table.request_id[table.dispatches[4]]) == table.dispatches[4]
-    assert player.goto("no-such-request") is None
-    player.home()
-    assert player.next_dispatch_of("A") == table.dispatches[0]
-    assert player.next_dispatch_of("A") == table.dispatches[4]
-    assert player.next_idle_reset() == table.idle_resets[0]
-    player.violations = [5, 30]
-    player.home()
-    assert player.next_violation() == 5 and player.next_violation() == 30 and player.next_violation() is None
+    cursor = Cursor(table)
+    assert cursor.step(-1) is None and cursor.k == -1
+    assert cursor.next_dispatch() == table.dispatches[0]
+    assert cursor.previous_dispatch() is None
+    assert cursor.end() == len(table) - 1
+    assert cursor.home() == -1
+    assert cursor.goto("20") == 20
+    assert cursor.goto("t=6") == table.at_time(6.0)
+    assert table.t[cursor.goto("4.5s")] <= 4.5  # type: ignore[index]
+    assert cursor.goto(table.request_id(table.dispatches[4])) == table.dispatches[4]
+    assert cursor.goto("no-such-request") is None
+    cursor.home()
+    assert cursor.next_dispatch_of("A") == table.dispatches[0]
+    assert cursor.next_dispatch_of("A") == table.dispatches[4]
+    assert cursor.next_idle_reset() == table.idle_resets[0]
+    cursor.violations = [5, 30]
+    cursor.home()
+    assert cursor.next_violation() == 5 and cursor.next_violation() == 30 and cursor.next_violation() is None

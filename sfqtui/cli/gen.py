@@ -11,7 +11,7 @@ from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.write import write_trace
 
-_LIST = "\n\n".join(f"[bold]{s.name}[/bold] ({s.section}): {s.summary}" for s in SCENARIOS.values())
+_LIST = "\n\n".join(f"**{s.name}** ({s.section}): {s.summary}" for s in SCENARIOS.values())
 
 
 @refuses_bad_input

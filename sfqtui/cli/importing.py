@@ -31,13 +31,13 @@ def import_command(
     trace every command replays. Arrival times become seconds from the first request of
     all files; request ids are FILE:LINE. Formats:
 
-    [bold]azure[/bold]: TIMESTAMP, ContextTokens, GeneratedTokens; each file is a service (its model and, by default, its user).
+    **azure**: TIMESTAMP, ContextTokens, GeneratedTokens; each file is a service (its model and, by default, its user).
 
-    [bold]burstgpt[/bold]: Timestamp, Model, Request tokens, Response tokens, Log Type (+ Session ID); failed rows dropped unless --keep-failed.
+    **burstgpt**: Timestamp, Model, Request tokens, Response tokens, Log Type (+ Session ID); failed rows dropped unless --keep-failed.
 
-    [bold]mooncake[/bold]: JSONL with timestamp (ms), input_length, output_length.
+    **mooncake**: JSONL with timestamp (ms), input_length, output_length.
 
-    [bold]csv[/bold] / [bold]jsonl[/bold]: any columns, named with --map, time read with --time-unit.
+    **csv** / **jsonl**: any columns, named with --map, time read with --time-unit.
     """
     if time_unit not in TIME_UNITS:
         raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")

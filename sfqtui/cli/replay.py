@@ -11,6 +11,9 @@ import typer
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
 from sfqtui.cli.simulate import SchedulerName
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.opening import Opening
+from sfqtui.trace.eventlog import read_log_schema
 from sfqtui.trace.load import read_parquet_header
 from sfqtui.trace.schema import LOG_COLUMNS
 
@@ -18,13 +21,15 @@ DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
 
 
 def _is_log(path: Path) -> bool:
+    """Whether the file is an event log (checked to be one this version reads) or a trace."""
     read_parquet_header(path, what="trace or event log")
-    return set(LOG_COLUMNS) <= set(pq.read_schema(path).names)
+    if not set(LOG_COLUMNS) <= set(pq.read_schema(path).names):
+        return False
+    read_log_schema(path)
+    return True
 
 
-def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices):  # noqa: ANN202
-    from sfqtui.ui.loading import Opening
-
+def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices) -> Opening:
     path = path or DEMO
     if not path.exists() and path == DEMO:
         raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet")
@@ -60,8 +65,6 @@ def demo(play: Annotated[bool, typer.Option("--play/--no-play", help="Start play
     """Open the dashboard on the bundled demo trace (contention, a heavy user, an idle user
     returning and a global idle reset within a minute of playing)."""
     from sfqtui.ui.app import run_dashboard
-    from sfqtui.ui.loading import Opening
-    from sfqtui.core.engine.replay import ReplayConfig
 
     if not DEMO.exists():
         raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet && sfqtui replay demo.parquet")

@@ -1,12 +1,16 @@
 """Event sources for the views: a trace replayed by the core, or a saved event log.
 
 Both yield the same thing: ``(EventBatch, fraction done)`` pairs, built from Arrow tables
-with the §7 columns by one converter. A live stream will be a third source.
+with the §7 columns by one converter (a live stream is a third source, in sfqtui.live;
+its fraction is None, since it never ends). Request ids stay in Arrow: each request gets
+a code when it is first seen, and its id is kept once, in one growing store of Arrow
+string chunks.
 """
 
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Protocol
@@ -16,70 +20,188 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
 from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.events import KINDS
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
 from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.simulate import encoder_for, replay_metadata
+
 
 class EventSource(Protocol):
     scheduler: str
     title: str
     metadata: dict[str, Any]
 
-    def batches(self) -> Iterator[tuple[EventBatch, float]]: ...
+    def batches(self) -> Iterator[tuple[EventBatch, float | None]]: ...
+
+
+class ArrowRequestNames:
+    """Request ids by code, as Arrow string chunks (the core's RequestNames)."""
+
+    def __init__(self) -> None:
+        self._chunks: list[pa.Array] = []
+        self._starts: list[int] = []
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def extend(self, names: pa.Array) -> None:
+        if len(names):
+            self._starts.append(self._size)
+            self._chunks.append(names)
+            self._size += len(names)
+
+    def __getitem__(self, code: int) -> str:
+        j = bisect_right(self._starts, code) - 1
+        return self._chunks[j][code - self._starts[j]].as_py()
+
+    def find(self, name: str) -> int | None:
+        for start, chunk in zip(self._starts, self._chunks):
+            at = pc.index(chunk, pa.scalar(name, pa.string())).as_py()
+            if at >= 0:
+                return start + at
+        return None
+
+
+def _typed(typecode: str, values: np.ndarray) -> array:
+    out = array(typecode)
+    out.frombytes(np.ascontiguousarray(values).tobytes())
+    return out
+
+
+def _floats(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
 
 
 class ArrowBatcher:
-    """Converts §7 Arrow tables to EventBatches, giving users codes in order of appearance."""
+    """Converts §7 Arrow tables to EventBatches.
 
-    def __init__(self) -> None:
+    Users get codes in order of appearance. A request gets a code when it arrives (or,
+    in a stream joined late, when it is first seen); while it is waiting or running its
+    id is kept in ``_pending`` to find the code of its later events, and dropped once it
+    completes or is cancelled, so the lookup set stays as small as the backlog.
+    """
+
+    def __init__(self, value_column: str = "meter") -> None:
+        self.value_column = value_column
         self.names: list[str] = []
         self._codes: dict[str, int] = {}
-
-    @staticmethod
-    def _floats(column: pa.ChunkedArray | pa.Array) -> array:
-        values = pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
-        out = array("d")
-        out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
-        return out
+        self.requests = ArrowRequestNames()
+        self._pending_ids = pa.array([], pa.string())
+        self._pending_codes = np.zeros(0, dtype=np.int64)
+        self._events = 0
+        self._dispatches = 0
 
     def convert(self, table: pa.Table) -> EventBatch:
-        kinds = pc.index_in(table["kind"].cast(pa.string()), value_set=KIND_NAMES)
-        if kinds.null_count:
-            bad = table["kind"].filter(pc.is_null(kinds))[0].as_py()
+        n = table.num_rows
+        kinds_arrow = pc.index_in(table["kind"].cast(pa.string()), value_set=KIND_NAMES)
+        if kinds_arrow.null_count:
+            bad = table["kind"].filter(pc.is_null(kinds_arrow))[0].as_py()
             raise InputError(f"unknown event kind {bad!r}; known kinds: {', '.join(KINDS)}")
+        kinds = kinds_arrow.to_numpy(zero_copy_only=False).astype(np.int8)
+        users, new_users, weights = self._users(table)
+        req = self._requests(table["request_id"].cast(pa.string()).combine_chunks(), kinds)
+        start = self._events
+        positions = np.arange(start, start + n, dtype=np.int64)
+        is_dispatch = kinds == DISPATCH
+        columns = table.column_names
+
+        def per_dispatch(name: str) -> array:
+            if name not in columns:
+                return array("d", [np.nan]) * int(is_dispatch.sum())
+            return _typed("d", _floats(table[name])[is_dispatch])
+
+        outputs: list[tuple[int, int]] = []
+        if "output_tokens" in columns:
+            tokens = pc.fill_null(table["output_tokens"].cast(pa.int64()), -1).to_numpy(zero_copy_only=False)
+            known = (kinds == COMPLETE) & (tokens >= 0) & (req >= 0)
+            outputs = list(zip(req[known].tolist(), tokens[known].tolist()))
+        value = self.value_column if self.value_column in columns else "meter"
+        batch = EventBatch(
+            start=start,
+            kind=_typed("b", kinds),
+            user=_typed("i", users),
+            new_users=new_users,
+            new_user_weights=weights,
+            req=_typed("i", req.astype(np.int32)),
+            requests=len(self.requests),
+            names=self.requests,
+            t=_typed("d", _floats(table["t"])),
+            v=_typed("d", _floats(table["v"])),
+            value=_typed("d", _floats(table[value])),
+            first_dispatch=self._dispatches,
+            cost=per_dispatch("cost"),
+            est_output=per_dispatch("est_output"),
+            ratio=per_dispatch("ratio"),
+            dispatch_events=_typed("q", positions[is_dispatch]),
+            arrive_events=_typed("q", positions[kinds == ARRIVE]),
+            finish_events=_typed("q", positions[(kinds == COMPLETE) | (kinds == CANCEL)]),
+            idle_events=_typed("q", positions[kinds == IDLE_RESET]),
+            outputs=outputs,
+        )
+        self._events += n
+        self._dispatches += int(is_dispatch.sum())
+        return batch
+
+    def _users(self, table: pa.Table) -> tuple[np.ndarray, list[str], list[float]]:
         users = table["user"].cast(pa.string())
         appeared = [u for u in pc.unique(users).drop_null().to_pylist() if u not in self._codes]
         for name in appeared:
             self._codes[name] = len(self.names)
             self.names.append(name)
-        codes_np = pc.fill_null(pc.index_in(users, value_set=pa.array(self.names, pa.string())), -1).to_numpy(zero_copy_only=False).astype(np.int32)
+        codes = pc.fill_null(pc.index_in(users, value_set=pa.array(self.names, pa.string())), -1).to_numpy(zero_copy_only=False).astype(np.int32)
         weights = [1.0] * len(appeared)
         if appeared and "weight" in table.column_names:
             column = pc.fill_null(table["weight"].cast(pa.float64()), 1.0).to_numpy(zero_copy_only=False)
             first_new = len(self.names) - len(appeared)
-            found, first_row = np.unique(codes_np, return_index=True)
+            found, first_row = np.unique(codes, return_index=True)
             where = dict(zip(found.tolist(), first_row.tolist()))
             weights = [float(column[where[first_new + i]]) for i in range(len(appeared))]
-        kind_codes = array("b")
-        kind_codes.frombytes(kinds.to_numpy(zero_copy_only=False).astype(np.int8).tobytes())
-        user_codes = array("i")
-        user_codes.frombytes(codes_np.tobytes())
-        return EventBatch(
-            kind=kind_codes,
-            user=user_codes,
-            new_users=appeared,
-            new_user_weights=weights,
-            request_id=table["request_id"].cast(pa.string()).to_pylist(),
-            t=self._floats(table["t"]),
-            cost=self._floats(table["cost"]),
-            v=self._floats(table["v"]),
-            meter=self._floats(table["meter"]),
-            deficit=self._floats(table["deficit"]),
-        )
+        return codes, appeared, weights
+
+    def _requests(self, ids: pa.Array, kinds: np.ndarray) -> np.ndarray:
+        """The code of each row's request (-1: none), giving new requests the next codes."""
+        has_id = ~pc.is_null(ids).to_numpy(zero_copy_only=False)
+        arrives = (kinds == ARRIVE) & has_id
+        codes = np.full(len(ids), -1, dtype=np.int64)
+        first = len(self.requests)
+        arrived_ids = ids.filter(pa.array(arrives))
+        codes[arrives] = np.arange(first, first + len(arrived_ids))
+        self.requests.extend(arrived_ids)
+        known_ids = pa.concat_arrays([self._pending_ids, arrived_ids])
+        known_codes = np.concatenate([self._pending_codes, codes[arrives]])
+        later = has_id & ~arrives
+        if later.any():
+            later_ids = ids.filter(pa.array(later))
+            at = pc.index_in(later_ids, value_set=known_ids)
+            unseen = pc.is_null(at).to_numpy(zero_copy_only=False)
+            found = pc.fill_null(at, 0).to_numpy(zero_copy_only=False)
+            later_codes = known_codes[found] if len(known_codes) else np.zeros(len(found), dtype=np.int64)
+            if unseen.any():  # a stream joined after these requests arrived
+                new_ids = pc.unique(later_ids.filter(pa.array(unseen)))
+                new_codes = np.arange(len(self.requests), len(self.requests) + len(new_ids))
+                self.requests.extend(new_ids)
+                at_new = pc.index_in(later_ids.filter(pa.array(unseen)), value_set=new_ids).to_numpy(zero_copy_only=False)
+                later_codes[unseen] = new_codes[at_new]
+                known_ids = pa.concat_arrays([known_ids, new_ids])
+                known_codes = np.concatenate([known_codes, new_codes])
+            codes[later] = later_codes
+        finished = has_id & ((kinds == COMPLETE) | (kinds == CANCEL))
+        if finished.any() or len(known_ids) != len(self._pending_ids):
+            keep = ~pc.is_in(known_ids, value_set=ids.filter(pa.array(finished))).to_numpy(zero_copy_only=False)
+            self._pending_ids = known_ids.filter(pa.array(keep))
+            self._pending_codes = known_codes[keep]
+        return codes
+
+
+def value_column(scheduler: str) -> str:
+    """Which §7 column holds the scheduler's own per-user number."""
+    traits = REGISTRY.get(scheduler)
+    return traits.reading if traits is not None and traits.reading else "meter"
 
 
 @dataclass
@@ -92,13 +214,13 @@ class ReplaySource:
 
     def __post_init__(self) -> None:
         self.replay = Replay(self.loaded.trace, self.config)
-        self.scheduler = self.replay.scheduler.name
+        self.scheduler = self.config.scheduler
         self.title = f"{self.loaded.path.name}, {self.scheduler}, {self.config.slots} slot{'s' if self.config.slots != 1 else ''}"
         self.metadata = replay_metadata(self.replay, self.loaded)
 
-    def batches(self) -> Iterator[tuple[EventBatch, float]]:
+    def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
         encoder = encoder_for(self.replay, self.loaded)
-        batcher = ArrowBatcher()
+        batcher = ArrowBatcher(value_column(self.scheduler))
         total = max(1, len(self.loaded.trace))
         for arrived in self.replay.run(chunk=self.chunk):
             start, rows = self.replay.log.drain()
@@ -118,10 +240,10 @@ class LogFileSource:
         self._columns = columns
         self.title = f"{self.path.name}, {self.scheduler} log"
 
-    def batches(self) -> Iterator[tuple[EventBatch, float]]:
+    def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
         parquet = pq.ParquetFile(self.path)
         total = max(1, parquet.metadata.num_rows)
-        batcher = ArrowBatcher()
+        batcher = ArrowBatcher(value_column(self.scheduler))
         done = 0
         for record_batch in parquet.iter_batches(batch_size=self.batch_rows, columns=self._columns):
             done += record_batch.num_rows

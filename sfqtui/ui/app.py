@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -16,16 +16,19 @@ from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
 from sfqtui.core.log.cursor import Cursor
-from sfqtui.core.schedulers import SCHEDULERS
+from sfqtui.core.log.lockstep import MODES, follow
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
+from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
 from sfqtui.errors import InputError
+from sfqtui.runs.audit_job import violations
+from sfqtui.runs.opening import Opening
+from sfqtui.runs.run import Run
 from sfqtui.ui.ask import Ask
-from sfqtui.ui.audit_job import violations
-from sfqtui.ui.event_log import COLUMNS, EventLog, EventLogHeader
+from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.loading import Analysed, ChartReady, EventsLoaded, LoadFailed, LoadFinished, Opened, Opening
+from sfqtui.ui.loading import Analysed, ChartReady, EventsLoaded, LoadFailed, LoadFinished, Opened, RunMessage
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
 from sfqtui.ui.shares import SharesPanel, shares_chart
 from sfqtui.ui.status_line import StatusLine
@@ -33,7 +36,7 @@ from sfqtui.ui.status_line import StatusLine
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
 SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
-AUDITED = ("sfq", "sfq-reset", "drr")  # the schedulers whose logs have invariants to check
+CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often
 
 
 class SfqApp(App[None]):
@@ -61,36 +64,50 @@ class SfqApp(App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, opening: Opening, speed: float = 10.0, autoplay: bool = False) -> None:
+    def __init__(self, opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False) -> None:
         super().__init__()
-        self.opening = opening
+        openings = [opening] if isinstance(opening, Opening) else list(opening)
+        self.runs: list[Run] = [Run(o, title=str(o.path)) for o in openings]
+        self.lockstep: str = MODES[0]
         self.speed = speed
         self.playing = False
         self._autoplay = autoplay
-        self._generation = 0
         self._carry = 0.0
-        self._title = str(opening.path)
-        self._slots: int | None = None
-        self._loaded = 0.0
-        self._loading = True
-        self._checked = False
-        self._audit_failure: str | None = None
-        self._reset_data("sfq")
+
+    @property
+    def current(self) -> Run:
+        """The run the views show and the keys move (the others follow it in lockstep)."""
+        return self.runs[0]
+
+    @property
+    def opening(self) -> Opening:
+        return self.current.opening
+
+    @property
+    def table(self) -> EventTable:
+        return self.current.table
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.current.timeline
+
+    @property
+    def cursor(self) -> Cursor:
+        return self.current.cursor
 
     @property
     def loading(self) -> bool:
-        """True until the whole log is loaded (or loading failed)."""
-        return self._loading
+        """True until every run's log is loaded (or loading failed)."""
+        return any(run.loading for run in self.runs)
 
     @property
     def checked(self) -> bool:
-        """True once the loaded log has been audited for invariant violations."""
-        return self._checked
+        """True once the current run's log has been audited for invariant violations."""
+        return self.current.checked
 
-    def _reset_data(self, scheduler: str) -> None:
-        self.table = EventTable(scheduler)
-        self.timeline = Timeline(self.table)
-        self.cursor = Cursor(self.table)
+    def _run(self, message: RunMessage) -> Run | None:
+        """The run a message is about, if it is still open (a re-run replaces its key)."""
+        return next((run for run in self.runs if run.key == message.run), None)
 
     # Layout
 
@@ -103,7 +120,7 @@ class SfqApp(App[None]):
             yield ExplainPanel(id="explain")
         with Horizontal(id="bottom"):
             with Vertical(id="log-box"):
-                yield EventLogHeader(COLUMNS, id="log-header")
+                yield EventLogHeader(header_for(self.table), id="log-header")
                 yield EventLog(id="log")
             yield SharesPanel(id="shares")
         yield ProgressBar(total=1.0, show_eta=False, id="progress")
@@ -115,98 +132,118 @@ class SfqApp(App[None]):
         self.query_one("#log-box").border_title = "event log"
         self.query_one("#shares").border_title = "cost shares"
         self._timer = self.set_interval(1 / TICKS_PER_S, self._tick, pause=True)
-        self._start_loading()
+        self._chart_timer = self.set_interval(CHART_EVERY_S, self._chart_growing_runs)
+        for run in self.runs:
+            self._start_loading(run)
 
     # Loading (workers only post messages)
 
-    def _start_loading(self) -> None:
-        self._generation += 1
-        self._loading, self._loaded, self._checked = True, 0.0, False
-        self._audit_failure = None
-        self.query_one("#progress", ProgressBar).remove_class("-done")
-        self._load(self.opening, self._generation)
+    def _start_loading(self, run: Run) -> None:
+        if run is self.current:
+            self.query_one("#progress", ProgressBar).remove_class("-done")
+        self._load(run)
 
-    @work(thread=True, exclusive=True, group="load")
-    def _load(self, opening: Opening, generation: int) -> None:
+    @work(thread=True)
+    def _load(self, run: Run) -> None:
         worker = get_current_worker()
         try:
-            source = opening.source()
-            self.post_message(Opened(generation, source.title, source.scheduler, source.metadata.get("slots")))
+            source = run.opening.source()
+            self.post_message(Opened(run.key, source.title, source.scheduler, source.metadata.get("slots")))
             builder = CheckpointBuilder()
             for batch, fraction in source.batches():
-                if worker.is_cancelled:
+                if worker.is_cancelled or run not in self.runs:
                     return
-                self.post_message(EventsLoaded(generation, batch, builder.consume(batch), fraction))
+                checkpoints = builder.consume(batch)
+                self.post_message(EventsLoaded(run.key, batch, checkpoints, builder.every, fraction))
         except (InputError, ValueError) as exc:
-            self.post_message(LoadFailed(generation, str(exc)))
+            self.post_message(LoadFailed(run.key, str(exc)))
             return
-        self.post_message(LoadFinished(generation))
+        self.post_message(LoadFinished(run.key))
 
-    @work(thread=True, exclusive=True, group="analyse")
-    def _analyse(self, opening: Opening, table: EventTable, generation: int) -> None:
-        """Once the log is complete (read only from here on): the shares chart, then an audit."""
+    @work(thread=True, group="chart")
+    def _chart(self, run: Run) -> None:
+        """Bin the shares chart over the log loaded so far (it may still be growing)."""
+        self.post_message(ChartReady(run.key, *shares_chart(run.table)))
+
+    def _chart_growing_runs(self) -> None:
+        for run in self.runs:
+            if run.loading and len(run.table):
+                self._chart(run)
+
+    @work(thread=True, group="audit")
+    def _audit(self, run: Run) -> None:
+        """Once the log is complete: the audit of its invariants, if its scheduler has any."""
         worker = get_current_worker()
-        self.post_message(ChartReady(generation, *shares_chart(table)))
-        if table.scheduler not in AUDITED:
-            self.post_message(Analysed(generation, [], checked=False))
+        traits = REGISTRY.get(run.scheduler)
+        if traits is None or traits.audit is None:
+            self.post_message(Analysed(run.key, [], checked=False))
             return
         try:
-            found = violations(opening, table, cancelled=lambda: worker.is_cancelled)
-        except RuntimeError as exc:
-            self.post_message(Analysed(generation, [], checked=False, failure=str(exc)))
+            found = violations(run.opening, len(run.table), cancelled=lambda: worker.is_cancelled or run not in self.runs)
+        except (RuntimeError, InputError, ValueError) as exc:
+            self.post_message(Analysed(run.key, [], checked=False, failure=str(exc)))
             return
         if found is not None:
-            self.post_message(Analysed(generation, found, checked=True))
+            self.post_message(Analysed(run.key, found, checked=True))
 
     def on_chart_ready(self, message: ChartReady) -> None:
-        if message.generation == self._generation:
+        if self._run(message) is self.current:
             self.query_one(SharesPanel).set_chart(message.users, message.edges, message.series)
             self.refresh_views()
 
     def on_opened(self, message: Opened) -> None:
-        if message.generation != self._generation:
+        run = self._run(message)
+        if run is None:
             return
-        self._reset_data(message.scheduler)
-        self._title, self._slots = message.title, message.slots
-        self.sub_title = message.title
-        self.query_one(EventLog).use(self.table)
-        self.query_one(EventLogHeader).update(COLUMNS if message.scheduler in ("sfq", "sfq-reset") else COLUMNS.replace("   meter", " deficit"))
+        run.reset(message.scheduler)
+        run.title, run.slots = message.title, message.slots
+        if run is self.current:
+            self.sub_title = message.title
+            self.query_one(EventLog).use(run.table)
+            self.query_one(EventLogHeader).update(header_for(run.table))
 
     def on_events_loaded(self, message: EventsLoaded) -> None:
-        if message.generation != self._generation:
+        run = self._run(message)
+        if run is None:
             return
-        first = len(self.table) == 0
-        self.table.append(message.batch)
-        self.timeline.add_checkpoints(message.checkpoints)
-        # Millions of long-lived objects now sit in the table; keep the cyclic collector
-        # from walking them on every full collection (reference counting still frees them).
+        first = len(run.table) == 0
+        run.append(message.batch, message.checkpoints, message.every, message.fraction)
+        # Long-lived objects now sit in the table; keep the cyclic collector from walking
+        # them on every full collection (reference counting still frees them).
         gc.freeze()
-        self._loaded = message.fraction
-        self.query_one("#progress", ProgressBar).update(progress=message.fraction)
+        if run is not self.current:
+            return
+        if message.fraction is not None:
+            self.query_one("#progress", ProgressBar).update(progress=message.fraction)
         self.query_one(EventLog).rebuild_rows()
         self.refresh_views()
         if first and self._autoplay:
             self.action_toggle_play()
 
     def on_load_finished(self, message: LoadFinished) -> None:
-        if message.generation != self._generation:
+        run = self._run(message)
+        if run is None:
             return
-        self._loading = False
-        self.query_one("#progress", ProgressBar).add_class("-done")
-        self.refresh_views()
-        self._analyse(self.opening, self.table, self._generation)
+        run.loading = False
+        self._chart(run)
+        self._audit(run)
+        if run is self.current:
+            self.query_one("#progress", ProgressBar).add_class("-done")
+            self.refresh_views()
 
     def on_load_failed(self, message: LoadFailed) -> None:
-        if message.generation == self._generation:
-            self._loading = False
+        run = self._run(message)
+        if run is not None:
+            run.loading = False
             self.notify(message.reason, title="cannot open", severity="error", timeout=30)
 
     def on_analysed(self, message: Analysed) -> None:
-        if message.generation != self._generation:
+        run = self._run(message)
+        if run is None:
             return
-        self.cursor.violations = message.violations
-        self._checked = message.checked
-        self._audit_failure = message.failure
+        run.cursor.violations = message.violations
+        run.checked = message.checked
+        run.audit_failure = message.failure
         if message.failure:
             self.notify(message.failure, title="could not check the log's invariants", severity="error", timeout=30)
         if message.violations:
@@ -215,14 +252,15 @@ class SfqApp(App[None]):
     # Drawing
 
     def frame(self) -> Frame:
+        run = self.current
         return Frame(
-            table=self.table,
-            state=self.timeline.state_at(self.cursor.k),
-            k=self.cursor.k,
-            title=self._title,
-            slots=self._slots,
-            loaded=self._loaded,
-            loading=self._loading,
+            table=run.table,
+            state=run.state(),
+            k=run.cursor.k,
+            title=run.title,
+            slots=run.slots,
+            loaded=run.loaded,
+            loading=run.loading,
             playing=self.playing,
             speed=self.speed,
         )
@@ -240,6 +278,7 @@ class SfqApp(App[None]):
     def _moved(self, k: int | None, nothing: str) -> None:
         if k is None:
             self.notify(nothing, timeout=3)
+        follow(self.cursor, [run.cursor for run in self.runs[1:]], self.lockstep)  # type: ignore[arg-type]
         self.refresh_views()
 
     # Actions
@@ -263,10 +302,12 @@ class SfqApp(App[None]):
         self._moved(self.cursor.next_idle_reset(), "no later idle reset")
 
     def action_next_violation(self) -> None:
-        if not self._checked:
-            if self._audit_failure:
-                why = f"the log could not be checked: {self._audit_failure}"
-            elif self._loading or self.table.scheduler in AUDITED:
+        run = self.current
+        if not run.checked:
+            traits = REGISTRY.get(run.scheduler)
+            if run.audit_failure:
+                why = f"the log could not be checked: {run.audit_failure}"
+            elif run.loading or (traits is not None and traits.audit is not None):
                 why = "still checking the log"
             else:
                 why = "no invariants to check for this scheduler"
@@ -289,7 +330,7 @@ class SfqApp(App[None]):
         if steps:
             self._carry -= steps
             moved = self.cursor.step(steps)
-            if moved is None and not self._loading:
+            if moved is None and not self.current.loading:
                 self.action_toggle_play()
                 return
             self.refresh_views()
@@ -364,13 +405,13 @@ class SfqApp(App[None]):
 
     def rerun(self, **changes: object) -> None:
         """Replay the same trace with another scheduler, slot count or estimator."""
-        if self.opening.is_log:
+        if not self.opening.can_rerun:
             self.notify("a saved log cannot be re-run; open its trace instead", severity="warning")
             return
-        self.opening = self.opening.rerun(**changes)
         was = self.cursor.k
-        self._start_loading()
-        self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (cursor was at event {was + 1:,})", timeout=4)
+        self.runs[0] = Run(self.opening.rerun(**changes), title=self.current.title)
+        self._start_loading(self.current)
+        self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (the cursor was at seq {was:,})", timeout=4)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -380,9 +421,9 @@ class SfqApp(App[None]):
             method = getattr(self, f"action_{name}")
             callback = (lambda m=method, a=arg.rstrip(")"): m(int(a))) if arg else method
             yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)
-        if not self.opening.is_log:
+        if self.opening.can_rerun:
             for name in SCHEDULERS:
-                yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}", lambda n=name: self.rerun(scheduler=n))
+                yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}: {REGISTRY[name].title}", lambda n=name: self.rerun(scheduler=n))
             for slots in SLOT_CHOICES:
                 yield SystemCommand(f"Re-run with {slots} slot{'s' if slots > 1 else ''}", "Replay with another slot count", lambda s=slots: self.rerun(slots=s))
             estimator = self.opening.config.estimator
@@ -394,5 +435,5 @@ class SfqApp(App[None]):
                                     lambda u=update: self.rerun(estimator=replace(estimator, update=u)))
 
 
-def run_dashboard(opening: Opening, speed: float = 10.0, autoplay: bool = False) -> None:
+def run_dashboard(opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False) -> None:
     SfqApp(opening, speed=speed, autoplay=autoplay).run()

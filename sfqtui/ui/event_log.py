@@ -22,7 +22,15 @@ from sfqtui.core.log.table import EventTable, number
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
 
-COLUMNS = f"{'seq':>7} {'t':>8} {'kind':<8} {'user':<10} {'cost':>7} {'v':>8} {'meter':>8} {'request':<9}"
+def header_for(table: EventTable) -> str:
+    """The column titles; the scheduler's own number is titled by what it is (meter,
+    counter, deficit), from the scheduler registry."""
+    traits = table.traits
+    label = traits.value_name if traits is not None and traits.reading else ""
+    return f"{'seq':>7} {'t':>8} {'kind':<8} {'user':<10} {'cost':>7} {'v':>8} {label:>8} {'request':<9}"
+
+
+WIDTH = len(header_for(EventTable("sfq")))
 _CURSOR = Style(reverse=True, bold=True)
 _DISPATCH = Style(bold=True)
 _RESET = Style(color="yellow", bold=True)
@@ -102,7 +110,7 @@ class EventLog(LineView, can_focus=True):
             self._rows = None
 
     def virtual_width(self) -> int:
-        return len(COLUMNS)
+        return WIDTH
 
     def show(self, frame: Frame) -> None:
         if frame.table is not self.table:
@@ -124,11 +132,10 @@ class EventLog(LineView, can_focus=True):
         kind = table.kind[k]
         style = _CURSOR if row == self._cursor_row else (_DISPATCH if kind == DISPATCH else _RESET if kind == IDLE_RESET else _OTHER)
         user = table.user_name(k) or ""
-        request = table.request_id[k] or ""
-        shown = number(table.meter[k]) if table.scheduler in ("sfq", "sfq-reset") else number(table.deficit[k])
+        request = table.request_id(k) or ""
         kind_name = "idle rst" if kind == IDLE_RESET else table.kind_name(k)
         text = (
             f"{k:>7} {_time(table.t[k])} {kind_name:<8} {_cut(user, 10)} "
-            f"{fmt(number(table.cost[k]), 7)} {fmt(number(table.v[k]), 8)} {fmt(shown, 8)} {request}"
+            f"{fmt(number(table.cost_at(k)), 7)} {fmt(number(table.v[k]), 8)} {fmt(number(table.value[k]), 8)} {request}"
         )
         return Strip([Segment(text, self.base_style + style)])

@@ -29,9 +29,9 @@ class ExplainPanel(TextView):
                 parts += _dispatch(explanation, frame)
             else:
                 parts.append(_other(frame, timeline, kind))
-            request = table.request_id[k]
-            if request is not None:
-                wait = explain_wait(table, request, near=k)
+            request = table.req[k]
+            if request >= 0:
+                wait = explain_wait(table, request)
                 if wait is not None:
                     parts += _wait(wait)
         self.set_text(parts)
@@ -39,31 +39,32 @@ class ExplainPanel(TextView):
 
 def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
     title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}")
-    meters = frame.has_meters
-    what = "S_i" if meters else ("deficit" if e.scheduler == "drr" else "queued")
+    traits = frame.table.traits
+    own = traits is not None and traits.reading is not None
+    what = (traits.value_symbol if frame.has_meters else traits.value_name) if own else "queued"  # type: ignore[union-attr]
     shown = list(e.candidates[:CANDIDATE_ROWS])
     if not any(c.user == e.user for c in shown):
         shown[-1:] = [c for c in e.candidates if c.user == e.user]
     rows = []
     for c in shown:
-        value = c.meter if meters else (c.deficit if e.scheduler == "drr" else float(c.queued))
+        value = c.value if own else float(c.queued)
         mark, style = ("▶", "bold") if c.user == e.user else (" ", "")
         rows.append(((mark, c.user, fmt(value), fmt(c.head_cost), fmt(c.weight), str(c.queued)), style))
     if len(e.candidates) > len(shown):
         rows.append((("", f"… {len(e.candidates) - len(shown)} more", "", "", "", ""), "dim"))
     table = grid((" ", "user", what, "head cost", "w", "queued"), rows, (False, False, True, True, True, True))
     parts: list[Text] = [title, Text(f"{len(e.candidates)} waiting:", style="dim"), *table, Text("why: " + e.reason, style="green")]
-    if meters and e.v is not None and e.meter_after is not None:
+    if frame.has_meters and e.v is not None and e.value_after is not None:
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
-        parts.append(Text(f"charge: v ← S_{e.user} = {fmt(e.v)}; S_{e.user} ← {fmt(e.v)} + {fmt(e.cost)}/w = {fmt(e.meter_after)}{where}"))
+        parts.append(Text(f"charge: v ← S_{e.user} = {fmt(e.v)}; S_{e.user} ← {fmt(e.v)} + {fmt(e.cost)}/w = {fmt(e.value_after)}{where}"))
     return parts
 
 
 def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
     table, k = frame.table, frame.k
     user = table.user_name(k)
-    request = table.request_id[k]
+    request = table.request_id(k)
     if kind == "idle_reset":
         return Text(f"Nobody is waiting: the busy period ends and v ← max(v, max S_i) = {fmt(table.v[k])} (§2.5). "
                     "The next contention starts everyone from this v.", style="yellow")
@@ -72,13 +73,18 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
         code = table.user[k]
         was_queued = code < len(before.queued) and before.queued[code] > 0
         if frame.has_meters and not was_queued:
-            previous = before.meter[code] if code < len(before.meter) else float("nan")
-            rule = "S_i ← v" if table.scheduler == "sfq-reset" else "S_i ← max(S_i, v)"
+            previous = before.value[code] if code < len(before.value) else float("nan")
+            rule = table.traits.join_symbols  # type: ignore[union-attr]
             old = "new user" if previous != previous else f"S_i was {fmt(previous)}"
             return Text(f"{request} from {user} arrives to an empty queue: joins with {rule} ({old}, v = {fmt(before.v)}) "
-                        f"→ {fmt(table.meter[k])} (§2.4)")
+                        f"→ {fmt(table.value[k])} (§2.4)")
         return Text(f"{request} from {user} arrives and queues behind {before.queued[code] if code < len(before.queued) else 0} of its own requests")
     if kind == "complete":
+        traits = table.traits
+        if traits is not None and traits.charges == "actual":
+            output = table.output[table.req[k]] if table.req[k] >= 0 else float("nan")
+            return Text(f"{request} from {user} completes: its actual output ({fmt(output)} tokens) is charged now, "
+                        f"{traits.value_symbol} → {fmt(table.value[k])} (§6.2)")
         return Text(f"{request} from {user} completes; meters do not change on completion (§2.6)")
     return Text(f"{kind} {request or ''} {user or ''}")
 

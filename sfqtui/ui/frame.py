@@ -1,9 +1,10 @@
-"""What every view draws: the rebuilt state at the cursor, and how the app is running."""
+"""What every view draws: one run's rebuilt state at its cursor, and how the app is running."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
 
@@ -15,7 +16,7 @@ class Frame:
     k: int
     title: str
     slots: int | None
-    loaded: float
+    loaded: float | None  # None: the source never ends
     loading: bool
     playing: bool
     speed: float
@@ -23,10 +24,19 @@ class Frame:
     @property
     def picked(self) -> int | None:
         """The user code dispatched at this event, if it is a dispatch."""
-        if 0 <= self.k < len(self.table) and self.table.kind_name(self.k) == "dispatch":
+        if 0 <= self.k < len(self.table) and self.table.kind[self.k] == DISPATCH:
             return self.table.user[self.k]
         return None
 
     @property
+    def band(self) -> str:
+        """How the scheduler's per-user number is drawn: "virtual" ([v, v + c_max]),
+        "credit" ([0, c_max]) or "queue" (queue lengths), from the scheduler registry."""
+        traits = self.table.traits
+        return traits.band if traits is not None else "queue"
+
+    @property
     def has_meters(self) -> bool:
-        return self.table.scheduler in ("sfq", "sfq-reset")
+        """The scheduler has virtual time and meters S_i (SFQ and its variants)."""
+        traits = self.table.traits
+        return traits is not None and traits.virtual_time

@@ -43,12 +43,17 @@ class MeterHeader(TextView):
     DEFAULT_CSS = "MeterHeader { height: 2; color: $text-muted; overflow: hidden hidden; }"
 
     def show(self, frame: Frame, band_width: int, sort: str) -> None:
-        if frame.has_meters:
-            left, right, what = "v", "v+c_max", "meter S_i"
-        elif frame.table.scheduler == "drr":
-            left, right, what = "0", "c_max", "deficit"
+        traits = frame.table.traits
+        what = "queued"
+        if traits is not None and traits.reading:
+            named = f"{traits.value_name} {traits.value_symbol}"
+            what = named if len(named) <= NUM_W else traits.value_name
+        if frame.band == "virtual":
+            left, right = "v", "v+c_max"
+        elif frame.band == "credit":
+            left, right = "0", "c_max"
         else:
-            left, right, what = "0", "most", "queued"
+            left, right = "0", "most queued"
         labels = (left + " " * max(1, band_width - len(left) - len(right)) + right)[:band_width]
         scale = "├" + "─" * max(0, band_width - 2) + "┤"
         first = f"{'user':<{NAME_W}} {labels} {what:>{NUM_W}} {'queued':>6} {'w':>4} {'share':>6}"
@@ -100,11 +105,13 @@ class MeterBand(LineView, can_focus=True):
 
     @staticmethod
     def _shown_values(frame: Frame) -> list[float]:
-        """Each user's meter (or deficit, or queue length); inf for none yet."""
+        """Each user's own number (meter, counter, deficit) or, for schedulers without
+        one, its queue length; inf for none yet."""
         s = frame.state
-        if not frame.has_meters and frame.table.scheduler != "drr":
+        traits = frame.table.traits
+        if traits is None or not traits.reading:
             return [float(q) for q in s.queued]
-        return [m if m == m else INF for m in (s.meter if frame.has_meters else s.deficit)]
+        return [m if m == m else INF for m in s.value]
 
     def _order(self, frame: Frame) -> tuple[list[int], int]:
         s, table = frame.state, frame.table
@@ -146,14 +153,15 @@ class MeterBand(LineView, can_focus=True):
         waiting = s.queued[u] > 0
         value = self._values[u]
         mark_at, mark, fill = None, "", 0
-        if frame.has_meters and s.c_max > 0 and value != INF:
+        kind = frame.band
+        if kind == "virtual" and s.c_max > 0 and value != INF:
             position = (value - s.v) / s.c_max
             mark_at = 0 if position < 0 else min(band - 1, round(position * (band - 1)))
             mark = "◂" if position < 0 else ("●" if waiting else "○")
-        elif frame.table.scheduler == "drr" and s.c_max > 0 and value != INF:
+        elif kind == "credit" and s.c_max > 0 and value != INF:
             mark_at = max(0, min(band - 1, round(value / s.c_max * (band - 1))))
             mark = "●" if waiting else "○"
-        elif not frame.has_meters:
+        elif kind == "queue":
             fill = round(s.queued[u] / self._most_queued * band)
         share = s.charged[u] / (s.charged_total or 1.0)
         number = fmt(value if value != INF else None, NUM_W)

@@ -65,7 +65,7 @@ class SharesPanel(TextView):
             fair = f"{table.weight(u) / backlogged_weight:.1%}" if s.queued[u] and backlogged_weight else "-"
             name = table.users[u] if len(table.users[u]) <= 14 else table.users[u][:13] + "…"
             rows.append(((name, f"{s.charged[u] / total:.1%}", f"{s.busy(u) / busy:.1%}", fair), "bold" if s.queued[u] else "dim"))
-        lines = grid(("user", "run", "busy", "fair now"), rows, (False, True, True, True))
+        lines = grid(("user", "run", "busy", "fair"), rows, (False, True, True, True))
         lines += [Text()] * (ROWS + 1 - len(lines))  # the chart stays put
         self.set_text(lines + self._chart_lines(frame))
 

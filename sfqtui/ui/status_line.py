@@ -1,4 +1,4 @@
-"""One line: scheduler, time, v, c_max, event k / N and its kind, slots, play state."""
+"""One line: scheduler, time, v, c_max, the seq of the current event / the last seq and its kind, slots, play state."""
 
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ class StatusLine(TextView):
             f"  t={fmt(s.t)}s",
             f"  v={fmt(s.v)}" if frame.has_meters else "",
             f"  c_max={fmt(s.c_max)}",
-            "  event ",
-            (f"{frame.k + 1:,}", "bold"),
-            f"/{len(table):,} ",
+            "  seq ",
+            (f"{frame.k:,}" if frame.k >= 0 else "-", "bold"),
+            f"/{len(table) - 1:,} ",
             (kind, "bold reverse" if kind in ("dispatch", "idle_reset") else "bold"),
             f"  in flight {s.inflight}/{frame.slots if frame.slots else '?'}",
             f"  waiting {s.queued_total}",
             ("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"),
             f" {fmt(frame.speed)} ev/s",
-            (f"  loading {frame.loaded:.0%}", "yellow") if frame.loading else "",
+            (f"  loading {frame.loaded:.0%}" if frame.loaded is not None else "  live", "yellow") if frame.loading else "",
             no_wrap=True,
             overflow="ellipsis",
         )

@@ -6,7 +6,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.log.timeline import State, Timeline
 
@@ -14,8 +13,7 @@ from sfqtui.core.log.timeline import State, Timeline
 @dataclass(frozen=True)
 class Candidate:
     user: str
-    meter: float | None
-    deficit: float | None
+    value: float | None  # the scheduler's own number: meter, counter or deficit
     queued: int
     weight: float
     head_request: str | None
@@ -30,7 +28,7 @@ class DispatchExplanation:
     request: str | None
     cost: float
     v: float | None
-    meter_after: float | None
+    value_after: float | None
     c_max: float
     candidates: tuple[Candidate, ...]
     reason: str
@@ -38,9 +36,9 @@ class DispatchExplanation:
     @property
     def band_position(self) -> float | None:
         """Where the winner's meter now sits in [v, v + c_max], from 0 to 1."""
-        if self.v is None or self.meter_after is None or not self.c_max:
+        if self.v is None or self.value_after is None or not self.c_max:
             return None
-        return (self.meter_after - self.v) / self.c_max
+        return (self.value_after - self.v) / self.c_max
 
 
 @dataclass(frozen=True)
@@ -76,45 +74,40 @@ def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State
         candidates.append(
             Candidate(
                 user=table.users[u],
-                meter=number(before.meter[u]),
-                deficit=number(before.deficit[u]),
+                value=number(before.value[u]),
                 queued=before.queued[u],
                 weight=table.weight(u),
-                head_request=table.request_id[head] if head is not None else None,
-                head_cost=table.cost[head] if head is not None else None,
+                head_request=table.request_id(head) if head is not None else None,
+                head_cost=table.cost_at(head) if head is not None else None,
             )
         )
-    candidates.sort(key=lambda c: (c.meter if c.meter is not None else 0.0, c.user))
+    candidates.sort(key=lambda c: (c.value if c.value is not None else 0.0, c.user))
     name = table.users[winner]
+    cost = table.cost_at(k)
+    value_after = number(table.value[k])
+    traits = table.traits
+    ranked = [(c.user, c.value) for c in candidates]
+    reason = traits.reason(name, ranked, cost, value_after) if traits is not None else f"{table.scheduler} picked {name}"
     return DispatchExplanation(
         k=k,
         scheduler=table.scheduler,
         user=name,
-        request=table.request_id[k],
-        cost=table.cost[k],
+        request=table.request_id(k),
+        cost=cost,
         v=number(table.v[k]),
-        meter_after=number(table.meter[k]),
+        value_after=value_after,
         c_max=after.c_max,
         candidates=tuple(candidates),
-        reason=_reason(table, name, candidates, k),
+        reason=reason,
     )
 
 
-def _reason(table: EventTable, winner: str, candidates: list[Candidate], k: int) -> str:
-    scheduler = REGISTRY.get(table.scheduler)
-    if scheduler is None:
-        return f"{table.scheduler} picked {winner}"
-    value = (lambda c: c.meter) if scheduler.reading == "meter" else (lambda c: c.deficit)
-    after = number(table.meter[k]) if scheduler.reading == "meter" else number(table.deficit[k])
-    return scheduler.reason(winner, [(c.user, value(c)) for c in candidates], table.cost[k], after)
-
-
-def explain_wait(table: EventTable, request: str, near: int | None = None) -> WaitExplanation | None:
-    """When the request arrived, how long it waited, and whose requests went ahead meanwhile.
-
-    ``near``: an event of this request, which makes finding the others fast.
-    """
-    life = table.request_life(request, near)
+def explain_wait(table: EventTable, request: int) -> WaitExplanation | None:
+    """When the request (by code) arrived, how long it waited, and whose requests went
+    ahead meanwhile: the dispatches after its arrival and before its own (semantics §10)."""
+    if not 0 <= request < len(table.arrive_at):
+        return None
+    life = table.life_of(request)
     arrived = life.get("arrive")
     if arrived is None:
         return None
@@ -124,17 +117,22 @@ def explain_wait(table: EventTable, request: str, near: int | None = None) -> Wa
     costs: dict[int, float] = {}
     first: dict[int, float | None] = {}
     last: dict[int, float | None] = {}
+    dispatches = table.dispatches
+    n = table.dispatch_number(arrived)
     for k in table.dispatches_between(arrived, end):
+        while dispatches[n] != k:
+            n += 1
         u = table.user[k]
         counts[u] += 1
-        costs[u] = costs.get(u, 0.0) + table.cost[k]
+        costs[u] = costs.get(u, 0.0) + table.cost[n]
         first.setdefault(u, number(table.v[k]))
         last[u] = number(table.v[k])
     ahead = tuple(
-        Ahead(table.users[u], n, costs[u], first[u], last[u]) for u, n in counts.most_common()
+        Ahead(table.users[u], c, costs[u], first[u], last[u]) for u, c in counts.most_common()
     )
+    assert table.names is not None
     return WaitExplanation(
-        request=request,
+        request=table.names[request],
         user=table.users[table.user[arrived]],
         arrived_t=table.t[arrived],
         dispatched_t=table.t[dispatched] if dispatched is not None else None,

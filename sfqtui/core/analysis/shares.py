@@ -16,8 +16,8 @@ def top_users(charged: Sequence[float] | None, table: EventTable, count: int) ->
 
 def _totals(table: EventTable) -> list[float]:
     totals = [0.0] * len(table.users)
-    for k in table.dispatches:
-        totals[table.user[k]] += table.cost[k]
+    for k, cost in zip(table.dispatches, table.cost):
+        totals[table.user[k]] += cost
     return totals
 
 
@@ -25,13 +25,12 @@ def share_series(table: EventTable, users: list[int], bins: int = 48) -> tuple[l
     """Bin edges (end time of each bin) and, per user, its share of the cost charged in each bin."""
     if not len(table.dispatches):
         return [], {u: [] for u in users}
-    start, end = table.t[0], table.t[len(table) - 1]
+    start, end = table.t[0], table.t[len(table) - 1]  # the log so far: it may still be growing
     width = (end - start) / bins or 1.0
     totals = [0.0] * bins
     mine = {u: [0.0] * bins for u in users}
-    for k in table.dispatches:
+    for k, cost in zip(table.dispatches, table.cost):
         b = min(bins - 1, int((table.t[k] - start) / width))
-        cost = table.cost[k]
         totals[b] += cost
         series = mine.get(table.user[k])
         if series is not None:

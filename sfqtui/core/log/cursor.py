@@ -1,4 +1,8 @@
-"""The cursor over a (possibly still growing) log and every way of moving it."""
+"""The cursor over a (possibly still growing) log and every way of moving it.
+
+A cursor stands at an event index; it can also be put at a time (the last event at or
+before it) or at the n-th dispatch, which is how runs step in lockstep (lockstep.py).
+"""
 
 from __future__ import annotations
 
@@ -56,6 +60,24 @@ class Cursor:
     def next_idle_reset(self) -> int | None:
         return self._go(self.table.next_idle_reset(self.k))
 
+    def at_time(self, t: float) -> int | None:
+        """Go to the last event at or before time t (before the first event if t is earlier)."""
+        return self._go(self.table.at_time(t))
+
+    def at_dispatch(self, n: int) -> int | None:
+        """Go to dispatch number n (from 0; -1: before the first event); None if it is not loaded."""
+        return self.home() if n < 0 else self._go(self.table.nth_dispatch(n))
+
+    @property
+    def time(self) -> float | None:
+        """The time of the current event (None before the first)."""
+        return self.table.t[self.k] if self.k >= 0 else None
+
+    @property
+    def dispatch_number(self) -> int:
+        """The number of the last dispatch at or before the cursor (-1: none yet)."""
+        return self.table.dispatch_number(self.k + 1) - 1
+
     def next_violation(self) -> int | None:
         pos = bisect_right(self.violations, self.k)
         return self._go(self.violations[pos]) if pos < len(self.violations) else None
@@ -69,7 +91,7 @@ class Cursor:
             return self._go(int(text)) if int(text) <= self.last else None
         match = _TIME.match(text)
         if match:
-            return self._go(self.table.at_time(float(match.group(1) or match.group(2))))
+            return self.at_time(float(match.group(1) or match.group(2)))
         life = self.table.request_life(text)
         if not life:
             return None

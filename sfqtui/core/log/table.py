@@ -1,8 +1,11 @@
 """An append-only, columnar event log in memory: what every view reads.
 
-Every source (a replay of a trace, a saved log, later a live stream) appends batches of
-§7 events; nothing is ever rewritten. Numbers live in ``array('d')`` (8 bytes each, NaN
-for null) and users as small integer codes, so a million-request log stays compact.
+Every source (a replay of a trace, a saved log, a live stream) appends batches of §7
+events; nothing is ever rewritten. There is no Python object per event: numbers live in
+typed arrays (NaN for null), users and requests as int codes. Columns that only
+dispatches fill (cost, estimate, ratio) are kept once per dispatch; what is known per
+request (its events, its actual output) once per request; request ids stay in the
+source's own compact store (an Arrow string array), looked up only for what is shown.
 """
 
 from __future__ import annotations
@@ -11,55 +14,93 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Protocol, Sequence
 
-from sfqtui.core.engine.events import ARRIVE, DISPATCH, IDLE_RESET, KINDS
-from sfqtui.core.log.rows import LogRows
+from sfqtui.core.engine.events import DISPATCH, KINDS
+from sfqtui.core.schedulers.registry import REGISTRY, SchedulerTraits
 
 NaN = math.nan
+NONE = -1  # no user, no request, no such event
+
+
+class RequestNames(Protocol):
+    """Request ids by request code, held by the source that assigns the codes."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, code: int) -> str: ...
+
+    def find(self, name: str) -> int | None:
+        """The code of a request id, if the source has seen it."""
 
 
 @dataclass(frozen=True)
 class EventBatch:
-    """A batch of events in seq order, ready to append.
+    """A batch of events in seq order, ready to append, starting at event ``start``.
 
-    ``user`` holds codes into the table's user list extended by ``new_users`` (-1: none);
-    numeric columns use NaN for null.
+    ``user`` holds codes into the table's users extended by ``new_users`` (-1: none);
+    ``req`` codes into ``names`` (-1: none), of which there are ``requests`` after this
+    batch. ``cost``, ``est_output`` and ``ratio`` hold one value per dispatch of the
+    batch, in order; ``first_dispatch`` is how many dispatches came before the batch.
+    ``outputs`` pairs (request code, actual output tokens) from completions that carry
+    them. Numeric columns use NaN for null. ``dispatch_events``, ``arrive_events``,
+    ``finish_events`` (completions and cancellations) and ``idle_events`` are the event
+    indices of those kinds, found by the source in bulk.
     """
 
+    start: int
     kind: Sequence[int]
     user: Sequence[int]
     new_users: Sequence[str]
     new_user_weights: Sequence[float]
-    request_id: Sequence[str | None]
+    req: Sequence[int]
+    requests: int
+    names: RequestNames
     t: Sequence[float]
-    cost: Sequence[float]
     v: Sequence[float]
-    meter: Sequence[float]
-    deficit: Sequence[float]
+    value: Sequence[float]
+    first_dispatch: int
+    cost: Sequence[float]
+    est_output: Sequence[float]
+    ratio: Sequence[float]
+    dispatch_events: Sequence[int]
+    arrive_events: Sequence[int]
+    finish_events: Sequence[int]
+    idle_events: Sequence[int]
+    outputs: Sequence[tuple[int, int]] = ()
 
     def __len__(self) -> int:
         return len(self.kind)
 
 
 class EventTable:
+    """The events loaded so far. ``value`` is the scheduler's own per-user number on each
+    row: the meter S_i (SFQ), the counter C_i (VTC) or the deficit DC_i (DRR), as the
+    scheduler registry says; ``v`` is NaN for schedulers without virtual time."""
+
     def __init__(self, scheduler: str) -> None:
         self.scheduler = scheduler
+        self.traits: SchedulerTraits | None = REGISTRY.get(scheduler)
         self.users: list[str] = []
         self.user_code: dict[str, int] = {}
-        self.weights: list[float] = []
+        self.weights = array("d")
+        self.names: RequestNames | None = None
         self.kind = array("b")
         self.user = array("i")
-        self.request_id: list[str | None] = []
+        self.req = array("i")
         self.t = array("d")
-        self.cost = array("d")
         self.v = array("d")
-        self.meter = array("d")
-        self.deficit = array("d")
-        self.dispatches = array("q")  # event indices of dispatches
+        self.value = array("d")
+        self.dispatches = array("q")  # event index of each dispatch
+        self.cost = array("d")  # per dispatch
+        self.est_output = array("d")  # per dispatch
+        self.ratio = array("d")  # per dispatch
         self.idle_resets = array("q")
         self.user_dispatches: list[array] = []  # per user code: its dispatch event indices
-        self.user_arrivals: list[array] = []  # per user code: its arrival event indices
+        self.arrive_at = array("q")  # per request code: event index, or -1
+        self.dispatch_at = array("q")
+        self.finish_at = array("q")  # its complete or cancel event
+        self.output = array("d")  # per request code: actual output tokens (NaN: unknown)
         self.size = 0
         self._by_name: list[int] = []
 
@@ -70,6 +111,10 @@ class EventTable:
     def weight(self, code: int) -> float:
         return self.weights[code]
 
+    @property
+    def value_name(self) -> str:
+        return self.traits.value_name if self.traits is not None else "meter"
+
     def users_by_name(self) -> list[int]:
         """User codes in name order (kept until new users arrive): a stable sort of this
         by any key breaks ties by name."""
@@ -78,35 +123,68 @@ class EventTable:
         return self._by_name
 
     def append(self, batch: EventBatch) -> None:
-        start = len(self.kind)
+        if batch.start != len(self.kind):
+            raise ValueError(f"a batch starting at event {batch.start} cannot follow {len(self.kind)} events")
         for name, weight in zip(batch.new_users, batch.new_user_weights):
             self.user_code[name] = len(self.users)
             self.users.append(name)
             self.weights.append(weight)
             self.user_dispatches.append(array("q"))
-            self.user_arrivals.append(array("q"))
+        self.names = batch.names
+        missing = batch.requests - len(self.arrive_at)
+        if missing > 0:
+            for column in (self.arrive_at, self.dispatch_at, self.finish_at):
+                column.extend(array("q", [NONE]) * missing)
+            self.output.extend(array("d", [NaN]) * missing)
         self.kind.extend(batch.kind)
         self.user.extend(batch.user)
-        self.request_id.extend(batch.request_id)
+        self.req.extend(batch.req)
         self.t.extend(batch.t)
-        self.cost.extend(batch.cost)
         self.v.extend(batch.v)
-        self.meter.extend(batch.meter)
-        self.deficit.extend(batch.deficit)
-        kinds = batch.kind
-        picks = [start + i for i, kind in enumerate(kinds) if kind == DISPATCH]
-        self.dispatches.extend(picks)
+        self.value.extend(batch.value)
+        self.cost.extend(batch.cost)
+        self.est_output.extend(batch.est_output)
+        self.ratio.extend(batch.ratio)
+        user, req = self.user, self.req
+        self.dispatches.extend(batch.dispatch_events)
+        self.idle_resets.extend(batch.idle_events)
         per_user = self.user_dispatches
-        user = self.user
-        for k in picks:
+        for column, events in ((self.dispatch_at, batch.dispatch_events), (self.arrive_at, batch.arrive_events),
+                               (self.finish_at, batch.finish_events)):
+            for k in events:
+                code = req[k]
+                if code >= 0:
+                    column[code] = k
+        for k in batch.dispatch_events:
             per_user[user[k]].append(k)
-        arrivals = self.user_arrivals
-        for k in [start + i for i, kind in enumerate(kinds) if kind == ARRIVE]:
-            arrivals[user[k]].append(k)
-        self.idle_resets.extend(start + i for i, kind in enumerate(kinds) if kind == IDLE_RESET)
+        for code, tokens in batch.outputs:
+            self.output[code] = tokens
         self.size = len(self.kind)
 
-    # Navigation helpers: all O(log n).
+    # Per-event lookups
+
+    def kind_name(self, k: int) -> str:
+        return KINDS[self.kind[k]]
+
+    def user_name(self, k: int) -> str | None:
+        code = self.user[k]
+        return None if code < 0 else self.users[code]
+
+    def request_id(self, k: int) -> str | None:
+        code = self.req[k]
+        return None if code < 0 or self.names is None else self.names[code]
+
+    def dispatch_number(self, k: int) -> int:
+        """How many dispatches come before event k."""
+        return bisect_left(self.dispatches, k)
+
+    def cost_at(self, k: int) -> float:
+        """The cost charged at event k (NaN unless it is a dispatch)."""
+        if self.kind[k] != DISPATCH:
+            return NaN
+        return self.cost[bisect_left(self.dispatches, k)]
+
+    # Navigation: all O(log n)
 
     def next_dispatch(self, k: int, user: int | None = None) -> int | None:
         seq = self.dispatches if user is None else self.user_dispatches[user]
@@ -121,92 +199,32 @@ class EventTable:
         pos = bisect_left(self.dispatches, k)
         return self.dispatches[pos - 1] if pos else None
 
+    def nth_dispatch(self, n: int) -> int | None:
+        """The event index of dispatch number n (from 0), if loaded."""
+        return self.dispatches[n] if 0 <= n < len(self.dispatches) else None
+
     def next_idle_reset(self, k: int) -> int | None:
         pos = bisect_right(self.idle_resets, k)
         return self.idle_resets[pos] if pos < len(self.idle_resets) else None
 
     def at_time(self, t: float) -> int:
-        """The last event at or before time t (0 when t is before the first)."""
-        return max(0, bisect_right(self.t, t) - 1)
+        """The last event at or before time t (-1 when t is before the first)."""
+        return bisect_right(self.t, t, 0, self.size) - 1
 
-    def kind_name(self, k: int) -> str:
-        return KINDS[self.kind[k]]
+    def request_life(self, request_id: str) -> dict[str, int]:
+        """Event indices of the request's arrive, dispatch and complete (or cancel)."""
+        code = self.names.find(request_id) if self.names is not None else None
+        if code is None or code >= len(self.arrive_at):
+            return {}
+        return self.life_of(code)
 
-    def user_name(self, k: int) -> str | None:
-        code = self.user[k]
-        return None if code < 0 else self.users[code]
-
-    def request_life(self, request_id: str, near: int | None = None) -> dict[str, int]:
-        """Event indices of the request's arrive, dispatch, complete (and cancel).
-
-        ``near``: an event of this request, when known. Each user's queue is FIFO, so the
-        j-th dispatch of a user is its j-th arrival; positions found that way are checked
-        against the request id, and a linear scan (in C, list.index) is the fallback.
-        """
-        ids = self.request_id
-        if near is None or not 0 <= near < self.size or ids[near] != request_id:
-            return self._scan_life(request_id, 0)
-        u = self.user[near]
-        arrivals, dispatches = self.user_arrivals[u], self.user_dispatches[u]
-        kind = self.kind[near]
-        arrive = dispatch = None
-        if kind == ARRIVE:
-            arrive = near
-        elif kind == DISPATCH:
-            dispatch = near
-        else:  # complete or cancel: the dispatch is among the user's few in-flight requests
-            for k in reversed(dispatches[: bisect_right(dispatches, near)]):
-                if ids[k] == request_id:
-                    dispatch = k
-                    break
-        if arrive is None and dispatch is not None:
-            j = bisect_left(dispatches, dispatch)
-            if j < len(arrivals) and ids[arrivals[j]] == request_id:
-                arrive = arrivals[j]
-        if arrive is None:
-            return self._scan_life(request_id, 0)
-        if dispatch is None:
-            j = bisect_left(arrivals, arrive)
-            if j < len(dispatches) and ids[dispatches[j]] == request_id:
-                dispatch = dispatches[j]
-        if dispatch is None:
-            return self._scan_life(request_id, arrive)
-        life = {"arrive": arrive, "dispatch": dispatch}
-        life.update((KINDS[self.kind[k]], k) for k in self._find(request_id, dispatch + 1, 1))
+    def life_of(self, code: int) -> dict[str, int]:
+        life = {}
+        for name, column in (("arrive", self.arrive_at), ("dispatch", self.dispatch_at), ("finish", self.finish_at)):
+            k = column[code]
+            if 0 <= k < self.size:
+                life[KINDS[self.kind[k]] if name == "finish" else name] = k
         return life
-
-    def _find(self, request_id: str, start: int, count: int) -> list[int]:
-        found: list[int] = []
-        k = start - 1
-        while len(found) < count:
-            try:
-                k = self.request_id.index(request_id, k + 1, self.size)
-            except ValueError:
-                break
-            found.append(k)
-        return found
-
-    def _scan_life(self, request_id: str, start: int) -> dict[str, int]:
-        return {KINDS[self.kind[k]]: k for k in self._find(request_id, start, 4)}
-
-
-    def log_rows(self) -> LogRows:
-        """The loaded events as LogRows (for the audit)."""
-        n = self.size
-        users, weights, codes = self.users, self.weights, self.user[:n]
-        return LogRows(
-            scheduler=self.scheduler,
-            seq=range(n),
-            t=self.t[:n],
-            kind=[KINDS[k] for k in self.kind[:n]],
-            user=[users[u] if u >= 0 else None for u in codes],
-            request_id=self.request_id[:n],
-            cost=[number(x) for x in self.cost[:n]],
-            v=[number(x) for x in self.v[:n]],
-            meter=[number(x) for x in self.meter[:n]],
-            deficit=[number(x) for x in self.deficit[:n]],
-            weight=[weights[u] if u >= 0 else None for u in codes],
-        )
 
 
 def number(x: float) -> float | None:

@@ -3,7 +3,10 @@
 State after event k is a function of events 0..k. Checkpoints every ``every`` events make
 any seek cost at most ``every`` event applications, so stepping back and jumping never
 replays from the start. A CheckpointBuilder takes them batch by batch as a log loads (or
-streams), so the loaded part can be browsed while the rest arrives.
+streams), so the loaded part can be browsed while the rest arrives. Checkpoints are
+sized to the log: when they would hold more than ``CHECKPOINT_BUDGET`` bytes, every
+other one is dropped and the interval doubles, so a log that never ends still keeps
+its checkpoints within the budget.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
 from sfqtui.core.log.table import EventBatch, EventTable
 
 CHECKPOINT_EVERY = 2048
+CHECKPOINT_BUDGET = 128 << 20  # bytes of per-user state kept in checkpoints
+USER_STATE_BYTES = 5 * 8 + 3 * 4  # the per-user arrays of a State
 RECENT_STATES = 4
 
 
@@ -22,9 +27,11 @@ RECENT_STATES = 4
 class State:
     """The rebuilt state after event ``k`` (k = -1: before any event).
 
-    Per-user arrays are indexed by user code. ``busy_charged`` counts charges since the
-    current busy period began (a busy period ends when nobody is queued after a dispatch
-    or cancellation; semantics §3's global idle).
+    Per-user arrays are indexed by user code; ``value`` is the scheduler's own number
+    (meter, counter or deficit; NaN before the user's first). ``busy_charged`` counts
+    charges since the current busy period began (a busy period ends when nobody is
+    queued after a dispatch or cancellation; semantics §3's global idle).
+    ``dispatched_total`` is also the number of the next dispatch.
     """
 
     k: int = -1
@@ -37,22 +44,21 @@ class State:
     busy_total: float = 0.0
     busy_start: int = -1
     dispatched_total: int = 0
-    meter: array = field(default_factory=lambda: array("d"))
-    deficit: array = field(default_factory=lambda: array("d"))
-    queued: array = field(default_factory=lambda: array("q"))
-    inflight_of: array = field(default_factory=lambda: array("q"))
+    value: array = field(default_factory=lambda: array("d"))
     charged: array = field(default_factory=lambda: array("d"))
     busy_charged: array = field(default_factory=lambda: array("d"))
-    dispatched: array = field(default_factory=lambda: array("q"))
     last_event: array = field(default_factory=lambda: array("q"))
     busy_epoch: array = field(default_factory=lambda: array("q"))
+    queued: array = field(default_factory=lambda: array("i"))
+    inflight_of: array = field(default_factory=lambda: array("i"))
+    dispatched: array = field(default_factory=lambda: array("i"))
 
     def copy(self) -> State:
         return State(
             self.k, self.t, self.v, self.inflight, self.queued_total, self.c_max, self.charged_total,
             self.busy_total, self.busy_start, self.dispatched_total,
-            self.meter[:], self.deficit[:], self.queued[:], self.inflight_of[:],
-            self.charged[:], self.busy_charged[:], self.dispatched[:], self.last_event[:], self.busy_epoch[:],
+            self.value[:], self.charged[:], self.busy_charged[:], self.last_event[:], self.busy_epoch[:],
+            self.queued[:], self.inflight_of[:], self.dispatched[:],
         )
 
     def busy(self, u: int) -> float:
@@ -60,43 +66,52 @@ class State:
         return self.busy_charged[u] if self.busy_epoch[u] == self.busy_start else 0.0
 
     def grow(self, users: int) -> None:
-        missing = users - len(self.meter)
+        missing = users - len(self.value)
         if missing > 0:
-            nan = [float("nan")] * missing
-            self.meter.extend(nan)
-            self.deficit.extend(nan)
+            self.value.extend(array("d", [float("nan")]) * missing)
+            for column in (self.charged, self.busy_charged):
+                column.extend(array("d", [0.0]) * missing)
+            for column in (self.last_event, self.busy_epoch):  # -1: no event of this user yet
+                column.extend(array("q", [-1]) * missing)
             for column in (self.queued, self.inflight_of, self.dispatched):
-                column.extend([0] * missing)
-            self.last_event.extend([-1] * missing)  # -1: no event of this user yet
-            self.busy_epoch.extend([-1] * missing)
-            self.charged.extend([0.0] * missing)
-            self.busy_charged.extend([0.0] * missing)
+                column.extend(array("i", [0]) * missing)
 
     def backlogged(self) -> list[int]:
         return [u for u, q in enumerate(self.queued) if q > 0]
 
 
 class CheckpointBuilder:
-    """Walks a log batch by batch (on a loading worker) and snapshots every ``every`` events."""
+    """Walks a log batch by batch (on a loading worker) and snapshots every ``every`` events.
 
-    def __init__(self, every: int = CHECKPOINT_EVERY) -> None:
+    ``every`` doubles whenever the checkpoints taken so far would exceed ``budget`` bytes;
+    the consumer then keeps only the checkpoints on the new grid (``Timeline.thin``).
+    """
+
+    def __init__(self, every: int = CHECKPOINT_EVERY, budget: int = CHECKPOINT_BUDGET) -> None:
         self.every = every
+        self.budget = budget
         self._user_weights: list[float] = []
         self._head = State()
+        self._kept = 0  # checkpoints on the current grid
 
     def consume(self, batch: EventBatch) -> list[State]:
-        """Apply a batch; return the checkpoints it completed (states after events every-1, 2*every-1, ...)."""
+        """Apply a batch; return the checkpoints it completed (states after events every-1,
+        2*every-1, ...), on the grid ``every`` has after the call."""
         self._user_weights += batch.new_user_weights
         head = self._head
         head.grow(len(self._user_weights))
-        offset = head.k + 1
-        end = offset + len(batch) - 1
+        end = batch.start + len(batch) - 1
         taken = []
         while head.k < end:
             until = min(end, (head.k + 1) // self.every * self.every + self.every - 1)
-            apply_events(head, batch, offset, until, self._user_weights)
+            apply_events(head, batch, batch.start, until, self._user_weights)
             if (head.k + 1) % self.every == 0:
                 taken.append(head.copy())
+                self._kept += 1
+                while self._kept * len(self._user_weights) * USER_STATE_BYTES > self.budget:
+                    self.every *= 2
+                    self._kept //= 2
+                    taken = [c for c in taken if (c.k + 1) % self.every == 0]
         return taken
 
 
@@ -114,8 +129,16 @@ class Timeline:
         self._checkpoints: list[State] = [State()]
         self._recent: list[State] = []
 
-    def add_checkpoints(self, states: list[State]) -> None:
+    def add_checkpoints(self, states: list[State], every: int | None = None) -> None:
+        """Keep checkpoints made on the grid ``every`` (thinning the older ones to it)."""
+        if every is not None and every != self.every:
+            self.every = every
+            self._checkpoints = [c for c in self._checkpoints if (c.k + 1) % every == 0]
         self._checkpoints.extend(states)
+
+    @property
+    def checkpoints(self) -> int:
+        return len(self._checkpoints) - 1
 
     def state_at(self, k: int) -> State:
         """State after event k; k is clamped to the events loaded so far."""
@@ -135,10 +158,12 @@ class Timeline:
         return state
 
 
-def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: int, weights: list[float]) -> None:
-    """Apply events s.k+1 .. until to s, in place; ``cols[k - offset]`` holds event k."""
-    kinds, users, ts, costs, vs, meters, deficits = (
-        cols.kind, cols.user, cols.t, cols.cost, cols.v, cols.meter, cols.deficit)
+def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: int, weights: list[float] | array) -> None:
+    """Apply events s.k+1 .. until to s, in place; ``cols[k - offset]`` holds event k and
+    ``cols.cost[n - first]`` the cost of dispatch number n, where ``first`` is the number
+    of dispatches before ``cols`` (0 for a whole table)."""
+    kinds, users, ts, vs, values, costs = cols.kind, cols.user, cols.t, cols.v, cols.value, cols.cost
+    first = cols.first_dispatch if isinstance(cols, EventBatch) else 0
     for k in range(s.k + 1, until + 1):
         i = k - offset
         kind = kinds[i]
@@ -148,12 +173,9 @@ def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: in
         if v == v:
             s.v = v
         if u >= 0:
-            m = meters[i]
+            m = values[i]
             if m == m:
-                s.meter[u] = m
-            d = deficits[i]
-            if d == d:
-                s.deficit[u] = d
+                s.value[u] = m
             s.last_event[u] = k
         if kind == ARRIVE:
             if s.queued_total == 0:
@@ -162,7 +184,7 @@ def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: in
             s.queued[u] += 1
             s.queued_total += 1
         elif kind == DISPATCH:
-            cost = costs[i]
+            cost = costs[s.dispatched_total - first]
             s.queued[u] -= 1
             s.queued_total -= 1
             s.inflight_of[u] += 1

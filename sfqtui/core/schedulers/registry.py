@@ -102,11 +102,11 @@ REGISTRY: dict[str, SchedulerTraits] = {
                         charges="actual", audit="vtc", picks_smallest=True),
         SchedulerTraits("fifo", "First In, First Out", "§5 (baseline)", lambda w, _q: FIFO(w), reading=None, band="queue",
                         value_name="queued", value_symbol="queued", join_words="requests wait in one global line",
-                        join_symbols="tail of the line", pick_words="FIFO: the oldest waiting request"),
+                        join_symbols="tail of the line", pick_words="FIFO (the oldest waiting request goes first)"),
         SchedulerTraits("rr", "Round Robin (per request)", "§5 (baseline)", lambda w, _q: RoundRobin(w), reading=None,
                         band="queue", value_name="queued", value_symbol="queued",
                         join_words="a user whose queue was empty goes to the tail of the turn order",
-                        join_symbols="tail of the turns", pick_words="round robin: the next user in turn"),
+                        join_symbols="tail of the turns", pick_words="round robin (one request per waiting user in turn)"),
     )
 }
 SCHEDULERS: tuple[str, ...] = tuple(REGISTRY)

@@ -2,10 +2,11 @@
 
 Auditing a million-request log is tens of seconds of pure Python. On a thread it would
 share the interpreter lock with the UI and slow every step until it finished; a child
-process runs on another core instead. It reads the same file, or replays the same trace
-(replays are deterministic, so it rebuilds the log on screen), and sends back only the
-event numbers that break an invariant. Small logs are audited on the worker's thread:
-starting a process costs more than their audit.
+process runs on another core instead. It reads the same file in batches, or replays the
+same trace chunk by chunk (replays are deterministic, so it rebuilds the log on screen),
+so its memory does not grow with the log, and it sends back only the event numbers that
+break an invariant. Small logs are audited on the caller's thread: starting a process
+costs more than their audit.
 """
 
 from __future__ import annotations
@@ -13,27 +14,26 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-from typing import Callable
+from typing import Callable, Iterator
 
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows, rows_from_replay
-from sfqtui.core.log.table import EventTable
-from sfqtui.trace.eventlog import log_rows, read_log
+from sfqtui.runs.opening import Opening
+from sfqtui.trace.eventlog import iter_log_rows
 from sfqtui.trace.sources import ReplaySource
-from sfqtui.ui.loading import Opening
 
 IN_CHILD_FROM = 200_000  # events; below this the audit takes well under a second
 
 
-def violations_of(rows: LogRows) -> list[int]:
-    """The event numbers at which the log breaks an invariant, ascending."""
-    return sorted({v.seq for v in audit(rows).violations})
+def violations_of(opening: Opening) -> list[int]:
+    """The event numbers at which what ``opening`` opens breaks an invariant, ascending."""
+    return sorted({v.seq for v in audit(_rows(opening)).violations})
 
 
-def violations(opening: Opening, table: EventTable, cancelled: Callable[[], bool]) -> list[int] | None:
-    """The violations of the loaded log (None: cancelled)."""
-    if len(table) < IN_CHILD_FROM:
-        return violations_of(table.log_rows())
+def violations(opening: Opening, events: int, cancelled: Callable[[], bool]) -> list[int] | None:
+    """The violations of a loaded log of ``events`` events (None: cancelled)."""
+    if events < IN_CHILD_FROM:
+        return violations_of(opening)
     return audit_in_child(opening, cancelled)
 
 
@@ -65,16 +65,15 @@ def audit_in_child(opening: Opening, cancelled: Callable[[], bool]) -> list[int]
     return pickle.loads(answer)
 
 
-def _rows(opening: Opening) -> LogRows:
+def _rows(opening: Opening) -> Iterator[LogRows]:
     if opening.is_log:
-        frame, _metadata = read_log(opening.path)
-        return log_rows(frame)
+        yield from iter_log_rows(opening.path)
+        return
     source = opening.source()
     assert isinstance(source, ReplaySource)
-    for _ in source.replay.run():
-        pass
-    return rows_from_replay(source.replay.log.columns(), source.loaded.trace, source.scheduler)
+    for columns, _arrived in source.replay.chunks():
+        yield rows_from_replay(columns, source.loaded.trace, source.scheduler)
 
 
 if __name__ == "__main__":  # the child: an Opening in on stdin, the violations out on stdout
-    sys.stdout.buffer.write(pickle.dumps(violations_of(_rows(pickle.load(sys.stdin.buffer)))))
+    sys.stdout.buffer.write(pickle.dumps(violations_of(pickle.load(sys.stdin.buffer))))

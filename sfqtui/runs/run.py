@@ -1,0 +1,66 @@
+"""A run: a source's events loaded into a table, its timeline, its cursor and how loading goes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Sequence
+
+from sfqtui.core.log.cursor import Cursor
+from sfqtui.core.log.table import EventBatch, EventTable
+from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
+from sfqtui.runs.opening import Opening
+
+_keys = count(1)
+
+
+@dataclass(eq=False)
+class Run:
+    """One source opened. ``key`` names this loading of it: messages about a run carry its
+    key, and a re-run gets a new key, so late messages of the old one are ignored.
+
+    ``loaded`` is the fraction loaded so far, None for a source that never ends."""
+
+    opening: Opening
+    scheduler: str = "sfq"
+    title: str = ""
+    slots: int | None = None
+    key: int = field(default_factory=lambda: next(_keys))
+    loaded: float | None = 0.0
+    loading: bool = True
+    checked: bool = False
+    audit_failure: str | None = None
+
+    def __post_init__(self) -> None:
+        self.reset(self.scheduler)
+
+    def reset(self, scheduler: str) -> None:
+        """Start over with an empty table (the source said which scheduler it replays)."""
+        self.scheduler = scheduler
+        self.table = EventTable(scheduler)
+        self.timeline = Timeline(self.table)
+        self.cursor = Cursor(self.table)
+
+    def append(self, batch: EventBatch, checkpoints: list[State], every: int, fraction: float | None) -> None:
+        self.table.append(batch)
+        self.timeline.add_checkpoints(checkpoints, every)
+        self.loaded = fraction
+
+    def load_all(self) -> Run:
+        """Load the whole source on this thread (headless tools and tests; the dashboard
+        loads on a worker, batch by batch)."""
+        source = self.opening.source()
+        self.reset(source.scheduler)
+        self.title, self.slots = source.title, source.metadata.get("slots")
+        builder = CheckpointBuilder()
+        for batch, fraction in source.batches():
+            self.append(batch, builder.consume(batch), builder.every, fraction)
+        self.loading = False
+        return self
+
+    def state(self) -> State:
+        return self.timeline.state_at(self.cursor.k)
+
+    @property
+    def violations(self) -> Sequence[int]:
+        return self.cursor.violations
