@@ -108,11 +108,18 @@ def test_a_bad_token_count_names_file_line_and_value(tmp_path: Path, cli: CliRun
     assert code == 2 and "line 3: Request tokens -4 is not a whole number >= 0" in err
 
 
+def test_a_stray_space_in_a_header_shows_in_the_error(tmp_path: Path, cli: CliRunner) -> None:
+    csv = tmp_path / "azure.csv"
+    csv.write_text("TIMESTAMP,ContextTokens,GeneratedTokens \n2023-11-16 18:15:46.6805900,374,44\n")
+    code, _, err = run(cli, "azure", csv, "-o", tmp_path / "t.parquet")
+    assert code == 2 and "missing column(s) 'GeneratedTokens'" in err and "'GeneratedTokens '" in err
+
+
 def test_the_wrong_format_is_refused(tmp_path: Path, cli: CliRunner) -> None:
     csv = tmp_path / "burst.csv"
     csv.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,GPT-4,12,3,15,API log\n")
     code, _, err = run(cli, "azure", csv, "-o", tmp_path / "t.parquet")
-    assert code == 2 and "missing column(s) TIMESTAMP, ContextTokens, GeneratedTokens for the azure format" in err
+    assert code == 2 and "missing column(s) 'TIMESTAMP', 'ContextTokens', 'GeneratedTokens' for the azure format" in err
     code, _, err = run(cli, "nope", csv, "-o", tmp_path / "t.parquet")
     assert code == 2 and "unknown format" in err
     code, _, err = run(cli, "azure", tmp_path / "missing.csv", "-o", tmp_path / "t.parquet")

@@ -103,7 +103,7 @@ def _user(users: Users, columns: list[str]) -> pl.Expr:
         return _assigned(users)
     if users.column is not None:
         if users.column not in columns:
-            shown = ", ".join(c for c in columns if not c.startswith("__") and c not in ("line", "t", "source"))
+            shown = ", ".join(repr(c) for c in columns if not c.startswith("__") and c not in ("line", "t", "source"))
             raise InputError(f"--user-from {users.column!r}: no such column (columns: {shown})")
         return pl.col(users.column).cast(pl.String).fill_null("(none)")
     if "user" in columns:

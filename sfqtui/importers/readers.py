@@ -45,8 +45,8 @@ def _require(path: Path, frame: pl.LazyFrame, columns: tuple[str, ...], fmt: str
         raise InputError(f"{path}: cannot be read as {fmt} ({str(exc).splitlines()[0]})") from None
     missing = [c for c in columns if c not in names]
     if missing:
-        shown = ", ".join(n for n in names if n != "line")
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)} for the {fmt} format (found: {shown})")
+        shown = ", ".join(repr(n) for n in names if n != "line")
+        raise InputError(f"{path}: missing column(s) {', '.join(map(repr, missing))} for the {fmt} format (found: {shown})")
     return names
 
 
