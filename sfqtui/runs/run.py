@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Sequence
+from typing import Any, Sequence
 
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.table import EventBatch, EventTable
@@ -26,6 +26,7 @@ class Run:
     title: str = ""
     slots: int | None = None
     key: int = field(default_factory=lambda: next(_keys))
+    metadata: dict[str, Any] = field(default_factory=dict)  # what the source records (settings, quantum, ...)
     loaded: float | None = 0.0
     loading: bool = True
     checked: bool = False
@@ -51,7 +52,7 @@ class Run:
         loads on a worker, batch by batch)."""
         source = self.opening.source()
         self.reset(source.scheduler)
-        self.title, self.slots = source.title, source.metadata.get("slots")
+        self.title, self.slots, self.metadata = source.title, source.metadata.get("slots"), source.metadata
         builder = CheckpointBuilder()
         for batch, fraction in source.batches():
             self.append(batch, builder.consume(batch), builder.every, fraction)

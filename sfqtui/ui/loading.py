@@ -7,6 +7,8 @@ message names the run it belongs to by the run's key.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.message import Message
 
 from sfqtui.core.log.table import EventBatch
@@ -20,9 +22,9 @@ class RunMessage(Message):
 
 
 class Opened(RunMessage):
-    def __init__(self, run: int, title: str, scheduler: str, slots: int | None) -> None:
+    def __init__(self, run: int, title: str, scheduler: str, metadata: dict[str, Any]) -> None:
         super().__init__(run)
-        self.title, self.scheduler, self.slots = title, scheduler, slots
+        self.title, self.scheduler, self.metadata = title, scheduler, metadata
 
 
 class EventsLoaded(RunMessage):
