@@ -148,7 +148,7 @@ class SfqApp(App[None]):
         worker = get_current_worker()
         try:
             source = run.opening.source()
-            self.post_message(Opened(run.key, source.title, source.scheduler, source.metadata.get("slots")))
+            self.post_message(Opened(run.key, source.title, source.scheduler, source.metadata))
             builder = CheckpointBuilder()
             for batch, fraction in source.batches():
                 if worker.is_cancelled or run not in self.runs:
@@ -196,7 +196,7 @@ class SfqApp(App[None]):
         if run is None:
             return
         run.reset(message.scheduler)
-        run.title, run.slots = message.title, message.slots
+        run.title, run.metadata, run.slots = message.title, message.metadata, message.metadata.get("slots")
         if run is self.current:
             self.sub_title = message.title
             self.query_one(EventLog).use(run.table)
