@@ -5,8 +5,12 @@ After a deliberate change of the screen, review the report of a failing run befo
 """
 
 import pytest
-from dashboard import dashboard, settle
+from dashboard import TRACES, dashboard, settle
 from textual.pilot import Pilot
+
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.opening import Opening
+from sfqtui.ui.app import SfqApp
 
 STEPS = {
     "start": [],
@@ -44,3 +48,26 @@ def test_drr_on_heavy_vs_light(snap_compare) -> None:  # noqa: ANN001
         await pilot.pause()
 
     assert snap_compare(dashboard("heavy-vs-light.parquet", scheduler="drr"), terminal_size=(120, 34), run_before=run_before)
+
+
+def side_by_side(trace: str, slots: int, *schedulers: str) -> SfqApp:
+    openings = [Opening(TRACES / trace, is_log=False, config=ReplayConfig(name, slots), slots_given=True) for name in schedulers]
+    return SfqApp(openings, lockstep="dispatch")
+
+
+def test_the_worked_example_under_sfq_and_drr_side_by_side(snap_compare) -> None:  # noqa: ANN001
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        await pilot.press(*["n"] * 5)
+        await pilot.pause()
+
+    assert snap_compare(side_by_side("seed-example.parquet", 1, "sfq", "drr"), terminal_size=(160, 44), run_before=run_before)
+
+
+def test_a_divergence_highlighted_side_by_side(snap_compare) -> None:  # noqa: ANN001
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        await pilot.press(*["n"] * 16)
+        await pilot.pause()
+
+    assert snap_compare(side_by_side("heavy-vs-light.parquet", 4, "sfq", "drr"), terminal_size=(160, 44), run_before=run_before)

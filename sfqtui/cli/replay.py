@@ -12,6 +12,9 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
 from sfqtui.cli.simulate import SchedulerName
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.log.lockstep import MODES
+from sfqtui.core.schedulers import SCHEDULERS
+from sfqtui.core.schedulers.registry import unknown_schedulers
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.eventlog import read_log_schema
 from sfqtui.trace.load import read_parquet_header
@@ -44,20 +47,35 @@ def replay(
     scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace).")] = SchedulerName.sfq,  # type: ignore[attr-defined]
     speed: Annotated[float, typer.Option(help="Events per second when playing.")] = 10.0,
     play: Annotated[bool, typer.Option("--play", help="Start playing at once.")] = False,
+    compare: Annotated[Optional[str], typer.Option("--compare", "-c", help=f"Comma-separated schedulers to step beside the main one, in panes side by side ({', '.join(SCHEDULERS)}).", show_default=False)] = None,
+    lockstep: Annotated[str, typer.Option("--lockstep", help="Step the panes together by time or by dispatch number (the k-th dispatch of each); l switches.")] = "time",
     replay: ReplayChoices = None,  # type: ignore[assignment]
 ) -> None:
     """Open the dashboard: step the scheduler event by event and see why each request
-    was dispatched when it was.
+    was dispatched when it was. With --compare, the same trace under other schedulers
+    in panes side by side, stepped together, with where their orders part.
 
     Keys: → / ← step, n / p next / previous dispatch, space play, + / - speed, g go to,
     u run until a user's dispatch, r next idle reset, x next invariant violation,
-    d dispatches only, f filter by user, o sort meters, ? help, ctrl+p every command.
+    d dispatches only, f filter by user, o sort meters, l lockstep by time or dispatch,
+    ? help, ctrl+p every command.
     """
     from sfqtui.ui.app import run_dashboard
 
     if speed <= 0:
         raise fail("--speed must be > 0")
-    run_dashboard(_opening(path, scheduler, replay), speed=speed, autoplay=play)
+    if lockstep not in MODES:
+        raise fail(f"--lockstep must be one of {', '.join(MODES)}")
+    openings = [_opening(path, scheduler, replay)]
+    if compare:
+        names = [name.strip() for name in compare.split(",") if name.strip()]
+        unknown = unknown_schedulers(names)
+        if unknown:
+            raise fail(f"--compare: unknown scheduler(s) {', '.join(unknown)}; choose from {', '.join(SCHEDULERS)}")
+        if not openings[0].can_rerun:
+            raise fail("--compare replays a trace under other schedulers; a saved log cannot be re-run")
+        openings += [openings[0].rerun(scheduler=name) for name in names]
+    run_dashboard(openings, speed=speed, autoplay=play, lockstep=lockstep)
 
 
 @refuses_bad_input

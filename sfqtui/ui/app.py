@@ -5,13 +5,14 @@ from __future__ import annotations
 import gc
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, TypeVar
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
@@ -24,18 +25,24 @@ from sfqtui.errors import InputError
 from sfqtui.runs.audit_job import violations
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
+from sfqtui.scenarios.lessons import Lesson
+from sfqtui.trace.load import load_trace
 from sfqtui.ui.ask import Ask
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.loading import Analysed, ChartReady, EventsLoaded, LoadFailed, LoadFinished, Opened, RunMessage
+from sfqtui.ui.lesson import LessonPanel
+from sfqtui.ui.loading import Analysed, ChartReady, EventsLoaded, LoadFailed, LoadFinished, Opened, OutcomeMeasured, RunMessage
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
 from sfqtui.ui.shares import SharesPanel, shares_chart
+from sfqtui.ui.side_by_side import SideBySide
+from sfqtui.ui.teacher import Teacher
 from sfqtui.ui.status_line import StatusLine
 
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
 SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+W = TypeVar("W", bound=Widget)
 CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often
 
 
@@ -60,19 +67,23 @@ class SfqApp(App[None]):
         Binding("f", "filter_user", "Filter", show=False),
         Binding("o", "cycle_sort", "Sort", show=False),
         Binding("a", "toggle_folded", "Idle users", show=False),
+        Binding("l", "toggle_lockstep", "Lockstep", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False) -> None:
+    def __init__(self, opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
+                 lesson: Lesson | None = None) -> None:
         super().__init__()
         openings = [opening] if isinstance(opening, Opening) else list(opening)
         self.runs: list[Run] = [Run(o, title=str(o.path)) for o in openings]
-        self.lockstep: str = MODES[0]
+        self.lockstep = lockstep
         self.speed = speed
         self.playing = False
         self._autoplay = autoplay
         self._carry = 0.0
+        self.teacher = Teacher()
+        self.lesson = lesson
 
     @property
     def current(self) -> Run:
@@ -111,30 +122,37 @@ class SfqApp(App[None]):
 
     # Layout
 
+    @property
+    def side_by_side(self) -> bool:
+        return len(self.runs) > 1
+
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
-        with Horizontal(id="top"):
-            with Vertical(id="band-box"):
-                yield MeterHeader(id="band-header")
-                yield MeterBand(id="band")
-            yield ExplainPanel(id="explain")
-        with Horizontal(id="bottom"):
-            with Vertical(id="log-box"):
-                yield EventLogHeader(header_for(self.table), id="log-header")
-                yield EventLog(id="log")
-            yield SharesPanel(id="shares")
+        if self.lesson is not None:
+            yield LessonPanel(self.lesson, id="lesson")
+        if self.side_by_side:
+            yield SideBySide(self.runs, id="side-by-side")
+        else:
+            with Horizontal(id="top"):
+                with _titled(Vertical(id="band-box"), "meters"):
+                    yield MeterHeader(id="band-header")
+                    yield MeterBand(id="band")
+                yield _titled(ExplainPanel(id="explain"), "why")
+            with Horizontal(id="bottom"):
+                with _titled(Vertical(id="log-box"), "event log"):
+                    yield EventLogHeader(header_for(self.table), id="log-header")
+                    yield EventLog(id="log")
+                yield _titled(SharesPanel(id="shares"), "cost shares")
         yield ProgressBar(total=1.0, show_eta=False, id="progress")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#band-box").border_title = "meters"
-        self.query_one("#explain").border_title = "why"
-        self.query_one("#log-box").border_title = "event log"
-        self.query_one("#shares").border_title = "cost shares"
         self._timer = self.set_interval(1 / TICKS_PER_S, self._tick, pause=True)
         self._chart_timer = self.set_interval(CHART_EVERY_S, self._chart_growing_runs)
         for run in self.runs:
             self._start_loading(run)
+        if self.lesson is not None:
+            self._measure_outcome(self.lesson, self.current.opening.path)
 
     # Loading (workers only post messages)
 
@@ -186,8 +204,16 @@ class SfqApp(App[None]):
         if found is not None:
             self.post_message(Analysed(run.key, found, checked=True))
 
+    @work(thread=True, group="lesson")
+    def _measure_outcome(self, lesson: Lesson, trace: Path) -> None:
+        self.post_message(OutcomeMeasured(lesson.outcome(load_trace(trace).trace)))
+
+    def on_outcome_measured(self, message: OutcomeMeasured) -> None:
+        self.query_one(LessonPanel).outcome = message.lines
+        self.refresh_views()
+
     def on_chart_ready(self, message: ChartReady) -> None:
-        if self._run(message) is self.current:
+        if self._run(message) is self.current and not self.side_by_side:
             self.query_one(SharesPanel).set_chart(message.users, message.edges, message.series)
             self.refresh_views()
 
@@ -199,6 +225,7 @@ class SfqApp(App[None]):
         run.title, run.metadata, run.slots = message.title, message.metadata, message.metadata.get("slots")
         if run is self.current:
             self.sub_title = message.title
+        if not self.side_by_side and run is self.current:
             self.query_one(EventLog).use(run.table)
             self.query_one(EventLogHeader).update(header_for(run.table))
 
@@ -215,7 +242,8 @@ class SfqApp(App[None]):
             return
         if message.fraction is not None:
             self.query_one("#progress", ProgressBar).update(progress=message.fraction)
-        self.query_one(EventLog).rebuild_rows()
+        for log in self.query(EventLog):
+            log.rebuild_rows()
         self.refresh_views()
         if first and self._autoplay:
             self.action_toggle_play()
@@ -252,7 +280,9 @@ class SfqApp(App[None]):
     # Drawing
 
     def frame(self) -> Frame:
-        run = self.current
+        return self.frame_of(self.current)
+
+    def frame_of(self, run: Run) -> Frame:
         return Frame(
             table=run.table,
             state=run.state(),
@@ -268,6 +298,11 @@ class SfqApp(App[None]):
     def refresh_views(self) -> None:
         frame = self.frame()
         self.query_one(StatusLine).show(frame)
+        if self.lesson is not None:
+            self.query_one(LessonPanel).show(at_end=not self.current.loading and self.cursor.k == len(self.table) - 1)
+        if self.side_by_side:
+            self.query_one(SideBySide).show(self.runs, self.frame_of, self.lockstep, self.teacher.narrate, self.teacher.order)
+            return
         band = self.query_one(MeterBand)
         band.show(frame)
         self.query_one(MeterHeader).show(frame, band.band_width, band.sort)
@@ -278,8 +313,12 @@ class SfqApp(App[None]):
     def _moved(self, k: int | None, nothing: str) -> None:
         if k is None:
             self.notify(nothing, timeout=3)
-        follow(self.cursor, [run.cursor for run in self.runs[1:]], self.lockstep)  # type: ignore[arg-type]
+        self._follow()
         self.refresh_views()
+
+    def _follow(self) -> None:
+        """Put the other runs at the leading run's moment."""
+        follow(self.cursor, [run.cursor for run in self.runs[1:]], self.lockstep)  # type: ignore[arg-type]
 
     # Actions
 
@@ -333,6 +372,7 @@ class SfqApp(App[None]):
             if moved is None and not self.current.loading:
                 self.action_toggle_play()
                 return
+            self._follow()
             self.refresh_views()
 
     def _set_speed(self, direction: int) -> None:
@@ -366,35 +406,56 @@ class SfqApp(App[None]):
         self.push_screen(Ask("Run until the next dispatch of user:", self._current_user(), self.table.users), go)
 
     def action_filter_user(self) -> None:
-        log = self.query_one(EventLog)
+        current = self.query(EventLog).first().user_filter
 
         def go(answer: str | None) -> None:
             if answer is None:
                 return
-            log.user_filter = answer.strip() or None
-            self._relist_log(log)
+            for log in self.query(EventLog):
+                log.user_filter = answer.strip() or None
+            self._relist_logs()
 
-        self.push_screen(Ask("Show the events of user (empty: everyone):", log.user_filter or self._current_user(), self.table.users), go)
+        self.push_screen(Ask("Show the events of user (empty: everyone):", current or self._current_user(), self.table.users), go)
 
     def action_toggle_dispatches(self) -> None:
-        log = self.query_one(EventLog)
-        log.dispatches_only = not log.dispatches_only
-        self._relist_log(log)
+        for log in self.query(EventLog):
+            log.dispatches_only = not log.dispatches_only
+        self._relist_logs()
 
-    def _relist_log(self, log: EventLog) -> None:
-        """After a change of what the log lists: recompute its rows, say what it shows, redraw."""
-        log.rebuild_rows()
-        self.query_one("#log-box").border_title = f"event log: {log.description}"
+    def _relist_logs(self) -> None:
+        """After a change of what the logs list: recompute their rows, say what they show, redraw."""
+        for log in self.query(EventLog):
+            log.rebuild_rows()
+        if not self.side_by_side:
+            self.query_one("#log-box").border_title = f"event log: {self.query_one(EventLog).description}"
         self.refresh_views()
 
     def action_cycle_sort(self) -> None:
-        band = self.query_one(MeterBand)
-        band.sort = SORTS[(SORTS.index(band.sort) + 1) % len(SORTS)]
+        for band in self.query(MeterBand):
+            band.sort = SORTS[(SORTS.index(band.sort) + 1) % len(SORTS)]
         self.refresh_views()
 
     def action_toggle_folded(self) -> None:
-        band = self.query_one(MeterBand)
-        band.show_folded = not band.show_folded
+        for band in self.query(MeterBand):
+            band.show_folded = not band.show_folded
+        self.refresh_views()
+
+    def action_toggle_lockstep(self) -> None:
+        """Step the runs side by side together by time, or by dispatch number."""
+        self.lockstep = MODES[(MODES.index(self.lockstep) + 1) % len(MODES)]  # type: ignore[arg-type]
+        self.notify(f"lockstep by {self.lockstep}", timeout=2)
+        self._moved(self.cursor.k, "")
+
+    async def compare_with(self, scheduler: str) -> None:
+        """Add a pane: the leading run's trace replayed under another scheduler."""
+        run = Run(self.opening.rerun(scheduler=scheduler), title=self.current.title)
+        self.runs.append(run)
+        await self.recompose()
+        self._start_loading(run)
+
+    async def drop_pane(self, key: int) -> None:
+        self.runs = [run for run in self.runs if run.key != key] or self.runs
+        await self.recompose()
         self.refresh_views()
 
     def action_toggle_help(self) -> None:
@@ -424,6 +485,10 @@ class SfqApp(App[None]):
         if self.opening.can_rerun:
             for name in SCHEDULERS:
                 yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}: {REGISTRY[name].title}", lambda n=name: self.rerun(scheduler=n))
+                yield SystemCommand(f"Compare with {name}", f"Add a pane: this trace under {name}, stepped beside the others",
+                                    lambda n=name: self.run_worker(self.compare_with(n)))
+        for run in self.runs[1:]:
+            yield SystemCommand(f"Drop the {run.scheduler} pane", "Stop comparing with this run", lambda k=run.key: self.run_worker(self.drop_pane(k)))
             for slots in SLOT_CHOICES:
                 yield SystemCommand(f"Re-run with {slots} slot{'s' if slots > 1 else ''}", "Replay with another slot count", lambda s=slots: self.rerun(slots=s))
             estimator = self.opening.config.estimator
@@ -435,5 +500,11 @@ class SfqApp(App[None]):
                                     lambda u=update: self.rerun(estimator=replace(estimator, update=u)))
 
 
-def run_dashboard(opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False) -> None:
-    SfqApp(opening, speed=speed, autoplay=autoplay).run()
+def _titled(widget: W, title: str) -> W:
+    widget.border_title = title
+    return widget
+
+
+def run_dashboard(opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
+                  lesson: Lesson | None = None) -> None:
+    SfqApp(opening, speed=speed, autoplay=autoplay, lockstep=lockstep, lesson=lesson).run()

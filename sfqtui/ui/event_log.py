@@ -32,6 +32,7 @@ def header_for(table: EventTable) -> str:
 
 WIDTH = len(header_for(EventTable("sfq")))
 _CURSOR = Style(reverse=True, bold=True)
+_CURSOR_DIFFERS = Style(reverse=True, bold=True, color="red")  # this dispatch differs from the other run's
 _DISPATCH = Style(bold=True)
 _RESET = Style(color="yellow", bold=True)
 _OTHER = Style(dim=True)
@@ -71,6 +72,7 @@ class EventLog(LineView, can_focus=True):
         self.user_filter: str | None = None
         self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
         self._cursor_row = -1
+        self._differs = False
 
     @property
     def description(self) -> str:
@@ -112,7 +114,9 @@ class EventLog(LineView, can_focus=True):
     def virtual_width(self) -> int:
         return WIDTH
 
-    def show(self, frame: Frame) -> None:
+    def show(self, frame: Frame, differs: bool = False) -> None:
+        """Draw around the frame's event; ``differs``: mark it as a dispatch that the other
+        run stepped beside this one sent differently."""
         if frame.table is not self.table:
             self.use(frame.table)
         if self._rows is None:
@@ -120,17 +124,19 @@ class EventLog(LineView, can_focus=True):
         else:
             row = bisect_right(self._rows, frame.k) - 1
         self._cursor_row = row
+        self._differs = differs
         self.redraw(top=page_top(row, self.scrollable_content_region.height))
 
     def row_key(self, row: int, width: int) -> Hashable:
-        return self._event_at(row), row == self._cursor_row
+        return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs
 
     def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         table = self.table
         assert table is not None
         k = self._event_at(row)
         kind = table.kind[k]
-        style = _CURSOR if row == self._cursor_row else (_DISPATCH if kind == DISPATCH else _RESET if kind == IDLE_RESET else _OTHER)
+        cursor = _CURSOR_DIFFERS if self._differs else _CURSOR
+        style = cursor if row == self._cursor_row else (_DISPATCH if kind == DISPATCH else _RESET if kind == IDLE_RESET else _OTHER)
         user = table.user_name(k) or ""
         request = table.request_id(k) or ""
         kind_name = "idle rst" if kind == IDLE_RESET else table.kind_name(k)

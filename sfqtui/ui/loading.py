@@ -60,3 +60,11 @@ class Analysed(RunMessage):
     def __init__(self, run: int, violations: list[int], checked: bool, failure: str | None = None) -> None:
         super().__init__(run)
         self.violations, self.checked, self.failure = violations, checked, failure
+
+
+class OutcomeMeasured(Message):
+    """A lesson's measured outcome, one line per figure."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines

@@ -97,6 +97,7 @@ class EventTable:
         self.ratio = array("d")  # per dispatch
         self.idle_resets = array("q")
         self.user_dispatches: list[array] = []  # per user code: its dispatch event indices
+        self.user_waited: list[array] = []  # per user code: its total wait after each of its dispatches
         self.arrive_at = array("q")  # per request code: event index, or -1
         self.dispatch_at = array("q")
         self.finish_at = array("q")  # its complete or cancel event
@@ -130,6 +131,7 @@ class EventTable:
             self.users.append(name)
             self.weights.append(weight)
             self.user_dispatches.append(array("q"))
+            self.user_waited.append(array("d"))
         self.names = batch.names
         missing = batch.requests - len(self.arrive_at)
         if missing > 0:
@@ -155,8 +157,13 @@ class EventTable:
                 code = req[k]
                 if code >= 0:
                     column[code] = k
+        t, arrive_at, waited = self.t, self.arrive_at, self.user_waited
         for k in batch.dispatch_events:
-            per_user[user[k]].append(k)
+            u, code = user[k], req[k]
+            per_user[u].append(k)
+            arrived = arrive_at[code] if code >= 0 else NONE
+            total = waited[u][-1] if waited[u] else 0.0
+            waited[u].append(total + (t[k] - t[arrived] if arrived >= 0 else 0.0))
         for code, tokens in batch.outputs:
             self.output[code] = tokens
         self.size = len(self.kind)
@@ -183,6 +190,12 @@ class EventTable:
         if self.kind[k] != DISPATCH:
             return NaN
         return self.cost[bisect_left(self.dispatches, k)]
+
+    def waits_until(self, u: int, k: int) -> tuple[int, float]:
+        """How many of user u's requests were dispatched at or before event k, and their
+        total wait (a request whose arrival is not in the log counts as no wait)."""
+        n = bisect_right(self.user_dispatches[u], k)
+        return n, (self.user_waited[u][n - 1] if n else 0.0)
 
     # Navigation: all O(log n)
 

@@ -82,3 +82,8 @@ class Scheduler(ABC):
 
     def renormalise(self) -> None:
         """Shift internal numbers to a smaller range without changing any decision."""
+
+    def serving_order(self) -> list[tuple[User, str]] | None:
+        """Who is served next, in order, each with a short note (its deficit, its queue),
+        for schedulers that serve in an order rather than by the smallest number."""
+        return None

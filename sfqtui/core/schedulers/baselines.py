@@ -46,6 +46,9 @@ class FIFO(Scheduler):
         """Waiting requests in the order they will go."""
         return list(self._line)
 
+    def serving_order(self) -> list[tuple[User, str]]:
+        return [(user, "") for _req, user in self._line]
+
 
 class RoundRobin(Scheduler):
     """One request per backlogged user in turn, in the order users became backlogged; ignores cost."""
@@ -85,3 +88,6 @@ class RoundRobin(Scheduler):
     def turn_order(self) -> list[User]:
         """Backlogged users in the order they will be served."""
         return list(self._active)
+
+    def serving_order(self) -> list[tuple[User, str]]:
+        return [(user, f"{len(self._queues[user])} queued") for user in self._active]

@@ -71,6 +71,11 @@ class DRR(Scheduler):
     def reading(self, user: User) -> UserReading:
         return None, None, self._deficits.get(user)
 
+    def serving_order(self) -> list[tuple[User, str]]:
+        """The active list, each user with deficit / quantum; the visit in progress is marked."""
+        return [(user, f"{'visiting, ' if user == self._visiting else ''}DC {self._deficits[user]:g}/Q {self.quantum * self.weight(user):g}")
+                for user in self._active]
+
     def active_list(self) -> list[User]:
         """Backlogged users in visiting order, the one being visited first."""
         return list(self._active)

@@ -1,0 +1,49 @@
+"""A lesson in the dashboard: the menu of the article's cases, and the panel above the panes
+that introduces the lesson and, once the replay reaches its end, gives the measured outcome."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from sfqtui.scenarios.lessons import LESSONS, Lesson
+from sfqtui.ui.text_view import TextView
+
+
+class LessonPanel(TextView):
+    DEFAULT_CSS = "LessonPanel { height: 5; padding: 0 1; border: round $accent 50%; border-title-color: $text; }"
+
+    def __init__(self, lesson: Lesson, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.lesson = lesson
+        self.outcome: list[str] | None = None
+        self.border_title = f"lesson {lesson.section}: {lesson.title}"
+
+    def show(self, at_end: bool) -> None:
+        if at_end and self.outcome is not None:
+            self.set_text([Text("The outcome, measured on this trace:", "bold"), *(Text(line) for line in self.outcome)])
+        else:
+            watch = Text(self.lesson.introduction)
+            hint = Text(f"→ steps all panes by {self.lesson.lockstep} (l switches), space plays; the outcome shows at the end (end key)", "dim")
+            self.set_text([watch, hint])
+
+
+class LessonMenu(App[str]):
+    """Pick a lesson; the app returns its name (nothing when quit)."""
+
+    TITLE = "sfqtui teach"
+    BINDINGS = [Binding("q,escape", "quit", "Quit")]
+    CSS = "Static { padding: 1 2; } OptionList { height: 1fr; margin: 0 2; }"
+
+    def compose(self) -> ComposeResult:
+        yield Static("The article's cases, each a scenario stepped under two schedulers side by side. Enter opens one.")
+        options = [Option(Text.assemble((f"{lesson.section}  ", "dim"), (lesson.title, "bold"), f"  ({' | '.join(lesson.schedulers)})\n",
+                                        (lesson.introduction, "dim")), id=name) for name, lesson in LESSONS.items()]
+        yield OptionList(*options)
+        yield Footer()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.exit(event.option.id)

@@ -1,0 +1,113 @@
+"""One run in a column, for stepping schedulers side by side.
+
+A pane draws its own run's frame: a head with the scheduler, where its cursor is and
+what this step did (the narration), the scheduler's state (the meter band, and for DRR,
+FIFO and RR the order in which users will be served), its event log, and its
+cumulative shares and waits. The app hands each pane its run's frame; a pane never
+looks for data elsewhere.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from sfqtui.core.numbers import fmt
+from sfqtui.ui.columns import grid
+from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
+from sfqtui.ui.frame import Frame
+from sfqtui.ui.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.text_view import TextView
+
+SHARE_ROWS = 5
+
+
+class PaneHead(TextView):
+    DEFAULT_CSS = "PaneHead { height: 4; overflow: hidden hidden; }"
+
+    def show(self, frame: Frame, narration: str, differs: bool) -> None:
+        s, table = frame.state, frame.table
+        kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
+        where = Text.assemble(
+            (f"seq {frame.k:,}" if frame.k >= 0 else "seq -", "bold"),
+            f"/{len(table) - 1:,} ",
+            (kind, "bold reverse" if kind == "dispatch" else "bold"),
+            f"  t={fmt(s.t)}s",
+            f"  v={fmt(s.v)}" if frame.has_meters else "",
+            f"  dispatch #{s.dispatched_total:,}" if s.dispatched_total else "",
+            no_wrap=True, overflow="ellipsis",
+        )
+        said = Text(narration, style="bold red" if differs else "green")
+        self.set_text([where, said])
+
+
+class QueueOrder(TextView):
+    """Who is served next, for schedulers that serve in an order rather than by a number:
+    DRR's active list with the visit in progress, FIFO's line, RR's turns."""
+
+    DEFAULT_CSS = "QueueOrder { height: 2; overflow: hidden hidden; color: $text-muted; }"
+
+    def show(self, frame: Frame, order: list[tuple[str, str]] | None) -> None:
+        if order is None:
+            self.display = False
+            return
+        self.display = True
+        line = Text("next: ", style="dim", no_wrap=False)
+        for name, note in order:
+            line.append(name, "bold")
+            line.append(f" ({note})  " if note else "  ")
+        if not order:
+            line.append("nobody waiting", "dim")
+        self.set_text([line])
+
+
+class PaneShares(TextView):
+    DEFAULT_CSS = "PaneShares { height: 8; overflow: hidden hidden; }"
+
+    def show(self, frame: Frame) -> None:
+        s, table = frame.state, frame.table
+        total = s.charged_total or 1.0
+        ranked = sorted((u for u in table.users_by_name() if u < len(s.charged) and s.dispatched[u]),
+                        key=s.charged.__getitem__, reverse=True)
+        rows = []
+        for u in ranked[:SHARE_ROWS]:
+            served, waited = table.waits_until(u, frame.k)
+            mean = waited / served if served else None
+            rows.append(((table.users[u][:14], f"{s.charged[u] / total:.1%}", f"{s.dispatched[u]:,}", fmt(mean)), ""))
+        if len(ranked) > SHARE_ROWS:
+            rows.append(((f"… {len(ranked) - SHARE_ROWS} more", "", "", ""), "dim"))
+        self.set_text(grid(("user", "share", "sent", "mean wait s"), rows, (False, True, True, True)))
+
+
+class RunPane(Vertical):
+    DEFAULT_CSS = """
+    RunPane { width: 1fr; border: round $primary 50%; border-title-color: $text; }
+    RunPane MeterBand { height: 1fr; }
+    RunPane EventLog { height: 1fr; }
+    """
+
+    def __init__(self, run_key: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.run_key = run_key
+
+    def compose(self) -> ComposeResult:
+        yield PaneHead()
+        yield MeterHeader()
+        yield MeterBand()
+        yield QueueOrder()
+        yield EventLogHeader("")
+        yield EventLog()
+        yield PaneShares()
+
+    def show(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> None:
+        traits = frame.table.traits
+        self.border_title = f"{frame.table.scheduler}: {traits.title}" if traits is not None else frame.table.scheduler
+        self.query_one(PaneHead).show(frame, narration, differs)
+        band = self.query_one(MeterBand)
+        band.show(frame)
+        self.query_one(MeterHeader).show(frame, band.band_width, band.sort)
+        self.query_one(QueueOrder).show(frame, order)
+        self.query_one(EventLogHeader).update(header_for(frame.table))
+        self.query_one(EventLog).show(frame, differs)
+        self.query_one(PaneShares).show(frame)

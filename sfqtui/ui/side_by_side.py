@@ -1,0 +1,80 @@
+"""Runs side by side: one pane per run, stepped in lockstep, with where their orders part.
+
+The first run leads; the app moves its cursor and puts the others at the same moment
+(by time or by dispatch number). Above the panes, one line says how the lockstep goes
+and where each other run's dispatch order first differs from the leader's, and how many
+positions differ so far; a pane whose current dispatch differs shows it in red.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+
+from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.log.divergence import Divergence
+from sfqtui.runs.run import Run
+from sfqtui.ui.frame import Frame
+from sfqtui.ui.run_pane import RunPane
+from sfqtui.ui.text_view import TextView
+
+Narrator = Callable[[Run], str]
+Orderer = Callable[[Run], "list[tuple[str, str]] | None"]
+
+
+class DivergenceLine(TextView):
+    DEFAULT_CSS = "DivergenceLine { height: 2; padding: 0 1; overflow: hidden hidden; }"
+
+
+class SideBySide(Vertical):
+    DEFAULT_CSS = "SideBySide { height: 1fr; } SideBySide > Horizontal { height: 1fr; }"
+
+    def __init__(self, runs: Sequence[Run], **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._keys = [run.key for run in runs]
+        self._divergences: dict[int, Divergence] = {}
+
+    def compose(self) -> ComposeResult:
+        yield DivergenceLine()
+        with Horizontal():
+            for key in self._keys:
+                yield RunPane(key, id=f"pane-{key}")
+
+    def _divergence(self, leader: Run, other: Run) -> Divergence:
+        found = self._divergences.get(other.key)
+        if found is None or found.a is not leader.table or found.b is not other.table:
+            found = self._divergences[other.key] = Divergence(leader.table, other.table)
+        return found
+
+    def show(self, runs: Sequence[Run], frame_of: Callable[[Run], Frame], lockstep: str,
+             narrate: Narrator, order: Orderer) -> None:
+        leader = runs[0]
+        n = leader.cursor.dispatch_number
+        lines = [Text.assemble(("lockstep ", "dim"), (f"by {lockstep}", "bold"), (" (l switches)  ", "dim"),
+                               f"leader {leader.scheduler} at dispatch #{n + 1:,}" if n >= 0 else f"leader {leader.scheduler}",
+                               no_wrap=True, overflow="ellipsis")]
+        differing: dict[int, bool] = {}
+        for other in runs[1:]:
+            divergence = self._divergence(leader, other)
+            count = divergence.differing_until(n)
+            differing[other.key] = divergence.differs(n) and _at_dispatch(other, n)
+            first = divergence.first
+            if first is None or first > n:
+                said = f"{other.scheduler}: same order as {leader.scheduler} so far"
+            else:
+                said = (f"{other.scheduler}: orders first differ at dispatch #{first + 1:,}; "
+                        f"{count:,} of {n + 1:,} positions differ so far")
+            lines.append(Text(said, style="bold red" if differing[other.key] else "", no_wrap=True, overflow="ellipsis"))
+        differing[leader.key] = any(differing.values()) and _at_dispatch(leader, n)
+        self.query_one(DivergenceLine).set_text([Text(" · ").join(lines[:1] + lines[1:])])
+        for run in runs:
+            self.query_one(f"#pane-{run.key}", RunPane).show(frame_of(run), narrate(run), differing[run.key], order(run))
+
+
+def _at_dispatch(run: Run, n: int) -> bool:
+    """Whether the run's cursor stands on its dispatch number n."""
+    k = run.cursor.k
+    return n >= 0 and k >= 0 and run.table.kind[k] == DISPATCH and run.cursor.dispatch_number == n
