@@ -27,6 +27,7 @@ SHOTS = [
     ("demo-idle-reset.svg", "demo.parquet", "sfq", ["g", *"330", "enter", "r"], (120, 34)),
     ("trickle-sfq-reset.svg", "trickle.parquet", "sfq-reset", ["g", *"900", "enter", "u", *"trickle", "enter"], (120, 34)),
     ("heavy-vs-light-drr.svg", "heavy-vs-light.parquet", "drr", ["g", *"200", "enter", "n"], (120, 34)),
+    ("calibration-view.svg", "calibration.parquet", "sfq", ["c"], (120, 34)),
 ]
 
 
@@ -37,6 +38,7 @@ async def shoot(out: Path, name: str, trace: str, scheduler: str, keys: list[str
             await pilot.pause(0.02)
         for key in keys:
             await pilot.press(key)
+        await app.workers.wait_for_complete()  # a view that measures on a worker (calibration)
         await pilot.pause()
         app.save_screenshot(filename=name, path=str(out))
 

@@ -8,7 +8,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE_MODULES = [f"sfqtui.core.{p.relative_to(ROOT / 'sfqtui' / 'core').with_suffix('').as_posix().replace('/', '.')}"
                 for p in sorted((ROOT / "sfqtui" / "core").rglob("*.py")) if p.name != "__init__.py"]
 FORBIDDEN = ["textual", "rich", "polars", "pyarrow", "numpy"]
-HEADLESS_COMMANDS = ["sfqtui.cli.simulate", "sfqtui.cli.check", "sfqtui.cli.compare", "sfqtui.cli.importing", "sfqtui.cli.gen"]
+HEADLESS_COMMANDS = ["sfqtui.cli.simulate", "sfqtui.cli.check", "sfqtui.cli.compare", "sfqtui.cli.importing", "sfqtui.cli.gen",
+                     "sfqtui.cli.calibrate", "sfqtui.cli.sweep", "sfqtui.cli.explain"]
 
 
 def loaded_by(modules: list[str], watched: list[str]) -> str:

@@ -112,3 +112,12 @@ def test_drr_never_sends_more_than_its_deficit(trace: Trace, n: int, quantum: fl
     assert len(credits) == len(costs) and None not in credits
     assert all(c <= credit for c, credit in zip(costs, credits))
     assert all(d is None or d >= 0 for d in log.deficit)
+
+
+def test_float_rounding_of_cumulative_charges_is_not_a_violation() -> None:
+    """Found by hypothesis: with costs 0.01 the float sums make W_a - W_b 0.020000000000000004
+    against 2 c_max = 0.02; the bound check allows for the rounding of the sums."""
+    trace = trace_of([("b", 0.0, 0.01)] * 6 + [("a", 0.5, 0.01)] * 4, service=1.0)
+    report = audit(replay(trace, "sfq", 1))
+    assert report.ok, report.violations
+    assert report.worst_gap is not None and report.worst_gap.gap > 2 * report.c_max  # in floats, just over

@@ -2,18 +2,24 @@
 
 import typer
 
+from sfqtui.cli.attach import attach
+from sfqtui.cli.calibrate import calibrate
 from sfqtui.cli.check import check
 from sfqtui.cli.compare import compare
+from sfqtui.cli.explain import explain
 from sfqtui.cli.gen import GEN_HELP, gen
 from sfqtui.cli.importing import import_command
+from sfqtui.cli.proxy import proxy
 from sfqtui.cli.replay import demo, replay, serve
 from sfqtui.cli.simulate import simulate
+from sfqtui.cli.sweep import sweep
+from sfqtui.cli.teach import TEACH_HELP, teach
 
 app = typer.Typer(
     name="sfqtui",
     help="Replay, explain and compare Start-time Fair Queueing for LLM load balancers.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -21,10 +27,16 @@ app.command(help=GEN_HELP)(gen)
 app.command()(simulate)
 app.command()(check)
 app.command()(compare)
+app.command()(explain)
+app.command()(calibrate)
+app.command()(sweep)
 app.command(name="import")(import_command)
 app.command()(replay)
 app.command()(demo)
 app.command()(serve)
+app.command(help=TEACH_HELP)(teach)
+app.command()(attach)
+app.command()(proxy)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.analysis.audit import AuditReport, audit
 from sfqtui.core.numbers import fmt
-from sfqtui.trace.eventlog import log_rows, read_log
+from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 
 
 def render(report: AuditReport, path: Path) -> str:
@@ -43,10 +43,11 @@ def render(report: AuditReport, path: Path) -> str:
 def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file written by simulate (or any §7 log).", show_default=False)]) -> None:
     """Verify LOG: seq and time order, each request's life, and for SFQ logs every join,
     pick, charge and idle reset, the band invariant of §3.1 and the 2 c_max bound of
-    §3.2/§3.3. For DRR logs: deficits and credits. Exits 1 on any violation.
+    §3.2/§3.3. For DRR logs: deficits and credits. For VTC logs: every join, pick and
+    charge of §9. The log is read in batches. Exits 1 on any violation.
     """
-    df, _meta = read_log(log)
-    report = audit(log_rows(df))
+    metadata, _columns, _scheduler = read_log_schema(log)
+    report = audit(iter_log_rows(log), output_weight=output_weight_of(metadata))
     typer.echo(render(report, log))
     if not report.ok:
         raise typer.Exit(1)

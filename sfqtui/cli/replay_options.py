@@ -88,11 +88,13 @@ _PARAMS = [
     _option("prefill_tps", float, _D_SVC.prefill_tps, "Input tokens per second (prefill).", _PANEL_SVC, "--prefill-rate"),
     _option("decode_tps", float, _D_SVC.decode_tps, "Output tokens per second per request (decode).", _PANEL_SVC, "--decode-rate"),
 ]
-_NAMES = [p.name for p in _PARAMS]
 
 
-def _choices(values: dict[str, Any]) -> ReplayChoices:
-    estimator = EstimatorParams(
+_ESTIMATOR_NAMES = ("input_weight", "output_weight", "ratio_scope", "ratio_update", "ratio_window", "ratio_alpha", "ratio_start", "default_output")
+
+
+def _estimator_params(values: dict[str, Any], oracle: bool = False) -> EstimatorParams:
+    return EstimatorParams(
         input_weight=values["input_weight"],
         output_weight=values["output_weight"],
         scope=values["ratio_scope"].value,
@@ -101,8 +103,12 @@ def _choices(values: dict[str, Any]) -> ReplayChoices:
         alpha=values["ratio_alpha"],
         start_ratio=values["ratio_start"],
         default_output_tokens=values["default_output"],
-        oracle=values["estimator"] is EstimatorKind.oracle,
+        oracle=oracle,
     )
+
+
+def _choices(values: dict[str, Any]) -> ReplayChoices:
+    estimator = _estimator_params(values, oracle=values["estimator"] is EstimatorKind.oracle)
     service = TokenServiceModel(
         overhead_s=values["overhead_s"],
         prefill_tps=values["prefill_tps"],
@@ -115,16 +121,28 @@ def _choices(values: dict[str, Any]) -> ReplayChoices:
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service)
 
 
-def with_replay_options(func: F) -> F:
+def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any]], Any]) -> F:
+    """``func`` with ``options`` in its signature, called with ``argument=build(their values)`` instead."""
     signature = inspect.signature(func)
-    own = [p for p in signature.parameters.values() if p.name != "replay"]
+    own = [p for p in signature.parameters.values() if p.name != argument]
+    names = [p.name for p in options]
 
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
-        shared = {name: kwargs.pop(name) for name in _NAMES}
-        return func(replay=_choices(shared), **kwargs)
+        shared = {name: kwargs.pop(name) for name in names}
+        return func(**{argument: build(shared)}, **kwargs)
 
-    params = own + _PARAMS
+    params = own + options
     wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return wrapper  # type: ignore[return-value]
+
+
+def with_replay_options(func: F) -> F:
+    return _adding_options(func, "replay", _PARAMS, _choices)
+
+
+def with_estimator_options(func: F) -> F:
+    """Only the ratio estimator's options, for a command that prices requests before their
+    output exists (no oracle); the command gets them as ``estimator: EstimatorParams``."""
+    return _adding_options(func, "estimator", [p for p in _PARAMS if p.name in _ESTIMATOR_NAMES], _estimator_params)

@@ -12,7 +12,7 @@ from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.trace.load import load_trace
+from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
 
@@ -33,10 +33,10 @@ def simulate(
     trace order); then requests are dispatched one at a time while a slot is free.
     """
     started = time.perf_counter()
-    loaded = load_trace(trace)
-    config = replay.config(scheduler.value, loaded.suggested_slots)
-    with progress_bar("replaying", len(loaded.trace)) as update:
-        result = run_simulation(loaded, config, output, progress=update)
+    source = open_trace(trace)
+    config = replay.config(scheduler.value, source.suggested_slots)
+    with progress_bar("replaying", len(source)) as update:
+        result = run_simulation(source, config, output, progress=update)
     elapsed = time.perf_counter() - started
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     quantum = f", quantum {fmt(result.quantum)}" if result.quantum is not None else ""

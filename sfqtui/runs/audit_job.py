@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.runs.opening import Opening
-from sfqtui.trace.eventlog import iter_log_rows
+from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 from sfqtui.trace.sources import ReplaySource
 
 IN_CHILD_FROM = 200_000  # events; below this the audit takes well under a second
@@ -27,7 +27,11 @@ IN_CHILD_FROM = 200_000  # events; below this the audit takes well under a secon
 
 def violations_of(opening: Opening) -> list[int]:
     """The event numbers at which what ``opening`` opens breaks an invariant, ascending."""
-    return sorted({v.seq for v in audit(_rows(opening)).violations})
+    if opening.is_log:
+        output_weight = output_weight_of(read_log_schema(opening.path)[0])
+    else:
+        output_weight = opening.config.estimator.output_weight
+    return sorted({v.seq for v in audit(_rows(opening), output_weight).violations})
 
 
 def violations(opening: Opening, events: int, cancelled: Callable[[], bool]) -> list[int] | None:

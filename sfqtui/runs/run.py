@@ -29,6 +29,8 @@ class Run:
     metadata: dict[str, Any] = field(default_factory=dict)  # what the source records (settings, quantum, ...)
     loaded: float | None = 0.0
     loading: bool = True
+    connection: str | None = None  # a live source's connection state
+    following: bool = True  # a live run's cursor follows the newest event
     checked: bool = False
     audit_failure: str | None = None
 
@@ -46,6 +48,15 @@ class Run:
         self.table.append(batch)
         self.timeline.add_checkpoints(checkpoints, every)
         self.loaded = fraction
+
+    def new_window(self, first_seq: int, seed: State, new_users: list[str], weights: list[float]) -> None:
+        """Continue a source that never ends in a fresh table (the old one is let go)."""
+        table = self.table.continued(first_seq)
+        for name, weight in zip(new_users, weights):
+            table.add_user(name, weight)
+        self.table = table
+        self.timeline = Timeline(table, base=seed)
+        self.cursor = Cursor(table)
 
     def load_all(self) -> Run:
         """Load the whole source on this thread (headless tools and tests; the dashboard

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
+import threading
 from array import array
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -17,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sfqtui.core.engine.estimator import Pricing
 from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, EventRow
 from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
@@ -30,7 +34,7 @@ _ROW = pa.struct([("t", pa.float64()), ("kind", pa.int8()), ("req", pa.int64()),
                   ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64()), ("credit", pa.float64())])
 
 
-def buffer_array(values: array, kind: pa.DataType, null: float | int) -> pa.Array:
+def buffer_array(values: array | np.ndarray, kind: pa.DataType, null: float | int) -> pa.Array:
     """A zero-copy Arrow view of a fixed-size typed array, ``null`` marking nulls."""
     plain = pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
     if null != null:  # NaN
@@ -40,14 +44,55 @@ def buffer_array(values: array, kind: pa.DataType, null: float | int) -> pa.Arra
 
 @dataclass(frozen=True)
 class RequestColumns:
-    """Per-request arrays a log takes its extra columns from (indexed by trace index)."""
+    """Columns of consecutive requests, the first being request ``start`` of the trace, that a
+    log takes its request ids, users and extra columns from."""
 
+    start: int
     request_ids: pa.Array
     users: pa.Array
     weights: pa.Array | None = None
-    ratio_used: array | None = None  # the estimator ratio that priced a request (NaN: none)
-    est_output: array | None = None  # its estimated output tokens (NaN: not priced)
-    output_tokens: array | None = None  # its actual output tokens (-1: unknown)
+    output_tokens: pa.Array | None = None  # the actual output tokens (null: unknown)
+
+    @classmethod
+    def of(cls, start: int, table: pa.Table, output_tokens: array | None) -> RequestColumns:
+        """From a table with request_id, user and (when the trace has it) weight, and the core's output tokens (-1: unknown)."""
+        return cls(
+            start=start,
+            request_ids=table["request_id"].combine_chunks(),
+            users=table["user"].combine_chunks(),
+            weights=table["weight"].combine_chunks() if "weight" in table.column_names else None,
+            output_tokens=buffer_array(output_tokens, pa.int64(), -1) if output_tokens is not None else None,
+        )
+
+    def __len__(self) -> int:
+        return len(self.request_ids)
+
+
+def _gathered(parts: Sequence[RequestColumns], req: np.ndarray) -> tuple[RequestColumns, pa.Array]:
+    """The parts as one set of columns, and the position there of each request (null for -1)."""
+    if len(parts) == 1:
+        whole = parts[0]
+        return whole, pa.array(req - whole.start, mask=req < 0)
+    starts = np.array([p.start for p in parts], dtype=np.int64)
+    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]], dtype=np.int64)
+    k = np.searchsorted(starts, req, side="right") - 1
+    positions = req - starts[k] + offsets[k]
+
+    def joined(name: str) -> pa.Array | None:
+        columns = [getattr(p, name) for p in parts]
+        return None if columns[0] is None else pa.concat_arrays(columns)
+
+    whole = RequestColumns(0, joined("request_ids"), joined("users"), joined("weights"), joined("output_tokens"))  # type: ignore[arg-type]
+    return whole, pa.array(positions, mask=req < 0)
+
+
+def _priced(kind: np.ndarray, req: np.ndarray, by_request: dict[int, float]) -> pa.Array:
+    """On dispatch rows the value ``by_request`` holds for the request; null elsewhere."""
+    values = np.full(len(kind), np.nan)
+    dispatches = kind == DISPATCH
+    reqs = req[dispatches].tolist()
+    values[dispatches] = np.fromiter(map(by_request.get, reqs, repeat(math.nan)), dtype=np.float64, count=len(reqs))
+    return buffer_array(values, pa.float64(), math.nan)
 
 
 class ChunkEncoder:
@@ -55,24 +100,25 @@ class ChunkEncoder:
 
     Extras: ``weight`` (the user's weight, when the trace has weights); on dispatches,
     ``ratio`` (the estimator ratio that priced it), ``est_output`` (the output tokens it
-    was charged for) and ``credit`` (the DRR deficit it was sent against); on
-    completions, ``output_tokens`` (the actual output, when the trace has it).
+    was charged for), both when an estimator was in use, and ``credit`` (the DRR deficit
+    it was sent against); on completions, ``output_tokens`` (the actual output, when the
+    trace has it).
     """
 
-    def __init__(self, scheduler: str, requests: RequestColumns, credit: bool = False) -> None:
+    def __init__(self, scheduler: str, credit: bool = False) -> None:
         self.scheduler = scheduler
-        self._requests = requests
         self._credit = credit
 
-    def encode(self, start: int, rows: list[EventRow]) -> pa.Table:
-        """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``."""
-        return self._table(start, len(rows), pa.array(rows, type=_ROW))
+    def encode(self, start: int, rows: list[EventRow], requests: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
+        """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``;
+        ``requests``: columns covering every request the rows mention, in order; ``pricing``:
+        what priced their dispatches (None: no estimator)."""
+        return self._table(start, len(rows), pa.array(rows, type=_ROW), requests, pricing)
 
-    def _table(self, start: int, n: int, rows: pa.StructArray) -> pa.Table:
+    def _table(self, start: int, n: int, rows: pa.StructArray, parts: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
         t, kind, req_column, cost, v, meter, deficit, credit = rows.flatten()
         req = req_column.to_numpy(zero_copy_only=False)
-        req_index = pa.array(req, mask=req < 0)
-        requests = self._requests
+        requests, req_index = _gathered(parts, req)
         columns: dict[str, pa.Array] = {
             "seq": pa.array(np.arange(start, start + n, dtype=np.int64)),
             "t": t,
@@ -85,47 +131,78 @@ class ChunkEncoder:
             "meter": meter,
             "deficit": deficit,
         }
-        is_dispatch = pc.equal(kind, DISPATCH)
-        none = pa.scalar(None, pa.float64())
         if requests.weights is not None:
             columns["weight"] = requests.weights.take(req_index)
-        if requests.ratio_used is not None:
-            columns["ratio"] = pc.if_else(is_dispatch, buffer_array(requests.ratio_used, pa.float64(), math.nan).take(req_index), none)
-        if requests.est_output is not None:
-            columns["est_output"] = pc.if_else(is_dispatch, buffer_array(requests.est_output, pa.float64(), math.nan).take(req_index), none)
+        if pricing is not None:
+            kinds = kind.to_numpy(zero_copy_only=False)
+            columns["ratio"] = _priced(kinds, req, pricing.ratio)
+            columns["est_output"] = _priced(kinds, req, pricing.est_output)
         if self._credit:
             columns["credit"] = credit
         if requests.output_tokens is not None:
-            actual = buffer_array(requests.output_tokens, pa.int64(), -1).take(req_index)
+            actual = requests.output_tokens.take(req_index)
             columns["output_tokens"] = pc.if_else(pc.equal(kind, COMPLETE), actual, pa.scalar(None, pa.int64()))
         return pa.table(columns)
 
 
 class EventLogWriter:
-    """Writes row groups to a temporary file and moves it into place only on success."""
+    """Writes row groups to a temporary file and moves it into place only on success.
+
+    Row groups are compressed and written on a thread of their own (Arrow releases the GIL
+    for that), so a replay goes on while the last chunk is written; at most one waits.
+    """
 
     def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
         self.path = Path(path)
         self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
         self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
         self._writer: pq.ParquetWriter | None = None
+        self._pending: queue.Queue[pa.Table | None] = queue.Queue(maxsize=1)
+        self._thread = threading.Thread(target=self._write_pending, name="event-log writer", daemon=True)
+        self._failure: BaseException | None = None
 
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
             schema = table.schema.with_metadata(self._metadata)
             self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
-        self._writer.write_table(table)
+            self._thread.start()
+        self._raise_failure()
+        self._pending.put(table)
+
+    def _write_pending(self) -> None:
+        while (table := self._pending.get()) is not None:
+            if self._failure is None:
+                try:
+                    self._writer.write_table(table)  # type: ignore[union-attr]
+                except BaseException as exc:  # raised in the caller's thread at its next call
+                    self._failure = exc
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
 
     def __enter__(self) -> EventLogWriter:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._writer is not None:
+            self._pending.put(None)
+            self._thread.join()
             self._writer.close()
-        if exc_type is None and self._writer is not None:
+        if exc_type is None and self._failure is None and self._writer is not None:
             os.replace(self._tmp, self.path)
         elif self._tmp.exists():
             self._tmp.unlink()
+        if exc_type is None:
+            self._raise_failure()
+
+
+# The columns the audits read (sfqtui.core.log.rows.LogRows), with the types they are read as.
+_AUDITED: dict[str, pa.DataType | None] = {
+    "seq": None, "t": pa.float64(), "kind": pa.string(), "user": pa.string(), "request_id": pa.string(),
+    "cost": pa.float64(), "v": pa.float64(), "meter": pa.float64(), "deficit": pa.float64(),
+    "weight": pa.float64(), "credit": pa.float64(), "output_tokens": None,
+}
 
 
 def read_log(path: Path | str) -> tuple[pl.DataFrame, dict[str, Any]]:
@@ -133,15 +210,19 @@ def read_log(path: Path | str) -> tuple[pl.DataFrame, dict[str, Any]]:
     path = Path(path)
     metadata, _columns, _scheduler = read_log_schema(path)
     df = read_parquet(path, what="event log")
+    _check_types(path, df.schema)
+    return df, metadata
+
+
+def _check_types(path: Path, schema: Mapping[str, pl.DataType]) -> None:
     for column in LOG_COLUMNS:
         expected = LOG_SCHEMA.field(column).type
-        actual = df.schema[column]
+        actual = schema[column]
         numeric_ok = pa.types.is_floating(expected) and actual.is_numeric()
         integer_ok = pa.types.is_integer(expected) and actual.is_integer()
         string_ok = pa.types.is_string(expected) and actual in (pl.String, pl.Categorical)
         if not (numeric_ok or integer_ok or string_ok):
             raise InputError(f"{path}: column '{column}' has type {actual}; the event log needs {expected} (semantics §7)")
-    return df, metadata
 
 
 def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
@@ -164,26 +245,55 @@ def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
     return metadata, columns, scheduler
 
 
+def output_weight_of(metadata: dict[str, Any]) -> float | None:
+    """The estimator's output weight b a log was made with (VTC's completion charge, §9),
+    when its metadata records one."""
+    estimator = metadata.get("estimator")
+    weight = estimator.get("output_weight") if isinstance(estimator, dict) else None
+    return float(weight) if isinstance(weight, (int, float)) else None
+
+
 def log_rows(df: pl.DataFrame) -> LogRows:
     """The core's LogRows for one scheduler's log."""
     schedulers = df["scheduler"].drop_nulls().unique().to_list()
+    return _rows_of(_only_scheduler(schedulers), df.to_arrow())
+
+
+def iter_log_rows(path: Path | str, batch_rows: int = 1 << 17) -> Iterator[LogRows]:
+    """The log at ``path`` as consecutive LogRows of up to ``batch_rows`` events, read batch
+    by batch and only the columns the audits read, so memory holds one batch at a time.
+    The file is checked (columns, types, format, one scheduler) before this returns."""
+    path = Path(path)
+    _metadata, columns, _first = read_log_schema(path)
+    _check_types(path, pl.read_parquet_schema(path))
+    parquet = pq.ParquetFile(path)
+    schedulers: set[str] = set()
+    for group in range(parquet.num_row_groups):
+        schedulers.update(pc.unique(parquet.read_row_group(group, columns=["scheduler"])["scheduler"]).drop_null().to_pylist())
+    scheduler = _only_scheduler(sorted(schedulers))
+    audited = [c for c in columns if c in _AUDITED]
+    return (
+        _rows_of(scheduler, batch)
+        for group in range(parquet.num_row_groups)
+        # One reader per row group: a reader over the whole file keeps memory for every row
+        # group it has read until it is dropped (pyarrow 26), so the whole log would add up.
+        for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[group], columns=audited)
+    )
+
+
+def _only_scheduler(schedulers: Sequence[str]) -> str:
     if len(schedulers) != 1:
-        raise InputError(f"an event log must hold one scheduler's events; this one has {schedulers or 'none'}")
+        raise InputError(f"an event log must hold one scheduler's events; this one has {list(schedulers) or 'none'}")
+    return schedulers[0]
+
+
+def _rows_of(scheduler: str, events: pa.Table | pa.RecordBatch) -> LogRows:
+    """LogRows of a table or batch of log rows, each audited column as a list (nulls as None)."""
 
     def column(name: str) -> list | None:
-        return df[name].to_list() if name in df.columns else None
+        if name not in events.column_names:
+            return None
+        values, kind = events[name], _AUDITED[name]
+        return (values if kind is None or values.type == kind else values.cast(kind)).to_pylist()
 
-    return LogRows(
-        scheduler=schedulers[0],
-        seq=df["seq"].to_list(),
-        t=df["t"].cast(pl.Float64).to_list(),
-        kind=df["kind"].cast(pl.String).to_list(),
-        user=df["user"].cast(pl.String).to_list(),
-        request_id=df["request_id"].cast(pl.String).to_list(),
-        cost=df["cost"].cast(pl.Float64).to_list(),
-        v=df["v"].cast(pl.Float64).to_list(),
-        meter=df["meter"].cast(pl.Float64).to_list(),
-        deficit=df["deficit"].cast(pl.Float64).to_list(),
-        weight=column("weight"),
-        credit=column("credit"),
-    )
+    return LogRows(scheduler, **{name: column(name) for name in _AUDITED})  # type: ignore[arg-type]

@@ -1,11 +1,15 @@
-"""Load a trace file and refuse a bad one with one line: column, first offending row, rule."""
+"""Load a trace file and refuse a bad one with one line: column, first offending row, rule.
+
+Validation reads the file a batch at a time: checking a trace of any length holds one
+batch and 8 bytes a request (a hash of its id), never the whole file.
+"""
 
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import polars as pl
@@ -33,9 +37,25 @@ class LoadedTrace:
 
     @property
     def suggested_slots(self) -> int | None:
-        """The slot count the trace was made for (scenarios and importers record one)."""
-        slots = self.metadata.get("slots")
-        return int(slots) if isinstance(slots, int) and slots > 0 else None
+        return suggested_slots(self.metadata)
+
+
+def suggested_slots(metadata: dict[str, Any]) -> int | None:
+    """The slot count a trace was made for (scenarios and importers record one)."""
+    slots = metadata.get("slots")
+    return int(slots) if isinstance(slots, int) and slots > 0 else None
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What validating a trace found out about it: enough to read it a chunk at a time."""
+
+    rows: int
+    columns: tuple[str, ...]  # the trace columns the file has (semantics §1 order)
+    users: list[str]  # the distinct users in code-point order: user codes index this
+    models: list[str]  # likewise the distinct models
+    weights: dict[str, float]  # per user, when the trace has weights
+    in_order: bool  # arrival_s never decreases down the file: file order is replay order
 
 
 def read_parquet_header(path: Path, what: str = "trace") -> pq.FileMetaData:
@@ -65,8 +85,17 @@ def _where(path: Path, column: str, row: int) -> str:
     return f"{path}: column '{column}', row {row} (counting from 0)"
 
 
-def _check_type(path: Path, df: pl.DataFrame, column: str) -> None:
-    dtype = df.schema[column]
+def read_batches(path: Path, columns: Sequence[str], rows: int) -> Iterator[pa.RecordBatch]:
+    """The file's rows in file order, at most ``rows`` a batch, reading little more than a batch at a time."""
+    try:
+        parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+        yield from parquet.iter_batches(batch_size=rows, columns=list(columns))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+
+
+def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> None:
+    dtype = schema[column]
     if column in ("request_id", "user", "model"):
         ok = isinstance(dtype, _STRING_TYPES) or dtype in _STRING_TYPES
         rule = "must be strings"
@@ -77,33 +106,34 @@ def _check_type(path: Path, df: pl.DataFrame, column: str) -> None:
         ok = dtype.is_numeric()
         rule = "must be numbers (float64)"
     if not ok:
-        present = df[column].is_not_null().arg_true()
+        values = pl.read_parquet(path, columns=[column])[column]
+        present = values.is_not_null().arg_true()
         row = int(present[0]) if len(present) else 0
-        value = df[column][row]
-        raise InputError(f"{_where(path, column, row)}: value {value!r} has type {dtype}; {column} {rule}")
+        raise InputError(f"{_where(path, column, row)}: value {values[row]!r} has type {dtype}; {column} {rule}")
 
 
 class Rule(NamedTuple):
-    """A rule of semantics §1: the rows that break it, and optionally a cheaper test of whether any does."""
+    """A rule of semantics §1 and the rows that break it. A ``whole`` rule's mask needs the
+    whole column at once; it is tested another way while the file streams past."""
 
     column: str
     mask: pl.Expr
     text: str
-    broken: pl.Expr | None = None
-
-    def any_broken(self) -> pl.Expr:
-        return self.broken if self.broken is not None else self.mask.fill_null(False).any()
+    whole: bool = False
 
 
-def _rules(df: pl.DataFrame) -> list[Rule]:
-    """The rules that apply to this frame, in the order they are reported."""
-    has_cost = "cost" in df.columns
+_FIRST_WEIGHT = "__first_weight"  # per row, the weight on its user's first row in the file
+
+
+def _rules(schema: Mapping[str, pl.DataType]) -> list[Rule]:
+    """The rules that apply to a file with this schema, in the order they are reported."""
+    has_cost = "cost" in schema
     rules: list[Rule] = []
     for column in ("request_id", "user"):
         rules.append(Rule(column, pl.col(column).is_null(), f"{column} is required on every row"))
     ids = pl.col("request_id")
     rules.append(Rule("request_id", ids.is_duplicated() & ~ids.is_first_distinct(),
-                      "request_id must be unique (this id appeared earlier)", broken=ids.n_unique() < pl.len()))
+                      "request_id must be unique (this id appeared earlier)", whole=True))
     arrival = pl.col("arrival_s").cast(pl.Float64)
     rules += [
         Rule("arrival_s", arrival.is_null(), "arrival_s is required on every row"),
@@ -111,10 +141,10 @@ def _rules(df: pl.DataFrame) -> list[Rule]:
         Rule("arrival_s", arrival < 0, "arrival_s must be >= 0"),
     ]
     for column in TOKEN_COLUMNS:
-        if column not in df.columns:
+        if column not in schema:
             continue
         values = pl.col(column)
-        if df.schema[column].is_float():
+        if schema[column].is_float():
             rules.append(Rule(column, values.is_nan() | values.is_infinite(), f"{column} must be a finite whole number"))
             rules.append(Rule(column, values != values.floor(), f"{column} must be a whole number of tokens"))
         if column == "input_tokens" and not has_cost:
@@ -124,7 +154,7 @@ def _rules(df: pl.DataFrame) -> list[Rule]:
         else:
             rules.append(Rule(column, values < 0, f"{column} must be >= 0"))
     for column, rule in (("cost", "cost must be > 0"), ("service_s", "service_s must be > 0"), ("weight", "weight must be > 0")):
-        if column not in df.columns:
+        if column not in schema:
             continue
         values = pl.col(column).cast(pl.Float64)
         rules += [
@@ -132,52 +162,123 @@ def _rules(df: pl.DataFrame) -> list[Rule]:
             Rule(column, values.is_nan() | values.is_infinite(), f"{column} must be finite"),
             Rule(column, values <= 0, rule),
         ]
-    if "weight" in df.columns:
-        weight = pl.col("weight").cast(pl.Float64)
-        rules.append(Rule("weight", weight != weight.first().over("user"), "a user's weight must be the same on all of its rows"))
+    if "weight" in schema:
+        rules.append(Rule("weight", pl.col("weight").cast(pl.Float64) != pl.col(_FIRST_WEIGHT),
+                          "a user's weight must be the same on all of its rows"))
     return rules
 
 
-def validate(path: Path, df: pl.DataFrame) -> None:
-    """Raise InputError for the first rule of semantics §1 that the frame breaks.
+def request_id_hashes(batch: pl.DataFrame) -> np.ndarray:
+    """A 64-bit hash of each request id (equal ids, equal hashes, whatever the batch)."""
+    return batch.select(pl.col("request_id").cast(pl.String).hash()).to_series().to_numpy()
 
-    Every rule is evaluated in one parallel pass; the first offending row is looked up
-    only for a rule that fails.
-    """
-    if df.height == 0:
+
+class _Survey:
+    """Goes through a trace batch by batch: the first row breaking each rule, the hashes of
+    the request ids, the users, models and weights, and whether the rows are in arrival order."""
+
+    def __init__(self, rules: list[Rule], rows: int, columns: Sequence[str]) -> None:
+        self.rules = rules
+        self.columns = columns
+        self.found: dict[int, tuple[int, Any]] = {}  # rule index -> (first offending row, its value)
+        self.hashes = np.empty(rows, dtype=np.uint64)
+        self.rows = 0
+        self.users: set[str] = set()
+        self.models: set[str] = set()
+        self.weights: dict[str, float] = {}
+        self.in_order = True
+        self._last_arrival = -np.inf
+
+    def add(self, batch: pl.DataFrame) -> None:
+        offset, n = self.rows, batch.height
+        if "weight" in self.columns:
+            batch = self._with_first_weights(batch)
+        looked = [k for k, rule in enumerate(self.rules) if not rule.whole and k not in self.found]
+        broken = batch.select([self.rules[k].mask.fill_null(False).any().alias(str(k)) for k in looked]).row(0) if looked else ()
+        for k, hit in zip(looked, broken):
+            if hit:
+                column, mask = self.rules[k].column, self.rules[k].mask
+                row = int(batch.select(mask.fill_null(False).arg_true().first()).item())
+                self.found[k] = (offset + row, batch[column][row])
+        self.hashes[offset:offset + n] = request_id_hashes(batch)
+        self.users.update(batch["user"].cast(pl.String).drop_nulls().unique().to_list())
+        if "model" in self.columns:
+            self.models.update(batch["model"].cast(pl.String).drop_nulls().unique().to_list())
+        arrival = batch["arrival_s"].cast(pl.Float64)
+        if arrival[0] < self._last_arrival or (arrival.diff() < 0).any():
+            self.in_order = False
+        self._last_arrival = arrival[-1]
+        self.rows += n
+
+    def _with_first_weights(self, batch: pl.DataFrame) -> pl.DataFrame:
+        user = pl.col("user").cast(pl.String)
+        firsts = batch.group_by(user, maintain_order=True).agg(pl.col("weight").cast(pl.Float64).first())
+        for name, weight in firsts.iter_rows():
+            if name is not None:
+                self.weights.setdefault(name, weight)
+        return batch.with_columns(user.replace_strict(list(self.weights), list(self.weights.values()), default=None,
+                                                      return_dtype=pl.Float64).alias(_FIRST_WEIGHT))
+
+    def first_duplicate(self, path: Path, mask: pl.Expr) -> tuple[int, Any] | None:
+        """The first row whose request id appeared earlier. Equal hashes only say there may be
+        one: the ids themselves decide, so a hash collision never rejects a good file."""
+        hashes = self.hashes[:self.rows]
+        hashes.sort()
+        if not (hashes[1:] == hashes[:-1]).any():
+            return None
+        ids = pl.read_parquet(path, columns=["request_id"])
+        row = ids.select(mask.fill_null(False).arg_true().first()).item()
+        return None if row is None else (int(row), ids["request_id"][int(row)])
+
+
+def validate(path: Path, batch_rows: int = 1 << 17) -> TraceSummary:
+    """Raise InputError for the first rule of semantics §1 that the file breaks, naming its
+    first offending row; otherwise what the file holds. Reads the file once, a batch at a time."""
+    rows = read_parquet_header(path).num_rows
+    if rows == 0:
         raise InputError(f"{path}: the trace has no rows")
+    try:
+        schema = pl.read_parquet_schema(path)
+    except (pa.ArrowInvalid, OSError, pl.exceptions.ComputeError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
     for column in REQUIRED:
-        if column not in df.columns:
+        if column not in schema:
             raise InputError(f"{path}: missing required column '{column}' (a trace needs {', '.join(REQUIRED)})")
-    if "cost" not in df.columns and "input_tokens" not in df.columns:
+    if "cost" not in schema and "input_tokens" not in schema:
         raise InputError(f"{path}: missing column 'input_tokens' (required unless the trace has a 'cost' column)")
-    for column in TRACE_COLUMNS:
-        if column in df.columns:
-            _check_type(path, df, column)
-    rules = _rules(df)
-    broken = df.select([rule.any_broken().alias(str(k)) for k, rule in enumerate(rules)]).row(0)
-    for (column, mask, rule, _), hit in zip(rules, broken):
-        if hit:
-            row = int(df.select(mask.fill_null(False).arg_true().first()).item())
-            value = df[column][row]
+    columns = tuple(c for c in TRACE_COLUMNS if c in schema)
+    for column in columns:
+        _check_type(path, schema, column)
+    rules = _rules(schema)
+    survey = _Survey(rules, rows, columns)
+    for batch in read_batches(path, columns, batch_rows):
+        if batch.num_rows:
+            survey.add(pl.from_arrow(batch))  # type: ignore[arg-type]
+    for k, (column, mask, rule, whole) in enumerate(rules):
+        found = survey.first_duplicate(path, mask) if whole else survey.found.get(k)
+        if found is not None:
+            row, value = found
             shown = "null" if value is None else repr(value)
             raise InputError(f"{_where(path, column, row)}: value {shown}; {rule}")
+    return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), survey.weights if "weight" in columns else {},
+                        survey.in_order)
+
+
+_TYPES = {
+    "request_id": pl.String, "user": pl.String, "model": pl.String,
+    "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
+    "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64,
+}
+
+
+def with_schema_types(df: pl.DataFrame) -> pl.DataFrame:
+    """The known columns of a validated frame, in their schema types."""
+    return df.select([pl.col(c).cast(_TYPES[c]) for c in TRACE_COLUMNS if c in df.columns])
 
 
 def normalise(df: pl.DataFrame) -> pl.DataFrame:
     """Known columns in their schema types, rows in replay order (arrival_s, then row order)."""
-    casts = {
-        "request_id": pl.String, "user": pl.String, "model": pl.String,
-        "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
-        "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64,
-    }
-    present = [c for c in TRACE_COLUMNS if c in df.columns]
-    return (
-        df.select([pl.col(c).cast(casts[c]) for c in present])
-        .with_row_index("__row")
-        .sort(["arrival_s", "__row"])
-        .drop("__row")
-    )
+    return with_schema_types(df).with_row_index("__row").sort(["arrival_s", "__row"]).drop("__row")
 
 
 class ArrowStrings(Sequence[str]):
@@ -193,9 +294,10 @@ class ArrowStrings(Sequence[str]):
         return self.column[i].as_py()
 
 
-def _codes(column: pa.Array) -> tuple[array, list[str]]:
-    """Int codes into the sorted distinct values (code-point order), -1 for null."""
-    names = sorted(pc.unique(column).drop_null().to_pylist())
+def _codes(column: pa.Array, names: list[str] | None = None) -> tuple[array, list[str]]:
+    """Int codes into ``names`` (by default the column's distinct values in code-point order), -1 for null."""
+    if names is None:
+        names = sorted(pc.unique(column).drop_null().to_pylist())
     codes = pc.fill_null(pc.index_in(column, value_set=pa.array(names, pa.string())), -1)
     return _typed("i", codes.to_numpy(zero_copy_only=False).astype(np.int32)), names
 
@@ -206,8 +308,13 @@ def _typed(typecode: str, values: np.ndarray) -> array:
     return out
 
 
-def to_core(table: pa.Table | pl.DataFrame) -> Trace:
-    """The core's compact Trace from a validated, normalised table."""
+def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, models: list[str] | None = None,
+            weights: dict[str, float] | None = None) -> Trace:
+    """The core's compact Trace from a validated table in schema types and replay order.
+
+    ``users``, ``models`` and ``weights`` are those of the whole trace when the table is a
+    chunk of it (so that codes mean the same in every chunk); by default, the table's own.
+    """
     if isinstance(table, pl.DataFrame):
         table = table.to_arrow()
 
@@ -221,12 +328,13 @@ def to_core(table: pa.Table | pl.DataFrame) -> Trace:
             return None
         return _typed("q", pc.fill_null(table[name].combine_chunks(), NULL).to_numpy(zero_copy_only=False).astype(np.int64))
 
-    user, users = _codes(table["user"].combine_chunks())
-    model, models = _codes(table["model"].combine_chunks()) if "model" in table.column_names else (None, [])
-    weights: dict[str, float] = {}
-    if "weight" in table.column_names:
-        per_user = pl.from_arrow(table.select(["user", "weight"])).group_by("user").agg(pl.col("weight").first())  # type: ignore[union-attr]
-        weights = dict(zip(per_user["user"].to_list(), per_user["weight"].to_list()))
+    user, users = _codes(table["user"].combine_chunks(), users)
+    model, models = _codes(table["model"].combine_chunks(), models) if "model" in table.column_names else (None, [])
+    if weights is None:
+        weights = {}
+        if "weight" in table.column_names:
+            per_user = pl.from_arrow(table.select(["user", "weight"])).group_by("user").agg(pl.col("weight").first())  # type: ignore[union-attr]
+            weights = dict(zip(per_user["user"].to_list(), per_user["weight"].to_list()))
     return Trace(
         request_id=ArrowStrings(table["request_id"].combine_chunks()),
         user=user,
@@ -243,12 +351,14 @@ def to_core(table: pa.Table | pl.DataFrame) -> Trace:
     )
 
 
+LOG_WRITER_COLUMNS = ("request_id", "user", "weight")  # what the log writer takes from the trace, besides the core's columns
+
+
 def load_trace(path: Path | str) -> LoadedTrace:
+    """Validate a trace file and hold it whole, in replay order."""
     path = Path(path)
-    df = read_parquet(path)
-    validate(path, df)
-    table = normalise(df).to_arrow()
-    del df
-    trace = to_core(table)
-    kept = [c for c in ("request_id", "user", "weight") if c in table.column_names]
+    summary = validate(path)
+    table = normalise(read_parquet(path)).to_arrow()
+    trace = to_core(table, summary.users, summary.models, summary.weights)
+    kept = [c for c in LOG_WRITER_COLUMNS if c in table.column_names]
     return LoadedTrace(path=path, trace=trace, table=table.select(kept), metadata=read_metadata(path))

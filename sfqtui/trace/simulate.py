@@ -1,4 +1,4 @@
-"""Replay a loaded trace and stream its event log to Parquet."""
+"""Replay a trace and stream its event log to Parquet."""
 
 from __future__ import annotations
 
@@ -6,38 +6,60 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+import pyarrow as pa
+
 from sfqtui import __version__
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.chunks import RequestChunk
+from sfqtui.core.engine.events import EventRow
 from sfqtui.core.engine.gcpause import collector_paused
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.trace.chunks import TraceChunk, TraceSource
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter, RequestColumns
-from sfqtui.trace.schema import LOG_FORMAT
 from sfqtui.trace.load import LoadedTrace
+from sfqtui.trace.schema import LOG_FORMAT
 
 Progress = Callable[[int, int], None]
 
 
-def encoder_for(replay: Replay, loaded: LoadedTrace) -> ChunkEncoder:
-    table = loaded.table
-    estimator = replay.estimator
-    requests = RequestColumns(
-        request_ids=table["request_id"].combine_chunks(),
-        users=table["user"].combine_chunks(),
-        weights=table["weight"].combine_chunks() if "weight" in table.column_names else None,
-        ratio_used=estimator.ratio_used if estimator is not None else None,
-        est_output=estimator.est_output if estimator is not None else None,
-        output_tokens=loaded.trace.output_tokens,  # type: ignore[arg-type]
-    )
-    return ChunkEncoder(replay.config.scheduler, requests, credit="credit" in replay.traits.extra_columns)
+class ReplayEncoder:
+    """Encodes the rows a replay hands over, with the request columns and pricing they need.
+
+    Call ``encode`` once for every non-empty drain of ``replay.log``, in order, right after
+    it: it takes from the replay what priced those rows' dispatches and which request
+    chunks they can mention.
+    """
+
+    def __init__(self, replay: Replay, columns_of: Callable[[RequestChunk], RequestColumns]) -> None:
+        self._replay = replay
+        self._columns_of = columns_of
+        self._encoder = ChunkEncoder(replay.config.scheduler, credit="credit" in replay.traits.extra_columns)
+
+    def encode(self, start: int, rows: list[EventRow]) -> pa.Table:
+        replay = self._replay
+        requests = [self._columns_of(chunk) for chunk in replay.take_requests()]
+        return self._encoder.encode(start, rows, requests, replay.take_pricing())
 
 
-def replay_metadata(replay: Replay, loaded: LoadedTrace) -> dict[str, Any]:
+def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEncoder:
+    """The encoder for a replay of ``source``: a whole LoadedTrace, or a TraceSource read in chunks."""
+    if isinstance(source, TraceSource):
+        def chunk_columns(chunk: RequestChunk) -> RequestColumns:
+            assert isinstance(chunk, TraceChunk)
+            return RequestColumns.of(chunk.start, chunk.table, chunk.trace.output_tokens)  # type: ignore[arg-type]
+
+        return ReplayEncoder(replay, chunk_columns)
+    whole = RequestColumns.of(0, source.table, source.trace.output_tokens)  # type: ignore[arg-type]
+    return ReplayEncoder(replay, lambda _chunk: whole)
+
+
+def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[str, Any]:
     """What a log records about how it was made, so a replay can be reproduced."""
     config = replay.config
     meta: dict[str, Any] = {
         "sfqtui_version": __version__,
         "format": LOG_FORMAT,
-        "trace": str(loaded.path),
-        "requests": len(loaded.trace),
+        "trace": str(source.path),
+        "requests": len(replay.requests),
         "scheduler": config.scheduler,
         "slots": config.slots,
         "cost_source": replay.cost_source,
@@ -53,12 +75,14 @@ def replay_metadata(replay: Replay, loaded: LoadedTrace) -> dict[str, Any]:
     return meta
 
 
-def simulate(loaded: LoadedTrace, config: ReplayConfig, out: Path, progress: Progress | None = None) -> Replay:
-    """Replay ``loaded`` under ``config`` and write the full event log to ``out``."""
-    replay = Replay(loaded.trace, config)
-    encoder = encoder_for(replay, loaded)
-    total = len(loaded.trace)
-    with collector_paused(), EventLogWriter(out, replay_metadata(replay, loaded)) as writer:
+def simulate(source: LoadedTrace | TraceSource, config: ReplayConfig, out: Path, progress: Progress | None = None) -> Replay:
+    """Replay ``source`` under ``config`` and write the full event log to ``out``, a row group
+    at a time. A TraceSource is read a chunk at a time, so memory stays bounded by the
+    requests in the system, not the length of the trace."""
+    replay = Replay(source if isinstance(source, TraceSource) else source.trace, config)
+    encoder = encoder_for(replay, source)
+    total = len(replay.requests)
+    with collector_paused(), EventLogWriter(out, replay_metadata(replay, source)) as writer:
         for arrived in replay.run(chunk=1 << 18):
             start, rows = replay.log.drain()
             if rows:

@@ -96,6 +96,28 @@ class ArrowBatcher:
         self._events = 0
         self._dispatches = 0
 
+    def add_users(self, names: list[str]) -> list[str]:
+        """Give codes to users known from elsewhere (a state snapshot); returns the new ones,
+        which the table must be told of, since no batch will introduce them."""
+        new = [name for name in dict.fromkeys(names) if name not in self._codes]
+        for name in new:
+            self._codes[name] = len(self.names)
+            self.names.append(name)
+        return new
+
+    def new_window(self) -> tuple[list[str], list[int]]:
+        """Start a new window of events (a new table, for a source that never ends): event
+        and dispatch counts restart at 0, and requests still waiting or running are given
+        new codes in a fresh store, so nothing of earlier windows is kept. Returns the
+        requests carried over: their ids and their codes before."""
+        self._events = self._dispatches = 0
+        carried = self._pending_ids
+        before = self._pending_codes
+        self.requests = ArrowRequestNames()
+        self.requests.extend(carried)
+        self._pending_codes = np.arange(len(carried), dtype=np.int64)
+        return carried.to_pylist(), before.tolist()
+
     def convert(self, table: pa.Table) -> EventBatch:
         n = table.num_rows
         kinds_arrow = pc.index_in(table["kind"].cast(pa.string()), value_set=KIND_NAMES)

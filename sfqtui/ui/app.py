@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence, TypeVar
 
@@ -16,24 +15,30 @@ from textual.widget import Widget
 from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
+from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.lockstep import MODES, follow
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
-from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
+from sfqtui.core.schedulers import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.runs.audit_job import violations
 from sfqtui.runs.opening import Opening
+from sfqtui.live.source import Notice
+from sfqtui.runs.live import LiveOpening, seed_from_proxy
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.trace.load import load_trace
 from sfqtui.ui.ask import Ask
+from sfqtui.ui.calibration_view import CalibrationScreen, estimator_twin
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.loading import Analysed, ChartReady, EventsLoaded, LoadFailed, LoadFinished, Opened, OutcomeMeasured, RunMessage
+from sfqtui.ui.loading import (Analysed, ChartReady, ConnectionChanged, EventsLoaded, LoadFailed, LoadFinished, Opened, OutcomeMeasured,
+                               RunMessage, WindowStarted)
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
+from sfqtui.ui.palette import palette_commands
 from sfqtui.ui.shares import SharesPanel, shares_chart
 from sfqtui.ui.side_by_side import SideBySide
 from sfqtui.ui.teacher import Teacher
@@ -41,7 +46,6 @@ from sfqtui.ui.status_line import StatusLine
 
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
-SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 W = TypeVar("W", bound=Widget)
 CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often
 
@@ -68,14 +72,15 @@ class SfqApp(App[None]):
         Binding("o", "cycle_sort", "Sort", show=False),
         Binding("a", "toggle_folded", "Idle users", show=False),
         Binding("l", "toggle_lockstep", "Lockstep", show=False),
+        Binding("c", "calibration", "Calibration view", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
+    def __init__(self, opening: Opening | LiveOpening | Sequence[Opening | LiveOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
                  lesson: Lesson | None = None) -> None:
         super().__init__()
-        openings = [opening] if isinstance(opening, Opening) else list(opening)
+        openings = list(opening) if isinstance(opening, Sequence) else [opening]
         self.runs: list[Run] = [Run(o, title=str(o.path)) for o in openings]
         self.lockstep = lockstep
         self.speed = speed
@@ -123,6 +128,11 @@ class SfqApp(App[None]):
     # Layout
 
     @property
+    def main(self) -> Screen:
+        """The dashboard's own screen, also while a question or the help is shown over it."""
+        return self.screen_stack[0]
+
+    @property
     def side_by_side(self) -> bool:
         return len(self.runs) > 1
 
@@ -158,7 +168,7 @@ class SfqApp(App[None]):
 
     def _start_loading(self, run: Run) -> None:
         if run is self.current:
-            self.query_one("#progress", ProgressBar).remove_class("-done")
+            self.main.query_one("#progress", ProgressBar).remove_class("-done")
         self._load(run)
 
     @work(thread=True)
@@ -168,15 +178,34 @@ class SfqApp(App[None]):
             source = run.opening.source()
             self.post_message(Opened(run.key, source.title, source.scheduler, source.metadata))
             builder = CheckpointBuilder()
-            for batch, fraction in source.batches():
-                if worker.is_cancelled or run not in self.runs:
-                    return
-                checkpoints = builder.consume(batch)
-                self.post_message(EventsLoaded(run.key, batch, checkpoints, builder.every, fraction))
+            try:
+                for item, fraction in source.batches():
+                    if worker.is_cancelled or run not in self.runs:
+                        return
+                    if isinstance(item, Notice):
+                        self._notice(run, builder, item)
+                        continue
+                    checkpoints = builder.consume(item)
+                    self.post_message(EventsLoaded(run.key, item, checkpoints, builder.every, fraction))
+            finally:
+                close = getattr(source, "close", None)
+                if close is not None:
+                    close()
         except (InputError, ValueError) as exc:
             self.post_message(LoadFailed(run.key, str(exc)))
             return
         self.post_message(LoadFinished(run.key))
+
+    def _notice(self, run: Run, builder: CheckpointBuilder, notice: Notice) -> None:
+        """On the loading thread: what a source that never ends says besides its events."""
+        if notice.connection is not None:
+            self.post_message(ConnectionChanged(run.key, notice.connection, notice.detail))
+        if notice.window is not None:
+            weights = {u["user"]: float(u.get("weight") or 1.0) for u in (notice.state or {}).get("users", [])}
+            added = [weights.get(name, 1.0) for name in notice.new_users]
+            builder.add_users(added)
+            seed = builder.new_window(seed_from_proxy(notice.state, notice.users) if notice.state else None)
+            self.post_message(WindowStarted(run.key, notice.window, seed, notice.new_users, added))
 
     @work(thread=True, group="chart")
     def _chart(self, run: Run) -> None:
@@ -209,12 +238,13 @@ class SfqApp(App[None]):
         self.post_message(OutcomeMeasured(lesson.outcome(load_trace(trace).trace)))
 
     def on_outcome_measured(self, message: OutcomeMeasured) -> None:
-        self.query_one(LessonPanel).outcome = message.lines
+        self.main.query_one(LessonPanel).outcome = message.lines
         self.refresh_views()
 
     def on_chart_ready(self, message: ChartReady) -> None:
-        if self._run(message) is self.current and not self.side_by_side:
-            self.query_one(SharesPanel).set_chart(message.users, message.edges, message.series)
+        if self._run(message) is self.current and self.screen_stack:
+            for panel in self.main.query(SharesPanel):
+                panel.set_chart(message.users, message.edges, message.series)
             self.refresh_views()
 
     def on_opened(self, message: Opened) -> None:
@@ -226,8 +256,21 @@ class SfqApp(App[None]):
         if run is self.current:
             self.sub_title = message.title
         if not self.side_by_side and run is self.current:
-            self.query_one(EventLog).use(run.table)
-            self.query_one(EventLogHeader).update(header_for(run.table))
+            self.main.query_one(EventLog).use(run.table)
+            self.main.query_one(EventLogHeader).update(header_for(run.table))
+
+    def on_connection_changed(self, message: ConnectionChanged) -> None:
+        run = self._run(message)
+        if run is not None:
+            run.connection = message.state
+            if message.state in ("lost", "closed") and message.detail:
+                self.notify(message.detail, title=f"stream {message.state}", severity="warning", timeout=8)
+            self.refresh_views()
+
+    def on_window_started(self, message: WindowStarted) -> None:
+        run = self._run(message)
+        if run is not None:
+            run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
 
     def on_events_loaded(self, message: EventsLoaded) -> None:
         run = self._run(message)
@@ -235,14 +278,16 @@ class SfqApp(App[None]):
             return
         first = len(run.table) == 0
         run.append(message.batch, message.checkpoints, message.every, message.fraction)
+        if message.fraction is None and run.following:
+            run.cursor.end()
         # Long-lived objects now sit in the table; keep the cyclic collector from walking
         # them on every full collection (reference counting still frees them).
         gc.freeze()
-        if run is not self.current:
+        if run is not self.current or not self.screen_stack:
             return
         if message.fraction is not None:
-            self.query_one("#progress", ProgressBar).update(progress=message.fraction)
-        for log in self.query(EventLog):
+            self.main.query_one("#progress", ProgressBar).update(progress=message.fraction)
+        for log in self.main.query(EventLog):
             log.rebuild_rows()
         self.refresh_views()
         if first and self._autoplay:
@@ -256,7 +301,7 @@ class SfqApp(App[None]):
         self._chart(run)
         self._audit(run)
         if run is self.current:
-            self.query_one("#progress", ProgressBar).add_class("-done")
+            self.main.query_one("#progress", ProgressBar).add_class("-done")
             self.refresh_views()
 
     def on_load_failed(self, message: LoadFailed) -> None:
@@ -291,28 +336,32 @@ class SfqApp(App[None]):
             slots=run.slots,
             loaded=run.loaded,
             loading=run.loading,
-            playing=self.playing,
+            playing=self.playing or (run.loaded is None and run.following),
+            connection=run.connection,
             speed=self.speed,
         )
 
     def refresh_views(self) -> None:
-        frame = self.frame()
-        self.query_one(StatusLine).show(frame)
-        if self.lesson is not None:
-            self.query_one(LessonPanel).show(at_end=not self.current.loading and self.cursor.k == len(self.table) - 1)
-        if self.side_by_side:
-            self.query_one(SideBySide).show(self.runs, self.frame_of, self.lockstep, self.teacher.narrate, self.teacher.order)
+        if not self.screen_stack:  # closing: a late message has nothing to draw on
             return
-        band = self.query_one(MeterBand)
+        frame = self.frame()
+        self.main.query_one(StatusLine).show(frame)
+        if self.lesson is not None:
+            self.main.query_one(LessonPanel).show(at_end=not self.current.loading and self.cursor.k == len(self.table) - 1)
+        if self.side_by_side:
+            self.main.query_one(SideBySide).show(self.runs, self.frame_of, self.lockstep, self.teacher.narrate, self.teacher.order)
+            return
+        band = self.main.query_one(MeterBand)
         band.show(frame)
-        self.query_one(MeterHeader).show(frame, band.band_width, band.sort)
-        self.query_one(EventLog).show(frame)
-        self.query_one(ExplainPanel).show(frame, self.timeline)
-        self.query_one(SharesPanel).show(frame)
+        self.main.query_one(MeterHeader).show(frame, band.band_width, band.sort)
+        self.main.query_one(EventLog).show(frame)
+        self.main.query_one(ExplainPanel).show(frame, self.timeline)
+        self.main.query_one(SharesPanel).show(frame)
 
     def _moved(self, k: int | None, nothing: str) -> None:
         if k is None:
             self.notify(nothing, timeout=3)
+        self.current.following = self.cursor.k == len(self.table) - 1  # a live run follows the tail only from there
         self._follow()
         self.refresh_views()
 
@@ -355,6 +404,12 @@ class SfqApp(App[None]):
         self._moved(self.cursor.next_violation(), "no later invariant violation")
 
     def action_toggle_play(self) -> None:
+        if self.current.loaded is None:  # a live stream: space pauses and resumes following it
+            self.current.following = not self.current.following
+            if self.current.following:
+                self.cursor.end()
+            self.refresh_views()
+            return
         self.playing = not self.playing
         self._carry = 0.0
         if self.playing:
@@ -406,37 +461,37 @@ class SfqApp(App[None]):
         self.push_screen(Ask("Run until the next dispatch of user:", self._current_user(), self.table.users), go)
 
     def action_filter_user(self) -> None:
-        current = self.query(EventLog).first().user_filter
+        current = self.main.query(EventLog).first().user_filter
 
         def go(answer: str | None) -> None:
             if answer is None:
                 return
-            for log in self.query(EventLog):
+            for log in self.main.query(EventLog):
                 log.user_filter = answer.strip() or None
             self._relist_logs()
 
         self.push_screen(Ask("Show the events of user (empty: everyone):", current or self._current_user(), self.table.users), go)
 
     def action_toggle_dispatches(self) -> None:
-        for log in self.query(EventLog):
+        for log in self.main.query(EventLog):
             log.dispatches_only = not log.dispatches_only
         self._relist_logs()
 
     def _relist_logs(self) -> None:
         """After a change of what the logs list: recompute their rows, say what they show, redraw."""
-        for log in self.query(EventLog):
+        for log in self.main.query(EventLog):
             log.rebuild_rows()
         if not self.side_by_side:
-            self.query_one("#log-box").border_title = f"event log: {self.query_one(EventLog).description}"
+            self.main.query_one("#log-box").border_title = f"event log: {self.main.query_one(EventLog).description}"
         self.refresh_views()
 
     def action_cycle_sort(self) -> None:
-        for band in self.query(MeterBand):
+        for band in self.main.query(MeterBand):
             band.sort = SORTS[(SORTS.index(band.sort) + 1) % len(SORTS)]
         self.refresh_views()
 
     def action_toggle_folded(self) -> None:
-        for band in self.query(MeterBand):
+        for band in self.main.query(MeterBand):
             band.show_folded = not band.show_folded
         self.refresh_views()
 
@@ -446,16 +501,34 @@ class SfqApp(App[None]):
         self.notify(f"lockstep by {self.lockstep}", timeout=2)
         self._moved(self.cursor.k, "")
 
+    async def _relayout(self) -> None:
+        """Compose the dashboard again for another set of runs (recompose rebuilds the
+        screen on top, so any view or question over the dashboard is closed first)."""
+        while len(self.screen_stack) > 1:
+            await self.pop_screen()
+        await self.recompose()
+
+    async def _add_run(self, opening: Opening) -> None:
+        run = Run(opening, title=self.current.title)
+        self.runs.append(run)
+        await self._relayout()
+        self._start_loading(run)
+
     async def compare_with(self, scheduler: str) -> None:
         """Add a pane: the leading run's trace replayed under another scheduler."""
-        run = Run(self.opening.rerun(scheduler=scheduler), title=self.current.title)
-        self.runs.append(run)
-        await self.recompose()
-        self._start_loading(run)
+        await self._add_run(self.opening.rerun(scheduler=scheduler))
+
+    async def compare_estimator(self, estimator: EstimatorParams) -> None:
+        """Add a pane: the leading run's trace replayed with another estimator; the calibration view then compares them."""
+        await self._add_run(self.opening.rerun(estimator=estimator))
+        self.action_calibration()
+
+    def action_calibration(self) -> None:
+        self.push_screen(CalibrationScreen(self.current, estimator_twin(self.current, self.runs)))
 
     async def drop_pane(self, key: int) -> None:
         self.runs = [run for run in self.runs if run.key != key] or self.runs
-        await self.recompose()
+        await self._relayout()
         self.refresh_views()
 
     def action_toggle_help(self) -> None:
@@ -476,28 +549,7 @@ class SfqApp(App[None]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for binding in self.BINDINGS:
-            assert isinstance(binding, Binding)
-            name, _, arg = binding.action.partition("(")
-            method = getattr(self, f"action_{name}")
-            callback = (lambda m=method, a=arg.rstrip(")"): m(int(a))) if arg else method
-            yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)
-        if self.opening.can_rerun:
-            for name in SCHEDULERS:
-                yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}: {REGISTRY[name].title}", lambda n=name: self.rerun(scheduler=n))
-                yield SystemCommand(f"Compare with {name}", f"Add a pane: this trace under {name}, stepped beside the others",
-                                    lambda n=name: self.run_worker(self.compare_with(n)))
-        for run in self.runs[1:]:
-            yield SystemCommand(f"Drop the {run.scheduler} pane", "Stop comparing with this run", lambda k=run.key: self.run_worker(self.drop_pane(k)))
-            for slots in SLOT_CHOICES:
-                yield SystemCommand(f"Re-run with {slots} slot{'s' if slots > 1 else ''}", "Replay with another slot count", lambda s=slots: self.rerun(slots=s))
-            estimator = self.opening.config.estimator
-            for scope in ("global", "model", "user"):
-                yield SystemCommand(f"Re-run with the output ratio learned per {scope}", "Estimator: ratio scope (docs/estimator.md)",
-                                    lambda s=scope: self.rerun(estimator=replace(estimator, scope=s)))
-            for update in ("window", "ema", "cumulative"):
-                yield SystemCommand(f"Re-run with ratio update {update}", "Estimator: how the ratio learns",
-                                    lambda u=update: self.rerun(estimator=replace(estimator, update=u)))
+        yield from palette_commands(self)
 
 
 def _titled(widget: W, title: str) -> W:
@@ -505,6 +557,6 @@ def _titled(widget: W, title: str) -> W:
     return widget
 
 
-def run_dashboard(opening: Opening | Sequence[Opening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
+def run_dashboard(opening: Opening | LiveOpening | Sequence[Opening | LiveOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
                   lesson: Lesson | None = None) -> None:
     SfqApp(opening, speed=speed, autoplay=autoplay, lockstep=lockstep, lesson=lesson).run()

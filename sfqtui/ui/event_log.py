@@ -16,7 +16,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widgets import Static
 
-from sfqtui.core.engine.events import DISPATCH, IDLE_RESET
+from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.numbers import fmt
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.ui.frame import Frame
@@ -35,6 +35,7 @@ _CURSOR = Style(reverse=True, bold=True)
 _CURSOR_DIFFERS = Style(reverse=True, bold=True, color="red")  # this dispatch differs from the other run's
 _DISPATCH = Style(bold=True)
 _RESET = Style(color="yellow", bold=True)
+_GAP = Style(color="red", bold=True)  # events lost from a live stream
 _OTHER = Style(dim=True)
 
 
@@ -49,6 +50,9 @@ def _time(t: float) -> str:
 
 def _cut(text: str, width: int) -> str:
     return (text if len(text) <= width else text[: width - 1] + "…").ljust(width)
+
+
+_ROW_STYLES = {DISPATCH: _DISPATCH, IDLE_RESET: _RESET, GAP: _GAP}
 
 
 class EventLogHeader(Static):
@@ -136,12 +140,12 @@ class EventLog(LineView, can_focus=True):
         k = self._event_at(row)
         kind = table.kind[k]
         cursor = _CURSOR_DIFFERS if self._differs else _CURSOR
-        style = cursor if row == self._cursor_row else (_DISPATCH if kind == DISPATCH else _RESET if kind == IDLE_RESET else _OTHER)
+        style = cursor if row == self._cursor_row else _ROW_STYLES.get(kind, _OTHER)
         user = table.user_name(k) or ""
         request = table.request_id(k) or ""
         kind_name = "idle rst" if kind == IDLE_RESET else table.kind_name(k)
         text = (
-            f"{k:>7} {_time(table.t[k])} {kind_name:<8} {_cut(user, 10)} "
+            f"{table.first_seq + k:>7} {_time(table.t[k])} {kind_name:<8} {_cut(user, 10)} "
             f"{fmt(number(table.cost_at(k)), 7)} {fmt(number(table.v[k]), 8)} {fmt(number(table.value[k]), 8)} {request}"
         )
         return Strip([Segment(text, self.base_style + style)])

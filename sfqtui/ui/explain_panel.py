@@ -86,6 +86,9 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
             return Text(f"{request} from {user} completes: its actual output ({fmt(output)} tokens) is charged now, "
                         f"{traits.value_symbol} → {fmt(table.value[k])} (§6.2)")
         return Text(f"{request} from {user} completes; meters do not change on completion (§2.6)")
+    if kind == "gap":
+        return Text(f"Events before seq {table.first_seq + k + 1:,} were lost: the proxy's ring no longer held them. "
+                    "The state was read again from the proxy; shares count from here.", style="bold red")
     return Text(f"{kind} {request or ''} {user or ''}")
 
 

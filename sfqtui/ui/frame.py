@@ -20,6 +20,7 @@ class Frame:
     loading: bool
     playing: bool
     speed: float
+    connection: str | None = None  # a live source's: "connecting", "live", "reconnecting", "lost", "closed"
 
     @property
     def picked(self) -> int | None:

@@ -68,3 +68,20 @@ class OutcomeMeasured(Message):
     def __init__(self, lines: list[str]) -> None:
         super().__init__()
         self.lines = lines
+
+
+class ConnectionChanged(RunMessage):
+    """A live source's connection: "connecting", "live", "reconnecting", "lost" or "closed"."""
+
+    def __init__(self, run: int, state: str, detail: str) -> None:
+        super().__init__(run)
+        self.state, self.detail = state, detail
+
+
+class WindowStarted(RunMessage):
+    """A source that never ends starts a new window of events (after ``window`` events, or
+    after a gap): a new table from ``first_seq``, whose state before event 0 is ``seed``."""
+
+    def __init__(self, run: int, first_seq: int, seed: State, new_users: list[str], weights: list[float]) -> None:
+        super().__init__(run)
+        self.first_seq, self.seed, self.new_users, self.weights = first_seq, seed, new_users, weights

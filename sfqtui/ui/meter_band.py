@@ -121,6 +121,8 @@ class MeterBand(LineView, can_focus=True):
         for u in table.users_by_name():  # in name order: the stable sorts below break ties by name
             last = last_event[u] if u < len(last_event) else -1
             if last < 0:
+                if u < len(queued) and (queued[u] or inflight_of[u]):
+                    visible.append(u)  # waiting since before this window of a live stream
                 continue  # no event of this user yet
             if not show_folded and queued[u] == 0 and inflight_of[u] == 0 and now - times[last] > FOLD_AFTER_S:
                 folded += 1

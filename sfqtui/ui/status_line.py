@@ -23,15 +23,22 @@ class StatusLine(TextView):
             f"  v={fmt(s.v)}" if frame.has_meters else "",
             f"  c_max={fmt(s.c_max)}",
             "  seq ",
-            (f"{frame.k:,}" if frame.k >= 0 else "-", "bold"),
-            f"/{len(table) - 1:,} ",
+            (f"{table.first_seq + frame.k:,}" if frame.k >= 0 else "-", "bold"),
+            f"/{table.first_seq + len(table) - 1:,} ",
             (kind, "bold reverse" if kind in ("dispatch", "idle_reset") else "bold"),
             f"  in flight {s.inflight}/{frame.slots if frame.slots else '?'}",
             f"  waiting {s.queued_total}",
-            ("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"),
-            f" {fmt(frame.speed)} ev/s",
-            (f"  loading {frame.loaded:.0%}" if frame.loaded is not None else "  live", "yellow") if frame.loading else "",
+            *self._play(frame),
+            (f"  loading {frame.loaded:.0%}", "yellow") if frame.loading and frame.loaded is not None else "",
             no_wrap=True,
             overflow="ellipsis",
         )
         self.set_text([text])
+
+    @staticmethod
+    def _play(frame: Frame) -> tuple[tuple[str, str] | str, ...]:
+        if frame.loaded is not None or frame.connection is None:
+            return (("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"), f" {fmt(frame.speed)} ev/s")
+        style = {"live": "bold green", "reconnecting": "bold yellow", "connecting": "yellow"}.get(frame.connection, "bold red")
+        following = "  following the newest" if frame.playing else "  paused (space follows again)"
+        return (f"  ● {frame.connection}", style), (following, "dim")

@@ -18,13 +18,14 @@ can beat the best gap found.
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Iterable
 
-from sfqtui.core.analysis.gaps import History, max_gain
+from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
-from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.log.rows import LogRows, chunks_of, rows_from_replay
 
 PAIR_BUDGET = 50_000
 
@@ -44,7 +45,7 @@ class UserFigures:
     charged: float = 0.0
     congested_charged: float = 0.0
     congested_backlogged: int = 0
-    waits: list[float] = field(default_factory=list)
+    waits: array = field(default_factory=lambda: array("d"))
 
     def wait_quantile(self, q: float) -> float | None:
         if not self.waits:
@@ -89,124 +90,167 @@ class FairnessReport:
 
 
 @dataclass
-class _Episode:
-    user: str
+class _Backlog:
+    """A user's backlog episode while it lasts: y's running min and max, its largest rise
+    and drop so far, and the congested dispatches counted before it began."""
+
     start: int
-    end: int
+    start_t: float
+    low: float
+    high: float
+    congested_before: int
     rise: float = 0.0
     drop: float = 0.0
 
 
-def fairness(log: LogRows, weights: dict[str, float] | None = None) -> FairnessReport:
-    weights = weights or {}
-    figures: dict[str, UserFigures] = {}
-    arrived: dict[str, float] = {}
-    queued: dict[str, int] = {}
-    backlogged_weight = 0.0
-    reference = 0.0
-    congested = 0
-    charged: dict[str, float] = {}
-    history: History = {}
-    open_episodes: dict[str, tuple[_Episode, float, float]] = {}  # episode, running min y, running max y
-    episodes: list[_Episode] = []
+class FairnessTally:
+    """The figures of one log, fed chunk by chunk (seq continuing across chunks).
 
-    def close(user: str, k: int, y_now: float) -> None:
-        episode, low, high = open_episodes.pop(user)
-        episode.end = k
-        episode.drop = max(episode.drop, high - y_now)
-        episodes.append(episode)
+    Kept: per-user figures (waits in a typed array), the arrival time of each request not
+    yet dispatched, each user's dispatch history and backlog episodes in typed arrays.
+    """
 
-    for k in range(len(log)):
-        kind, user = log.kind[k], log.user[k]
-        if user is None:
-            continue
-        w = weights.get(user, 1.0)
-        figure = figures.get(user)
-        if figure is None:
-            figure = figures[user] = UserFigures()
-        if kind == "arrive":
-            arrived[log.request_id[k]] = log.t[k]  # type: ignore[index]
-            if queued.get(user, 0) == 0:
-                backlogged_weight += w
-                y = charged.get(user, 0.0) - reference
-                open_episodes[user] = (_Episode(user, k, k), y, y)
-            queued[user] = queued.get(user, 0) + 1
-        elif kind in ("dispatch", "cancel"):
-            if kind == "dispatch":
-                cost = log.cost[k] or 0.0
-                charge = cost / w
-                figure.dispatched += 1
-                figure.charged += cost
-                figure.waits.append(log.t[k] - arrived.pop(log.request_id[k], log.t[k]))  # type: ignore[arg-type]
-                if len(open_episodes) >= 2:
-                    congested += 1
-                    figure.congested_charged += cost
-                    for other in open_episodes:
-                        figures[other].congested_backlogged += 1
-                y_low = charged.get(user, 0.0) - reference
-                reference += charge / backlogged_weight if backlogged_weight else 0.0
-                total = charged.get(user, 0.0) + charge
-                charged[user] = total
-                seqs, totals = history.setdefault(user, ([], []))
-                seqs.append(k)
-                totals.append(total)
-                y_high = total - reference
-                if user in open_episodes:
-                    episode, low, high = open_episodes[user]
-                    low = min(low, y_low)
-                    episode.drop = max(episode.drop, high - y_low)
-                    episode.rise = max(episode.rise, y_high - low)
-                    open_episodes[user] = (episode, low, max(high, y_high))
-            queued[user] = queued.get(user, 0) - 1
-            if queued[user] == 0 and user in open_episodes:
-                backlogged_weight -= w
-                close(user, k, charged.get(user, 0.0) - reference)
-    for user in list(open_episodes):
-        close(user, len(log) - 1, charged.get(user, 0.0) - reference)
+    def __init__(self, weights: dict[str, float] | None = None) -> None:
+        self.weights = weights or {}
+        self.figures: dict[str, UserFigures] = {}
+        self.arrived: dict[Hashable, float] = {}  # requests queued: their arrival time
+        self.queued: dict[str, int] = {}
+        self.backlogged_weight = 0.0
+        self.reference = 0.0  # f: the progress of a fair fluid share
+        self.congested = 0
+        self.charged: dict[str, float] = {}
+        self.history = DispatchHistory("d")
+        self.backlogs: dict[str, _Backlog] = {}
+        self.episodes = Episodes("d", with_rise=True)
+        self.rows = 0
 
-    worst, exact = _worst_gap(episodes, history, log.t)
-    rates = [
-        f.congested_charged / weights.get(u, 1.0) / f.congested_backlogged
-        for u, f in figures.items()
-        if f.congested_backlogged
-    ]
-    jain = (sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))) if rates and any(rates) else None
-    return FairnessReport(log.scheduler, figures, congested, jain, worst, exact)
+    def feed(self, rows: LogRows) -> None:
+        first = self.rows
+        for k, (kind, user, rid, t) in enumerate(zip(rows.kind, rows.user, rows.request_id, rows.t)):
+            if user is None:
+                continue
+            if user not in self.figures:
+                self.figures[user] = UserFigures()
+            if kind == "arrive":
+                self._arrive(first + k, user, rid, t)
+            elif kind == "dispatch":
+                self._dispatch(first + k, user, rid, t, rows.cost[k] or 0.0)
+                self._leave(first + k, user)
+            elif kind == "cancel":
+                self.arrived.pop(rid, None)
+                self._leave(first + k, user)
+        self.rows += len(rows)
+
+    def _arrive(self, position: int, user: str, rid: Hashable, t: float) -> None:
+        self.arrived[rid] = t
+        if self.queued.get(user, 0) == 0:
+            self.backlogged_weight += self.weights.get(user, 1.0)
+            y = self.charged.get(user, 0.0) - self.reference
+            self.backlogs[user] = _Backlog(position, t, y, y, self.congested)
+        self.queued[user] = self.queued.get(user, 0) + 1
+
+    def _dispatch(self, position: int, user: str, rid: Hashable, t: float, cost: float) -> None:
+        figure = self.figures[user]
+        figure.dispatched += 1
+        figure.charged += cost
+        figure.waits.append(t - self.arrived.pop(rid, t))
+        if len(self.backlogs) >= 2:
+            self.congested += 1
+            figure.congested_charged += cost
+        charge = cost / self.weights.get(user, 1.0)
+        before = self.charged.get(user, 0.0)
+        y_low = before - self.reference
+        self.reference += charge / self.backlogged_weight if self.backlogged_weight else 0.0
+        total = self.charged[user] = before + charge
+        self.history.add(user, position, total, t)
+        y_high = total - self.reference
+        backlog = self.backlogs.get(user)
+        if backlog is not None:
+            backlog.low = min(backlog.low, y_low)
+            backlog.drop = max(backlog.drop, backlog.high - y_low)
+            backlog.rise = max(backlog.rise, y_high - backlog.low)
+            backlog.high = max(backlog.high, y_high)
+
+    def _leave(self, position: int, user: str) -> None:
+        """A request left the user's queue (dispatched or cancelled)."""
+        left = self.queued[user] = self.queued.get(user, 0) - 1
+        if left == 0 and user in self.backlogs:
+            self.backlogged_weight -= self.weights.get(user, 1.0)
+            self._close(user, position)
+
+    def _close(self, user: str, position: int) -> None:
+        backlog = self.backlogs.pop(user)
+        drop = max(backlog.drop, backlog.high - (self.charged.get(user, 0.0) - self.reference))
+        self.episodes.add(user, backlog.start, position, backlog.start_t, drop, backlog.rise)
+        # The congested dispatches made while it lasted, counted once here rather than for
+        # every backlogged user at each dispatch.
+        self.figures[user].congested_backlogged += self.congested - backlog.congested_before
+
+    def report(self, scheduler: str) -> FairnessReport:
+        """The figures of everything fed so far (the backlogs still open end at the last event)."""
+        for user in list(self.backlogs):
+            self._close(user, self.rows - 1)
+        worst, exact = _worst_gap(self.episodes, self.history)
+        weights = self.weights
+        rates = [
+            f.congested_charged / weights.get(u, 1.0) / f.congested_backlogged
+            for u, f in self.figures.items()
+            if f.congested_backlogged
+        ]
+        jain = (sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))) if rates and any(rates) else None
+        return FairnessReport(scheduler, self.figures, self.congested, jain, worst, exact)
 
 
-def _worst_gap(episodes: list[_Episode], history: History, times: Sequence[float]) -> tuple[Gap | None, bool]:
-    risers = sorted((e for e in episodes if e.rise > 0), key=lambda e: -e.rise)
-    droppers = sorted(episodes, key=lambda e: -e.drop)
-    best: tuple[float, str, str, int, int] | None = None
+def fairness(log: LogRows | Iterable[LogRows], weights: dict[str, float] | None = None) -> FairnessReport:
+    """The figures of a log given whole or as consecutive chunks (the scheduler is the first chunk's)."""
+    scheduler, chunks = chunks_of(log)
+    tally = FairnessTally(weights)
+    for rows in chunks:
+        tally.feed(rows)
+        del rows  # let this chunk go before the next one is read
+    return tally.report(scheduler or "unknown")
+
+
+def _worst_gap(episodes: Episodes, history: DispatchHistory) -> tuple[Gap | None, bool]:
+    """The largest rise first against the largest drops, until no bound can beat the best found."""
+    rise, drop, start, end, user = episodes.rise, episodes.drop, episodes.start, episodes.end, episodes.user
+    assert rise is not None
+    droppers = Ranked(drop)
+    largest_drop = next((drop[b] for b in droppers), 0.0)
+    best: Gap | None = None
     budget = PAIR_BUDGET
     exact = True
-    for a in risers:
-        if best is not None and a.rise + (droppers[0].drop if droppers else 0.0) <= best[0]:
+    for a in Ranked(rise):
+        if rise[a] <= 0 or best is not None and rise[a] + largest_drop <= best.gap:
             break
+        ahead = episodes.user_of(a)
         for b in droppers:
-            if best is not None and a.rise + b.drop <= best[0]:
+            if best is not None and rise[a] + drop[b] <= best.gap:
                 break
-            if a.user == b.user or a.end < b.start or b.end < a.start:
+            if end[a] < start[b] or end[b] < start[a] or user[a] == user[b]:
                 continue
             budget -= 1
             if budget < 0:
                 exact = False
                 break
-            found = max_gain(a.user, b.user, max(a.start, b.start), min(a.end, b.end), history)
-            if found is not None and (best is None or found[0] > best[0]):
-                best = (found[0], a.user, b.user, found[1], found[2])
+            behind = episodes.user_of(b)
+            later = a if start[a] >= start[b] else b
+            found = history.gain(ahead, behind, start[later], min(end[a], end[b]), episodes.start_label[later])
+            if found is not None and (best is None or found.gain > best.gap):
+                best = Gap(ahead, behind, found.start, found.end, found.gain)
         if budget < 0:
             break
-    if best is None:
-        return None, exact
-    return Gap(best[1], best[2], times[best[3]], times[best[4]], best[0]), exact
+    return best, exact
 
 
 def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[int], None] | None = None) -> FairnessReport:
     """Replay ``trace`` under ``config`` and compute its fairness figures (what `compare`
-    prints for one scheduler). ``progress`` gets the number of requests arrived so far."""
+    prints for one scheduler), chunk by chunk as the replay goes. ``progress`` gets the
+    number of requests arrived so far."""
     run = Replay(trace, config)
-    for arrived in run.run():
+    tally = FairnessTally(trace.weights)
+    for columns, arrived in run.chunks():
+        tally.feed(rows_from_replay(columns, trace, config.scheduler))
         if progress is not None:
             progress(arrived)
-    return fairness(rows_from_replay(run.log.columns(), trace, config.scheduler), trace.weights)
+    return tally.report(config.scheduler)

@@ -13,13 +13,12 @@ request is dispatched and never corrected.
 
 from __future__ import annotations
 
-import math
-from array import array
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Hashable, Literal
+from typing import Hashable, Literal, NamedTuple
 
 from sfqtui.core.engine.trace import Trace
+from sfqtui.core.engine.window import RequestWindow
 
 Scope = Literal["global", "model", "user"]
 Update = Literal["window", "ema", "cumulative"]
@@ -98,35 +97,37 @@ class _ExponentialAverage:
         self.value = (1.0 - self._alpha) * self.value + self._alpha * (output / cap)
 
 
+class Pricing(NamedTuple):
+    """What priced each request, by request index: the ratio (when one was involved) and the estimated output tokens."""
+
+    ratio: dict[int, float]
+    est_output: dict[int, float]
+
+
 class CostEstimator:
     """Estimates c(r) at dispatch and learns the output ratio from completions.
 
     ``price`` and ``learn`` work on plain numbers (the proxy prices requests it has never
-    seen before); ``cost`` and ``observe`` work on request indices of a trace and record,
-    per request, the ratio that priced it and its estimated output (NaN: not priced, or
-    no ratio involved), so a log can record the values it used.
+    seen before). Given the window of a replay, ``cost``, ``observe`` and the charges work
+    on request indices of the trace being replayed; ``cost`` records what priced each
+    request until ``take_pricing`` hands it over, so a log can record the values it used.
     """
 
-    def __init__(self, params: EstimatorParams, trace: Trace | None = None) -> None:
+    def __init__(self, params: EstimatorParams, requests: RequestWindow | None = None, columns: frozenset[str] = frozenset()) -> None:
         self.params = params
         self._ratios: dict[Hashable, _RatioOfSums | _ExponentialAverage] = {}
-        if trace is None:
+        self._pricing = Pricing({}, {})
+        if requests is None:
             return
-        if trace.input_tokens is None:
+        if "input_tokens" not in columns:
             raise ValueError("the estimator needs the input_tokens column")
-        if params.oracle and trace.output_tokens is None:
+        if params.oracle and "output_tokens" not in columns:
             raise ValueError("the oracle estimator needs the output_tokens column: it charges the actual output")
-        self._inputs = trace.input_tokens
-        self._caps = trace.max_tokens
-        self._outputs = trace.output_tokens
-        if params.scope == "user":
-            self._keys = trace.user
-        elif params.scope == "model" and trace.model is not None:
-            self._keys = trace.model
-        else:
-            self._keys = None
-        self.ratio_used = array("d", [math.nan]) * len(trace)
-        self.est_output = array("d", [math.nan]) * len(trace)
+        self._window = requests
+        self._has_caps = "max_tokens" in columns
+        self._has_outputs = "output_tokens" in columns
+        self._by_user = params.scope == "user"
+        self._by_model = params.scope == "model" and "model" in columns
 
     def _ratio(self, key: Hashable) -> _RatioOfSums | _ExponentialAverage:
         ratio = self._ratios.get(key)
@@ -168,52 +169,77 @@ class CostEstimator:
         """A completion that carries both its output and its cap."""
         self._ratio(key).observe(output, cap)
 
-    def key(self, req: int) -> Hashable:
-        return None if self._keys is None else self._keys[req]
+    def take_pricing(self) -> Pricing:
+        """What priced the requests priced since the last call (a request priced twice, as
+        DRR may, keeps the later values: the ones its dispatch was charged with)."""
+        pricing, self._pricing = self._pricing, Pricing({}, {})
+        return pricing
+
+    def _row(self, req: int) -> tuple[Trace, int]:
+        """The chunk holding a request, and its row there (the engine's hot paths inline this)."""
+        size = self._window.size
+        return self._window.traces[req // size], req % size  # type: ignore[return-value]
 
     def cost(self, req: int) -> float:
-        cap = -1 if self._caps is None else self._caps[req]
-        output = -1 if self._outputs is None else self._outputs[req]
-        n_in = self._inputs[req]
+        size = self._window.size
+        trace, j = self._window.traces[req // size], req % size
+        cap = trace.max_tokens[j] if self._has_caps else -1  # type: ignore[index]
+        output = trace.output_tokens[j] if self._has_outputs else -1  # type: ignore[index]
+        n_in = trace.input_tokens[j]  # type: ignore[index]
+        key = trace.user[j] if self._by_user else trace.model[j] if self._by_model else None  # type: ignore[index]
         cost, ratio, est_output = self.price(
-            n_in if n_in > 0 else 0, None if cap < 0 else cap, self.key(req), None if output < 0 else output)
+            n_in if n_in > 0 else 0, None if cap < 0 else cap, key, None if output < 0 else output)  # type: ignore[operator]
         if ratio is not None:
-            self.ratio_used[req] = ratio
-        self.est_output[req] = est_output
+            self._pricing.ratio[req] = ratio
+        self._pricing.est_output[req] = est_output
         return cost
 
     def observe(self, req: int) -> None:
         """A completion: learn from it when it carries both output_tokens and max_tokens."""
-        if self._caps is None or self._outputs is None:
+        if not (self._has_caps and self._has_outputs):
             return
-        cap = self._caps[req]
-        output = self._outputs[req]
-        if cap < 0 or output < 0:
+        size = self._window.size
+        trace, j = self._window.traces[req // size], req % size
+        cap = trace.max_tokens[j]  # type: ignore[union-attr,index]
+        output = trace.output_tokens[j]  # type: ignore[union-attr,index]
+        if cap < 0 or output < 0:  # type: ignore[operator]
             return
-        self._ratio(self.key(req)).observe(output, cap)
+        key = trace.user[j] if self._by_user else trace.model[j] if self._by_model else None  # type: ignore[union-attr,index]
+        self._ratio(key).observe(output, cap)  # type: ignore[arg-type]
 
     def upper_bound(self, req: int) -> float:
         """A cost this request can never exceed while ratio <= max(1, start_ratio)."""
+        return self._bound(*self._row(req))
+
+    def largest_upper_bound(self, trace: Trace) -> float:
+        """The largest ``upper_bound`` among a chunk's requests."""
+        return max(self._bound(trace, j) for j in range(len(trace)))
+
+    def _bound(self, trace: Trace, j: int) -> float:
         p = self.params
-        n_in = max(0, self._inputs[req])
-        cap = -1 if self._caps is None else self._caps[req]
+        n_in = max(0, trace.input_tokens[j])  # type: ignore[index]
         if p.oracle:
-            return p.input_weight * n_in + p.output_weight * max(0, self._outputs[req])
-        if cap < 0:
+            return p.input_weight * n_in + p.output_weight * max(0, trace.output_tokens[j])  # type: ignore[index]
+        cap = trace.max_tokens[j] if self._has_caps else -1  # type: ignore[index]
+        if cap < 0:  # type: ignore[operator]
             return p.input_weight * n_in + p.output_weight * p.default_output_tokens
-        return p.input_weight * n_in + p.output_weight * (cap * max(1.0, p.start_ratio))
+        return p.input_weight * n_in + p.output_weight * (cap * max(1.0, p.start_ratio))  # type: ignore[operator]
 
     def actual_cost(self, req: int) -> float | None:
         """a * input_tokens + b * output_tokens (semantics §10), when the output is known."""
-        if self._outputs is None or self._outputs[req] < 0:
+        trace, j = self._row(req)
+        output = trace.output_tokens[j] if self._has_outputs else -1  # type: ignore[index]
+        if output < 0:  # type: ignore[operator]
             return None
         p = self.params
-        return p.input_weight * max(0, self._inputs[req]) + p.output_weight * self._outputs[req]
+        return p.input_weight * max(0, trace.input_tokens[j]) + p.output_weight * output  # type: ignore[index,operator]
 
     def input_charge(self, req: int) -> float:
         """a * input_tokens: what VTC charges at dispatch (semantics §9)."""
-        return self.params.input_weight * max(0, self._inputs[req])
+        size = self._window.size
+        return self.params.input_weight * max(0, self._window.traces[req // size].input_tokens[req % size])  # type: ignore[union-attr,index]
 
     def output_charge(self, req: int) -> float:
         """b * output_tokens: what VTC charges at completion (semantics §9)."""
-        return self.params.output_weight * max(0, self._outputs[req])
+        size = self._window.size
+        return self.params.output_weight * max(0, self._window.traces[req // size].output_tokens[req % size])  # type: ignore[union-attr,index]

@@ -20,7 +20,8 @@ class EventColumns:
     ``req`` is the trace index of the event's request (-1 for idle_reset); the request id
     and user are looked up from the trace when the rows are written. ``cost`` and
     ``credit`` (the DRR deficit a dispatch was sent against) are ``None`` except on
-    dispatches.
+    dispatches; so are ``ratio`` and ``est_output`` (what the estimator priced a dispatch
+    with), which are ``None`` altogether when no estimator priced the replay.
     """
 
     start: int
@@ -32,6 +33,8 @@ class EventColumns:
     meter: Sequence[float | None]
     deficit: Sequence[float | None]
     credit: Sequence[float | None]
+    ratio: Sequence[float | None] | None = None
+    est_output: Sequence[float | None] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)

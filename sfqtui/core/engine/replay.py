@@ -7,14 +7,16 @@ no clock, no randomness, no dict-order dependence.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
-from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
+from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
+from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
 from sfqtui.core.engine.service import TokenServiceModel, service_times
 from sfqtui.core.engine.trace import Trace
+from sfqtui.core.engine.window import RequestWindow
 from sfqtui.core.schedulers import Scheduler, traits
 from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading
 
@@ -43,37 +45,39 @@ class ReplayConfig:
 class Replay:
     """Replays a trace under one scheduler and fills an event buffer.
 
+    The trace is a whole ``Trace`` or ``RequestChunks`` read a chunk at a time; either way
+    the events are the same, and a request's data is reached through the replay's window,
+    which holds only the chunks of requests still in the system.
     ``run()`` yields after roughly every ``chunk`` events so a caller can report progress
     or drain ``log``; ``chunks()`` does the draining and yields the events as columns.
     """
 
-    def __init__(self, trace: Trace, config: ReplayConfig) -> None:
-        self.trace = trace
+    def __init__(self, trace: Trace | RequestChunks, config: ReplayConfig) -> None:
+        self.requests: RequestChunks = WholeTrace(trace) if isinstance(trace, Trace) else trace
         self.config = config
         self.traits = traits(config.scheduler)
+        self.window = RequestWindow()
+        columns = self.requests.columns
         self.estimator: CostEstimator | None = None
         self._complete_charge: CostOf | None = None
         if self.traits.charges == "actual":
             for column in ("input_tokens", "output_tokens"):
-                if getattr(trace, column) is None:
+                if column not in columns:
                     raise ValueError(f"{config.scheduler} charges actual usage and needs the trace column '{column}' "
                                      "(semantics §9); this trace has none")
-            self.estimator = CostEstimator(config.estimator, trace)
-            self.cost_of: CostOf = self.estimator.input_charge
+            self.estimator = CostEstimator(config.estimator, self.window, columns)
             self._complete_charge = self.estimator.output_charge
             self.cost_source = "input at dispatch, output at completion"
-        elif trace.cost is not None and not config.estimator.oracle:
-            self.cost_of = trace.cost.__getitem__
+        elif "cost" in columns and not config.estimator.oracle:
             self.cost_source = "column"
         else:
-            self.estimator = CostEstimator(config.estimator, trace)
-            self.cost_of = self.estimator.cost
+            self.estimator = CostEstimator(config.estimator, self.window, columns)
             self.cost_source = "oracle" if config.estimator.oracle else "estimator"
-        self.service, self.service_source = service_times(trace, config.service)
+        self.service_source = "column" if "service_s" in columns else "model"
         self.quantum = config.quantum
         if self.traits.needs_quantum and self.quantum is None:
             self.quantum = self.largest_cost()
-        self.scheduler: Scheduler = self.traits.build(trace.weights_by_code(), self.quantum)
+        self.scheduler: Scheduler = self.traits.build(self.requests.weights_by_code(), self.quantum)
         if config.renormalise_every and self.traits.renormalisable:
             self._check_renormalisable()
         self.log = EventBuffer()
@@ -81,12 +85,12 @@ class Replay:
 
     def largest_cost(self) -> float:
         """c_max of the trace: the explicit costs, or the most the estimator can charge."""
-        if not len(self.trace):
+        if not len(self.requests):
             return 1.0
         if self.cost_source == "column":
-            return max(self.trace.cost)  # type: ignore[arg-type]
+            return max(max(chunk.trace.cost) for chunk in self.requests.chunks())  # type: ignore[arg-type]
         assert self.estimator is not None
-        return max(self.estimator.upper_bound(i) for i in range(len(self.trace)))
+        return max(self.estimator.largest_upper_bound(chunk.trace) for chunk in self.requests.chunks())
 
     def _check_renormalisable(self) -> None:
         """Renormalising is only decision-preserving when every sum is exact in both frames.
@@ -96,91 +100,135 @@ class Replay:
         multiple of one power-of-two grid and the total stays below 2^53 grid steps: then
         both frames compute the same numbers, shifted, and every decision is the same.
         """
-        trace = self.trace
         if self.cost_source != "column":
             raise ValueError("--renormalise-every needs explicit costs: estimated costs are not exact in floating point, "
                              "so renormalising could change a decision (docs/semantics.md)")
-        weights = trace.weights_by_code()
+        weights = self.requests.weights_by_code()
         largest_denominator, total = 1, 0.0
-        for user, cost in zip(trace.user, trace.cost):  # type: ignore[arg-type]
-            charge = cost / weights.get(user, 1.0)  # type: ignore[arg-type]
-            denominator = charge.as_integer_ratio()[1]
-            if denominator > largest_denominator:
-                largest_denominator = denominator
-            total += charge
+        for chunk in self.requests.chunks():
+            for user, cost in zip(chunk.trace.user, chunk.trace.cost):  # type: ignore[arg-type]
+                charge = cost / weights.get(user, 1.0)  # type: ignore[arg-type]
+                denominator = charge.as_integer_ratio()[1]
+                if denominator > largest_denominator:
+                    largest_denominator = denominator
+                total += charge
         if largest_denominator > 1 << 30 or total * largest_denominator >= 2.0**53:
             raise ValueError("--renormalise-every needs charges (cost / weight) on one exact grid, such as whole numbers: "
                              "with these costs renormalising could change a decision (docs/semantics.md)")
+
+    def take_requests(self) -> list[RequestChunk]:
+        """The request chunks that the rows drained since the last call can mention, in order."""
+        return self.window.held()
+
+    def take_pricing(self) -> Pricing | None:
+        """What priced the dispatches drained since the last call (None: no estimator)."""
+        return self.estimator.take_pricing() if self.estimator is not None else None
 
     def run_all(self) -> EventColumns:
         """Replay to the end and return every event as columns (small traces and tests)."""
         for _ in self.run():
             pass
-        return self.log.columns()
+        return self._priced(self.log.columns())
 
     def chunks(self, chunk: int = CHUNK) -> Iterator[tuple[EventColumns, int]]:
         """Replay to the end, handing over the events every ``chunk`` events as columns,
         with the number of requests arrived so far; nothing is kept after it is handed over."""
         for arrived in self.run(chunk):
             columns = self.log.drain_columns()
+            self.window.held()
             if len(columns):
-                yield columns, arrived
+                yield self._priced(columns), arrived
+
+    def _priced(self, columns: EventColumns) -> EventColumns:
+        """The columns with the ratio and estimated output that priced each dispatch, when an estimator did."""
+        pricing = self.take_pricing()
+        if pricing is None:
+            return columns
+        ratio = [pricing.ratio.get(req) if kind == DISPATCH else None for kind, req in zip(columns.kind, columns.req)]
+        est_output = [pricing.est_output.get(req) if kind == DISPATCH else None for kind, req in zip(columns.kind, columns.req)]
+        return replace(columns, ratio=ratio, est_output=est_output)
+
+    def _cost_function(self) -> CostOf:
+        """What a dispatch charges, by request index (the window must hold its first chunk)."""
+        if self.estimator is None:
+            return self.window.cost_column()
+        return self.estimator.input_charge if self._complete_charge is not None else self.estimator.cost
 
     def run(self, chunk: int = CHUNK) -> Iterator[int]:
         """Replay to the end, yielding the number of requests arrived every ``chunk`` events."""
-        trace = self.trace
-        arrivals = trace.arrival_s
-        users = trace.user
-        n = len(trace)
-        service = self.service
+        window = self.window
+        services, left = window.services, window.left
+        service_model = self.config.service
+        incoming = iter(self.requests.chunks())
+        never = float("inf")
+
+        def enter() -> tuple[Sequence[float], Sequence[int], int, float]:
+            """Bring the next chunk into the window: its arrivals, users, length and first arrival."""
+            entering = next(incoming, None)
+            if entering is None:
+                return (), (), 0, never
+            trace = entering.trace
+            window.add(entering, service_times(trace, service_model))
+            return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]  # type: ignore[return-value]
+
         sched = self.scheduler
         arrive, reading, dispatch, idle_reset = self._operations()
         complete = sched.complete if self._complete_charge is not None else None
         complete_charge = self._complete_charge
-        cost_of = self.cost_of
         observe = self.estimator.observe if self.estimator is not None else None
         virtual = self.traits.virtual_time
         log = self.log
         rows = log.rows
         append = rows.append
-        running: list[tuple[float, int, int]] = []
+        running: list[tuple[float, int, int, User, int]] = []  # (done at, dispatch number, request, user, its chunk)
         free = self.config.slots
-        i = 0
+        i = 0  # the next request to arrive, counted over the whole trace
+        j = 0  # its row in the chunk being read
         dispatched = self.dispatched
         next_yield = log.start + len(rows) + chunk
         collecting = gc.isenabled()
         gc.disable()  # see sfqtui.core.engine.gcpause; restored whenever control returns to the caller
         try:
-            never = float("inf")
-            next_arrival = arrivals[0] if n else never
+            arrivals, users, m, next_arrival = enter()
+            size = window.size
+            cost_of = self._cost_function()
             next_done = never
             while next_arrival != never or running:
                 now = next_done if next_done <= next_arrival else next_arrival
 
                 while next_done == now:
-                    req = heappop(running)[2]
+                    _, _, req, user, k = heappop(running)
                     next_done = running[0][0] if running else never
                     free += 1
                     if observe is not None:
                         observe(req)
                     if complete is not None:
-                        v, meter, deficit = complete(req, users[req], complete_charge(req))  # type: ignore[misc]
+                        v, meter, deficit = complete(req, user, complete_charge(req))  # type: ignore[misc]
                     else:
-                        v, meter, deficit = reading(users[req])
+                        v, meter, deficit = reading(user)
                     append((now, COMPLETE, req, None, v, meter, deficit, None))
+                    left[k] -= 1
+                    if not left[k]:
+                        window.retire(k)
 
                 while next_arrival == now:
-                    v, meter, deficit = arrive(i, users[i])
+                    v, meter, deficit = arrive(i, users[j])
                     append((now, ARRIVE, i, None, v, meter, deficit, None))
                     i += 1
-                    next_arrival = arrivals[i] if i < n else never
+                    j += 1
+                    if j < m:
+                        next_arrival = arrivals[j]
+                    else:
+                        arrivals, users, m, next_arrival = enter()
+                        j = 0
 
                 if free and sched.backlogged:
                     while free and sched.backlogged:
-                        req, _user, cost, v, meter, deficit, credit = dispatch(cost_of)
+                        req, user, cost, v, meter, deficit, credit = dispatch(cost_of)
                         append((now, DISPATCH, req, cost, v, meter, deficit, credit))
                         free -= 1
-                        heappush(running, (now + service[req], dispatched, req))
+                        k = req // size
+                        heappush(running, (now + services[k][req % size], dispatched, req, user, k))  # type: ignore[index]
                         dispatched += 1
                         if virtual and not sched.backlogged:
                             append((now, IDLE_RESET, -1, None, idle_reset(), None, None, None))

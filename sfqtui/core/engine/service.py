@@ -48,8 +48,8 @@ class TokenServiceModel:
         }
 
 
-def service_times(trace: Trace, model: TokenServiceModel) -> tuple[list[float], str]:
-    """The per-request service times and where they came from (``"column"`` or ``"model"``)."""
+def service_times(trace: Trace, model: TokenServiceModel) -> list[float]:
+    """The per-request service times: the trace's service_s column, or else the model's."""
     if trace.service_s is not None:
-        return list(trace.service_s), "column"
-    return model.times(trace), "model"
+        return list(trace.service_s)
+    return model.times(trace)

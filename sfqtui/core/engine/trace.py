@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 NULL = -1  # a missing token count
+OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model")
 
 
 def int_column(values: Sequence[int | None]) -> array:
@@ -79,6 +80,11 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.arrival_s)
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """The optional columns this trace has."""
+        return frozenset(name for name in OPTIONAL_COLUMNS if getattr(self, name) is not None)
 
     def weight(self, user: str) -> float:
         return self.weights.get(user, 1.0)

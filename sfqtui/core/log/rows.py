@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Hashable, Sequence
+from itertools import chain
+from typing import TYPE_CHECKING, Hashable, Iterable, Iterator, Sequence
 
 if TYPE_CHECKING:
     from sfqtui.core.engine.events import EventColumns
@@ -26,19 +27,36 @@ class LogRows:
     deficit: Sequence[float | None]
     weight: Sequence[float | None] | None = None
     credit: Sequence[float | None] | None = None
+    output_tokens: Sequence[int | None] | None = None  # the actual output, on complete rows
 
     def __len__(self) -> int:
         return len(self.seq)
 
 
+def chunks_of(log: LogRows | Iterable[LogRows]) -> tuple[str | None, Iterator[LogRows]]:
+    """A log given whole or as consecutive chunks: the first chunk's scheduler (None when
+    there is no chunk) and every chunk, in order."""
+    if isinstance(log, LogRows):
+        return log.scheduler, iter((log,))
+    chunks = iter(log)
+    first = next(chunks, None)
+    if first is None:
+        return None, chunks
+    return first.scheduler, chain((first,), chunks)
+
+
 def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> LogRows:
     """LogRows for events handed over by the engine: users looked up from the trace, and
     requests named by their trace index (the audits only need them to tell requests apart)."""
-    from sfqtui.core.engine.events import KINDS
+    from sfqtui.core.engine.events import COMPLETE, KINDS
 
     names, codes = trace.users, trace.user
     users = [names[codes[r]] if r >= 0 else None for r in columns.req]
     weight = [trace.weights.get(u, 1.0) if u is not None else None for u in users] if trace.weights else None
+    outputs = trace.output_tokens
+    output_tokens = None if outputs is None else [
+        outputs[r] if kind == COMPLETE and outputs[r] >= 0 else None for kind, r in zip(columns.kind, columns.req)
+    ]
     return LogRows(
         scheduler=scheduler,
         seq=range(columns.start, columns.start + len(columns)),
@@ -52,4 +70,5 @@ def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> Log
         deficit=columns.deficit,
         weight=weight,
         credit=columns.credit,
+        output_tokens=output_tokens,
     )

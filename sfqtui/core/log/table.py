@@ -78,8 +78,9 @@ class EventTable:
     row: the meter S_i (SFQ), the counter C_i (VTC) or the deficit DC_i (DRR), as the
     scheduler registry says; ``v`` is NaN for schedulers without virtual time."""
 
-    def __init__(self, scheduler: str) -> None:
+    def __init__(self, scheduler: str, first_seq: int = 0) -> None:
         self.scheduler = scheduler
+        self.first_seq = first_seq  # the seq of event 0 (a live window starts mid-stream)
         self.traits: SchedulerTraits | None = REGISTRY.get(scheduler)
         self.users: list[str] = []
         self.user_code: dict[str, int] = {}
@@ -112,6 +113,15 @@ class EventTable:
     def weight(self, code: int) -> float:
         return self.weights[code]
 
+    def continued(self, first_seq: int) -> EventTable:
+        """An empty table for the next window of the same stream: the same users with the
+        same codes, events from ``first_seq`` on."""
+        table = EventTable(self.scheduler, first_seq)
+        table.users, table.user_code, table.weights = list(self.users), dict(self.user_code), array("d", self.weights)
+        table.user_dispatches = [array("q") for _ in self.users]
+        table.user_waited = [array("d") for _ in self.users]
+        return table
+
     @property
     def value_name(self) -> str:
         return self.traits.value_name if self.traits is not None else "meter"
@@ -123,15 +133,18 @@ class EventTable:
             self._by_name = sorted(range(len(self.users)), key=self.users.__getitem__)
         return self._by_name
 
+    def add_user(self, name: str, weight: float) -> None:
+        self.user_code[name] = len(self.users)
+        self.users.append(name)
+        self.weights.append(weight)
+        self.user_dispatches.append(array("q"))
+        self.user_waited.append(array("d"))
+
     def append(self, batch: EventBatch) -> None:
         if batch.start != len(self.kind):
             raise ValueError(f"a batch starting at event {batch.start} cannot follow {len(self.kind)} events")
         for name, weight in zip(batch.new_users, batch.new_user_weights):
-            self.user_code[name] = len(self.users)
-            self.users.append(name)
-            self.weights.append(weight)
-            self.user_dispatches.append(array("q"))
-            self.user_waited.append(array("d"))
+            self.add_user(name, weight)
         self.names = batch.names
         missing = batch.requests - len(self.arrive_at)
         if missing > 0:

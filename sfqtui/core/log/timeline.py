@@ -76,6 +76,16 @@ class State:
             for column in (self.queued, self.inflight_of, self.dispatched):
                 column.extend(array("i", [0]) * missing)
 
+    def start_window(self) -> None:
+        """Become the state before event 0 of a new window: event and dispatch numbers
+        count within a window, so those kept here are renumbered (the busy period goes on)."""
+        self.k = -1
+        self.dispatched_total = 0
+        for u, epoch in enumerate(self.busy_epoch):
+            self.busy_epoch[u] = -1 if epoch == self.busy_start and epoch >= 0 else -2
+        self.busy_start = -1
+        self.last_event = array("q", [-1]) * len(self.last_event)
+
     def backlogged(self) -> list[int]:
         return [u for u, q in enumerate(self.queued) if q > 0]
 
@@ -94,11 +104,28 @@ class CheckpointBuilder:
         self._head = State()
         self._kept = 0  # checkpoints on the current grid
 
+    def add_users(self, weights: list[float]) -> None:
+        """Users no batch introduces (known from a state snapshot), by code order."""
+        self._user_weights += weights
+        self._head.grow(len(self._user_weights))
+
+    def new_window(self, seed: State | None = None) -> State:
+        """Start a new window of events from ``seed`` (default: the state after the last
+        event so far); returns the seed, as the state before the window's first event."""
+        seed = (seed or self._head).copy()
+        seed.grow(len(self._user_weights))
+        seed.start_window()
+        self._head = seed.copy()
+        self._kept = 0
+        return seed
+
     def consume(self, batch: EventBatch) -> list[State]:
         """Apply a batch; return the checkpoints it completed (states after events every-1,
         2*every-1, ...), on the grid ``every`` has after the call."""
         self._user_weights += batch.new_user_weights
         head = self._head
+        if batch.start == 0 and head.k != -1:
+            raise ValueError("a batch starting a new window needs new_window() first")
         head.grow(len(self._user_weights))
         end = batch.start + len(batch) - 1
         taken = []
@@ -123,10 +150,10 @@ class Timeline:
     callers only read them.
     """
 
-    def __init__(self, table: EventTable, every: int = CHECKPOINT_EVERY) -> None:
+    def __init__(self, table: EventTable, every: int = CHECKPOINT_EVERY, base: State | None = None) -> None:
         self.table = table
         self.every = every
-        self._checkpoints: list[State] = [State()]
+        self._checkpoints: list[State] = [base or State()]  # base: the state before event 0
         self._recent: list[State] = []
 
     def add_checkpoints(self, states: list[State], every: int | None = None) -> None:

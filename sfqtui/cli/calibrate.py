@@ -1,0 +1,202 @@
+"""`sfqtui calibrate`: how far the cost estimator is off, whom its errors favour, and what would do better."""
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.progress import progress_bar
+from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack, calibrate as measure_calibration
+from sfqtui.core.numbers import fmt
+from sfqtui.core.schedulers import REGISTRY
+from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
+from sfqtui.sweep.runs import Row
+from sfqtui.trace.load import load_trace
+
+EstimatingScheduler = Enum(  # type: ignore[misc]
+    "EstimatingScheduler", {n.replace("-", "_"): n for n, t in REGISTRY.items() if t.charges == "estimate"}, type=str)
+SHOWN_ROWS = 20
+SPARKS = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 40
+
+
+@refuses_bad_input
+@with_replay_options
+def calibrate(
+    trace: Annotated[Path, typer.Argument(help="Trace Parquet file with output_tokens (semantics §1).", show_default=False)],
+    scheduler: Annotated[EstimatingScheduler, typer.Option("--scheduler", "-s", help="Scheduler that charges the estimate.")] = EstimatingScheduler.sfq,  # type: ignore[attr-defined]
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
+    replay: ReplayChoices = None,  # type: ignore[assignment]
+) -> None:
+    """Measure the cost estimator against the actual outputs in TRACE (semantics §10).
+
+    Prints the learned output ratios (final and over time, against the ratio a perfect
+    learner would find), each user's charged and actual cost with bias = charged / actual
+    (worst first) and its share of each, and the worst |W_i - W_j| between continuously
+    backlogged users in actual cost: under this estimator, under the oracle (charges the
+    actual cost at dispatch) and under vtc (charges actual output after the fact).
+    Every other ratio scope and update rule is replayed too (docs/calibration.md); when
+    one cuts the worst gap in actual cost, it is suggested with its figure.
+    """
+    loaded = load_trace(trace)
+    if loaded.trace.output_tokens is None:
+        raise fail(f"{trace}: calibration needs actual outputs, and this trace has no output_tokens column "
+                   "(record one through the proxy, or import a log that has them; semantics §10)")
+    config = replay.config(scheduler.value, loaded.suggested_slots)
+    references = reference_runs(str(trace), config)
+    charges_ratio = not config.estimator.oracle and loaded.trace.cost is None  # else no ratio prices anything
+    alternatives = ratio_alternatives(str(trace), loaded.trace, config) if charges_ratio else []
+    runs = [*references.values(), *alternatives]
+    with progress_bar("calibrating", 1 + len(runs)) as update:
+        report = measure_calibration(loaded.trace, config)
+        update(1, 1 + len(runs))
+        rows, where = run_alternatives(runs, loaded.trace, lambda done, total: update(1 + done, 1 + total))
+    reference_rows = dict(zip(references, rows))
+    alternative_rows = rows[len(references):]
+    suggested = suggestion(_gap_of(report.gap_actual), alternative_rows)
+    if as_json:
+        typer.echo(json.dumps(_payload(trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where), indent=2))
+        return
+    _print(Console(), trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where)
+
+
+def _gap_of(figure: GapFigure) -> float | None:
+    return None if figure.gap is None else figure.gap.gap
+
+
+def _options(row: Row) -> str:
+    return f"--ratio-scope {row['ratio_scope']} --ratio-update {row['ratio_update']}"
+
+
+def _payload(trace: Path, requests: int, report: CalibrationReport, references: dict[str, Row],
+             alternatives: list[Row], suggested: Row | None, where: str) -> dict[str, object]:
+    def gap_or_error(row: Row) -> object:
+        return {"error": row["error"]} if row["error"] else row["worst_gap_actual"]
+
+    return {
+        "trace": str(trace),
+        "requests": requests,
+        **report.as_dict(),
+        "worst_gap_charged": report.gap_charged.as_dict(),
+        "worst_gap_actual": {
+            "estimator": report.gap_actual.as_dict(),
+            **{name: gap_or_error(row) for name, row in references.items()},
+        },
+        "alternatives": [
+            {"ratio_scope": row["ratio_scope"], "ratio_update": row["ratio_update"], "worst_gap_actual": gap_or_error(row)}
+            for row in alternatives
+        ],
+        "alternatives_ran": where,
+        "suggestion": None if suggested is None else {
+            "ratio_scope": suggested["ratio_scope"], "ratio_update": suggested["ratio_update"],
+            "options": _options(suggested), "worst_gap_actual": actual_gap(suggested),
+            "current_worst_gap_actual": _gap_of(report.gap_actual),
+        },
+    }
+
+
+def _sparkline(samples: list[tuple[float, float]], start: float, end: float, top: float) -> str:
+    """One character per equal slice of [start, end]: the ratio in force there, blank before the
+    key's first and after its last priced dispatch; heights scaled to ``top``, shared by every key."""
+    columns = [" "] * SPARK_WIDTH
+    span = (end - start) or 1.0
+    for k, (t, ratio) in enumerate(samples):
+        until = samples[k + 1][0] if k + 1 < len(samples) else t
+        level = SPARKS[min(len(SPARKS) - 1, int(ratio / top * len(SPARKS)))] if top > 0 else SPARKS[0]
+        for c in range(int((t - start) / span * (SPARK_WIDTH - 1)), int((until - start) / span * (SPARK_WIDTH - 1)) + 1):
+            columns[c] = level
+    return "".join(columns).rstrip()
+
+
+def _ratio_table(report: CalibrationReport) -> Table:
+    p = report.estimator
+    tracks: list[RatioTrack] = sorted(report.ratios, key=lambda t: 0.0 if t.actual is None else -abs(t.final - t.actual))
+    top = max(r for t in tracks for _, r in t.samples)
+    start = min(t.samples[0][0] for t in tracks)
+    end = max(t.samples[-1][0] for t in tracks)
+    table = Table(title=f"Learned output ratio, scope {p.scope}, update {p.update} (it prices max_tokens, §6)",
+                  title_justify="left", expand=True)
+    for header in ("key", "first", "final", "actual"):
+        table.add_column(header, justify="left" if header == "key" else "right")
+    table.add_column(f"over time, t {fmt(start)}..{fmt(end)}", min_width=SPARK_WIDTH, no_wrap=True)
+    for track in tracks[:SHOWN_ROWS]:
+        table.add_row(track.key, f"{track.samples[0][1]:.3f}", f"{track.final:.3f}",
+                      "-" if track.actual is None else f"{track.actual:.3f}", _sparkline(track.samples, start, end, top))
+    if len(tracks) > SHOWN_ROWS:
+        table.caption = f"{len(tracks) - SHOWN_ROWS} more keys in --json"
+    return table
+
+
+def _bias_table(report: CalibrationReport) -> Table:
+    table = Table(title="Charged vs actual cost per user, worst bias first (bias > 1: overcharged; "
+                        "gain: actual % - charged %)", title_justify="left", expand=True)
+    for header in ("user", "charged", "actual", "bias", "charged %", "actual %", "gain pp"):
+        table.add_column(header, justify="left" if header == "user" else "right")
+    for u in report.users[:SHOWN_ROWS]:
+        table.add_row(u.user, f"{u.charged:,.0f}", f"{u.actual:,.0f}", "-" if u.bias is None else f"{u.bias:.2f}",
+                      f"{u.share_charged:.1%}", f"{u.share_actual:.1%}", f"{u.share_gain * 100:+.1f}")
+    captions = []
+    if len(report.users) > SHOWN_ROWS:
+        captions.append(f"{len(report.users) - SHOWN_ROWS} more users in --json")
+    if report.unmeasured:
+        captions.append(f"{report.unmeasured:,} requests without output_tokens left out")
+    table.caption = "; ".join(captions) or None
+    return table
+
+
+def _gap_text(gap: dict | None) -> tuple[str, str, str]:
+    if gap is None:
+        return "-", "-", "-"
+    return fmt(gap["gap"]), f"{gap['ahead']} over {gap['behind']}", f"{fmt(gap['start_t'])}..{fmt(gap['end_t'])}"
+
+
+def _gap_table(report: CalibrationReport, references: dict[str, Row]) -> Table:
+    table = Table(title="Worst |W_i - W_j| between continuously backlogged users", title_justify="left", expand=True)
+    for header in ("in", "under", "gap", "who", "t"):
+        table.add_column(header, justify="right" if header == "gap" else "left")
+    table.add_row("charged cost", "this estimator", *_gap_text(report.gap_charged.as_dict()))
+    table.add_row("actual cost", "this estimator", *_gap_text(report.gap_actual.as_dict()))
+    for name, row in references.items():
+        if row["error"]:
+            table.add_row("actual cost", name, "-", str(row["error"]), "")
+        else:
+            table.add_row("actual cost", name, *_gap_text(row["worst_gap_actual"]))  # type: ignore[arg-type]
+    return table
+
+
+def _alternatives_table(alternatives: list[Row], where: str) -> Table:
+    table = Table(title=f"Other ratio rules, worst gap in actual cost (ran {where})", title_justify="left", expand=True)
+    for header in ("scope", "update", "gap", "who"):
+        table.add_column(header, justify="right" if header == "gap" else "left")
+    for row in sorted(alternatives, key=lambda r: (actual_gap(r) is None, actual_gap(r) or 0.0)):
+        gap, who, _ = _gap_text(row.get("worst_gap_actual"))  # type: ignore[arg-type]
+        table.add_row(str(row["ratio_scope"]), str(row["ratio_update"]), gap, str(row["error"] or who))
+    return table
+
+
+def _print(console: Console, trace: Path, requests: int, report: CalibrationReport, references: dict[str, Row],
+           alternatives: list[Row], suggested: Row | None, where: str) -> None:
+    p = report.estimator
+    estimator = "oracle" if p.oracle else f"ratio, scope {p.scope}, update {p.update}"
+    if report.cost_source == "column":
+        estimator = "the trace's cost column"
+    console.print(f"{trace}: {requests:,} requests; {report.scheduler}, {report.slots} slots; charged: {estimator} "
+                  f"(a = {fmt(p.input_weight)}, b = {fmt(p.output_weight)})")
+    if report.ratios:
+        console.print(_ratio_table(report))
+    console.print(_bias_table(report))
+    console.print(_gap_table(report, references))
+    if alternatives:
+        console.print(_alternatives_table(alternatives, where))
+    current = _gap_of(report.gap_actual)
+    if suggested is not None:
+        console.print(f"Suggestion: {_options(suggested)} cuts the worst gap in actual cost from {fmt(current)} "
+                      f"to {fmt(actual_gap(suggested))} (oracle: {fmt(actual_gap(references['oracle']))}).")
+    elif alternatives:
+        console.print(f"No other ratio scope or update rule cuts the worst gap in actual cost by {MIN_CUT:.0%} or more.")

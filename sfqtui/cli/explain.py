@@ -1,0 +1,169 @@
+"""`sfqtui explain`: why one request waited as long as it did, for scripts and support tickets."""
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.replay import _is_log
+from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.simulate import SchedulerName
+from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
+from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.log.shadow import Shadow, ShadowMismatch
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.numbers import fmt
+from sfqtui.core.schedulers import SCHEDULERS
+from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.runs.opening import Opening
+from sfqtui.runs.run import Run
+
+
+def _request_code(table: EventTable, request_id: str, path: Path) -> int:
+    code = table.names.find(request_id) if table.names is not None else None
+    if code is None or not table.life_of(code):
+        example = f", such as {table.request_id(0)}" if len(table) else ""
+        raise fail(f"no request {request_id!r} in {path} (its request ids are the trace's request_id column{example})")
+    return code
+
+
+def _sent(table: EventTable, code: int) -> dict[str, Any]:
+    """When the request arrived, was dispatched (and at which position) and finished."""
+    life = table.life_of(code)
+    arrived = table.t[life["arrive"]]
+    k = life.get("dispatch")
+    finished = life.get("complete")
+    return {
+        "arrived": arrived,
+        "dispatched": None if k is None else table.t[k],
+        "position": None if k is None else table.dispatch_number(k) + 1,
+        "completed": None if finished is None else table.t[finished],
+        "cancelled": None if "cancel" not in life else table.t[life["cancel"]],
+        "waited": None if k is None else table.t[k] - arrived,
+    }
+
+
+def _why(run: Run, code: int) -> dict[str, Any]:
+    """The explanation of one request in one run, as the JSON object has it."""
+    table, timeline = run.table, run.timeline
+    wait = explain_wait(table, code)
+    assert wait is not None
+    found: dict[str, Any] = {"request_id": wait.request, "user": wait.user, "scheduler": table.scheduler, "slots": run.slots,
+                             **_sent(table, code)}
+    found["ahead"] = [{"user": a.user, "requests": a.count, "cost": a.cost} for a in wait.ahead]
+    k = table.dispatch_at[code]
+    dispatch = explain_dispatch(table, timeline, k) if k >= 0 else None
+    if dispatch is None:
+        found.update(cost=None, candidates=[], narration=None,
+                     reason="it was cancelled before dispatch" if found["cancelled"] is not None else "it was still waiting when the log ends")
+        return found
+    found["cost"] = dispatch.cost
+    found["candidates"] = [
+        {"user": c.user, "value": c.value, "queued": c.queued, "weight": c.weight, "head_request": c.head_request, "head_cost": c.head_cost}
+        for c in dispatch.candidates
+    ]
+    found["reason"] = dispatch.reason
+    try:
+        found["narration"] = narrate(table, timeline, k, Shadow.of_run(table, run.metadata))
+    except ShadowMismatch:  # e.g. DRR on estimated costs: a head priced before its dispatch may have cost otherwise
+        found["narration"] = narrate(table, timeline, k)
+    return found
+
+
+def _compared(opening: Opening, names: list[str], request_id: str) -> dict[str, dict[str, Any]]:
+    compared = {}
+    for name in names:
+        run = Run(opening.rerun(scheduler=name)).load_all()
+        code = run.table.names.find(request_id) if run.table.names is not None else None
+        assert code is not None
+        sent = _sent(run.table, code)
+        compared[name] = {"dispatched": sent["dispatched"], "position": sent["position"], "waited": sent["waited"]}
+    return compared
+
+
+def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
+    """``value_name``: the scheduler's own per-user number (None: it has none)."""
+    console = Console()
+    slots = found["slots"]
+    console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
+                  f"{'' if slots is None else f', {slots} slot' + ('s' if slots != 1 else '')} ({path})")
+    console.print(f"  arrived     t {fmt(found['arrived'])}")
+    if found["dispatched"] is None:
+        console.print(f"  not dispatched: {found['reason']}")
+    else:
+        console.print(f"  dispatched  t {fmt(found['dispatched'])}, dispatch #{found['position']:,}, cost {fmt(found['cost'])}")
+    if found["completed"] is not None:
+        console.print(f"  completed   t {fmt(found['completed'])}")
+    if found["waited"] is not None:
+        console.print(f"  waited      {fmt(found['waited'])} s")
+    went = sum(a["requests"] for a in found["ahead"])
+    console.print(f"Went ahead of it: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
+    ahead = Table()
+    for header in ("user", "requests", "cost"):
+        ahead.add_column(header, justify="left" if header == "user" else "right")
+    for a in found["ahead"]:
+        ahead.add_row(a["user"], f"{a['requests']:,}", fmt(a["cost"]))
+    console.print(ahead)
+    if found["candidates"]:
+        console.print(f"At its dispatch: {len(found['candidates']):,} users waiting")
+        candidates = Table()
+        headers = ("user", *([value_name] if value_name else []), "queued", "weight", "head request", "head cost")
+        for header in headers:
+            candidates.add_column(header, justify="left" if header in ("user", "head request") else "right")
+        for c in found["candidates"]:
+            value = [fmt(c["value"])] if value_name else []
+            style = "bold" if c["user"] == found["user"] else ""
+            candidates.add_row(c["user"], *value, f"{c['queued']:,}", fmt(c["weight"]), c["head_request"] or "-", fmt(c["head_cost"]), style=style)
+        console.print(candidates)
+        console.print(f"[green]why:[/] {found['reason']}")
+        console.print(f"[green]what happened:[/] {found['narration']}")
+    if "compare" in found:
+        console.print("The same request under each scheduler")
+        compare = Table()
+        for header in ("scheduler", "dispatched t", "dispatch #", "waited s"):
+            compare.add_column(header, justify="left" if header == "scheduler" else "right")
+        compare.add_row(found["scheduler"], fmt(found["dispatched"]), fmt(found["position"]), fmt(found["waited"]), style="bold")
+        for name, sent in found["compare"].items():
+            compare.add_row(name, fmt(sent["dispatched"]), fmt(sent["position"]), fmt(sent["waited"]))
+        console.print(compare)
+
+
+@refuses_bad_input
+@with_replay_options
+def explain(
+    path: Annotated[Path, typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log.", show_default=False)],
+    request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The request's id (the trace's request_id).", show_default=False)],
+    scheduler: Annotated[Optional[SchedulerName], typer.Option("--scheduler", "-s", help="Scheduler to replay a trace under (default sfq); a log is explained under its own.", show_default=False)] = None,
+    compare: Annotated[Optional[str], typer.Option("--compare", help="Comma-separated schedulers to replay the trace under too: when, and as which dispatch, each sends the request.", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
+    replay: ReplayChoices = None,  # type: ignore[assignment]
+) -> None:
+    """Explain one request: when it arrived, was dispatched and completed, how long it
+    waited; whose dispatches went ahead of it meanwhile (per user: count and cost); at its
+    dispatch, the users waiting and why it was picked; with --compare, when the other
+    schedulers would have sent it.
+    """
+    names = [s.strip() for s in compare.split(",") if s.strip()] if compare is not None else []
+    unknown = unknown_schedulers(names)
+    if unknown or (compare is not None and not names):
+        raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'} for --compare; choose from {', '.join(SCHEDULERS)}")
+    is_log = _is_log(path)
+    if is_log and names:
+        raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
+    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler.value if scheduler else "sfq", None),
+                      slots_given=replay.slots is not None)
+    run = Run(opening).load_all()
+    if is_log and scheduler is not None and scheduler.value != run.scheduler:
+        raise fail(f"{path} is a {run.scheduler} log; it cannot be explained under {scheduler.value}")
+    found = _why(run, _request_code(run.table, request_id, path))
+    if names:
+        found["compare"] = _compared(opening, names, request_id)
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+    else:
+        traits = run.table.traits
+        _print(found, path, traits.value_name if traits is not None and traits.reading is not None else None)

@@ -1,0 +1,125 @@
+"""`sfqtui sweep`: replay every combination of traces and settings on Dask distributed."""
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.progress import progress_bar
+from sfqtui.sweep.runs import Row
+from sfqtui.sweep.measures import fairness_figures
+from sfqtui.sweep.plan import check_settings, plan_runs
+from sfqtui.sweep.results import complete_rows, write_results
+from sfqtui.trace.load import load_trace
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _slot_counts(text: str) -> list[int]:
+    try:
+        return [int(part) for part in _names(text)]
+    except ValueError:
+        raise fail(f"--slots takes whole numbers separated by commas, not {text!r}") from None
+
+
+@refuses_bad_input
+def sweep(
+    traces: Annotated[list[Path], typer.Argument(help="Trace Parquet files (semantics §1).", show_default=False)],
+    schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers.")] = "sfq,drr,fifo,rr",
+    slots: Annotated[Optional[str], typer.Option("--slots", "-n", help="Comma-separated slot counts. Default: each trace's own suggestion, else 1.", show_default=False)] = None,
+    ratio_scope: Annotated[str, typer.Option("--ratio-scope", help="Comma-separated ratio scopes: global, model, user (docs/estimator.md).")] = "global",
+    ratio_update: Annotated[str, typer.Option("--ratio-update", help="Comma-separated ratio update rules: window, ema, cumulative.")] = "window",
+    workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes of the local Dask cluster started for this sweep. Default: one per CPU.", show_default=False)] = None,
+    cluster: Annotated[Optional[str], typer.Option("--cluster", help="Submit the runs to the running Dask scheduler at this address (tcp://HOST:8786) instead of a local cluster; docs/sweep.md.", show_default=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Parquet file to write, one row per run.", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"runs": [...]} for machines instead of a table.')] = False,
+) -> None:
+    """Replay many settings at once on Dask distributed: one row of fairness figures per run.
+
+    Every combination of TRACES x schedulers x slots x ratio scopes x ratio updates is an
+    independent replay. Each row holds its settings, Jain's index, the worst
+    |W_i - W_j|, and per-user shares and wait p50/p99: the figures `compare` prints for
+    the same settings (the other estimator and service options are at their defaults).
+
+    By default the runs go to a local cluster of worker processes started and stopped
+    here; --cluster sends them to a Dask scheduler with workers on other machines
+    (docs/sweep.md). Bad settings are refused before any run starts; a run that fails
+    is reported in its row (error column) and the others complete.
+    """
+    scheduler_names, scopes, updates = _names(schedulers), _names(ratio_scope), _names(ratio_update)
+    slot_counts = None if slots is None else _slot_counts(slots)
+    check_settings(scheduler_names, slot_counts, scopes, updates)
+    if workers is not None and cluster is not None:
+        raise fail("--workers and --cluster exclude each other: a running cluster already has its workers")
+    if workers is not None and workers < 1:
+        raise fail("--workers must be >= 1")
+    if output is not None and not output.parent.is_dir():
+        raise fail(f"{output.parent}: no such directory for --output")
+    loaded = {str(path): load_trace(path) for path in traces}
+    runs = plan_runs({name: trace.suggested_slots for name, trace in loaded.items()}, scheduler_names, slot_counts, scopes, updates)
+    cores = {name: trace.trace for name, trace in loaded.items()}
+    from sfqtui.sweep.cluster import dask_client, run_on_dask  # see its docstring: imported only when needed
+
+    with dask_client(workers=workers or os.cpu_count() or 1, address=cluster) as client, \
+            progress_bar("sweeping", len(runs)) as update:
+        rows = complete_rows(run_on_dask(client, runs, cores, fairness_figures, update))
+    if output is not None:
+        write_results(rows, output)
+    failed = sum(1 for row in rows if row["error"])
+    if failed:
+        print(f"sfqtui: {failed} of {len(rows)} runs failed (see their error)", file=sys.stderr)
+    if as_json:
+        typer.echo(json.dumps({"runs": rows}, indent=2))
+        return
+    console = Console()
+    console.print(_table(rows))
+    for line in _failures(rows):
+        console.print(line)
+    if output is not None:
+        console.print(f"wrote {output}: {len(rows)} runs")
+
+
+SETTINGS = {"trace": "trace", "scheduler": "scheduler", "slots": "slots", "ratio_scope": "scope", "ratio_update": "update"}
+
+
+def _table(rows: list[Row]) -> Table:
+    """Settings that vary between runs get a column; the others are named once in the title."""
+    varying = [key for key in SETTINGS if len({str(row[key]) for row in rows}) > 1]
+    fixed = [f"{SETTINGS[key]} {_setting(rows[0], key)}" for key in SETTINGS if key not in varying]
+    table = Table(title="; ".join([f"sweep: {len(rows)} runs", *fixed]), title_justify="left", box=box.SIMPLE_HEAD)
+    for key in varying:
+        table.add_column(SETTINGS[key], justify="right" if key == "slots" else "left")
+    for header in ("Jain", "worst gap", "who", "s"):
+        table.add_column(header, justify="left" if header == "who" else "right")
+    for number, row in enumerate(rows, 1):
+        if row["error"]:
+            figures = [Text("failed", style="red"), "-", f"run {number}, below"]
+        elif row["worst_gap"] is None:
+            figures = [_fixed(row["jain"], 3), "-", "-"]
+        else:
+            figures = [_fixed(row["jain"], 3), f"{row['worst_gap']:,.0f}", f"{row['worst_gap_ahead']} over {row['worst_gap_behind']}"]
+        table.add_row(*(_setting(row, key) for key in varying), *figures, _fixed(row["seconds"], 1))
+    return table
+
+
+def _setting(row: Row, key: str) -> str:
+    return Path(str(row[key])).name if key == "trace" else str(row[key])
+
+
+def _failures(rows: list[Row]) -> list[Text]:
+    return [Text(f"run {number} ({row['trace']}, {row['scheduler']}, {row['slots']} slots) failed: {row['error']}", style="red")
+            for number, row in enumerate(rows, 1) if row["error"]]
+
+
+def _fixed(x: object, digits: int) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"

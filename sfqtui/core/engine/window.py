@@ -1,0 +1,63 @@
+"""The chunks a replay can still mention, reached by a request's index in the whole trace."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from sfqtui.core.engine.chunks import RequestChunk
+from sfqtui.core.engine.trace import Trace
+
+
+class RequestWindow:
+    """Chunk k holds requests [k * size, k * size + its length): request r is row
+    ``r - k * size`` of ``traces[k]`` with ``k = r // size``.
+
+    A chunk enters when the replay reaches its first arrival and leaves when its last
+    request completes; it is then kept among the retired until ``held()`` hands it over
+    with the rows that mention it. ``left[k]`` counts chunk k's requests not completed.
+    """
+
+    def __init__(self) -> None:
+        self.size = 1
+        self.traces: list[Trace | None] = []
+        self.services: list[Sequence[float] | None] = []
+        self.left: list[int] = []
+        self._chunks: list[RequestChunk | None] = []
+        self._retired: list[RequestChunk] = []
+        self._last_length = 0
+
+    def add(self, chunk: RequestChunk, service: Sequence[float]) -> None:
+        k = len(self._chunks)
+        length = len(chunk.trace)
+        if k == 0:
+            self.size = length
+        if not length or length > self.size or (k and self._last_length != self.size):
+            raise ValueError("request chunks must all hold the same number of requests (the last may hold fewer), none empty")
+        if chunk.start != k * self.size:
+            raise ValueError(f"request chunk {k} starts at request {chunk.start}, expected {k * self.size}")
+        self._chunks.append(chunk)
+        self.traces.append(chunk.trace)
+        self.services.append(service)
+        self.left.append(length)
+        self._last_length = length
+
+    def retire(self, k: int) -> None:
+        """Chunk k's last request completed."""
+        self._retired.append(self._chunks[k])  # type: ignore[arg-type]
+        self._chunks[k] = self.traces[k] = self.services[k] = None
+
+    def held(self) -> list[RequestChunk]:
+        """Every chunk the rows since the last call can mention, in order; forgets the retired ones."""
+        held = self._retired + [c for c in self._chunks if c is not None]
+        self._retired = []
+        held.sort(key=lambda c: c.start)
+        return held
+
+    def cost_column(self) -> Callable[[int], float]:
+        """The cost column by request index, for chunks added since (the first must be in)."""
+        traces, size = self.traces, self.size
+
+        def cost(req: int) -> float:
+            return traces[req // size].cost[req % size]  # type: ignore[union-attr,index]
+
+        return cost

@@ -1,0 +1,198 @@
+"""The scheduler itself, re-driven from a log, so a view can show its own state at any event.
+
+The event table keeps one number per user and event; what decides the next pick is
+richer: DRR's active list, the visit in progress and the quantum, FIFO's line, RR's
+turn order. A Shadow rebuilds it by feeding the log's events to the real core scheduler:
+arrivals to ``arrive``, dispatches to ``dispatch`` with the cost the log charged,
+completions to ``complete`` (VTC: with the charge that gives the counter the log shows),
+cancellations to ``cancel``, idle resets to ``idle_reset``. The scheduler must pick the
+request the log dispatched; when it does not, the log was not made by this scheduler
+with these settings, and ``ShadowMismatch`` says where.
+
+Deep copies every ``every`` events make ``at(k)`` cost at most ``every`` event
+applications. When more than ``keep`` copies would be held, every other one is dropped
+and the interval doubles, so a long log keeps a bounded number of copies.
+"""
+
+from __future__ import annotations
+
+import math
+from copy import deepcopy
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.schedulers import Scheduler, make_scheduler, traits
+
+SHADOW_EVERY = 256
+SHADOW_KEEP = 128
+
+
+class ShadowMismatch(ValueError):
+    """The log cannot have been made by the shadowed scheduler with these settings."""
+
+
+@dataclass(frozen=True)
+class Look:
+    """A head request the scheduler priced while making a dispatch: whose, which (its
+    request code), what it costs, and the user's deficit at that moment (DRR, else None)."""
+
+    user: str
+    request: int
+    cost: float
+    credit: float | None
+
+
+class Shadow:
+    """The shadowed scheduler after any loaded event of ``table``.
+
+    ``at(k)`` returns the live scheduler object, shared with this shadow: callers only
+    read it, and only until their next call to the shadow.
+    """
+
+    def __init__(self, table: EventTable, quantum: float | None = None, every: int = SHADOW_EVERY, keep: int = SHADOW_KEEP) -> None:
+        if every < 1 or keep < 1:
+            raise ValueError("a shadow needs every >= 1 and keep >= 1")
+        self.table = table
+        self.traits = traits(table.scheduler)
+        self.quantum = quantum
+        self.every = every
+        self.keep = keep
+        self._weights: dict[str, float] = {}
+        self._users_seen = 0
+        self._checkpoints: list[tuple[int, Scheduler]] = []
+        self._k = -1
+        self._current = self._fresh()
+        self._watch: list[Look] | None = None
+
+    @classmethod
+    def of_run(cls, table: EventTable, metadata: Mapping[str, Any]) -> Shadow:
+        """The shadow of a run's table, with the quantum its source recorded (DRR)."""
+        return cls(table, metadata.get("quantum"))
+
+    def _fresh(self) -> Scheduler:
+        return make_scheduler(self.table.scheduler, dict(self._weights), self.quantum)
+
+    def _note_new_users(self) -> None:
+        """Start over when a user with a weight other than 1 appeared since the scheduler was
+        built (a log still loading): schedulers hold their weights from construction, and a
+        weight of 1 charges the same as none."""
+        table = self.table
+        weighted = False
+        for code in range(self._users_seen, len(table.users)):
+            if table.weights[code] != 1.0:
+                self._weights[table.users[code]] = table.weights[code]
+                weighted = True
+        self._users_seen = len(table.users)
+        if weighted:
+            self._checkpoints = []
+            self._k = -1
+            self._current = self._fresh()
+
+    def at(self, k: int) -> Scheduler:
+        """The scheduler after event k (k = -1: before any event); k is clamped to the loaded events."""
+        self._note_new_users()
+        k = max(-1, min(k, len(self.table) - 1))
+        base_k, base = -1, None
+        for checkpoint_k, state in reversed(self._checkpoints):
+            if checkpoint_k <= k:
+                base_k, base = checkpoint_k, state
+                break
+        if not base_k <= self._k <= k:
+            self._current = self._fresh() if base is None else deepcopy(base)
+            self._k = base_k
+        self._advance(k)
+        return self._current
+
+    def looks(self, k: int) -> tuple[Look, ...]:
+        """The head requests the scheduler priced while making dispatch k, in order; the
+        last is the one it sent. Leaves the shadow at k."""
+        if not 0 <= k < len(self.table) or self.table.kind[k] != DISPATCH:
+            return ()
+        self.at(k - 1)
+        self._watch = []
+        try:
+            self._advance(k)
+            return tuple(self._watch)
+        finally:
+            self._watch = None
+
+    def _advance(self, until: int) -> None:
+        every = self.every
+        for k in range(self._k + 1, until + 1):
+            try:
+                self._apply(k)
+            except Exception:
+                # the event may have half-changed the scheduler: the next seek starts again from a checkpoint
+                self._current, self._k = self._fresh(), -1
+                raise
+            self._k = k
+            if (k + 1) % every == 0 and (not self._checkpoints or self._checkpoints[-1][0] < k):
+                self._checkpoints.append((k, deepcopy(self._current)))
+                if len(self._checkpoints) > self.keep:
+                    self.every = every = every * 2
+                    self._checkpoints = [c for c in self._checkpoints if (c[0] + 1) % every == 0]
+
+    def _apply(self, k: int) -> None:
+        table, sched = self.table, self._current
+        kind = table.kind[k]
+        if kind == IDLE_RESET:
+            sched.idle_reset()
+            return
+        if kind == GAP:
+            raise ShadowMismatch(f"event {k} is a gap: events were lost there, so {table.scheduler}'s state cannot be rebuilt past it")
+        user = table.users[table.user[k]]
+        req = table.req[k]
+        if kind == ARRIVE:
+            sched.arrive(req, user)
+        elif kind == DISPATCH:
+            sent, sent_user = sched.dispatch(self._cost_of)[:2]
+            if sent != req:
+                raise ShadowMismatch(
+                    f"event {k}: the log dispatches {table.request_id(k)} of {user}, but {table.scheduler} "
+                    f"with these settings picks {table.names[sent] if table.names else sent} of {sent_user}"
+                )
+        elif kind == COMPLETE:
+            sched.complete(req, user, self._actual_charge(k, user) if self.traits.charges == "actual" else 0.0)
+        elif kind == CANCEL:
+            sched.cancel(req, user)
+
+    def _cost_of(self, req: int) -> float:
+        """The cost the log charged when it dispatched ``req``."""
+        table = self.table
+        k = table.dispatch_at[req] if 0 <= req < len(table.dispatch_at) else -1
+        if not 0 <= k < len(table):
+            name = table.names[req] if table.names is not None and 0 <= req < len(table.names) else req
+            raise ShadowMismatch(f"{table.scheduler} prices request {name}, whose dispatch is not in the loaded log, so its cost is unknown")
+        cost = table.cost_at(k)
+        if self._watch is not None:
+            user = table.users[table.user[k]]
+            self._watch.append(Look(user, req, cost, self._current.reading(user)[2]))
+        return cost
+
+    def _actual_charge(self, k: int, user: str) -> float:
+        """The completion charge that takes the user's counter to the one the log shows after event k."""
+        before = self._current.reading(user)[1]
+        after = self.table.value[k]
+        if before is None or after != after:
+            raise ShadowMismatch(f"event {k}: the log does not show {user}'s counter after this completion")
+        charge = charge_between(before, after, self._current.weight(user))
+        if charge is None:
+            raise ShadowMismatch(f"event {k}: no completion charge takes {user}'s counter from {before!r} to {after!r}")
+        return charge
+
+
+def charge_between(before: float, after: float, weight: float) -> float | None:
+    """The charge c with ``before + c / weight == after`` in floating point (VTC's completion).
+
+    The increase times the weight is c up to rounding; a step of an ulp or two puts it
+    where that arithmetic lands exactly on ``after``. None when no nearby c does.
+    """
+    charge = (after - before) * weight
+    for _ in range(4):
+        landed = before + charge / weight
+        if landed == after:
+            return charge
+        charge = math.nextafter(charge, math.inf if landed < after else -math.inf)
+    return None

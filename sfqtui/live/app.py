@@ -1,0 +1,182 @@
+"""The proxy's HTTP side: OpenAI routes in front of the scheduler, the §8 stream, metrics, and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from sfqtui import __version__
+from sfqtui.core.engine.estimator import CostEstimator
+from sfqtui.live.dispatcher import Closing, Dispatcher, Ticket
+from sfqtui.live.forward import CLIENT_GONE, Exchange
+from sfqtui.live.metrics import ProxyMetrics
+from sfqtui.live.openai_errors import bad_request, error_response, shutting_down, unauthorized
+from sfqtui.live.prompt import model_of, output_cap, prompt_tokens
+from sfqtui.live.record import TraceRecorder
+from sfqtui.live.ring import Event, EventRing
+from sfqtui.live.settings import ProxySettings
+from sfqtui.live.upstream import UpstreamError, Upstreams
+
+log = logging.getLogger("sfqtui.live")
+COMPLETION_ROUTES = ("/v1/chat/completions", "/v1/completions")
+# How long shutdown waits for aborted requests to wind down before it ends the event stream anyway.
+ABORT_WAIT_S = 5.0
+
+
+def bearer(request: Request) -> str | None:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() or None if scheme.lower() == "bearer" else None
+
+
+class Proxy:
+    """One proxy: the scheduler, its event ring and metrics, the upstreams and the record, wired together."""
+
+    def __init__(self, settings: ProxySettings) -> None:
+        self.settings = settings
+        self.ring = EventRing(settings.ring_size)
+        self.metrics = ProxyMetrics(settings.metrics_users, self.state)
+        self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
+                                     sinks=(self._publish, self.metrics.see))
+        self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s, settings.slots)
+        self.recorder = None
+        if settings.record is not None:
+            metadata = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
+                        "estimator": settings.estimator.as_dict()}
+            self.recorder = TraceRecorder(settings.record, metadata, settings.record_every_s)
+        self.live: set[Exchange] = set()
+        self._closed = False
+        self._recording: asyncio.Task[None] | None = None
+
+    def _publish(self, event: Event, _ticket: Ticket | None) -> None:
+        self.ring.publish(event)
+
+    def state(self) -> dict[str, Any]:
+        return self.dispatcher.state(self.ring.last_seq)
+
+    @asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        if self.recorder is not None:
+            self._recording = asyncio.create_task(self.recorder.run())
+        try:
+            yield
+        finally:
+            await self.close()
+
+    async def drain(self) -> None:
+        """Shutdown: refuse new requests, cancel the queued ones (uncharged), give the running ones
+        the grace period, then fail those still running; finally end the event stream."""
+        self.dispatcher.close()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_grace_s
+        while self.dispatcher.inflight and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        if self.dispatcher.inflight:
+            log.warning("shutdown: failing %d request(s) still running after %g s", self.dispatcher.inflight, self.settings.shutdown_grace_s)
+            for exchange in list(self.live):
+                exchange.abort()
+            deadline = loop.time() + ABORT_WAIT_S
+            while self.dispatcher.inflight and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+        self.ring.close()
+
+    async def close(self) -> None:
+        """Flush the record and close the upstream connections; once."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.recorder is not None and self._recording is not None:
+            self.recorder.stop()
+            await self._recording
+            log.info("recorded %d request(s) to %s", self.recorder.rows, self.recorder.path)
+        await self.upstreams.aclose()
+
+    def _may_watch(self, request: Request) -> bool:
+        token = self.settings.events_token
+        given = bearer(request)
+        return token is None or (given is not None and hmac.compare_digest(given.encode(), token.encode()))
+
+    async def completion(self, path: str, request: Request) -> Response:
+        key = bearer(request)
+        user = self.settings.keys.user_of(key)
+        if user is None:
+            return unauthorized("missing API key: send Authorization: Bearer <key>" if key is None else "unknown API key")
+        try:
+            raw = await request.body()
+        except ClientDisconnect:
+            return Response(status_code=CLIENT_GONE)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return bad_request("the request body must be JSON")
+        if not isinstance(body, dict):
+            return bad_request("the request body must be a JSON object")
+        stream = body.get("stream") is True
+        options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+        wants_usage = options.get("include_usage") is True
+        if stream:
+            # Ask for usage always: the actual output feeds the estimator and the record.
+            body["stream_options"] = {**options, "include_usage": True}
+        model = model_of(body)
+        scope = self.settings.estimator.scope
+        try:
+            ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), user if scope == "user" else model if scope == "model" else None)
+        except Closing:
+            return shutting_down()
+        exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
+        self.live.add(exchange)
+        return await exchange.run(path, json.dumps(body).encode() if stream else raw, stream)
+
+    async def models(self, request: Request) -> Response:
+        if self.settings.keys.user_of(bearer(request)) is None:
+            return unauthorized("missing or unknown API key")
+        try:
+            status, media_type, body = await self.upstreams.fetch("GET", "/v1/models")
+        except UpstreamError as failure:
+            return error_response(failure.status, failure.message, "upstream_error", failure.code)
+        return Response(body, status_code=status, media_type=media_type)
+
+    async def sfq_state(self, request: Request) -> Response:
+        if not self._may_watch(request):
+            return unauthorized("this proxy's state needs its events token: Authorization: Bearer <token>")
+        return JSONResponse(self.state())
+
+    async def sfq_events(self, request: Request) -> Response:
+        if not self._may_watch(request):
+            return unauthorized("this proxy's events need its events token: Authorization: Bearer <token>")
+        last = request.headers.get("last-event-id")
+        try:
+            after = None if last is None or not last.strip() else int(last)
+        except ValueError:
+            return bad_request("Last-Event-ID must be an event's seq (an integer)")
+        return StreamingResponse(self.ring.subscribe(after, self.settings.keepalive_s), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+    async def prometheus(self, _request: Request) -> Response:
+        return Response(self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def _openai_http_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return error_response(exc.status_code, exc.detail, "invalid_request_error", None, dict(exc.headers or {}))
+
+
+def create_app(proxy: Proxy) -> Starlette:
+    routes = [Route(path, partial(proxy.completion, path), methods=["POST"]) for path in COMPLETION_ROUTES]
+    routes += [
+        Route("/v1/models", proxy.models, methods=["GET"]),
+        Route("/v1/sfq/state", proxy.sfq_state, methods=["GET"]),
+        Route("/v1/sfq/events", proxy.sfq_events, methods=["GET"]),
+        Route("/metrics", proxy.prometheus, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=proxy.lifespan, exception_handlers={HTTPException: _openai_http_error})

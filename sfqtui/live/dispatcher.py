@@ -1,0 +1,202 @@
+"""Per-user FIFO queues in front of a fixed number of slots; the core's SFQ picks whenever one is free.
+
+Every change is published as a semantics §7 event (t in seconds since the proxy
+started), with the extras our logs carry: ``weight`` on every row that names a user,
+``ratio`` and ``est_output`` on dispatches (what priced the request), and
+``output_tokens`` on completions when the upstream reported usage. A request is
+priced when it is dispatched and the charge is never refunded, whatever happens to it
+afterwards (semantics §2, article §5.1); a request cancelled while queued is never
+charged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from enum import Enum
+from typing import Any, Callable, Hashable, Iterable
+
+from sfqtui.core.engine.estimator import CostEstimator
+from sfqtui.core.schedulers import make_scheduler
+from sfqtui.live.ring import SCHEDULER, Event
+
+
+class Closing(Exception):
+    """The proxy is shutting down and takes no more requests."""
+
+
+class Stage(Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+class Ticket:
+    """One request's place in the scheduler; ``settled`` resolves when it leaves the queue
+    (dispatched: stage RUNNING; or cancelled by shutdown: stage CANCELLED)."""
+
+    __slots__ = ("req", "request_id", "user", "input_tokens", "max_tokens", "scope_key", "arrived_t",
+                 "dispatched_t", "finished_t", "stage", "settled", "cost", "ratio", "est_output")
+
+    def __init__(self, req: int, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable, t: float) -> None:
+        self.req = req
+        self.request_id = f"r{req}"
+        self.user = user
+        self.input_tokens = input_tokens
+        self.max_tokens = max_tokens
+        self.scope_key = scope_key
+        self.arrived_t = t
+        self.dispatched_t: float | None = None
+        self.finished_t: float | None = None
+        self.stage = Stage.QUEUED
+        self.cost: float | None = None
+        self.ratio: float | None = None
+        self.est_output: float | None = None
+        self.settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+# Each event goes to every sink with the ticket it is about (None for idle_reset).
+Sink = Callable[[Event, "Ticket | None"], None]
+
+
+class Dispatcher:
+    def __init__(self, slots: int, weights: dict[str, float], estimator: CostEstimator, sinks: Iterable[Sink]) -> None:
+        if slots < 1:
+            raise ValueError("--slots must be >= 1")
+        self.slots = slots
+        self.inflight = 0
+        self.v = 0.0
+        self.closing = False
+        self.estimator = estimator
+        self._sched = make_scheduler(SCHEDULER, weights)
+        self._sinks = list(sinks)
+        self._queued: dict[int, Ticket] = {}
+        self._next_req = 0
+        self._started = time.monotonic()
+        self._queued_by_user: Counter[str] = Counter()
+        self._inflight_by_user: Counter[str] = Counter()
+        self._users: set[str] = set()
+
+    def now(self) -> float:
+        return time.monotonic() - self._started
+
+    def weight(self, user: str) -> float:
+        return self._sched.weight(user)
+
+    def meter(self, user: str) -> float | None:
+        return self._sched.meter(user)
+
+    def users(self) -> list[str]:
+        """Every user that has sent a request, in id order."""
+        return sorted(self._users)
+
+    def queued(self, user: str) -> int:
+        return self._queued_by_user[user]
+
+    def running(self, user: str) -> int:
+        return self._inflight_by_user[user]
+
+    def _emit(self, kind: str, ticket: Ticket | None, v: float | None, meter: float | None, **extras: Any) -> None:
+        if v is not None:
+            self.v = v
+        event: Event = {"seq": None, "t": self.now(), "kind": kind, "scheduler": SCHEDULER,
+                        "request_id": None, "user": None, "cost": None, "v": v, "meter": meter, "deficit": None}
+        if ticket is not None:
+            event["request_id"] = ticket.request_id
+            event["user"] = ticket.user
+            event["weight"] = self.weight(ticket.user)
+        event.update(extras)
+        for sink in self._sinks:
+            sink(event, ticket)
+
+    def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> Ticket:
+        """Queue a request behind its user's earlier ones and dispatch whatever the free slots allow."""
+        if self.closing:
+            raise Closing()
+        ticket = Ticket(self._next_req, user, input_tokens, max_tokens, scope_key, self.now())
+        self._next_req += 1
+        self._queued[ticket.req] = ticket
+        self._queued_by_user[user] += 1
+        self._users.add(user)
+        v, meter, _ = self._sched.arrive(ticket.req, user)
+        self._emit("arrive", ticket, v, meter)
+        self._dispatch_while_free()
+        return ticket
+
+    def _price(self, req: int) -> float:
+        ticket = self._queued[req]
+        ticket.cost, ticket.ratio, ticket.est_output = self.estimator.price(ticket.input_tokens, ticket.max_tokens, ticket.scope_key)
+        return ticket.cost
+
+    def _dispatch_while_free(self) -> None:
+        sched = self._sched
+        while self.inflight < self.slots and sched.backlogged > 0:
+            req, user, cost, v, meter, _deficit, _credit = sched.dispatch(self._price)
+            ticket = self._queued.pop(req)
+            self._queued_by_user[user] -= 1
+            self._inflight_by_user[user] += 1
+            self.inflight += 1
+            ticket.stage = Stage.RUNNING
+            ticket.dispatched_t = self.now()
+            self._emit("dispatch", ticket, v, meter, cost=cost, ratio=ticket.ratio, est_output=ticket.est_output)
+            ticket.settled.set_result(None)
+            self._reset_if_idle()
+
+    def _reset_if_idle(self) -> None:
+        if self._sched.backlogged == 0:
+            self._emit("idle_reset", None, self._sched.idle_reset(), None)
+
+    def cancel(self, ticket: Ticket) -> None:
+        """Take a queued request out, uncharged (its client went away, or the proxy is closing)."""
+        if ticket.stage is not Stage.QUEUED:
+            raise RuntimeError(f"{ticket.request_id} is {ticket.stage.value}, not queued")
+        del self._queued[ticket.req]
+        self._queued_by_user[ticket.user] -= 1
+        ticket.stage = Stage.CANCELLED
+        v, meter, _ = self._sched.cancel(ticket.req, ticket.user)
+        self._emit("cancel", ticket, v, meter)
+        if not ticket.settled.done():
+            ticket.settled.set_result(None)
+        self._reset_if_idle()
+
+    def finish(self, ticket: Ticket, output_tokens: int | None) -> None:
+        """A dispatched request ended (answered, failed or abandoned): free its slot, learn from its output."""
+        if ticket.stage is not Stage.RUNNING:
+            raise RuntimeError(f"{ticket.request_id} is {ticket.stage.value}, not running")
+        ticket.stage = Stage.DONE
+        ticket.finished_t = self.now()
+        self.inflight -= 1
+        self._inflight_by_user[ticket.user] -= 1
+        if output_tokens is not None and ticket.max_tokens is not None:
+            self.estimator.learn(output_tokens, ticket.max_tokens, ticket.scope_key)
+        v, meter, _ = self._sched.complete(ticket.req, ticket.user, 0.0)
+        self._emit("complete", ticket, v, meter, output_tokens=output_tokens)
+        self._dispatch_while_free()
+
+    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
+        """End a request at whatever stage it is: cancel it if queued, finish it if running, nothing if already ended."""
+        if ticket.stage is Stage.QUEUED:
+            self.cancel(ticket)
+        elif ticket.stage is Stage.RUNNING:
+            self.finish(ticket, output_tokens)
+
+    def close(self) -> None:
+        """Refuse new requests and cancel every queued one (their waiters see stage CANCELLED)."""
+        self.closing = True
+        for ticket in list(self._queued.values()):
+            self.cancel(ticket)
+
+    def state(self, seq: int) -> dict[str, Any]:
+        """The §8 snapshot as of event ``seq`` (plus the scheduler and the time, for a client's status line)."""
+        return {
+            "seq": seq,
+            "t": self.now(),
+            "scheduler": SCHEDULER,
+            "v": self.v,
+            "slots": self.slots,
+            "inflight": self.inflight,
+            "users": [{"user": u, "meter": self.meter(u), "weight": self.weight(u), "queued": self.queued(u), "inflight": self.running(u)}
+                      for u in self.users()],
+        }

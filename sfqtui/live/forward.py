@@ -1,0 +1,239 @@
+"""One proxied completion request, from its arrival in its user's queue to its last byte.
+
+Whatever happens (answer, upstream failure, client gone, shutdown), the request ends
+exactly once: its upstream response is closed once, its slot is freed once (or, if it
+never left the queue, it is cancelled uncharged), and a dispatched request is recorded
+once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, TypeVar
+
+import httpx
+from httpx_sse import EventSource
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from sfqtui.live.dispatcher import Stage, Ticket
+from sfqtui.live.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
+from sfqtui.live.sse import frame
+from sfqtui.live.upstream import UpstreamError, UpstreamReply, upstream_error
+
+if TYPE_CHECKING:
+    from sfqtui.live.app import Proxy
+
+T = TypeVar("T")
+# A chunk that may carry usage; a match inside a string value is impossible (its quotes
+# would be escaped), so only these chunks need parsing.
+USAGE_OBJECT = re.compile(r'"usage"\s*:\s*\{')
+# Nobody reads the answer to a client that left; nginx's code says so in the access log.
+CLIENT_GONE = 499
+
+
+class ClientGone(Exception):
+    """The client disconnected before its answer started."""
+
+
+class Aborted(Exception):
+    """Shutdown gave up waiting for this request."""
+
+
+async def _until_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _usage_of(body: bytes) -> dict[str, Any] | None:
+    try:
+        usage = json.loads(body).get("usage")
+    except (ValueError, AttributeError):
+        return None
+    return usage if isinstance(usage, dict) else None
+
+
+def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
+    value = None if usage is None else usage.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    return response.headers.get("content-type", "").partition(";")[0].strip() == "text/event-stream"
+
+
+def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
+    """A 5xx from upstream, as a 502 carrying the upstream's own message when it sent one in OpenAI's format."""
+    message = f"the upstream server answered HTTP {status}"
+    try:
+        inner = json.loads(body)["error"]["message"]
+        if isinstance(inner, str) and inner:
+            message = f"{message}: {inner}"
+    except (ValueError, KeyError, TypeError):
+        pass
+    return UpstreamError(502, f"upstream_http_{status}", message)
+
+
+class Exchange:
+    def __init__(self, proxy: Proxy, request: Request, ticket: Ticket, model: str | None, keep_usage: bool) -> None:
+        self.proxy = proxy
+        self.request = request
+        self.ticket = ticket
+        self.model = model
+        self.keep_usage = keep_usage
+        self.reply: UpstreamReply | None = None
+        self.usage: dict[str, Any] | None = None
+        self._interruption: type[Exception] | None = None
+        self._timeout: asyncio.Timeout | None = None
+        self._ended = False
+
+    def abort(self) -> None:
+        """Interrupt whatever this request is waiting for (shutdown's grace is over)."""
+        self._interrupt(Aborted)
+
+    def _interrupt(self, reason: type[Exception]) -> None:
+        self._interruption = self._interruption or reason
+        if self._timeout is not None:
+            self._timeout.reschedule(asyncio.get_running_loop().time())
+
+    def _client_left(self, watcher: asyncio.Task[None]) -> None:
+        if not watcher.cancelled() and watcher.exception() is None:
+            self._interrupt(ClientGone)
+
+    async def _interruptible(self, awaitable: Awaitable[T]) -> T:
+        """The awaitable's result, unless the client leaves (ClientGone) or shutdown gives up
+        on the request (Aborted) first. It runs in this task: no task of its own to schedule."""
+        if self._interruption is not None:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()
+            raise self._interruption()
+        try:
+            async with asyncio.timeout(None) as self._timeout:
+                return await awaitable
+        except TimeoutError:
+            if self._interruption is not None:
+                raise self._interruption() from None
+            raise
+        finally:
+            self._timeout = None
+
+    async def run(self, path: str, payload: bytes, stream: bool) -> Response:
+        """Wait for a slot, send upstream, and answer; a stream is handed to the response, which ends the request."""
+        streaming = False
+        # Until a stream takes over (and watches for itself), a client that leaves interrupts the wait.
+        watcher = asyncio.ensure_future(_until_disconnect(self.request))
+        watcher.add_done_callback(self._client_left)
+        try:
+            if not self.ticket.settled.done():
+                await self._interruptible(asyncio.shield(self.ticket.settled))
+            if self.ticket.stage is Stage.CANCELLED:
+                return shutting_down()
+            await self._interruptible(self._open(path, payload, stream))
+            assert self.reply is not None
+            response = self.reply.response
+            if not _is_event_stream(response) or response.status_code >= 400:
+                body = await self._interruptible(response.aread())
+                if response.status_code >= 500:
+                    raise _upstream_status_error(response.status_code, body)
+                if response.status_code < 300:
+                    self.usage = _usage_of(body)
+                return Response(body, status_code=response.status_code, media_type=response.headers.get("content-type"))
+            streaming = True
+            return RelayedStream(self)
+        except ClientGone:
+            return Response(status_code=CLIENT_GONE)
+        except Aborted:
+            return shutting_down()
+        except httpx.HTTPError as exc:
+            failure = upstream_error(exc)
+            return error_response(failure.status, failure.message, "upstream_error", failure.code)
+        except UpstreamError as failure:
+            return error_response(failure.status, failure.message, "upstream_error", failure.code)
+        finally:
+            watcher.remove_done_callback(self._client_left)
+            watcher.cancel()
+            if not streaming:
+                await self.end()
+
+    async def _open(self, path: str, payload: bytes, stream: bool) -> None:
+        # Kept as soon as it exists, so that end() closes it whatever interrupts run() next.
+        self.reply = await self.proxy.upstreams.open("POST", path, payload, stream)
+
+    def _relayed(self, data: str, id: str, event: str) -> bytes | None:
+        """An upstream stream event as the client gets it: the usage chunk only if the client asked for it."""
+        if USAGE_OBJECT.search(data):
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                chunk = None
+            if isinstance(chunk, dict) and isinstance(chunk.get("usage"), dict):
+                self.usage = chunk["usage"]
+                if not self.keep_usage:
+                    if not chunk.get("choices"):
+                        return None
+                    del chunk["usage"]
+                    data = json.dumps(chunk, separators=(",", ":"))
+        return frame(data, id=id or None, event=None if event == "message" else event)
+
+    async def relay(self) -> AsyncIterator[bytes]:
+        """The upstream's stream event by event; a failure after the 200 went out becomes an error event."""
+        assert self.reply is not None
+        events = EventSource(self.reply.response).aiter_sse()
+        try:
+            while (sse := await self._interruptible(anext(events, None))) is not None:
+                out = self._relayed(sse.data, sse.id, sse.event)
+                if out is not None:
+                    yield out
+        except Aborted:
+            yield error_frame(*SHUTTING_DOWN)
+        except httpx.HTTPError as exc:
+            failure = upstream_error(exc)
+            yield error_frame(failure.message, "upstream_error", failure.code)
+        finally:
+            await events.aclose()
+
+    async def end(self) -> None:
+        """Free the slot (or cancel, if still queued), record, close the upstream response; only the first call acts."""
+        if self._ended:
+            return
+        self._ended = True
+        self.proxy.live.discard(self)
+        ticket = self.ticket
+        ran = ticket.stage is Stage.RUNNING
+        output = _tokens(self.usage, "completion_tokens")
+        prompt = _tokens(self.usage, "prompt_tokens")
+        self.proxy.dispatcher.release(ticket, output)
+        if ran and self.proxy.recorder is not None:
+            self.proxy.recorder.add({
+                "request_id": ticket.request_id,
+                "user": ticket.user,
+                "arrival_s": ticket.arrived_t,
+                "input_tokens": ticket.input_tokens if prompt is None else prompt,
+                "max_tokens": ticket.max_tokens,
+                "output_tokens": output,
+                "service_s": max(1e-6, (ticket.finished_t or 0.0) - (ticket.dispatched_t or 0.0)),
+                "weight": self.proxy.dispatcher.weight(ticket.user),
+                "model": self.model,
+            })
+        if self.reply is not None:
+            await self.reply.aclose()
+
+
+class RelayedStream(StreamingResponse):
+    """The streamed answer; when it is over (done, failed, or the client went away) the request ends."""
+
+    def __init__(self, exchange: Exchange) -> None:
+        super().__init__(exchange.relay(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
+        self._exchange = exchange
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # The relay may be suspended where the client left; closing it runs its own cleanup first.
+            await self.body_iterator.aclose()  # type: ignore[attr-defined]
+            await self._exchange.end()

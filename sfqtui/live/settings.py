@@ -1,0 +1,31 @@
+"""Everything a proxy is started with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.live.keys import KeyBook
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    upstreams: tuple[str, ...]
+    slots: int
+    keys: KeyBook
+    events_token: str | None = field(default=None, repr=False)
+    ring_size: int = 100_000
+    record: Path | None = None
+    metrics_users: int = 20
+    estimator: EstimatorParams = EstimatorParams()
+    upstream_timeout_s: float = 600.0
+    shutdown_grace_s: float = 30.0
+    keepalive_s: float = 15.0
+    record_every_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.estimator.oracle:
+            raise ValueError("the proxy cannot use the oracle estimator: a live request's output is not known at dispatch")
+        if self.shutdown_grace_s < 0:
+            raise ValueError("--shutdown-grace must be >= 0")

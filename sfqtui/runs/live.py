@@ -1,0 +1,51 @@
+"""Opening a live proxy's event stream, and the state a new window of it starts from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sfqtui.core.log.timeline import State
+from sfqtui.live.source import WINDOW, LiveSource
+
+
+@dataclass(frozen=True)
+class LiveOpening:
+    """A proxy's base URL to attach to (semantics §8), and where to record the stream."""
+
+    url: str
+    token: str | None = None
+    record: Path | None = None
+    window: int = WINDOW
+
+    @property
+    def path(self) -> Path:
+        return Path(self.url)
+
+    can_rerun = False
+    is_log = False
+
+    def source(self) -> LiveSource:
+        return LiveSource(self.url, self.token, self.record, self.window)
+
+
+def seed_from_proxy(state: dict[str, Any], users: list[str]) -> State:
+    """The state before a window that starts after a gap, from the proxy's /v1/sfq/state:
+    each user's meter, queued and in flight, and v (``users``: names by code). What was
+    charged before is unknown, so shares count from here."""
+    seed = State()
+    seed.grow(len(users))
+    seed.v = float(state.get("v") or 0.0)
+    codes = {name: code for code, name in enumerate(users)}
+    for entry in state.get("users", []):
+        code = codes.get(entry["user"])
+        if code is None:
+            continue
+        if entry.get("meter") is not None:
+            seed.value[code] = float(entry["meter"])
+        seed.queued[code] = int(entry.get("queued", 0))
+        seed.inflight_of[code] = int(entry.get("inflight", 0))
+    seed.queued_total = sum(seed.queued)
+    seed.inflight = sum(seed.inflight_of)
+    return seed

@@ -1,0 +1,170 @@
+"""The lessons of `sfqtui teach`: the article's cases as data, and their measured outcome.
+
+Each lesson is a `gen` scenario opened under a main scheduler and the ones it is compared
+with, side by side, stepped in lockstep by time or by dispatch number. Its introduction
+says what to watch; ``outcome`` replays the scenario under each scheduler and measures
+what happened (shares, waits, worst gap), so the closing lines are never written by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
+from sfqtui.core.analysis.fairness import FairnessReport, Gap, fairness_of_replay
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.trace import Trace
+from sfqtui.core.log.lockstep import Mode
+from sfqtui.core.numbers import fmt
+from sfqtui.core.schedulers import traits
+from sfqtui.scenarios.catalogue import generate
+from sfqtui.trace.load import normalise, to_core
+from sfqtui.trace.write import write_trace
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One case of the article. ``quantum`` is DRR's (None: the largest cost in the trace);
+    ``in_actual_cost`` adds each scheduler's worst gap measured in actual cost (§10), for
+    lessons about estimated against actual cost."""
+
+    name: str
+    title: str
+    section: str
+    introduction: str
+    scenario: str
+    main: str
+    compared: tuple[str, ...]
+    slots: int
+    lockstep: Mode
+    seed: int = 0
+    users: int | None = None
+    requests: int | None = None
+    quantum: float | None = None
+    in_actual_cost: bool = False
+
+    @property
+    def schedulers(self) -> tuple[str, ...]:
+        return (self.main, *self.compared)
+
+    def frame(self) -> pl.DataFrame:
+        return generate(self.scenario, seed=self.seed, users=self.users, requests=self.requests)
+
+    def trace(self) -> Trace:
+        return to_core(normalise(self.frame()))
+
+    def write(self, path: Path) -> None:
+        """The lesson's trace as a Parquet file, recording the slots it is meant for."""
+        write_trace(self.frame(), path, {"scenario": self.scenario, "seed": self.seed, "slots": self.slots,
+                                         "section": self.section, "lesson": self.name})
+
+    def config(self, scheduler: str) -> ReplayConfig:
+        quantum = self.quantum if traits(scheduler).needs_quantum else None
+        return ReplayConfig(scheduler=scheduler, slots=self.slots, quantum=quantum)
+
+    def outcome(self, trace: Trace) -> list[str]:
+        """What happened under each scheduler, measured on ``trace`` (the lesson's own)."""
+        lines = []
+        for scheduler in self.schedulers:
+            config = self.config(scheduler)
+            report = fairness_of_replay(trace, config)
+            lines += [_shares(report), _waits(report), _worst_gap(report)]
+            if self.in_actual_cost:
+                lines[-1] += f"; in actual cost {_gap(worst_gap_in_actual_cost(trace, config).gap)}"
+        return lines
+
+
+def _charged(report: FairnessReport) -> str:
+    """What the scheduler's log charges at dispatch, which the figures of ``report`` count."""
+    return "the input charged at dispatch" if traits(report.scheduler).charges == "actual" else "charged cost"
+
+
+def _shares(report: FairnessReport) -> str:
+    shares = ", ".join(f"{user} {report.share(user):.1%}" for user in sorted(report.users))
+    return f"{report.scheduler}: shares of {_charged(report)} while congested: {shares}"
+
+
+def _waits(report: FairnessReport) -> str:
+    waits = ", ".join(f"{user} {fmt(_rounded(f.wait_quantile(0.5)))} / {fmt(_rounded(f.wait_quantile(0.99)))} s"
+                      for user, f in sorted(report.users.items()))
+    return f"{report.scheduler}: waits p50 / p99: {waits}"
+
+
+def _worst_gap(report: FairnessReport) -> str:
+    return f"{report.scheduler}: worst |W_i - W_j| in {_charged(report)} {_gap(report.worst_gap)}"
+
+
+def _gap(gap: Gap | None) -> str:
+    if gap is None:
+        return "- (never two users backlogged together)"
+    return f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(_rounded(gap.start_t))} to {fmt(_rounded(gap.end_t))})"
+
+
+def _rounded(seconds: float | None) -> float | None:
+    """Seconds to a tenth, as the outcome lines show them."""
+    return None if seconds is None else round(seconds, 1)
+
+
+LESSONS: dict[str, Lesson] = {
+    lesson.name: lesson
+    for lesson in (
+        Lesson(
+            "worked-example", "The worked example", "§2.7",
+            "The article's table: A's requests cost 3, B's cost 1, both backlogged from t = 0, one slot. "
+            "Step by dispatch and watch SFQ pick the smaller meter, set v to it and charge after: "
+            "A B B B A B B B, with v 0 0 1 2 3 3 4 5. DRR, with quantum 3, reaches the same order by handing "
+            "out credit first: a visit sends while the head request fits the deficit.",
+            "seed-example", "sfq", ("drr",), slots=1, lockstep="dispatch",
+        ),
+        Lesson(
+            "heavy-vs-light", "Heavy against light", "§4.1, §4.2",
+            "One user's requests cost 1,000, the other's 100. SFQ lets a heavy request in as soon as its meter "
+            "is the smallest and charges all 1,000 after, so the heavy user then rests while the light one "
+            "catches up. DRR here has quantum 100, the light cost: a heavy head waits for ten visits' credit "
+            "before it fits.",
+            "heavy-vs-light", "sfq", ("drr",), slots=4, lockstep="time", quantum=100.0,
+        ),
+        Lesson(
+            "idle-return", "Returning from idle", "§4.3",
+            "Two steady users keep both slots busy; 'returner' sends ten requests at t = 5, goes quiet, and "
+            "sends ten more later. DRR puts it at the tail of the active list with deficit 0, so it waits up "
+            "to a full round. SFQ joins it at max(S_i, v): with no charge left on its meter it is a candidate "
+            "at the next dispatch, and its idle time earns it nothing.",
+            "idle-return", "sfq", ("drr",), slots=2, lockstep="time",
+        ),
+        Lesson(
+            "trickle", "The trickle loophole", "§2.4, §3.3",
+            "Two bulk users are backlogged from t = 0; 'trickle' sends one 400-cost request every 2 s, and "
+            "whenever it is served at once its queue is empty before the next arrives. Under sfq-reset every "
+            "return joins at v, forgetting what it was charged, and it is served ahead of the bulk users again "
+            "and again. Under sfq it joins at max(S_i, v), keeps its charge, and gets no more than its share.",
+            "trickle", "sfq-reset", ("sfq",), slots=1, lockstep="time",
+        ),
+        Lesson(
+            "global-idle", "The global idle reset", "§2.5, §3.4",
+            "Three users send a burst at t = 0 and another at t = 100; user-0 also sends one 1,000-cost "
+            "request in the first. When the first burst drains nobody is waiting: v jumps to the largest "
+            "meter (the idle_reset row), so the second burst starts everyone on one line and user-0's heavy "
+            "request is forgotten. DRR has no such state: each deficit went to 0 when its queue emptied.",
+            "global-idle", "sfq", ("drr",), slots=1, lockstep="time",
+        ),
+        Lesson(
+            "weights", "Weights", "§4.4",
+            "Two backlogged users with weights 1 and 2, every request costing 100. SFQ charges c / w_i, so "
+            "w-1's meter grows half as fast as w-0's; DRR gives each visit a quantum Q × w_i, so w-1 sends two "
+            "requests a round. Both serve them 1 : 2 while both wait, and w-1 drains first.",
+            "weighted", "sfq", ("drr",), slots=1, lockstep="dispatch", users=2,
+        ),
+        Lesson(
+            "estimate-vs-actual", "Estimated against actual cost", "§5.1, §6.2",
+            "Three users send similar prompts, but 'honest' uses 90% of its max_tokens, 'typical' 50% and "
+            "'padder' 8%. SFQ charges an estimate at dispatch (max_tokens × the learned output ratio) and never "
+            "corrects it, so the padder pays for output it never generates. VTC charges the input at dispatch "
+            "and the actual output at completion: its order depends on completions.",
+            "calibration", "sfq", ("vtc",), slots=8, lockstep="time", in_actual_cost=True,
+        ),
+    )
+}

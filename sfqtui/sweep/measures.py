@@ -1,0 +1,39 @@
+"""What a sweep measures on each run: a function of (trace, config) returning the row's figures.
+
+Measures run on Dask workers, so they are module-level functions (pickled by name).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
+from sfqtui.core.analysis.fairness import fairness_of_replay
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.trace import Trace
+
+Measure = Callable[[Trace, ReplayConfig], dict[str, object]]
+
+
+def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
+    """What `sfqtui compare` prints for one scheduler, flattened into one row."""
+    report = fairness_of_replay(trace, config)
+    figures = report.as_dict()
+    gap = report.worst_gap
+    return {
+        "requests": len(trace),
+        "jain": report.jain,
+        "worst_gap": None if gap is None else gap.gap,
+        "worst_gap_ahead": None if gap is None else gap.ahead,
+        "worst_gap_behind": None if gap is None else gap.behind,
+        "worst_gap_start_t": None if gap is None else gap.start_t,
+        "worst_gap_end_t": None if gap is None else gap.end_t,
+        "worst_gap_exact": report.gap_exact,
+        "congested_dispatches": report.congested_dispatches,
+        "users": [{"user": user, **values} for user, values in figures["users"].items()],  # type: ignore[union-attr]
+    }
+
+
+def actual_gap_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
+    """The worst gap between continuously backlogged users in actual cost (semantics §10)."""
+    return {"worst_gap_actual": worst_gap_in_actual_cost(trace, config).as_dict()}

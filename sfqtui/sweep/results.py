@@ -1,0 +1,31 @@
+"""A sweep's rows as a table: the same columns for every run, failed or not, for JSON and Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import polars as pl
+
+from sfqtui.sweep.runs import Row
+
+USER_FIGURES = pl.Struct({
+    "user": pl.String, "dispatched": pl.Int64, "charged": pl.Float64, "share_congested": pl.Float64,
+    "wait_p50": pl.Float64, "wait_p99": pl.Float64,
+})
+SCHEMA: dict[str, pl.DataType] = {
+    "trace": pl.String(), "scheduler": pl.String(), "slots": pl.Int64(), "estimator": pl.String(),
+    "ratio_scope": pl.String(), "ratio_update": pl.String(), "requests": pl.Int64(), "jain": pl.Float64(),
+    "worst_gap": pl.Float64(), "worst_gap_ahead": pl.String(), "worst_gap_behind": pl.String(),
+    "worst_gap_start_t": pl.Float64(), "worst_gap_end_t": pl.Float64(), "worst_gap_exact": pl.Boolean(),
+    "congested_dispatches": pl.Int64(), "users": pl.List(USER_FIGURES), "seconds": pl.Float64(), "error": pl.String(),
+}
+
+
+def complete_rows(rows: Sequence[Row]) -> list[Row]:
+    """Every row with every column, in schema order; a failed run's figures are None."""
+    return [{column: row.get(column) for column in SCHEMA} for row in rows]
+
+
+def write_results(rows: Sequence[Row], path: Path) -> None:
+    pl.DataFrame(complete_rows(rows), schema=SCHEMA).write_parquet(path)

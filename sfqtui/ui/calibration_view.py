@@ -1,0 +1,206 @@
+"""The calibration view: is the cost estimator right, and whom do its errors favour?
+
+Rebuilt from the run's log (semantics §10, core/analysis/log_calibration.py): charged vs
+actual cost per user with bias, the learned ratio over time, actual vs estimated output
+as a histogram and, when another run replays the same trace with another estimator, how
+many dispatch positions changed and who moved up or down. The measures run on a worker
+that posts them; while a log is still loading they are taken again every few seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+
+from sfqtui.core.analysis.log_calibration import (OUTPUT_BIN_LABELS, LogCalibration, OrderChange, calibrate_log,
+                                                  estimator_label, order_change)
+from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
+from sfqtui.core.numbers import fmt
+from sfqtui.runs.run import Run
+from sfqtui.ui.columns import grid
+from sfqtui.ui.text_view import TextView
+
+RATIO_BINS = 60  # one chart column per time bin
+SHOWN_USERS = 12
+SHOWN_RATIOS = 8
+SHOWN_MOVES = 6  # who moved up most and down most
+BAR_WIDTH = 16
+REMEASURE_S = 2.0
+SPARKS = "▁▂▃▄▅▆▇█"
+EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def estimator_choices(current: EstimatorParams) -> list[tuple[str, EstimatorParams]]:
+    """The estimators the palette offers to compare with: every other ratio scope and
+    update rule, and the oracle."""
+    base = replace(current, oracle=False)
+    choices = [(f"ratio {'global' if s == 'global' else 'per ' + s}", replace(base, scope=s)) for s in SCOPES]  # type: ignore[arg-type]
+    choices += [(f"update {u}", replace(base, update=u)) for u in UPDATES]  # type: ignore[arg-type]
+    choices.append(("oracle", replace(current, oracle=True)))
+    return [(title, params) for title, params in choices if params != current]
+
+
+def estimator_twin(run: Run, runs: Sequence[Run]) -> Run | None:
+    """The latest of ``runs`` that replays the same trace as ``run`` with the same settings
+    but the estimator."""
+    mine = run.opening
+    if not mine.can_rerun:  # a saved log or a live stream: its settings are not an opening's
+        return None
+    for other in reversed(runs):
+        theirs = other.opening
+        if (other is not run and theirs.can_rerun and theirs.config.estimator != mine.config.estimator
+                and replace(theirs, config=replace(theirs.config, estimator=mine.config.estimator)) == mine):
+            return other
+    return None
+
+
+class CalibrationMeasured(Message):
+    """The measures of the run (or why there are none), and its order against the twin."""
+
+    def __init__(self, measures: LogCalibration | str, change: OrderChange | None) -> None:
+        super().__init__()
+        self.measures, self.change = measures, change
+
+
+class CalibrationText(TextView):
+    DEFAULT_CSS = "CalibrationText { height: 1fr; padding: 0 1; }"
+
+
+class CalibrationScreen(Screen[None]):
+    BINDINGS = [Binding("escape,c", "app.pop_screen", "Close")]
+
+    def __init__(self, run: Run, twin: Run | None = None) -> None:
+        super().__init__()
+        self.run, self.twin = run, twin
+        self.measured = False  # the figures on screen are final (every log they read is loaded)
+
+    def compose(self) -> ComposeResult:
+        yield CalibrationText()
+
+    def on_mount(self) -> None:
+        self.query_one(CalibrationText).set_text([self._title(), Text("measuring…", "dim")])
+        self._measure()
+
+    @property
+    def _loading(self) -> bool:
+        return self.run.loading or (self.twin is not None and self.twin.loading)
+
+    @work(thread=True, exclusive=True, group="calibration")
+    def _measure(self) -> None:
+        try:
+            measures: LogCalibration | str = calibrate_log(self.run.table, self.run.metadata, bins=RATIO_BINS)
+        except ValueError as exc:
+            measures = str(exc)
+        change = order_change(self.run.table, self.twin.table) if self.twin is not None else None
+        self.post_message(CalibrationMeasured(measures, change))
+
+    def on_calibration_measured(self, message: CalibrationMeasured) -> None:
+        measures = message.measures
+        lines = [self._title()]
+        if isinstance(measures, str):
+            lines.append(Text(f"{measures} (so far: the log is still loading)", "dim") if self.run.loading else Text(measures, "bold"))
+        else:
+            lines += _measures_lines(measures, self.run.loading)
+            if self.twin is not None and message.change is not None:
+                lines += _order_lines(message.change, estimator_label(measures.estimator),
+                                      estimator_label(self.twin.opening.config.estimator.as_dict()), self.twin.loading)
+        self.query_one(CalibrationText).set_text(lines)
+        self.measured = not self._loading
+        if self._loading:
+            self.set_timer(REMEASURE_S, self._measure)
+
+    def _title(self) -> Text:
+        keys = "escape or c closes" + ("; ctrl+p: compare another estimator" if self.run.opening.can_rerun else "")
+        return Text.assemble(("calibration of ", "bold"), self.run.title, (f"   {keys}", "dim"), no_wrap=True, overflow="ellipsis")
+
+
+def _measures_lines(m: LogCalibration, loading: bool) -> list[Text]:
+    settings = m.estimator
+    weights = "" if settings.get("oracle") else f" (a = {fmt(settings.get('input_weight'))}, b = {fmt(settings.get('output_weight'))})"
+    so_far = " loaded so far" if loading else ""
+    unmeasured = f"; {m.unmeasured:,} without an actual output, left out" if m.unmeasured else ""
+    return [Text(f"estimator: {estimator_label(settings)}{weights}; {m.dispatches:,} dispatches{so_far}{unmeasured}"),
+            Text(), *_user_lines(m), Text(), *_ratio_lines(m), Text(), *_histogram_lines(m)]
+
+
+def _user_lines(m: LogCalibration) -> list[Text]:
+    rows = [((u.user, f"{u.dispatched:,}", f"{u.charged:,.0f}", f"{u.actual:,.0f}", "-" if u.bias is None else f"{u.bias:.2f}",
+              f"{u.share_charged:.1%}", f"{u.share_actual:.1%}", f"{u.gain * 100:+.1f}"), "")
+            for u in m.users[:SHOWN_USERS]]
+    lines = [Text("charged vs actual cost per user, worst bias first (bias > 1: overcharged; gain: actual % − charged %)", "bold"),
+             *grid(("user", *(f"  {h}" for h in ("dispatches", "charged", "actual", "bias", "charged %", "actual %", "gain pp"))),
+                   rows, (False, *[True] * 7))]
+    if len(m.users) > SHOWN_USERS:
+        lines.append(Text(f"… {len(m.users) - SHOWN_USERS:,} more users", "dim"))
+    return lines
+
+
+def _ratio_lines(m: LogCalibration) -> list[Text]:
+    title = Text("learned output ratio: the mean that priced the dispatches of each time bin", "bold")
+    if not m.ratios:
+        return [title, Text("no ratio priced any dispatch (the oracle, or no request has max_tokens)", "dim")]
+    shown = m.ratios[:SHOWN_RATIOS]
+    top = max([x for s in shown for x in s.means if x is not None] + [s.ideal for s in shown if s.ideal is not None]) or 1.0
+    lines = [title, Text(f"t {fmt(m.edges[0])} .. {fmt(m.edges[-1])} s; height 0 .. {top:.3f}; "
+                         "ideal: sum of output / sum of max_tokens over the key's dispatches", "dim")]
+    if m.ratio_scope == "model":
+        lines.append(Text("scope model: the log has no model column, so all models' ratios are charted together", "dim"))
+    width = max(len(s.key) for s in shown)
+    for s in shown:
+        ideal = "-" if s.ideal is None else f"{s.ideal:.3f}"
+        lines.append(Text.assemble(s.key.ljust(width), " ", (_sparkline(s.means, top), "cyan"), f"  ideal {ideal}", no_wrap=True,
+                                   overflow="ellipsis"))
+    if len(m.ratios) > SHOWN_RATIOS:
+        lines.append(Text(f"… {len(m.ratios) - SHOWN_RATIOS:,} more keys", "dim"))
+    return lines
+
+
+def _sparkline(values: list[float | None], top: float) -> str:
+    """A character per value, its height scaled to ``top``; blank where there is none."""
+    levels = len(SPARKS)
+    return "".join(" " if x is None else SPARKS[min(levels - 1, int(x / top * levels))] for x in values)
+
+
+def _histogram_lines(m: LogCalibration) -> list[Text]:
+    columns = {"all users": m.output_bins, **m.user_output_bins}
+    cells = {name: _bars(counts) for name, counts in columns.items()}
+    rows = [((label, *(cells[name][j] for name in columns)), "") for j, label in enumerate(OUTPUT_BIN_LABELS)]
+    return [Text("actual / estimated output tokens: dispatches per bin (1: the estimate was right; the most biased users beside)", "bold"),
+            *grid(("actual/est", *columns), rows, [False] * (len(columns) + 1))]
+
+
+def _bars(counts: list[int]) -> list[str]:
+    """A bar per count, the largest BAR_WIDTH cells long, in eighths of a cell, then the count."""
+    top = max(counts) or 1
+    bars = []
+    for count in counts:
+        eighths = round(count / top * BAR_WIDTH * 8)
+        bar = "█" * (eighths // 8) + (EIGHTHS[eighths % 8] if eighths % 8 else "")
+        bars.append(f"{bar.ljust(BAR_WIDTH)} {count:>6,}")
+    return bars
+
+
+def _order_lines(change: OrderChange, this: str, other: str, loading: bool) -> list[Text]:
+    so_far = " so far" if loading else ""
+    lines = [Text(), Text(f"against {other}", "bold")]
+    if not change.compared:
+        return lines + [Text("measuring… (its replay has not dispatched anything yet)", "dim")]
+    first = f", the first at dispatch #{change.first + 1:,}" if change.first is not None else ""
+    lines += [Text(f"{change.changed:,} of {change.compared:,} dispatch positions changed{so_far}{first}"),
+              Text(f"who moved, against {this} (mean change per request; position: − earlier, + later)")]
+    moves = change.moves
+    shown = moves if len(moves) <= 2 * SHOWN_MOVES else [*moves[:SHOWN_MOVES], *moves[-SHOWN_MOVES:]]
+    rows = [((m.user, f"{m.requests:,}", f"{m.position:+,.1f}", f"{m.wait:+,.2f} s",
+              "moved up" if m.position < 0 else "moved down" if m.position > 0 else "stayed"),
+             "green" if m.position < 0 else "red" if m.position > 0 else "") for m in shown]
+    lines += grid(("user", "  requests", "  position", "  wait", ""), rows, (False, True, True, True, False))
+    if len(shown) < len(moves):
+        lines.append(Text(f"(the {SHOWN_MOVES} who moved up most and down most of {len(moves):,} users)", "dim"))
+    return lines

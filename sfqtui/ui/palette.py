@@ -1,0 +1,49 @@
+"""The command palette's entries: every key's action, re-runs, panes and estimators to compare."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterable
+
+from textual.app import SystemCommand
+from textual.binding import Binding
+
+from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
+from sfqtui.ui.calibration_view import estimator_choices
+
+if TYPE_CHECKING:
+    from sfqtui.ui.app import SfqApp
+
+SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
+    for binding in app.BINDINGS:
+        assert isinstance(binding, Binding)
+        name, _, arg = binding.action.partition("(")
+        method = getattr(app, f"action_{name}")
+        callback = (lambda m=method, a=arg.rstrip(")"): m(int(a))) if arg else method
+        yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)
+    opening = app.opening
+    if opening.can_rerun:
+        for name in SCHEDULERS:
+            yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}: {REGISTRY[name].title}",
+                                lambda n=name: app.rerun(scheduler=n))
+            yield SystemCommand(f"Compare with {name}", f"Add a pane: this trace under {name}, stepped beside the others",
+                                lambda n=name: app.run_worker(app.compare_with(n)))
+        for slots in SLOT_CHOICES:
+            yield SystemCommand(f"Re-run with {slots} slot{'s' if slots > 1 else ''}", "Replay with another slot count",
+                                lambda s=slots: app.rerun(slots=s))
+        estimator = opening.config.estimator
+        for scope in ("global", "model", "user"):
+            yield SystemCommand(f"Re-run with the output ratio learned per {scope}", "Estimator: ratio scope (docs/estimator.md)",
+                                lambda s=scope: app.rerun(estimator=replace(estimator, scope=s)))
+        for update in ("window", "ema", "cumulative"):
+            yield SystemCommand(f"Re-run with ratio update {update}", "Estimator: how the ratio learns",
+                                lambda u=update: app.rerun(estimator=replace(estimator, update=u)))
+        for title, params in estimator_choices(estimator):
+            yield SystemCommand(f"Compare estimator: {title}", "Add a pane: this trace priced by another estimator; the calibration view says who moved",
+                                lambda p=params: app.run_worker(app.compare_estimator(p)))
+    for run in app.runs[1:]:
+        yield SystemCommand(f"Drop the {run.scheduler} pane", "Stop comparing with this run",
+                            lambda k=run.key: app.run_worker(app.drop_pane(k)))

@@ -1,0 +1,183 @@
+"""A fake OpenAI-compatible server, the tests' stand-in for vLLM, and a way to run servers on loopback.
+
+Answers are deterministic: the answer to a prompt is "echo: <prompt>", one output token
+per word (cut at max_tokens), and usage counts them. Markers in the prompt choose a
+behaviour: ``[fail500]`` an HTTP 500, ``[hang]`` no answer for a minute (or until the
+client leaves), ``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two
+chunks.
+``FakeUpstream`` keeps what it was sent and how many streams were closed early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections import Counter
+from typing import Any, AsyncIterator
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from sfqtui.live.server import listen_socket
+
+MODEL = "fake-model"
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        return str(body["messages"][-1]["content"])
+    return str(body.get("prompt", ""))
+
+
+def answer_words(body: dict[str, Any]) -> list[str]:
+    words = f"echo: {prompt_of(body)}".split(" ")
+    cap = body.get("max_tokens") or body.get("max_completion_tokens")
+    return words[:cap] if cap else words
+
+
+def answer_text(body: dict[str, Any]) -> str:
+    return " ".join(answer_words(body))
+
+
+class FakeUpstream:
+    def __init__(self, latency_s: float = 0.0, chunk_delay_s: float = 0.0) -> None:
+        self.latency_s = latency_s
+        self.chunk_delay_s = chunk_delay_s
+        self.seen: list[dict[str, Any]] = []
+        self.headers_seen: list[dict[str, str]] = []
+        self.closed_early: Counter[str] = Counter()
+        self.app = Starlette(routes=[
+            Route("/v1/chat/completions", self.completion, methods=["POST"]),
+            Route("/v1/completions", self.completion, methods=["POST"]),
+            Route("/v1/models", self.models, methods=["GET"]),
+        ])
+
+    async def models(self, request: Request) -> Response:
+        self.headers_seen.append(dict(request.headers))
+        return JSONResponse({"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "tests"}]})
+
+    async def completion(self, request: Request) -> Response:
+        body = await request.json()
+        self.seen.append(body)
+        self.headers_seen.append(dict(request.headers))
+        prompt = prompt_of(body)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if "[hang]" in prompt:
+            for _ in range(600):
+                if await request.is_disconnected():
+                    return Response(status_code=499)
+                await asyncio.sleep(0.1)
+        if "[fail500]" in prompt:
+            return JSONResponse({"error": {"message": "the fake upstream failed on purpose", "type": "server_error", "code": None}}, status_code=500)
+        chat = request.url.path.endswith("/chat/completions")
+        words = answer_words(body)
+        usage = {"prompt_tokens": len(prompt) // 4 + 1, "completion_tokens": len(words), "total_tokens": len(prompt) // 4 + 1 + len(words)}
+        rid = f"cmpl-{len(self.seen)}"
+        if not body.get("stream"):
+            if "[slow]" in prompt:
+                await asyncio.sleep(0.1 * len(words))
+            text = " ".join(words)
+            choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"} if chat
+                      else {"index": 0, "text": text, "finish_reason": "stop", "logprobs": None})
+            return JSONResponse({"id": rid, "object": "chat.completion" if chat else "text_completion", "created": 0,
+                                 "model": body.get("model", MODEL), "choices": [choice], "usage": usage})
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return StreamingResponse(self._chunks(rid, body, chat, words, usage if include_usage else None, prompt), media_type="text/event-stream")
+
+    async def _chunks(self, rid: str, body: dict[str, Any], chat: bool, words: list[str], usage: dict[str, int] | None, prompt: str) -> AsyncIterator[bytes]:
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        delay = 0.1 if "[slow]" in prompt else self.chunk_delay_s
+        finished = False
+
+        def chunk(piece: str | None, finish: str | None = None) -> bytes:
+            if chat:
+                choice: dict[str, Any] = {"index": 0, "delta": {} if piece is None else {"content": piece}, "finish_reason": finish}
+            else:
+                choice = {"index": 0, "text": piece or "", "finish_reason": finish, "logprobs": None}
+            data = {"id": rid, "object": kind, "created": 0, "model": body.get("model", MODEL), "choices": [choice]}
+            if usage is not None:
+                data["usage"] = None
+            return f"data: {json.dumps(data)}\n\n".encode()
+
+        try:
+            for n, word in enumerate(words):
+                if n == 2 and "[cut]" in prompt:
+                    raise ConnectionError("the fake upstream breaks off on purpose")
+                yield chunk(word if n == 0 else " " + word)
+                if delay:
+                    await asyncio.sleep(delay)
+            yield chunk(None, "stop")
+            if usage is not None:
+                yield f"data: {json.dumps({'id': rid, 'object': kind, 'created': 0, 'model': body.get('model', MODEL), 'choices': [], 'usage': usage})}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+            finished = True
+        finally:
+            if not finished and "[cut]" not in prompt:
+                self.closed_early[prompt] += 1
+
+
+class ServerThread:
+    """A uvicorn server on 127.0.0.1 (a free port) in a thread of its own, for a ``with`` block."""
+
+    def __init__(self, server: uvicorn.Server) -> None:
+        self.server = server
+        self.sock = listen_socket("127.0.0.1", 0)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.run(self.server.serve(sockets=[self.sock]))
+
+    def __enter__(self) -> ServerThread:
+        self._thread.start()
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the server did not start")
+            threading.Event().wait(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self._thread.join(timeout=30)
+        assert not self._thread.is_alive(), "the server did not stop"
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._thread.is_alive():
+            self.stop()
+
+
+def fake_server(fake: FakeUpstream) -> ServerThread:
+    return ServerThread(uvicorn.Server(uvicorn.Config(fake.app, log_level="warning", access_log=False, lifespan="off",
+                                                      timeout_graceful_shutdown=2)))
+
+
+def closed_port() -> str:
+    """A loopback URL nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def main() -> None:
+    """Serve the fake upstream on its own (for the benchmarks): prints its URL, serves until SIGTERM."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed words")
+    args = parser.parse_args()
+    fake = FakeUpstream(chunk_delay_s=args.chunk_delay)
+    sock = listen_socket("127.0.0.1", 0)
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(fake.app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=75)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()

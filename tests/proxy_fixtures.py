@@ -1,0 +1,99 @@
+"""Fixtures for the proxy tests: keys, the fake upstream, a proxy on loopback, reading its events."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+
+from fake_upstream import FakeUpstream, ServerThread, fake_server
+from sfqtui.live.keys import load_keys
+from sfqtui.live.server import ProxyServer
+from sfqtui.live.settings import ProxySettings
+
+# Distinctive, so that searching any output for them means something.
+KEYS = {
+    "sk-test-alice-4f1c9e07d2": ("alice", 2.0),
+    "sk-test-bob-b83a61f5c0": ("bob", None),
+    "sk-test-carol-27d9ee4a13": ("carol", None),
+}
+KEY_OF = {user: key for key, (user, _) in KEYS.items()}
+EVENTS_TOKEN = "tok-events-9d0c1b7a55"
+
+
+def write_keys(path: Path) -> Path:
+    lines = []
+    for key, (user, weight) in KEYS.items():
+        lines += [f'[keys."{key}"]', f'user = "{user}"'] + ([f"weight = {weight}"] if weight else []) + [""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+@pytest.fixture
+def keys_path(tmp_path: Path) -> Path:
+    return write_keys(tmp_path / "keys.toml")
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[tuple[FakeUpstream, str]]:
+    upstream = FakeUpstream(chunk_delay_s=0.002)
+    with fake_server(upstream) as server:
+        yield upstream, server.url
+
+
+@contextlib.contextmanager
+def running_proxy(upstream_url: str, keys_path: Path, **settings: Any) -> Iterator[ServerThread]:
+    """A proxy on 127.0.0.1 in a thread; ``server.proxy`` is the Proxy object."""
+    options = {"upstreams": (upstream_url,), "slots": 2, "keys": load_keys(keys_path), **settings}
+    with ServerThread(ProxyServer(ProxySettings(**options))) as server:
+        yield server
+
+
+def state(url: str, token: str | None = None) -> dict[str, Any]:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    response = httpx.get(f"{url}/v1/sfq/state", headers=headers)
+    response.raise_for_status()
+    return response.json()
+
+
+def read_events(url: str, token: str | None = None, last_event_id: int | None = None) -> list[dict[str, Any]]:
+    """Every event the proxy holds after ``last_event_id``, up to its current state's seq."""
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    upto = state(url, token)["seq"]
+    if last_event_id is not None:
+        headers["last-event-id"] = str(last_event_id)
+    events: list[dict[str, Any]] = []
+    if upto < 0:
+        return events
+    with httpx.Client(headers=headers, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
+        for sse in source.iter_sse():
+            event = sse.json()
+            assert str(event["seq"]) == sse.id
+            events.append(event)
+            if event["seq"] >= upto:
+                break
+    return events
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def by_request(events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each request id's event kinds, in order."""
+    kinds: dict[str, list[str]] = {}
+    for event in events:
+        if event["request_id"] is not None:
+            kinds.setdefault(event["request_id"], []).append(event["kind"])
+    return kinds

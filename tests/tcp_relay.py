@@ -1,0 +1,63 @@
+"""A loopback TCP relay the tests can cut: drop every connection through it, and refuse new ones for a while."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class TcpRelay:
+    def __init__(self, target_port: int) -> None:
+        self._target = ("127.0.0.1", target_port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.refusing = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.refusing:
+                client.close()
+                continue
+            upstream = socket.create_connection(self._target)
+            with self._lock:
+                self._open += [client, upstream]
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self, refuse: bool = False) -> None:
+        """Drop every open connection; with ``refuse``, also close new ones at once until ``accept_again``."""
+        self.refusing = refuse
+        with self._lock:
+            open_now, self._open = self._open, []
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def accept_again(self) -> None:
+        self.refusing = False
+
+    def close(self) -> None:
+        self._listener.close()
+        self.cut()
