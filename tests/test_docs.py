@@ -1,5 +1,6 @@
 """The guide's screenshots come from the app itself; the script that makes them must keep working."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,13 @@ def test_screenshot_script_exports_every_image(tmp_path: Path) -> None:
         assert "sfqtui" in (tmp_path / name).read_text()
 
 
-def test_guide_links_only_existing_images() -> None:
-    guide = (ROOT / "docs" / "guide.md").read_text()
-    for name in (p.name for p in (ROOT / "docs" / "img").glob("*.svg")):
-        assert f"img/{name}" in guide, f"{name} is not used in the guide"
+def test_every_image_is_used_and_every_link_exists() -> None:
+    docs = (ROOT / "docs" / "guide.md").read_text() + (ROOT / "docs" / "tutorial.md").read_text()
+    images = {p.name for p in (ROOT / "docs" / "img").glob("*.svg")}
+    for name in images:
+        assert f"img/{name}" in docs, f"{name} is not used in the guide or the tutorial"
+    for linked in re.findall(r"img/([\w.-]+\.svg)", docs):
+        assert linked in images, f"{linked} is linked but not in docs/img"
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:

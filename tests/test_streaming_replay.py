@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_bad_inputs import CASES
 
-import sfqtui.trace.load as load
 from sfqtui.core.engine.chunks import WholeTrace
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.engine.events import EventColumns
@@ -27,6 +26,7 @@ from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.errors import InputError
+from sfqtui.trace import load
 from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.load import load_trace, validate
 from sfqtui.trace.simulate import simulate
@@ -59,17 +59,20 @@ class Sliced:
     def chunks(self) -> Iterator[WholeTrace]:
         t = self.whole
         for start in range(0, len(t), self.rows):
-            part = slice(start, start + self.rows)
+            yield WholeTrace(self._part(slice(start, start + self.rows)), start)
 
-            def cut(column: array | None) -> array | None:
-                return None if column is None else column[part]
+    def _part(self, rows: slice) -> Trace:
+        t = self.whole
 
-            yield WholeTrace(Trace(
-                request_id=list(t.request_id)[part], user=cut(t.user), users=t.users,  # type: ignore[arg-type]
-                arrival_s=cut(t.arrival_s), input_tokens=cut(t.input_tokens), max_tokens=cut(t.max_tokens),  # type: ignore[arg-type]
-                output_tokens=cut(t.output_tokens), cost=cut(t.cost), service_s=cut(t.service_s),  # type: ignore[arg-type]
-                model=cut(t.model), models=t.models, weights=t.weights,  # type: ignore[arg-type]
-            ), start)
+        def cut(column: array | None) -> array | None:
+            return None if column is None else column[rows]
+
+        return Trace(
+            request_id=list(t.request_id)[rows], user=cut(t.user), users=t.users,  # type: ignore[arg-type]
+            arrival_s=cut(t.arrival_s), input_tokens=cut(t.input_tokens), max_tokens=cut(t.max_tokens),  # type: ignore[arg-type]
+            output_tokens=cut(t.output_tokens), cost=cut(t.cost), service_s=cut(t.service_s),  # type: ignore[arg-type]
+            model=cut(t.model), models=t.models, weights=t.weights,  # type: ignore[arg-type]
+        )
 
 
 @st.composite
@@ -114,7 +117,7 @@ def replayed(requests: Trace | Sliced, config: ReplayConfig, every: int | None =
         return str(exc)
     fields = ("t", "kind", "req", "cost", "v", "meter", "deficit", "credit", "ratio", "est_output")
     joined = {f: [x for p in parts for x in (getattr(p, f) or [None] * len(p))] for f in fields}
-    if all(getattr(p, "ratio") is None for p in parts):
+    if all(p.ratio is None for p in parts):
         joined["ratio"] = joined["est_output"] = None  # type: ignore[assignment]
     return EventColumns(0, **joined)  # type: ignore[arg-type]
 
@@ -210,9 +213,16 @@ def refusal(path: Path, batch_rows: int) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+MORE_CASES = {
+    "null arrival opening a batch": ({**CASES["NaN arrival"][0], "arrival_s": [0.0, None, 2.0]}, "column 'arrival_s', row 1"),
+    "a later rule on an earlier row": ({**CASES["NaN arrival"][0], "input_tokens": [-1, 2, 3], "user": ["a", "b", None]},
+                                       "column 'user', row 2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES) + sorted(MORE_CASES))
 def test_refusals_do_not_depend_on_the_batches(case: str, tmp_path: Path) -> None:
-    data, expected = CASES[case]
+    data, expected = CASES.get(case) or MORE_CASES[case]
     trace = tmp_path / "bad.parquet"
     pl.DataFrame(data).write_parquet(trace)
     message = refusal(trace, 1 << 17)

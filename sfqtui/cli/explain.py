@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.cli.replay import _is_log
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
 from sfqtui.cli.simulate import SchedulerName
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
@@ -19,7 +18,7 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import unknown_schedulers
-from sfqtui.runs.opening import Opening
+from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
 
 
@@ -151,7 +150,7 @@ def explain(
     unknown = unknown_schedulers(names)
     if unknown or (compare is not None and not names):
         raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'} for --compare; choose from {', '.join(SCHEDULERS)}")
-    is_log = _is_log(path)
+    is_log = is_event_log(path)
     if is_log and names:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
     opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler.value if scheduler else "sfq", None),

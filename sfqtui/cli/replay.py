@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
-import pyarrow.parquet as pq
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
@@ -15,21 +14,9 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import unknown_schedulers
-from sfqtui.runs.opening import Opening
-from sfqtui.trace.eventlog import read_log_schema
-from sfqtui.trace.load import read_parquet_header
-from sfqtui.trace.schema import LOG_COLUMNS
+from sfqtui.runs.opening import Opening, is_event_log
 
 DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
-
-
-def _is_log(path: Path) -> bool:
-    """Whether the file is an event log (checked to be one this version reads) or a trace."""
-    read_parquet_header(path, what="trace or event log")
-    if not set(LOG_COLUMNS) <= set(pq.read_schema(path).names):
-        return False
-    read_log_schema(path)
-    return True
 
 
 def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices) -> Opening:
@@ -37,7 +24,7 @@ def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices)
     if not path.exists() and path == DEMO:
         raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet")
     config = replay.config(scheduler.value, None)
-    return Opening(path=path, is_log=_is_log(path), config=config, slots_given=replay.slots is not None)
+    return Opening(path=path, is_log=is_event_log(path), config=config, slots_given=replay.slots is not None)
 
 
 @refuses_bad_input

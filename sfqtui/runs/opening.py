@@ -5,9 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.trace.load import load_trace
+from sfqtui.trace.eventlog import read_log_schema
+from sfqtui.trace.load import load_trace, read_parquet_header
+from sfqtui.trace.schema import LOG_COLUMNS
 from sfqtui.trace.sources import EventSource, LogFileSource, ReplaySource
+
+
+def is_event_log(path: Path) -> bool:
+    """Whether a file is an event log (checked to be one this version reads) or a trace;
+    InputError when it is neither readable nor Parquet."""
+    read_parquet_header(path, what="trace or event log")
+    if not set(LOG_COLUMNS) <= set(pq.read_schema(path).names):
+        return False
+    read_log_schema(path)
+    return True
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,17 @@ import polars as pl
 import pyarrow as pa
 
 from sfqtui.core.engine.trace import OPTIONAL_COLUMNS, Trace
-from sfqtui.trace.load import (LOG_WRITER_COLUMNS, TraceSummary, normalise, read_batches, read_parquet, suggested_slots,
-                               to_core, validate, with_schema_types)
+from sfqtui.trace.load import (
+    LOG_WRITER_COLUMNS,
+    TraceSummary,
+    normalise,
+    read_batches,
+    read_parquet,
+    suggested_slots,
+    to_core,
+    validate,
+    with_schema_types,
+)
 from sfqtui.trace.write import read_metadata
 
 CHUNK_ROWS = 1 << 16

@@ -9,7 +9,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import polars as pl
@@ -204,10 +204,11 @@ class _Survey:
         self.users.update(batch["user"].cast(pl.String).drop_nulls().unique().to_list())
         if "model" in self.columns:
             self.models.update(batch["model"].cast(pl.String).drop_nulls().unique().to_list())
-        arrival = batch["arrival_s"].cast(pl.Float64)
-        if arrival[0] < self._last_arrival or (arrival.diff() < 0).any():
-            self.in_order = False
-        self._last_arrival = arrival[-1]
+        arrival = batch["arrival_s"].cast(pl.Float64).drop_nulls()  # a null is refused by a rule; it must not stop the survey
+        if len(arrival):
+            if arrival[0] < self._last_arrival or (arrival.diff() < 0).any():
+                self.in_order = False
+            self._last_arrival = arrival[-1]
         self.rows += n
 
     def _with_first_weights(self, batch: pl.DataFrame) -> pl.DataFrame:
@@ -235,33 +236,41 @@ def validate(path: Path, batch_rows: int = 1 << 17) -> TraceSummary:
     """Raise InputError for the first rule of semantics §1 that the file breaks, naming its
     first offending row; otherwise what the file holds. Reads the file once, a batch at a time."""
     rows = read_parquet_header(path).num_rows
-    if rows == 0:
-        raise InputError(f"{path}: the trace has no rows")
     try:
         schema = pl.read_parquet_schema(path)
     except (pa.ArrowInvalid, OSError, pl.exceptions.ComputeError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    batches = (pl.from_arrow(batch) for batch in read_batches(path, _present(schema), batch_rows) if batch.num_rows)
+    return _surveyed(path, schema, rows, batches)  # type: ignore[arg-type]
+
+
+def _present(schema: Mapping[str, pl.DataType]) -> tuple[str, ...]:
+    return tuple(c for c in TRACE_COLUMNS if c in schema)
+
+
+def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches: Iterable[pl.DataFrame]) -> TraceSummary:
+    """Check a trace given as consecutive batches of its rows (of the columns it has of ours)."""
+    if rows == 0:
+        raise InputError(f"{path}: the trace has no rows")
     for column in REQUIRED:
         if column not in schema:
             raise InputError(f"{path}: missing required column '{column}' (a trace needs {', '.join(REQUIRED)})")
     if "cost" not in schema and "input_tokens" not in schema:
         raise InputError(f"{path}: missing column 'input_tokens' (required unless the trace has a 'cost' column)")
-    columns = tuple(c for c in TRACE_COLUMNS if c in schema)
+    columns = _present(schema)
     for column in columns:
         _check_type(path, schema, column)
     rules = _rules(schema)
     survey = _Survey(rules, rows, columns)
-    for batch in read_batches(path, columns, batch_rows):
-        if batch.num_rows:
-            survey.add(pl.from_arrow(batch))  # type: ignore[arg-type]
+    for batch in batches:
+        survey.add(batch)
     for k, (column, mask, rule, whole) in enumerate(rules):
         found = survey.first_duplicate(path, mask) if whole else survey.found.get(k)
         if found is not None:
             row, value = found
             shown = "null" if value is None else repr(value)
             raise InputError(f"{_where(path, column, row)}: value {shown}; {rule}")
-    return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), survey.weights if "weight" in columns else {},
-                        survey.in_order)
+    return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), survey.weights, survey.in_order)
 
 
 _TYPES = {
@@ -357,8 +366,10 @@ LOG_WRITER_COLUMNS = ("request_id", "user", "weight")  # what the log writer tak
 def load_trace(path: Path | str) -> LoadedTrace:
     """Validate a trace file and hold it whole, in replay order."""
     path = Path(path)
-    summary = validate(path)
-    table = normalise(read_parquet(path)).to_arrow()
+    df = read_parquet(path)
+    summary = _surveyed(path, df.schema, df.height, [df.select(_present(df.schema))])
+    table = normalise(df).to_arrow()
+    del df
     trace = to_core(table, summary.users, summary.models, summary.weights)
     kept = [c for c in LOG_WRITER_COLUMNS if c in table.column_names]
     return LoadedTrace(path=path, trace=trace, table=table.select(kept), metadata=read_metadata(path))

@@ -14,7 +14,7 @@ from sfqtui.ui.text_view import TextView
 
 
 class LessonPanel(TextView):
-    DEFAULT_CSS = "LessonPanel { height: 5; padding: 0 1; border: round $accent 50%; border-title-color: $text; }"
+    DEFAULT_CSS = "LessonPanel { height: 9; padding: 0 1; border: round $accent 50%; border-title-color: $text; }"
 
     def __init__(self, lesson: Lesson, **kwargs: object) -> None:
         super().__init__(**kwargs)

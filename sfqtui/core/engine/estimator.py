@@ -191,7 +191,7 @@ class CostEstimator:
             n_in if n_in > 0 else 0, None if cap < 0 else cap, key, None if output < 0 else output)  # type: ignore[operator]
         if ratio is not None:
             self._pricing.ratio[req] = ratio
-        self._pricing.est_output[req] = est_output
+        self._pricing.est_output[req] = float(est_output)
         return cost
 
     def observe(self, req: int) -> None:

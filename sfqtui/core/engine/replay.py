@@ -135,7 +135,7 @@ class Replay:
         with the number of requests arrived so far; nothing is kept after it is handed over."""
         for arrived in self.run(chunk):
             columns = self.log.drain_columns()
-            self.window.held()
+            self.take_requests()  # columns name requests by index: they need no request chunk
             if len(columns):
                 yield self._priced(columns), arrived
 

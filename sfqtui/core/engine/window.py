@@ -10,7 +10,7 @@ from sfqtui.core.engine.trace import Trace
 
 class RequestWindow:
     """Chunk k holds requests [k * size, k * size + its length): request r is row
-    ``r - k * size`` of ``traces[k]`` with ``k = r // size``.
+    ``r % size`` of ``traces[r // size]``.
 
     A chunk enters when the replay reaches its first arrival and leaves when its last
     request completes; it is then kept among the retired until ``held()`` hands it over
