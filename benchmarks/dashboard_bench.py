@@ -13,9 +13,11 @@ Prints, for a trace replayed inside the app and for its saved event log:
 - the state rebuild alone: state at a random event from its checkpoint, plus the
   explanation, without drawing (of 300);
 - peak anonymous memory (RssAnon) of the app's process tree, the audit's child included
-  (target: under 2 GB for a 5M-request log).
+  (target: under 2 GB for a 5M-request log);
+- the same with SFQ and DRR side by side on the trace (`panes`: both panes drawn per
+  step; target: events within 1 s, a step at or under 16 ms, memory at most twice one run's).
 
-Usage: python benchmarks/dashboard_bench.py [--requests N] [--log LOG.parquet]
+Usage: python benchmarks/dashboard_bench.py [--requests N] [--trace T] [--log LOG] [--only trace|log|panes ...]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from memory import TreePeak
@@ -68,13 +71,13 @@ class TimedApp(SfqApp):
             self.first_frame = time.perf_counter() - self.launched
 
 
-async def measure(opening: Opening, label: str) -> None:
+async def measure(opening: Opening | list[Opening], label: str) -> None:
     with TreePeak(os.getpid()) as memory:
         await _measure(opening, label)
     print(f"{label}: peak anonymous memory of the process tree (app and audit child) {memory.peak_mb:,.0f} MB")
 
 
-async def _measure(opening: Opening, label: str) -> None:
+async def _measure(opening: Opening | list[Opening], label: str) -> None:
     app = TimedApp(opening)
     app.launched = time.perf_counter()
     async with app.run_test(size=(160, 48)) as pilot:
@@ -122,17 +125,27 @@ async def _measure(opening: Opening, label: str) -> None:
             print(f"{label}: {name}: median {statistics.median(values):.1f} ms, 95th percentile {p95:.1f} ms, worst {max(values):.1f} ms")
 
 
+CASES = {"trace": "trace replayed in the app", "log": "saved event log", "panes": "sfq and drr side by side on the trace"}
+
+
+def openings(kind: str, path: Path, config: ReplayConfig) -> Opening | list[Opening]:
+    if kind == "panes":
+        return [Opening(path, is_log=False, config=replace(config, scheduler=name), slots_given=True) for name in ("sfq", "drr")]
+    return Opening(path, is_log=kind == "log", config=config, slots_given=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--log", type=Path, help="measure this saved log only (no trace is generated)")
+    parser.add_argument("--trace", type=Path, help="use this trace instead of generating one")
+    parser.add_argument("--only", choices=list(CASES), action="append", help="measure only these cases (default: all)")
     parser.add_argument("--case", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     config = ReplayConfig("sfq", 64)
     if args.case:  # one measurement, in a process of its own so its memory figure is its own
         kind, path = args.case
-        label = "trace replayed in the app" if kind == "trace" else "saved event log"
-        asyncio.run(measure(Opening(Path(path), is_log=kind == "log", config=config, slots_given=True), label))
+        asyncio.run(measure(openings(kind, Path(path), config), CASES[kind]))
         return
     unpaced = {**os.environ, "TEXTUAL_FPS": "1000"}
     if args.log:
@@ -140,13 +153,16 @@ def main() -> None:
         return
     sfqtui = Path(sys.executable).with_name("sfqtui")
     with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.parquet"
+        trace = args.trace or Path(tmp) / "trace.parquet"
         log = Path(tmp) / "log.parquet"
-        subprocess.run([str(sfqtui), "gen", "production", "-o", str(trace), "--requests", str(args.requests),
-                        "--users", "1000", "--with-cost"], check=True, stdout=subprocess.DEVNULL)
-        simulate(load_trace(trace), config, log)
-        for kind, path in (("trace", trace), ("log", log)):
-            subprocess.run([sys.executable, __file__, "--case", kind, str(path)], check=True, env=unpaced)
+        if not args.trace:
+            subprocess.run([str(sfqtui), "gen", "production", "-o", str(trace), "--requests", str(args.requests),
+                            "--users", "1000", "--with-cost"], check=True, stdout=subprocess.DEVNULL)
+        cases = args.only or list(CASES)
+        if "log" in cases:
+            simulate(load_trace(trace), config, log)
+        for kind in cases:
+            subprocess.run([sys.executable, __file__, "--case", kind, str(log if kind == "log" else trace)], check=True, env=unpaced)
 
 
 if __name__ == "__main__":

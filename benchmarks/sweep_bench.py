@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,12 @@ from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import plan_runs
 from sfqtui.sweep.runs import run_in_process
 from sfqtui.trace.load import load_trace
+
+
+def cpu_seconds() -> float:
+    """User and system CPU time of the calling process so far (run on each worker, or here)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -49,16 +56,19 @@ def main() -> None:
     started = time.perf_counter()
     with dask_client(workers=args.workers) as client:
         ready = time.perf_counter()
+        cpu_before = sum(client.run(cpu_seconds).values())
         on_dask = run_on_dask(client, runs, traces, fairness_figures)
+        dask_cpu = sum(client.run(cpu_seconds).values()) - cpu_before
         ran = time.perf_counter()
     dask_s = time.perf_counter() - started
     print(f"Dask, {args.workers} workers: {dask_s:.1f} s (cluster start {ready - started:.1f} s, "
-          f"scatter and runs {ran - ready:.1f} s, close {started + dask_s - ran:.1f} s)")
+          f"scatter and runs {ran - ready:.1f} s, close {started + dask_s - ran:.1f} s); "
+          f"the workers used {dask_cpu:.1f} CPU s")
 
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu_seconds()
     in_process = run_in_process(runs, traces, fairness_figures)
     serial_s = time.perf_counter() - started
-    print(f"one after another in this process: {serial_s:.1f} s")
+    print(f"one after another in this process: {serial_s:.1f} s, {cpu_seconds() - cpu_before:.1f} CPU s")
 
     failed = [row["error"] for row in on_dask + in_process if row["error"]]
     same = [{k: v for k, v in row.items() if k != "seconds"} for row in on_dask] == \

@@ -47,7 +47,7 @@ def test_the_padder_is_overcharged_under_a_global_ratio_and_not_per_user() -> No
     measures = calibrate_log(run.table, run.metadata)
     bias = {u.user: u.bias for u in measures.users}
     assert bias["padder"] > 2 and bias["honest"] < 0.7
-    assert measures.users[0].user == "padder" and measures.users[0].gain < -0.15
+    assert measures.users[0].user == "padder" and measures.users[0].share_gain < -0.15
     assert measures.unmeasured == 0 and sum(measures.output_bins) == measures.dispatches == 900
     assert [s.key for s in measures.ratios] == ["global"] and measures.ratios[0].ideal == pytest.approx(0.503, abs=1e-3)
     per_user = loaded(EstimatorParams(scope="user"))

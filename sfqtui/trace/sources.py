@@ -30,6 +30,9 @@ from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.simulate import encoder_for, replay_metadata
 
 
+FIRST_ROWS = 4096
+
+
 class EventSource(Protocol):
     scheduler: str
     title: str
@@ -267,6 +270,12 @@ class LogFileSource:
         total = max(1, parquet.metadata.num_rows)
         batcher = ArrowBatcher(value_column(self.scheduler))
         done = 0
+        first = True
         for record_batch in parquet.iter_batches(batch_size=self.batch_rows, columns=self._columns):
-            done += record_batch.num_rows
-            yield batcher.convert(pa.Table.from_batches([record_batch])), done / total
+            # The first events go out in a small batch, so the screen has something to show at once.
+            parts = [record_batch.slice(0, FIRST_ROWS), record_batch.slice(FIRST_ROWS)] if first else [record_batch]
+            first = False
+            for part in parts:
+                if part.num_rows:
+                    done += part.num_rows
+                    yield batcher.convert(pa.Table.from_batches([part])), done / total

@@ -132,7 +132,7 @@ def _measures_lines(m: LogCalibration, loading: bool) -> list[Text]:
 
 def _user_lines(m: LogCalibration) -> list[Text]:
     rows = [((u.user, f"{u.dispatched:,}", f"{u.charged:,.0f}", f"{u.actual:,.0f}", "-" if u.bias is None else f"{u.bias:.2f}",
-              f"{u.share_charged:.1%}", f"{u.share_actual:.1%}", f"{u.gain * 100:+.1f}"), "")
+              f"{u.share_charged:.1%}", f"{u.share_actual:.1%}", f"{u.share_gain * 100:+.1f}"), "")
             for u in m.users[:SHOWN_USERS]]
     lines = [Text("charged vs actual cost per user, worst bias first (bias > 1: overcharged; gain: actual % − charged %)", "bold"),
              *grid(("user", *(f"  {h}" for h in ("dispatches", "charged", "actual", "bias", "charged %", "actual %", "gain pp"))),

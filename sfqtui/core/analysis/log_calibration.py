@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from sfqtui.core.analysis.calibration import UserCalibration
 from sfqtui.core.log.table import EventTable
 
 NO_OUTPUTS = "calibration needs a trace with output_tokens; this log has none"
@@ -28,25 +29,6 @@ NO_OUTPUTS = "calibration needs a trace with output_tokens; this log has none"
 OUTPUT_BIN_LABELS = ("≤1/16", "1/8", "1/4", "1/2", "1", "2", "4", "8", "≥16")
 _OUTPUT_EDGES = [2.0 ** (j + 0.5) for j in range(-4, 4)]
 _EXACT = OUTPUT_BIN_LABELS.index("1")
-
-
-@dataclass(frozen=True)
-class UserBias:
-    user: str
-    dispatched: int  # its dispatches with a known actual cost
-    charged: float
-    actual: float
-    share_charged: float
-    share_actual: float
-
-    @property
-    def bias(self) -> float | None:
-        return self.charged / self.actual if self.actual else None
-
-    @property
-    def gain(self) -> float:
-        """Share of actual cost minus share of charged cost: > 0 when the estimator's errors favour this user."""
-        return self.share_actual - self.share_charged
 
 
 @dataclass(frozen=True)
@@ -64,7 +46,7 @@ class LogCalibration:
     estimator: Mapping[str, Any]  # the settings the log recorded
     dispatches: int
     unmeasured: int  # dispatches without an actual output (or without a recorded estimate)
-    users: list[UserBias]  # worst bias first (furthest from 1 either way)
+    users: list[UserCalibration]  # worst bias first (furthest from 1 either way); dispatched counts those with a known actual cost
     ratio_scope: str  # how the ratios are binned: "global", "user" or "model" (all models together)
     edges: list[float]  # time bin edges of the ratio series, one more than the bins
     ratios: list[RatioSeries]  # in the order of ``users``; empty when no ratio priced anything
@@ -165,7 +147,7 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
 
     total_charged, total_actual = sum(charged), sum(consumed)
     by_bias = sorted(
-        (UserBias(table.users[u], count[u], charged[u], consumed[u], charged[u] / total_charged if total_charged else 0.0,
+        (UserCalibration(table.users[u], count[u], charged[u], consumed[u], charged[u] / total_charged if total_charged else 0.0,
                   consumed[u] / total_actual if total_actual else 0.0) for u in range(users) if count[u]),
         key=lambda x: -abs(math.log(x.bias)) if x.bias else -math.inf)
     series = []

@@ -99,9 +99,11 @@ class EventTable:
         self.idle_resets = array("q")
         self.user_dispatches: list[array] = []  # per user code: its dispatch event indices
         self.user_waited: list[array] = []  # per user code: its total wait after each of its dispatches
-        self.arrive_at = array("q")  # per request code: event index, or -1
-        self.dispatch_at = array("q")
-        self.finish_at = array("q")  # its complete or cancel event
+        # Event indices in int32: a table holds fewer than 2**31 events (a window of a live
+        # stream, or a log of up to hundreds of millions of requests).
+        self.arrive_at = array("i")  # per request code: event index, or -1
+        self.dispatch_at = array("i")
+        self.finish_at = array("i")  # its complete or cancel event
         self.output = array("d")  # per request code: actual output tokens (NaN: unknown)
         self.size = 0
         self._by_name: list[int] = []
@@ -118,7 +120,7 @@ class EventTable:
         same codes, events from ``first_seq`` on."""
         table = EventTable(self.scheduler, first_seq)
         table.users, table.user_code, table.weights = list(self.users), dict(self.user_code), array("d", self.weights)
-        table.user_dispatches = [array("q") for _ in self.users]
+        table.user_dispatches = [array("i") for _ in self.users]
         table.user_waited = [array("d") for _ in self.users]
         return table
 
@@ -137,7 +139,7 @@ class EventTable:
         self.user_code[name] = len(self.users)
         self.users.append(name)
         self.weights.append(weight)
-        self.user_dispatches.append(array("q"))
+        self.user_dispatches.append(array("i"))
         self.user_waited.append(array("d"))
 
     def append(self, batch: EventBatch) -> None:
@@ -149,7 +151,7 @@ class EventTable:
         missing = batch.requests - len(self.arrive_at)
         if missing > 0:
             for column in (self.arrive_at, self.dispatch_at, self.finish_at):
-                column.extend(array("q", [NONE]) * missing)
+                column.extend(array("i", [NONE]) * missing)
             self.output.extend(array("d", [NaN]) * missing)
         self.kind.extend(batch.kind)
         self.user.extend(batch.user)

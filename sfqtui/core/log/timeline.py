@@ -18,7 +18,7 @@ from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
 from sfqtui.core.log.table import EventBatch, EventTable
 
 CHECKPOINT_EVERY = 2048
-CHECKPOINT_BUDGET = 128 << 20  # bytes of per-user state kept in checkpoints
+CHECKPOINT_BUDGET = 96 << 20  # bytes of per-user state kept in checkpoints
 USER_STATE_BYTES = 5 * 8 + 3 * 4  # the per-user arrays of a State
 RECENT_STATES = 4
 
