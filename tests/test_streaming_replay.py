@@ -13,6 +13,7 @@ from typing import Iterator
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
@@ -28,6 +29,7 @@ from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.errors import InputError
 from sfqtui.trace import load
 from sfqtui.trace.chunks import open_trace
+from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.load import load_trace, validate
 from sfqtui.trace.simulate import simulate
 
@@ -271,3 +273,12 @@ def test_a_hash_collision_never_refuses_a_good_file(tmp_path: Path, monkeypatch:
     assert validate(big_trace(tmp_path / "good.parquet"), 1000).rows == BIG
     message = refusal(big_trace(tmp_path / "dup.parquet", request_id={3000: "r2999"}), 1000)
     assert message is not None and "row 3000 (counting from 0): value 'r2999'" in message
+
+
+def test_a_failed_row_group_write_is_raised_and_leaves_no_file(tmp_path: Path) -> None:
+    out = tmp_path / "log.parquet"
+    with pytest.raises(ValueError), EventLogWriter(out, {}) as writer:
+        writer.write(pa.table({"seq": [0, 1]}))
+        writer.write(pa.table({"seq": ["not", "ints"]}))  # the writing thread fails on this one
+        writer.write(pa.table({"seq": [4, 5]}))
+    assert list(tmp_path.iterdir()) == []

@@ -17,9 +17,9 @@ from typing import Sequence
 from sfqtui.core.engine.estimator import SCOPES, UPDATES
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.trace import Trace
-from sfqtui.sweep.runs import Progress, Row, run_in_process
 from sfqtui.sweep.measures import actual_gap_figures
 from sfqtui.sweep.plan import RunSettings
+from sfqtui.sweep.runs import Progress, Row, run_in_process
 
 IN_PROCESS_LIMIT = 200_000
 MIN_CUT = 0.05  # suggest another rule only when it cuts the gap by at least this fraction: smaller cuts are noise
@@ -68,5 +68,5 @@ def suggestion(current: float | None, alternatives: Sequence[Row]) -> Row | None
     measured = [row for row in alternatives if actual_gap(row) is not None]
     if current is None or not measured:
         return None
-    best = min(measured, key=lambda row: actual_gap(row))  # type: ignore[arg-type, return-value]
+    best = min(measured, key=actual_gap)  # type: ignore[arg-type]
     return best if actual_gap(best) <= current * (1 - MIN_CUT) else None  # type: ignore[operator]
