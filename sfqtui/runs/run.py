@@ -29,6 +29,7 @@ class Run:
     metadata: dict[str, Any] = field(default_factory=dict)  # what the source records (settings, quantum, ...)
     loaded: float | None = 0.0
     loading: bool = True
+    started: bool = False  # its loading has begun
     connection: str | None = None  # a live source's connection state
     following: bool = True  # a live run's cursor follows the newest event
     checked: bool = False

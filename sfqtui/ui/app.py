@@ -159,14 +159,16 @@ class SfqApp(App[None]):
     def on_mount(self) -> None:
         self._timer = self.set_interval(1 / TICKS_PER_S, self._tick, pause=True)
         self._chart_timer = self.set_interval(CHART_EVERY_S, self._chart_growing_runs)
-        for run in self.runs:
-            self._start_loading(run)
+        # The leading run loads first, so its events are on screen as soon as they can be;
+        # the others start once it has shown some (or could not open).
+        self._start_loading(self.current)
         if self.lesson is not None:
             self._measure_outcome(self.lesson, self.current.opening.path)
 
     # Loading (workers only post messages)
 
     def _start_loading(self, run: Run) -> None:
+        run.started = True
         if run is self.current:
             self.main.query_one("#progress", ProgressBar).remove_class("-done")
         self._load(run)
@@ -278,6 +280,8 @@ class SfqApp(App[None]):
             return
         first = len(run.table) == 0
         run.append(message.batch, message.checkpoints, message.every, message.fraction)
+        if first and run is self.current:
+            self._start_followers()
         if message.fraction is None and run.following:
             run.cursor.end()
         # Long-lived objects now sit in the table; keep the cyclic collector from walking
@@ -298,16 +302,25 @@ class SfqApp(App[None]):
         if run is None:
             return
         run.loading = False
+        if run is self.current:
+            self._start_followers()  # a source with no events at all
         self._chart(run)
         self._audit(run)
         if run is self.current:
             self.main.query_one("#progress", ProgressBar).add_class("-done")
             self.refresh_views()
 
+    def _start_followers(self) -> None:
+        for run in self.runs[1:]:
+            if run.loading and not run.started:
+                self._start_loading(run)
+
     def on_load_failed(self, message: LoadFailed) -> None:
         run = self._run(message)
         if run is not None:
             run.loading = False
+            if run is self.current:
+                self._start_followers()
             self.notify(message.reason, title="cannot open", severity="error", timeout=30)
 
     def on_analysed(self, message: Analysed) -> None:

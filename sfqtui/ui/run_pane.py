@@ -9,6 +9,8 @@ looks for data elsewhere.
 
 from __future__ import annotations
 
+from heapq import nlargest
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -68,15 +70,14 @@ class PaneShares(TextView):
     def show(self, frame: Frame) -> None:
         s, table = frame.state, frame.table
         total = s.charged_total or 1.0
-        ranked = sorted((u for u in table.users_by_name() if u < len(s.charged) and s.dispatched[u]),
-                        key=s.charged.__getitem__, reverse=True)
+        served = [u for u in table.users_by_name() if u < len(s.charged) and s.dispatched[u]]
         rows = []
-        for u in ranked[:SHARE_ROWS]:
+        for u in nlargest(SHARE_ROWS, served, key=s.charged.__getitem__):
             served, waited = table.waits_until(u, frame.k)
             mean = waited / served if served else None
             rows.append(((table.users[u][:14], f"{s.charged[u] / total:.1%}", f"{s.dispatched[u]:,}", fmt(mean)), ""))
-        if len(ranked) > SHARE_ROWS:
-            rows.append(((f"… {len(ranked) - SHARE_ROWS} more", "", "", ""), "dim"))
+        if len(served) > SHARE_ROWS:
+            rows.append(((f"… {len(served) - SHARE_ROWS} more", "", "", ""), "dim"))
         self.set_text(grid(("user", "share", "sent", "mean wait s"), rows, (False, True, True, True)))
 
 

@@ -29,13 +29,22 @@ class Teacher:
         k = run.cursor.k
         if k < 0:
             return "before the first event: → steps all panes together"
-        return narrate(run.table, run.timeline, k, self.shadow(run))
+        return narrate(run.table, run.timeline, k, self.shadow(run) if _serves_in_order(run) else None)
 
     def order(self, run: Run) -> list[tuple[str, str]] | None:
         """Who is served next and with what, for schedulers that serve in an order (None for
         those that pick by the smallest number, whose meter band already shows it)."""
+        if not _serves_in_order(run):
+            return None
         order = self.shadow(run).at(run.cursor.k).serving_order()
         if order is None:
             return None
         users = run.table.users
         return [(users[user] if isinstance(user, int) else str(user), note) for user, note in order[:ORDER_SHOWN]]
+
+
+def _serves_in_order(run: Run) -> bool:
+    """Schedulers that pick the smallest number (SFQ, VTC) need no shadow: their state is
+    the meter band, rebuilt from the log alone."""
+    traits = run.table.traits
+    return traits is not None and not traits.picks_smallest

@@ -17,7 +17,6 @@ and the interval doubles, so a long log keeps a bounded number of copies.
 from __future__ import annotations
 
 import math
-from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -100,7 +99,7 @@ class Shadow:
                 base_k, base = checkpoint_k, state
                 break
         if not base_k <= self._k <= k:
-            self._current = self._fresh() if base is None else deepcopy(base)
+            self._current = self._fresh() if base is None else base.clone()
             self._k = base_k
         self._advance(k)
         return self._current
@@ -129,7 +128,7 @@ class Shadow:
                 raise
             self._k = k
             if (k + 1) % every == 0 and (not self._checkpoints or self._checkpoints[-1][0] < k):
-                self._checkpoints.append((k, deepcopy(self._current)))
+                self._checkpoints.append((k, self._current.clone()))
                 if len(self._checkpoints) > self.keep:
                     self.every = every = every * 2
                     self._checkpoints = [c for c in self._checkpoints if (c[0] + 1) % every == 0]

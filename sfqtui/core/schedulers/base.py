@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
+from copy import copy
 from typing import Callable, Hashable
 
 CostOf = Callable[[int], float]
@@ -30,6 +31,19 @@ class Scheduler(ABC):
         self._queues: dict[User, deque[int]] = {}
         self.backlogged = 0
         self.offset = 0.0  # what renormalisation has taken out of v and the meters
+
+    def clone(self) -> Scheduler:
+        """An independent copy, much cheaper than deepcopy: queues, dicts, lists and
+        deques are copied one level down (what they hold is immutable: ints, floats,
+        strings, tuples)."""
+        twin = copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, dict):
+                value = {key: deque(item) if isinstance(item, deque) else item for key, item in value.items()}
+            elif isinstance(value, (list, deque)):
+                value = type(value)(value)
+            setattr(twin, name, value)
+        return twin
 
     def weight(self, user: User) -> float:
         return self._weights.get(user, 1.0)
