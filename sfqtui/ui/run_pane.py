@@ -70,14 +70,14 @@ class PaneShares(TextView):
     def show(self, frame: Frame) -> None:
         s, table = frame.state, frame.table
         total = s.charged_total or 1.0
-        served = [u for u in table.users_by_name() if u < len(s.charged) and s.dispatched[u]]
+        sent = [u for u in table.users_by_name() if u < len(s.charged) and s.dispatched[u]]
         rows = []
-        for u in nlargest(SHARE_ROWS, served, key=s.charged.__getitem__):
+        for u in nlargest(SHARE_ROWS, sent, key=s.charged.__getitem__):
             served, waited = table.waits_until(u, frame.k)
             mean = waited / served if served else None
             rows.append(((table.users[u][:14], f"{s.charged[u] / total:.1%}", f"{s.dispatched[u]:,}", fmt(mean)), ""))
-        if len(served) > SHARE_ROWS:
-            rows.append(((f"… {len(served) - SHARE_ROWS} more", "", "", ""), "dim"))
+        if len(sent) > SHARE_ROWS:
+            rows.append(((f"… {len(sent) - SHARE_ROWS} more", "", "", ""), "dim"))
         self.set_text(grid(("user", "share", "sent", "mean wait s"), rows, (False, True, True, True)))
 
 
