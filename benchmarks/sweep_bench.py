@@ -7,6 +7,12 @@ both. The Dask time counts everything the sweep command pays for: starting the c
 sending the trace to both workers, the runs, and closing the cluster. The goal is a
 ratio (Dask / one after another) at or under 0.6 on a 2-core machine.
 
+Run it on an otherwise idle machine. Linux shares the CPUs fairly between sessions
+(autogroups), not between processes: while another session keeps a core busy, the
+workers of this one together get about one core, no more than the single process, and
+the ratio says nothing about Dask. The CPU times printed tell the two apart: the
+workers' CPU time over the single process's is what distributing the runs costs.
+
 Usage: python benchmarks/sweep_bench.py [--requests N] [--users N] [--workers N]
 """
 
@@ -50,8 +56,6 @@ def main() -> None:
     runs = plan_runs({"production": None}, ["sfq", "drr"], [32, 64], ["global", "user"])
     print(f"{len(runs)} runs of {len(trace):,} requests ({args.users} users)")
 
-    # Linux shares CPUs fairly between sessions (autogroups), not processes: while another session
-    # is busy, this one's workers together get about what one process would, and the ratio says little.
     print(f"load average before: {os.getloadavg()[0]:.1f}")
     started = time.perf_counter()
     with dask_client(workers=args.workers) as client:
@@ -68,7 +72,8 @@ def main() -> None:
     started, cpu_before = time.perf_counter(), cpu_seconds()
     in_process = run_in_process(runs, traces, fairness_figures)
     serial_s = time.perf_counter() - started
-    print(f"one after another in this process: {serial_s:.1f} s, {cpu_seconds() - cpu_before:.1f} CPU s")
+    serial_cpu = cpu_seconds() - cpu_before
+    print(f"one after another in this process: {serial_s:.1f} s, {serial_cpu:.1f} CPU s")
 
     failed = [row["error"] for row in on_dask + in_process if row["error"]]
     same = [{k: v for k, v in row.items() if k != "seconds"} for row in on_dask] == \
@@ -78,6 +83,7 @@ def main() -> None:
         print(f"each run {label}: {seconds} s")
     print(f"same rows both ways: {same}; failed runs: {len(failed)}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
+    print(f"CPU time on Dask / in this process: {dask_cpu / serial_cpu:.2f} (what distributing the runs costs)")
     print(f"ratio Dask / one after another: {dask_s / serial_s:.2f} (goal <= 0.6)")
 
 

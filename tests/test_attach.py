@@ -52,6 +52,7 @@ async def test_the_dashboard_follows_a_live_proxy(fake, keys_path: Path, tmp_pat
             status = text_of(app.query_one(StatusLine))
             assert "● live" in status and "following" in status
             assert len(app.table.dispatches) == 5 and set(app.table.users) == {"alice", "bob"}
+            assert app.current.checked and list(app.cursor.violations) == []  # audited as it arrives
             await pilot.press("left")
             assert not app.current.following
             ask(px.url, 1, user="carol")
@@ -95,6 +96,7 @@ async def test_a_gap_is_marked_and_the_state_read_again(fake, keys_path: Path) -
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: len(app.table) and seen(app) == state(px.url)["seq"], "the app to catch up")
             assert app.table.kind[0] == GAP and app.table.first_seq == last  # the state read again is as of the last seq
+            assert not app.current.checked and "audit stopped" in (app.current.audit_failure or "")
             first_held = app.table.first_seq + 1
             await pilot.press("home", "right")
             assert f"before seq {first_held}" in app.query_one("#explain").text

@@ -19,10 +19,12 @@ import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sfqtui.core.analysis.audit import GrowingAudit
 from sfqtui.core.log.table import EventBatch
 from sfqtui.live.ring import gap_event
 from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, Status, proxy_base
 from sfqtui.live.stream_log import StreamLogWriter
+from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.sources import ArrowBatcher
 
 WINDOW = 1_000_000  # events kept in memory
@@ -39,6 +41,8 @@ class Notice:
     state: dict[str, Any] | None = None
     new_users: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)  # every user by code, at the window's start
+    violations: list[int] | None = None  # seqs of the events that break an invariant, found so far
+    audit_stopped: str | None = None  # why the audit of the stream stopped
 
 
 class LiveSource:
@@ -71,6 +75,8 @@ class LiveSource:
         seq = 0  # the seq of the next event to show
         in_window = 0
         last_t = 0.0
+        audit: GrowingAudit | None = GrowingAudit(self.scheduler)
+        found: list[int] = []
         with ExitStack() as files:
             record = files.enter_context(StreamLogWriter(self._record, self.url)) if self._record else None
             self._stream = stream = files.enter_context(EventStream(self.url, self._token))
@@ -80,6 +86,10 @@ class LiveSource:
                 if isinstance(item, Status):
                     yield Notice(connection=item.state, detail=item.detail), None
                 elif isinstance(item, Gap):
+                    if audit is not None:
+                        audit = None  # what was lost cannot be checked, nor what follows it
+                        yield Notice(audit_stopped=f"the stream lost events before seq {item.first_seq}: the audit stopped there; "
+                                                   "record the stream (--record) and run sfqtui check on the log"), None
                     # The proxy's state is as of its seq S: the new window starts there, and
                     # the held events up to S, already in that state, are skipped.
                     snapshot = item.state or {}
@@ -102,6 +112,11 @@ class LiveSource:
                         yield Notice(window=seq, users=list(batcher.names)), None
                     yield batcher.convert(item), None
                     last_t = item["t"][-1].as_py()
+                    if audit is not None:
+                        audit.feed(rows_of(self.scheduler, item))
+                        if audit.violations_so_far() != found:
+                            found = audit.violations_so_far()
+                            yield Notice(violations=found), None
                     seq += item.num_rows
                     in_window += item.num_rows
             yield Notice(connection="closed", detail="the stream ended"), None

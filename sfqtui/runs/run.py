@@ -32,6 +32,7 @@ class Run:
     started: bool = False  # its loading has begun
     connection: str | None = None  # a live source's connection state
     following: bool = True  # a live run's cursor follows the newest event
+    live_violations: list[int] = field(default_factory=list)  # seqs, from a live stream's audit
     checked: bool = False
     audit_failure: str | None = None
 

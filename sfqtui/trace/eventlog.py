@@ -256,7 +256,7 @@ def output_weight_of(metadata: dict[str, Any]) -> float | None:
 def log_rows(df: pl.DataFrame) -> LogRows:
     """The core's LogRows for one scheduler's log."""
     schedulers = df["scheduler"].drop_nulls().unique().to_list()
-    return _rows_of(_only_scheduler(schedulers), df.to_arrow())
+    return rows_of(_only_scheduler(schedulers), df.to_arrow())
 
 
 def iter_log_rows(path: Path | str, batch_rows: int = 1 << 17) -> Iterator[LogRows]:
@@ -273,7 +273,7 @@ def iter_log_rows(path: Path | str, batch_rows: int = 1 << 17) -> Iterator[LogRo
     scheduler = _only_scheduler(sorted(schedulers))
     audited = [c for c in columns if c in _AUDITED]
     return (
-        _rows_of(scheduler, batch)
+        rows_of(scheduler, batch)
         for group in range(parquet.num_row_groups)
         # One reader per row group: a reader over the whole file keeps memory for every row
         # group it has read until it is dropped (pyarrow 26), so the whole log would add up.
@@ -287,7 +287,7 @@ def _only_scheduler(schedulers: Sequence[str]) -> str:
     return schedulers[0]
 
 
-def _rows_of(scheduler: str, events: pa.Table | pa.RecordBatch) -> LogRows:
+def rows_of(scheduler: str, events: pa.Table | pa.RecordBatch) -> LogRows:
     """LogRows of a table or batch of log rows, each audited column as a list (nulls as None)."""
 
     def column(name: str) -> list | None:

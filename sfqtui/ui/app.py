@@ -36,7 +36,7 @@ from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import (Analysed, ChartReady, ConnectionChanged, EventsLoaded, LoadFailed, LoadFinished, Opened, OutcomeMeasured,
-                               RunMessage, WindowStarted)
+                               LiveAudit, RunMessage, WindowStarted)
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
 from sfqtui.ui.palette import palette_commands
 from sfqtui.ui.shares import SharesPanel, shares_chart
@@ -202,6 +202,8 @@ class SfqApp(App[None]):
         """On the loading thread: what a source that never ends says besides its events."""
         if notice.connection is not None:
             self.post_message(ConnectionChanged(run.key, notice.connection, notice.detail))
+        if notice.violations is not None or notice.audit_stopped is not None:
+            self.post_message(LiveAudit(run.key, notice.violations or [], notice.audit_stopped))
         if notice.window is not None:
             weights = {u["user"]: float(u.get("weight") or 1.0) for u in (notice.state or {}).get("users", [])}
             added = [weights.get(name, 1.0) for name in notice.new_users]
@@ -265,14 +267,35 @@ class SfqApp(App[None]):
         run = self._run(message)
         if run is not None:
             run.connection = message.state
+            if message.state == "live" and run.audit_failure is None:
+                run.checked = True  # audited as it arrives
             if message.state in ("lost", "closed") and message.detail:
                 self.notify(message.detail, title=f"stream {message.state}", severity="warning", timeout=8)
             self.refresh_views()
+
+    def on_live_audit(self, message: LiveAudit) -> None:
+        """A live stream is audited as it arrives: violations so far (by seq), or why the audit stopped."""
+        run = self._run(message)
+        if run is None:
+            return
+        if message.stopped:
+            run.checked, run.audit_failure = False, message.stopped
+            return
+        run.live_violations = message.violations
+        run.checked = True
+        self._place_live_violations(run)
+        self.notify(f"{len(message.violations)} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
+
+    @staticmethod
+    def _place_live_violations(run: Run) -> None:
+        first = run.table.first_seq
+        run.cursor.violations = [seq - first for seq in run.live_violations if 0 <= seq - first < len(run.table) + 100_000]
 
     def on_window_started(self, message: WindowStarted) -> None:
         run = self._run(message)
         if run is not None:
             run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
+            self._place_live_violations(run)
 
     def on_events_loaded(self, message: EventsLoaded) -> None:
         run = self._run(message)

@@ -85,3 +85,11 @@ class WindowStarted(RunMessage):
     def __init__(self, run: int, first_seq: int, seed: State, new_users: list[str], weights: list[float]) -> None:
         super().__init__(run)
         self.first_seq, self.seed, self.new_users, self.weights = first_seq, seed, new_users, weights
+
+
+class LiveAudit(RunMessage):
+    """A live stream's audit so far: the seqs that break an invariant, or why it stopped."""
+
+    def __init__(self, run: int, violations: list[int], stopped: str | None) -> None:
+        super().__init__(run)
+        self.violations, self.stopped = violations, stopped

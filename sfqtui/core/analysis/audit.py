@@ -137,24 +137,43 @@ def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None) 
     (VTC's completion charge, recorded in the log's metadata; None: not known, the
     default is assumed)."""
     scheduler, chunks = chunks_of(log)
-    scheduler = scheduler or "unknown"
-    structure = StructureRules()
-    rule_sets: list[RuleSet] = [structure]
-    own = _own_rules(scheduler, output_weight)
-    if own is not None:
-        rule_sets.append(own)
+    growing = GrowingAudit(scheduler or "unknown", output_weight)
     for rows in chunks:
-        for rule_set in rule_sets:
-            rule_set.feed(rows)
+        growing.feed(rows)
         del rows  # let this chunk go before the next one is read
-    report = AuditReport(scheduler, structure.rows, len(structure.users - {None}), structure.dispatches)
-    for rule_set in rule_sets:
-        rule_set.finish(report)
-        report.checks += rule_set.checks()
-        report.violation_count += rule_set.findings.count
-        report.violations += rule_set.findings.listed
-    del report.violations[MAX_LISTED:]
-    return report
+    return growing.report()
+
+
+class GrowingAudit:
+    """The audit of a log fed chunk by chunk, also one that is still growing (a live
+    stream): the violations found so far can be read at any time. The 2 c_max bound of
+    §3.2/§3.3 needs whole backlog episodes, so it is checked by ``report``, at the end."""
+
+    def __init__(self, scheduler: str, output_weight: float | None = None) -> None:
+        self.scheduler = scheduler
+        self._structure = StructureRules()
+        own = _own_rules(scheduler, output_weight)
+        self._rule_sets: list[RuleSet] = [self._structure] + ([own] if own is not None else [])
+
+    def feed(self, rows: LogRows) -> None:
+        for rule_set in self._rule_sets:
+            rule_set.feed(rows)
+
+    def violations_so_far(self) -> list[int]:
+        """The seqs of the violations found so far (the first MAX_LISTED of each rule set)."""
+        return sorted({v.seq for rule_set in self._rule_sets for v in rule_set.findings.listed})
+
+    def report(self) -> AuditReport:
+        """Finish the audit (once): the whole-log checks, and every finding."""
+        structure = self._structure
+        report = AuditReport(self.scheduler, structure.rows, len(structure.users - {None}), structure.dispatches)
+        for rule_set in self._rule_sets:
+            rule_set.finish(report)
+            report.checks += rule_set.checks()
+            report.violation_count += rule_set.findings.count
+            report.violations += rule_set.findings.listed
+        del report.violations[MAX_LISTED:]
+        return report
 
 
 def _own_rules(scheduler: str, output_weight: float | None) -> RuleSet | None:
