@@ -25,6 +25,7 @@ class LiveOpening:
 
     can_rerun = False
     is_log = False
+    scheduler = "sfq"  # until the proxy's state says otherwise
 
     def source(self) -> LiveSource:
         return LiveSource(self.url, self.token, self.record, self.window)

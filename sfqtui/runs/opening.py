@@ -43,6 +43,10 @@ class Opening:
         return ReplaySource(loaded, config)
 
     @property
+    def scheduler(self) -> str:
+        return self.config.scheduler
+
+    @property
     def can_rerun(self) -> bool:
         """Only a trace can be replayed under other settings."""
         return not self.is_log

@@ -37,7 +37,7 @@ class Run:
     audit_failure: str | None = None
 
     def __post_init__(self) -> None:
-        self.reset(self.scheduler)
+        self.reset(self.opening.scheduler)  # a saved log names its own when it opens
 
     def reset(self, scheduler: str) -> None:
         """Start over with an empty table (the source said which scheduler it replays)."""

@@ -44,7 +44,8 @@ class Teacher:
 
 
 def _serves_in_order(run: Run) -> bool:
-    """Schedulers that pick the smallest number (SFQ, VTC) need no shadow: their state is
-    the meter band, rebuilt from the log alone."""
+    """Whether a shadow has something to show: schedulers that pick the smallest number
+    (SFQ, VTC) need none, their state is the meter band, rebuilt from the log alone; and
+    before its first events a run has not said its settings (DRR's quantum) yet."""
     traits = run.table.traits
-    return traits is not None and not traits.picks_smallest
+    return traits is not None and not traits.picks_smallest and len(run.table) > 0
