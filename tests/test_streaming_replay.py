@@ -282,3 +282,17 @@ def test_a_failed_row_group_write_is_raised_and_leaves_no_file(tmp_path: Path) -
         writer.write(pa.table({"seq": ["not", "ints"]}))  # the writing thread fails on this one
         writer.write(pa.table({"seq": [4, 5]}))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_service_model_falls_back_to_the_cap_then_the_default_when_output_is_unknown() -> None:
+    """Token columns hold -1 for null: an unknown output is served as its max_tokens, or the default."""
+    from sfqtui.core.engine.service import TokenServiceModel
+    from sfqtui.core.engine.trace import Trace
+
+    model = TokenServiceModel()
+    trace = Trace(request_id=["a", "b", "c"], user=["u", "u", "u"], arrival_s=[0.0, 0.0, 0.0],
+                  input_tokens=[100, 100, None], max_tokens=[400, None, None], output_tokens=[None, None, 10])
+    a, b, c = model.times(trace)
+    assert a == model.overhead_s + 100 / model.prefill_tps + 400 / model.decode_tps
+    assert b == model.overhead_s + 100 / model.prefill_tps + model.default_output_tokens / model.decode_tps
+    assert c == model.overhead_s + 10 / model.decode_tps

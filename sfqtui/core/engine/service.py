@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.engine.trace import NULL, Trace
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,13 @@ class TokenServiceModel:
 
     def times(self, trace: Trace) -> list[float]:
         inputs = trace.input_tokens or [0] * len(trace)
-        outputs = trace.output_tokens or [None] * len(trace)
-        caps = trace.max_tokens or [None] * len(trace)
+        outputs = trace.output_tokens or [NULL] * len(trace)
+        caps = trace.max_tokens or [NULL] * len(trace)
         times = []
         for n_in, n_out, cap in zip(inputs, outputs, caps):
-            if n_out is None:
-                n_out = cap if cap is not None else self.default_output_tokens
-            times.append(self.overhead_s + (n_in or 0) / self.prefill_tps + n_out / self.decode_tps)
+            if n_out < 0:  # unknown (NULL): the cap, else the default
+                n_out = cap if cap >= 0 else self.default_output_tokens
+            times.append(self.overhead_s + max(0, n_in) / self.prefill_tps + n_out / self.decode_tps)
         return times
 
     def params(self) -> dict[str, float]:
