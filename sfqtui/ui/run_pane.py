@@ -51,10 +51,9 @@ class QueueOrder(TextView):
     DEFAULT_CSS = "QueueOrder { height: 2; overflow: hidden hidden; color: $text-muted; }"
 
     def show(self, frame: Frame, order: list[tuple[str, str]] | None) -> None:
+        self.display = order is not None
         if order is None:
-            self.display = False
             return
-        self.display = True
         line = Text("next: ", style="dim", no_wrap=False)
         for name, note in order:
             line.append(name, "bold")
@@ -91,6 +90,7 @@ class RunPane(Vertical):
     def __init__(self, run_key: int, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.run_key = run_key
+        self._header = ""
 
     def compose(self) -> ComposeResult:
         yield PaneHead()
@@ -103,12 +103,17 @@ class RunPane(Vertical):
 
     def show(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> None:
         traits = frame.table.traits
-        self.border_title = f"{frame.table.scheduler}: {traits.title}" if traits is not None else frame.table.scheduler
+        title = f"{frame.table.scheduler}: {traits.title}" if traits is not None else frame.table.scheduler
+        if title != self.border_title:  # setting it repaints the whole pane, even to the same text
+            self.border_title = title
         self.query_one(PaneHead).show(frame, narration, differs)
         band = self.query_one(MeterBand)
         band.show(frame)
         self.query_one(MeterHeader).show(frame, band.band_width, band.sort)
         self.query_one(QueueOrder).show(frame, order)
-        self.query_one(EventLogHeader).update(header_for(frame.table))
+        header = header_for(frame.table)
+        if header != self._header:  # a Static's update lays the pane out again
+            self._header = header
+            self.query_one(EventLogHeader).update(header)
         self.query_one(EventLog).show(frame, differs)
         self.query_one(PaneShares).show(frame)
