@@ -103,3 +103,17 @@ async def test_a_lesson_introduces_itself_and_ends_with_its_measured_outcome(tmp
             await pilot.pause(0.05)
         await pilot.press("end")
         assert "outcome, measured" in panel.text and "sfq: shares" in panel.text and "drr:" in panel.text
+
+
+async def test_a_drr_log_the_shadow_cannot_follow_still_steps() -> None:
+    """DRR priced by the estimator: a head priced at a visit may cost otherwise at its
+    dispatch, so the shadow cannot follow; the pane narrates from the log alone."""
+    app = side_by_side("calibration.parquet", "sfq", "drr", slots=8)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        drr = app.runs[1]
+        for _ in range(30):
+            await pilot.press("n")
+        await pilot.press("end", "p", "home", "n")
+        assert "drr with these settings picks" in app.teacher.unfollowable[drr.key]
+        assert app.query_one(f"#pane-{drr.key}", RunPane).query_one(PaneHead).text

@@ -8,16 +8,30 @@ core's DRR holds them. One shadow is kept per run.
 
 from __future__ import annotations
 
+from threading import Lock
+
 from sfqtui.core.analysis.narrate import narrate
-from sfqtui.core.log.shadow import Shadow
+from sfqtui.core.log.shadow import Shadow, ShadowMismatch
+from sfqtui.core.schedulers import Scheduler
 from sfqtui.runs.run import Run
 
 ORDER_SHOWN = 40
 
 
 class Teacher:
+    """Shadows are used from the UI thread and warmed on a worker (``warm``), one at a time."""
+
     def __init__(self) -> None:
         self._shadows: dict[int, Shadow] = {}
+        self._lock = Lock()
+        self.unfollowable: dict[int, str] = {}  # runs whose log the shadow cannot follow, and why
+
+    def warm(self, run: Run) -> None:
+        """Drive the run's shadow through its whole log once (on a worker, after loading),
+        so that its checkpoints are there and a jump anywhere re-drives little."""
+        if self._follows(run):
+            with self._lock:
+                self._at(run, len(run.table) - 1)
 
     def shadow(self, run: Run) -> Shadow:
         shadow = self._shadows.get(run.key)
@@ -29,18 +43,45 @@ class Teacher:
         k = run.cursor.k
         if k < 0:
             return "before the first event: → steps all panes together"
-        return narrate(run.table, run.timeline, k, self.shadow(run) if _serves_in_order(run) else None)
+        if self._follows(run):
+            with self._lock:
+                if self._at(run, k - 1) is not None:
+                    try:
+                        return narrate(run.table, run.timeline, k, self.shadow(run))
+                    except ShadowMismatch as mismatch:
+                        self._unfollowable(run, mismatch)
+        return narrate(run.table, run.timeline, k)
 
     def order(self, run: Run) -> list[tuple[str, str]] | None:
         """Who is served next and with what, for schedulers that serve in an order (None for
         those that pick by the smallest number, whose meter band already shows it)."""
-        if not _serves_in_order(run):
+        if not self._follows(run):
             return None
-        order = self.shadow(run).at(run.cursor.k).serving_order()
+        with self._lock:
+            sched = self._at(run, run.cursor.k)
+            order = sched.serving_order() if sched is not None else None
         if order is None:
             return None
         users = run.table.users
         return [(users[user] if isinstance(user, int) else str(user), note) for user, note in order[:ORDER_SHOWN]]
+
+
+    def _follows(self, run: Run) -> bool:
+        return _serves_in_order(run) and run.key not in self.unfollowable
+
+    def _at(self, run: Run, k: int) -> Scheduler | None:
+        """The shadowed scheduler after event k, or None when the log cannot be followed
+        (DRR priced by the estimator: a head priced at a visit may have cost otherwise at
+        its dispatch; or a gap). A loaded log that cannot be followed is not tried again."""
+        try:
+            return self.shadow(run).at(k)
+        except ShadowMismatch as mismatch:
+            self._unfollowable(run, mismatch)
+            return None
+
+    def _unfollowable(self, run: Run, mismatch: ShadowMismatch) -> None:
+        if not run.loading:  # while loading, the missing piece may still come
+            self.unfollowable[run.key] = str(mismatch)
 
 
 def _serves_in_order(run: Run) -> bool:
