@@ -92,6 +92,8 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
         while not app.checked:
             await pilot.pause(0.1)
         print(f"{label}: audited for invariant violations after {time.perf_counter() - app.launched:.1f} s")
+        await app.workers.wait_for_complete()  # side by side: the shadows warm up after loading
+        print(f"{label}: every worker done after {time.perf_counter() - app.launched:.1f} s")
         rng = random.Random(1)
         app.cursor.goto(str(len(app.table) // 2))
         app.refresh_views()

@@ -211,10 +211,6 @@ class SfqApp(App[None]):
             seed = builder.new_window(seed_from_proxy(notice.state, notice.users) if notice.state else None)
             self.post_message(WindowStarted(run.key, notice.window, seed, notice.new_users, added))
 
-    @work(thread=True, group="shadow")
-    def _warm_shadow(self, run: Run) -> None:
-        self.teacher.warm(run)
-
     @work(thread=True, group="chart")
     def _chart(self, run: Run) -> None:
         """Bin the shares chart over the log loaded so far (it may still be growing)."""
@@ -333,8 +329,6 @@ class SfqApp(App[None]):
             self._start_followers()  # a source with no events at all
         self._chart(run)
         self._audit(run)
-        if self.side_by_side:
-            self._warm_shadow(run)
         if run is self.current:
             self.main.query_one("#progress", ProgressBar).add_class("-done")
             self.refresh_views()

@@ -93,27 +93,23 @@ class RunPane(Vertical):
         self._header = ""
 
     def compose(self) -> ComposeResult:
-        yield PaneHead()
-        yield MeterHeader()
-        yield MeterBand()
-        yield QueueOrder()
-        yield EventLogHeader("")
-        yield EventLog()
-        yield PaneShares()
+        # Kept as attributes: a step draws every pane, and queries would walk the DOM each time.
+        self.head, self.band_header, self.band = PaneHead(), MeterHeader(), MeterBand()
+        self.serving, self.events_header, self.events, self.shares = QueueOrder(), EventLogHeader(""), EventLog(), PaneShares()
+        yield from (self.head, self.band_header, self.band, self.serving, self.events_header, self.events, self.shares)
 
     def show(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> None:
         traits = frame.table.traits
         title = f"{frame.table.scheduler}: {traits.title}" if traits is not None else frame.table.scheduler
         if title != self.border_title:  # setting it repaints the whole pane, even to the same text
             self.border_title = title
-        self.query_one(PaneHead).show(frame, narration, differs)
-        band = self.query_one(MeterBand)
-        band.show(frame)
-        self.query_one(MeterHeader).show(frame, band.band_width, band.sort)
-        self.query_one(QueueOrder).show(frame, order)
+        self.head.show(frame, narration, differs)
+        self.band.show(frame)
+        self.band_header.show(frame, self.band.band_width, self.band.sort)
+        self.serving.show(frame, order)
         header = header_for(frame.table)
         if header != self._header:  # a Static's update lays the pane out again
             self._header = header
-            self.query_one(EventLogHeader).update(header)
-        self.query_one(EventLog).show(frame, differs)
-        self.query_one(PaneShares).show(frame)
+            self.events_header.update(header)
+        self.events.show(frame, differs)
+        self.shares.show(frame)

@@ -38,10 +38,11 @@ class SideBySide(Vertical):
         self._divergences: dict[int, Divergence] = {}
 
     def compose(self) -> ComposeResult:
-        yield DivergenceLine()
+        self._line = DivergenceLine()
+        self._panes = {key: RunPane(key, id=f"pane-{key}") for key in self._keys}
+        yield self._line
         with Horizontal():
-            for key in self._keys:
-                yield RunPane(key, id=f"pane-{key}")
+            yield from self._panes.values()
 
     def _divergence(self, leader: Run, other: Run) -> Divergence:
         found = self._divergences.get(other.key)
@@ -69,9 +70,9 @@ class SideBySide(Vertical):
                         f"{count:,} of {n + 1:,} positions differ so far")
             lines.append(Text(said, style="bold red" if differing[other.key] else "", no_wrap=True, overflow="ellipsis"))
         differing[leader.key] = any(differing.values()) and _at_dispatch(leader, n)
-        self.query_one(DivergenceLine).set_text([Text(" · ").join(lines[:1] + lines[1:])])
+        self._line.set_text([Text(" · ").join(lines)])
         for run in runs:
-            self.query_one(f"#pane-{run.key}", RunPane).show(frame_of(run), narrate(run), differing[run.key], order(run))
+            self._panes[run.key].show(frame_of(run), narrate(run), differing[run.key], order(run))
 
 
 def _at_dispatch(run: Run, n: int) -> bool:

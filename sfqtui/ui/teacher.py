@@ -19,19 +19,12 @@ ORDER_SHOWN = 40
 
 
 class Teacher:
-    """Shadows are used from the UI thread and warmed on a worker (``warm``), one at a time."""
+    """One shadow per run, used by one thread at a time."""
 
     def __init__(self) -> None:
         self._shadows: dict[int, Shadow] = {}
         self._lock = Lock()
         self.unfollowable: dict[int, str] = {}  # runs whose log the shadow cannot follow, and why
-
-    def warm(self, run: Run) -> None:
-        """Drive the run's shadow through its whole log once (on a worker, after loading),
-        so that its checkpoints are there and a jump anywhere re-drives little."""
-        if self._follows(run):
-            with self._lock:
-                self._at(run, len(run.table) - 1)
 
     def shadow(self, run: Run) -> Shadow:
         shadow = self._shadows.get(run.key)
