@@ -124,10 +124,6 @@ class EventTable:
         table.user_waited = [array("d") for _ in self.users]
         return table
 
-    @property
-    def value_name(self) -> str:
-        return self.traits.value_name if self.traits is not None else "meter"
-
     def users_by_name(self) -> list[int]:
         """User codes in name order (kept until new users arrive): a stable sort of this
         by any key breaks ties by name."""

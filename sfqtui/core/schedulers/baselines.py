@@ -42,10 +42,6 @@ class FIFO(Scheduler):
     def reading(self, user: User) -> UserReading:
         return _NO_READING
 
-    def line(self) -> list[tuple[int, User]]:
-        """Waiting requests in the order they will go."""
-        return list(self._line)
-
     def serving_order(self) -> list[tuple[User, str]]:
         return [(user, "") for _req, user in self._line]
 
@@ -84,10 +80,6 @@ class RoundRobin(Scheduler):
 
     def reading(self, user: User) -> UserReading:
         return _NO_READING
-
-    def turn_order(self) -> list[User]:
-        """Backlogged users in the order they will be served."""
-        return list(self._active)
 
     def serving_order(self) -> list[tuple[User, str]]:
         return [(user, f"{len(self._queues[user])} queued") for user in self._active]
