@@ -3,14 +3,17 @@ through `sfqtui proxy`, 100 at a time; prints p50 and p99 latency of each and th
 
 The fake upstream (tests/fake_upstream.py) and the proxy (`python -m sfqtui proxy`, with
 as many slots as streams, so nothing queues) run as processes of their own; the load
-comes from this process with httpx: each client sends its streams one after another.
+comes from this process, each client sending its streams one after another, with aiohttp
+(the default) or httpx (`--client httpx`). The load shares this machine's cores with
+both servers, and httpx spends about four times aiohttp's CPU per chunk, which shows in
+the proxied figures (three processes busy) more than in the direct ones (two).
 For each stream it measures the time to the first byte and to the last byte, and it
 reports the CPU time the proxy process used per stream, which does not depend on what
 else the machine is doing. The upstream streams its words at a given pace; everything
 shares this machine's cores, so at a fast pace the figures include CPU contention
 (every chunk crosses three Python processes when proxied, two when not).
 
-Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02]
+Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx]
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import aiohttp
 import httpx
+import uvloop
 
 ROOT = Path(__file__).resolve().parents[1]
 USERS = 10
@@ -42,37 +47,71 @@ def start(command: list[str], on_stderr: bool) -> tuple[subprocess.Popen[str], s
     return proc, "http://" + line.split("http://")[1].split()[0]
 
 
-async def one(client: httpx.AsyncClient, url: str, key: str, n: int, words: int) -> tuple[float, float]:
-    """(seconds to the first byte, seconds to the last) of one streamed chat completion."""
-    body = {"model": "m", "stream": True, "max_tokens": 64,
+def _body(n: int, words: int) -> dict[str, object]:
+    return {"model": "m", "stream": True, "max_tokens": 64,
             "messages": [{"role": "user", "content": " ".join(f"w{n}-{k}" for k in range(words - 1))}]}
-    started = time.perf_counter()
-    first = None
-    async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}) as response:
-        response.raise_for_status()
-        async for _ in response.aiter_bytes():
-            first = first or time.perf_counter()
-    return (first or started) - started, time.perf_counter() - started
 
 
-async def measure(url: str, concurrency: int, rounds: int, words: int, pace: float) -> list[tuple[float, float]]:
+class HttpxLoad:
+    def __init__(self, concurrency: int) -> None:
+        # Ten connections per client: httpx's pool does work quadratic in its connections.
+        self.clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=10, max_keepalive_connections=10), timeout=120)
+                        for _ in range(-(-concurrency // 10))]
+
+    async def one(self, n: int, url: str, key: str, words: int) -> tuple[float, float]:
+        """(seconds to the first byte, seconds to the last) of one streamed chat completion."""
+        started = time.perf_counter()
+        first = None
+        client = self.clients[n % len(self.clients)]
+        async with client.stream("POST", f"{url}/v1/chat/completions", json=_body(n, words),
+                                 headers={"authorization": f"Bearer {key}"}) as response:
+            response.raise_for_status()
+            async for _ in response.aiter_bytes():
+                first = first or time.perf_counter()
+        return (first or started) - started, time.perf_counter() - started
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()
+
+
+class AiohttpLoad:
+    def __init__(self, concurrency: int) -> None:
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=120))
+
+    async def one(self, n: int, url: str, key: str, words: int) -> tuple[float, float]:
+        """(seconds to the first byte, seconds to the last) of one streamed chat completion."""
+        started = time.perf_counter()
+        first = None
+        async with self.session.post(f"{url}/v1/chat/completions", json=_body(n, words),
+                                     headers={"authorization": f"Bearer {key}"}) as response:
+            response.raise_for_status()
+            async for _ in response.content.iter_any():
+                first = first or time.perf_counter()
+        return (first or started) - started, time.perf_counter() - started
+
+    async def aclose(self) -> None:
+        await self.session.close()
+
+
+LOADS = {"aiohttp": AiohttpLoad, "httpx": HttpxLoad}
+
+
+async def measure(url: str, concurrency: int, rounds: int, words: int, pace: float, client: str) -> list[tuple[float, float]]:
     """``concurrency`` clients, each sending ``rounds`` streams one after another; their starts are
     spread over one stream's length, so requests arrive steadily rather than in bursts."""
-    # Ten connections per client: httpx's pool does work quadratic in its connections.
-    clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=10, max_keepalive_connections=10), timeout=120)
-               for _ in range(-(-concurrency // 10))]
+    load = LOADS[client](concurrency)
     latencies: list[tuple[float, float]] = []
 
     async def worker(n: int) -> None:
-        client, key = clients[n % len(clients)], f"bench-key-{n % USERS}"
-        await one(client, url, key, -n, words)  # warm up: open the connection
+        key = f"bench-key-{n % USERS}"
+        await load.one(-n, url, key, words)  # warm up: open the connection
         await asyncio.sleep(random.uniform(0, pace * (words + 2)))
         for r in range(rounds):
-            latencies.append(await one(client, url, key, r * concurrency + n, words))
+            latencies.append(await load.one(r * concurrency + n, url, key, words))
 
     await asyncio.gather(*(worker(n) for n in range(concurrency)))
-    for client in clients:
-        await client.aclose()
+    await load.aclose()
     return latencies
 
 
@@ -92,8 +131,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--words", type=int, default=16, help="streamed words per answer")
     parser.add_argument("--paces", type=float, nargs="+", default=[0.1, 0.05, 0.02], help="seconds between streamed words upstream")
+    parser.add_argument("--client", choices=sorted(LOADS), default="aiohttp", help="the load generator's HTTP client")
     args = parser.parse_args()
-    print(f"{args.concurrency} clients streaming at once, {args.rounds} streams each, {args.words} words (+2 chunks) per stream")
+    print(f"{args.concurrency} clients streaming at once ({args.client}), {args.rounds} streams each, {args.words} words (+2 chunks) per stream")
     print(f"{'pace':>8} {'':>8} {'first p50':>10} {'first p99':>10} {'last p50':>10} {'last p99':>10}   (ms)")
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp) / "keys.toml"
@@ -103,9 +143,9 @@ def main() -> None:
             proxy, proxy_url = start([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0",
                                       "--slots", str(args.concurrency), "--keys", str(keys)], on_stderr=True)
             try:
-                runs = {"direct": asyncio.run(measure(upstream_url, args.concurrency, args.rounds, args.words, pace))}
+                runs = {"direct": uvloop.run(measure(upstream_url, args.concurrency, args.rounds, args.words, pace, args.client))}
                 proxy_cpu = cpu_seconds(proxy.pid)
-                runs["proxied"] = asyncio.run(measure(proxy_url, args.concurrency, args.rounds, args.words, pace))
+                runs["proxied"] = uvloop.run(measure(proxy_url, args.concurrency, args.rounds, args.words, pace, args.client))
                 proxy_cpu = cpu_seconds(proxy.pid) - proxy_cpu
             finally:
                 for proc in (proxy, upstream):

@@ -4,7 +4,7 @@ Answers are deterministic: the answer to a prompt is "echo: <prompt>", one outpu
 per word (cut at max_tokens), and usage counts them. Markers in the prompt choose a
 behaviour: ``[fail500]`` an HTTP 500, ``[hang]`` no answer for a minute (or until the
 client leaves), ``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two
-chunks.
+chunks, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
 ``FakeUpstream`` keeps what it was sent and how many streams were closed early.
 """
 
@@ -88,7 +88,8 @@ class FakeUpstream:
             return JSONResponse({"id": rid, "object": "chat.completion" if chat else "text_completion", "created": 0,
                                  "model": body.get("model", MODEL), "choices": [choice], "usage": usage})
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return StreamingResponse(self._chunks(rid, body, chat, words, usage if include_usage else None, prompt), media_type="text/event-stream")
+        chunks = self._chunks(rid, body, chat, words, usage if include_usage else None, prompt)
+        return StreamingResponse(_ragged(chunks) if "[ragged]" in prompt else chunks, media_type="text/event-stream")
 
     async def _chunks(self, rid: str, body: dict[str, Any], chat: bool, words: list[str], usage: dict[str, int] | None, prompt: str) -> AsyncIterator[bytes]:
         kind = "chat.completion.chunk" if chat else "text_completion"
@@ -120,6 +121,15 @@ class FakeUpstream:
         finally:
             if not finished and "[cut]" not in prompt:
                 self.closed_early[prompt] += 1
+
+
+async def _ragged(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The stream with \r\n line ends, cut into pieces of three bytes that leave one by one."""
+    async for chunk in chunks:
+        chunk = chunk.replace(b"\n", b"\r\n")
+        for start in range(0, len(chunk), 3):
+            yield chunk[start:start + 3]
+            await asyncio.sleep(0.0005)
 
 
 class ServerThread:

@@ -136,6 +136,26 @@ async def test_the_ratio_learns_from_actual_output(fake, keys_path: Path) -> Non
     assert costs[0] == 2 + 2.0 * 100 and costs[1] == pytest.approx(2 + 2.0 * 3)
 
 
+@pytest.mark.parametrize("asked", [False, True])
+async def test_a_ragged_stream_is_relayed_whole_and_its_usage_only_when_asked(fake, keys_path: Path, asked: bool) -> None:
+    """The upstream sends \\r\\n line ends three bytes at a time: events are still passed on
+    whole, and the usage chunk (cut across many pieces) is still found, kept or dropped."""
+    upstream, upstream_url = fake
+    prompt = "[ragged] three small words"
+    options = {"stream_options": {"include_usage": True}} if asked else {}
+    with running_proxy(upstream_url, keys_path) as px:
+        client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key=KEY_OF["bob"], max_retries=0)
+        stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}], max_tokens=20,
+                                                      stream=True, **options)
+        chunks = [chunk async for chunk in stream]
+        events = read_events(px.url)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == answer_text({"messages": [{"role": "user", "content": prompt}]})
+    usages = [c.usage for c in chunks if c.usage is not None]
+    assert len(usages) == (1 if asked else 0) and all(not c.choices for c in chunks if c.usage is not None)
+    assert [e["output_tokens"] for e in events if e["kind"] == "complete"] == [len(text.split(" "))]
+
+
 async def test_metrics_cap_user_labels(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, metrics_users=1) as px:

@@ -48,7 +48,7 @@ class Proxy:
         self.metrics = ProxyMetrics(settings.metrics_users, self.state)
         self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
                                      sinks=(self._publish, self.metrics.see))
-        self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s, settings.slots)
+        self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s)
         self.recorder = None
         if settings.record is not None:
             metadata = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,

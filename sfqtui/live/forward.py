@@ -14,30 +14,28 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, TypeVar
 
-import httpx
-from httpx_sse import EventSource
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from sfqtui.live.dispatcher import Stage, Ticket
 from sfqtui.live.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
-from sfqtui.live.sse import frame
-from sfqtui.live.upstream import UpstreamError, UpstreamReply, upstream_error
+from sfqtui.live.sse import EMPTY_LINES, WholeEvents, data_of, events_of
+from sfqtui.live.upstream import FAILURES, UpstreamError, UpstreamReply, upstream_error
 
 if TYPE_CHECKING:
     from sfqtui.live.app import Proxy
 
 T = TypeVar("T")
-# A chunk that may carry usage; a match inside a string value is impossible (its quotes
-# would be escaped), so only these chunks need parsing.
-USAGE_OBJECT = re.compile(r'"usage"\s*:\s*\{')
+# An event that may carry usage; a match inside a string value is impossible (its quotes
+# would be escaped), so only these events need parsing.
+USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
 # Nobody reads the answer to a client that left; nginx's code says so in the access log.
 CLIENT_GONE = 499
 
 
 class ClientGone(Exception):
-    """The client disconnected before its answer started."""
+    """The client disconnected."""
 
 
 class Aborted(Exception):
@@ -60,10 +58,6 @@ def _usage_of(body: bytes) -> dict[str, Any] | None:
 def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
     value = None if usage is None else usage.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _is_event_stream(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").partition(";")[0].strip() == "text/event-stream"
 
 
 def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
@@ -89,6 +83,8 @@ class Exchange:
         self.usage: dict[str, Any] | None = None
         self._interruption: type[Exception] | None = None
         self._timeout: asyncio.Timeout | None = None
+        self._streaming = False
+        self._watcher: asyncio.Future[None] | None = None
         self._ended = False
 
     def abort(self) -> None:
@@ -96,13 +92,23 @@ class Exchange:
         self._interrupt(Aborted)
 
     def _interrupt(self, reason: type[Exception]) -> None:
-        self._interruption = self._interruption or reason
+        if self._interruption is not None:
+            return
+        self._interruption = reason
         if self._timeout is not None:
             self._timeout.reschedule(asyncio.get_running_loop().time())
+        elif self._streaming and self.reply is not None:
+            self.reply.interrupt(reason())
 
-    def _client_left(self, watcher: asyncio.Task[None]) -> None:
+    def _client_left(self, watcher: asyncio.Future[None]) -> None:
         if not watcher.cancelled() and watcher.exception() is None:
             self._interrupt(ClientGone)
+
+    def _stop_watching(self) -> None:
+        if self._watcher is not None:
+            self._watcher.remove_done_callback(self._client_left)
+            self._watcher.cancel()
+            self._watcher = None
 
     async def _interruptible(self, awaitable: Awaitable[T]) -> T:
         """The awaitable's result, unless the client leaves (ClientGone) or shutdown gives up
@@ -123,10 +129,9 @@ class Exchange:
 
     async def run(self, path: str, payload: bytes, stream: bool) -> Response:
         """Wait for a slot, send upstream, and answer; a stream is handed to the response, which ends the request."""
-        streaming = False
-        # Until a stream takes over (and watches for itself), a client that leaves interrupts the wait.
-        watcher = asyncio.ensure_future(_until_disconnect(self.request))
-        watcher.add_done_callback(self._client_left)
+        # A client that leaves interrupts whatever the request waits for, until the request ends.
+        self._watcher = asyncio.ensure_future(_until_disconnect(self.request))
+        self._watcher.add_done_callback(self._client_left)
         try:
             if not self.ticket.settled.done():
                 await self._interruptible(asyncio.shield(self.ticket.settled))
@@ -134,73 +139,89 @@ class Exchange:
                 return shutting_down()
             await self._interruptible(self._open(path, payload, stream))
             assert self.reply is not None
-            response = self.reply.response
-            if not _is_event_stream(response) or response.status_code >= 400:
-                body = await self._interruptible(response.aread())
-                if response.status_code >= 500:
-                    raise _upstream_status_error(response.status_code, body)
-                if response.status_code < 300:
+            reply = self.reply
+            if not reply.is_event_stream or reply.status >= 400:
+                body = await self._interruptible(reply.response.read())
+                if reply.status >= 500:
+                    raise _upstream_status_error(reply.status, body)
+                if reply.status < 300:
                     self.usage = _usage_of(body)
-                return Response(body, status_code=response.status_code, media_type=response.headers.get("content-type"))
-            streaming = True
+                return Response(body, status_code=reply.status, media_type=reply.content_type)
+            self._streaming = True
             return RelayedStream(self)
         except ClientGone:
             return Response(status_code=CLIENT_GONE)
         except Aborted:
             return shutting_down()
-        except httpx.HTTPError as exc:
+        except FAILURES as exc:
             failure = upstream_error(exc)
             return error_response(failure.status, failure.message, "upstream_error", failure.code)
         except UpstreamError as failure:
             return error_response(failure.status, failure.message, "upstream_error", failure.code)
         finally:
-            watcher.remove_done_callback(self._client_left)
-            watcher.cancel()
-            if not streaming:
+            if not self._streaming:
                 await self.end()
 
     async def _open(self, path: str, payload: bytes, stream: bool) -> None:
         # Kept as soon as it exists, so that end() closes it whatever interrupts run() next.
         self.reply = await self.proxy.upstreams.open("POST", path, payload, stream)
 
-    def _relayed(self, data: str, id: str, event: str) -> bytes | None:
-        """An upstream stream event as the client gets it: the usage chunk only if the client asked for it."""
-        if USAGE_OBJECT.search(data):
-            try:
-                chunk = json.loads(data)
-            except ValueError:
-                chunk = None
-            if isinstance(chunk, dict) and isinstance(chunk.get("usage"), dict):
-                self.usage = chunk["usage"]
-                if not self.keep_usage:
-                    if not chunk.get("choices"):
-                        return None
-                    del chunk["usage"]
-                    data = json.dumps(chunk, separators=(",", ":"))
-        return frame(data, id=id or None, event=None if event == "message" else event)
+    def _relayed(self, block: bytes) -> bytes:
+        """Whole upstream events as the client gets them: as they came, but the usage chunk
+        only if the client asked for it."""
+        if USAGE_OBJECT.search(block) is None:
+            return block
+        return b"".join(self._event_relayed(event) for event in events_of(block))
+
+    def _event_relayed(self, event: list[bytes]) -> bytes:
+        raw = b"".join(event)
+        if USAGE_OBJECT.search(raw) is None:
+            return raw
+        try:
+            chunk = json.loads(data_of(event))
+        except ValueError:
+            return raw
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("usage"), dict):
+            return raw
+        self.usage = chunk["usage"]
+        if self.keep_usage:
+            return raw
+        if not chunk.get("choices"):
+            return b""
+        del chunk["usage"]
+        fields = [line for line in event if not line.startswith(b"data:") and line not in EMPTY_LINES]
+        return b"".join(fields) + b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
 
     async def relay(self) -> AsyncIterator[bytes]:
-        """The upstream's stream event by event; a failure after the 200 went out becomes an error event."""
+        """The upstream's stream as it arrives, cut at event ends; a failure after the 200 went
+        out becomes an error event."""
         assert self.reply is not None
-        events = EventSource(self.reply.response).aiter_sse()
+        if self._interruption is not None:
+            # It came after the last wait before the stream and before the stream began.
+            self.reply.interrupt(self._interruption())
+        whole = WholeEvents()
         try:
-            while (sse := await self._interruptible(anext(events, None))) is not None:
-                out = self._relayed(sse.data, sse.id, sse.event)
-                if out is not None:
+            async for data in self.reply.response.content.iter_any():
+                out = self._relayed(whole.feed(data))
+                if out:
                     yield out
+            out = self._relayed(whole.rest())
+            if out:
+                yield out
+        except ClientGone:
+            pass
         except Aborted:
             yield error_frame(*SHUTTING_DOWN)
-        except httpx.HTTPError as exc:
+        except FAILURES as exc:
             failure = upstream_error(exc)
             yield error_frame(failure.message, "upstream_error", failure.code)
-        finally:
-            await events.aclose()
 
     async def end(self) -> None:
         """Free the slot (or cancel, if still queued), record, close the upstream response; only the first call acts."""
         if self._ended:
             return
         self._ended = True
+        self._stop_watching()
         self.proxy.live.discard(self)
         ticket = self.ticket
         ran = ticket.stage is Stage.RUNNING
@@ -224,7 +245,10 @@ class Exchange:
 
 
 class RelayedStream(StreamingResponse):
-    """The streamed answer; when it is over (done, failed, or the client went away) the request ends."""
+    """The streamed answer; when it is over (done, failed, or the client went away) the request ends.
+
+    The exchange watches for the client leaving, so this sends without Starlette's own
+    watcher (a task group per stream)."""
 
     def __init__(self, exchange: Exchange) -> None:
         super().__init__(exchange.relay(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
@@ -232,7 +256,10 @@ class RelayedStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             # The relay may be suspended where the client left; closing it runs its own cleanup first.
             await self.body_iterator.aclose()  # type: ignore[attr-defined]

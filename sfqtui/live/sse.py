@@ -1,8 +1,10 @@
-"""Server-Sent Events frames as the proxy writes them (the WHATWG format: field lines, then a blank line)."""
+"""Server-Sent Events as the proxy writes and relays them (the WHATWG format: field lines, then an empty line)."""
 
 from __future__ import annotations
 
 KEEPALIVE = b": keepalive\n\n"
+# A line ends in \n, \r\n or \r; an event ends at an empty line.
+EMPTY_LINES = (b"\n", b"\r\n", b"\r")
 
 
 def frame(data: str, id: int | str | None = None, event: str | None = None) -> bytes:
@@ -15,3 +17,50 @@ def frame(data: str, id: int | str | None = None, event: str | None = None) -> b
     if "\n" in data:
         return (head + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n").encode()
     return f"{head}data: {data}\n\n".encode()
+
+
+def events_of(block: bytes) -> list[list[bytes]]:
+    """The events of whole events' bytes, each as its lines (with their line ends, the empty line last)."""
+    events: list[list[bytes]] = [[]]
+    for line in block.splitlines(keepends=True):
+        events[-1].append(line)
+        if line in EMPTY_LINES:
+            events.append([])
+    return [event for event in events if event]
+
+
+def data_of(event: list[bytes]) -> str:
+    """An event's data: its ``data:`` values (one leading space dropped), joined by newlines."""
+    values = [line[5:].rstrip(b"\r\n") for line in event if line.startswith(b"data:")]
+    return "\n".join((v[1:] if v.startswith(b" ") else v).decode() for v in values)
+
+
+class WholeEvents:
+    """Cuts a stream's bytes, as they arrive, at the end of its last whole event, so that
+    events can be passed on byte for byte without ever splitting one."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """The whole events that ``data`` completes (b"" if none); the rest waits for more."""
+        block = self._pending + data if self._pending else data
+        # Nearly always: a chunk from the upstream is one or more whole events.
+        if block.endswith((b"\n\n", b"\r\n\r\n")):
+            self._pending = b""
+            return block
+        lines = block.splitlines(keepends=True)
+        if block.endswith(b"\r"):
+            lines.pop()  # it may be the first half of \r\n
+        end = position = 0
+        for line in lines:
+            position += len(line)
+            if line in EMPTY_LINES:
+                end = position
+        self._pending = block[end:]
+        return block[:end]
+
+    def rest(self) -> bytes:
+        """What is left when the stream ends: an event that never finished."""
+        rest, self._pending = self._pending, b""
+        return rest
