@@ -4,7 +4,7 @@ Answers are deterministic: the answer to a prompt is "echo: <prompt>", one outpu
 per word (cut at max_tokens), and usage counts them. Markers in the prompt choose a
 behaviour: ``[fail500]`` an HTTP 500, ``[hang]`` no answer for a minute (or until the
 client leaves), ``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two
-chunks, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
+chunks, ``[bad400]`` an HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
 ``FakeUpstream`` keeps what it was sent and how many streams were closed early.
 """
 
@@ -73,6 +73,9 @@ class FakeUpstream:
                 if await request.is_disconnected():
                     return Response(status_code=499)
                 await asyncio.sleep(0.1)
+        if "[bad400]" in prompt:
+            return JSONResponse({"error": {"message": "the fake upstream rejects this request", "type": "invalid_request_error",
+                                           "param": "messages", "code": None}}, status_code=400)
         if "[fail500]" in prompt:
             return JSONResponse({"error": {"message": "the fake upstream failed on purpose", "type": "server_error", "code": None}}, status_code=500)
         chat = request.url.path.endswith("/chat/completions")

@@ -66,6 +66,19 @@ async def test_upstream_500(fake, keys_path: Path, stream: bool) -> None:
     charged_and_kept(events, "r0")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_upstream_4xx_reaches_the_client_as_it_was(fake, keys_path: Path, stream: bool) -> None:
+    _, upstream_url = fake
+    with running_proxy(upstream_url, keys_path) as px:
+        with pytest.raises(openai.BadRequestError) as failed:
+            await client_for(px.url).chat.completions.create(**chat("[bad400] please", stream=stream))
+        assert failed.value.body["param"] == "messages"  # type: ignore[index]
+        assert "rejects this request" in failed.value.message
+        events = read_events(px.url)
+        assert state(px.url)["inflight"] == 0
+    charged_and_kept(events, "r0")
+
+
 async def test_upstream_timeout(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, upstream_timeout_s=0.3) as px:

@@ -112,7 +112,8 @@ class Upstreams:
             # are dropped before servers drop them (vLLM and uvicorn: after 5 s), so a request is
             # never sent on a connection the upstream is closing.
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_IDLE_S)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+            # No cookies: the upstreams are APIs, and a jar would carry one client's cookies to the next.
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     def _order(self) -> list[int]:

@@ -2,44 +2,33 @@
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import Iterable, Sequence, TypeVar
 
-from textual import work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, ProgressBar
-from textual.worker import get_current_worker
 
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.lockstep import MODES, follow
-from sfqtui.core.log.table import EventTable
-from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.errors import InputError
-from sfqtui.runs.audit_job import violations
 from sfqtui.runs.opening import Opening
-from sfqtui.live.source import Notice
-from sfqtui.runs.live import LiveOpening, seed_from_proxy
+from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
-from sfqtui.trace.load import load_trace
 from sfqtui.ui.ask import Ask
 from sfqtui.ui.calibration_view import CalibrationScreen, estimator_twin
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.loading import (Analysed, ChartReady, ConnectionChanged, EventsLoaded, LoadFailed, LoadFinished, Opened, OutcomeMeasured,
-                               LiveAudit, RunMessage, WindowStarted)
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
 from sfqtui.ui.palette import palette_commands
-from sfqtui.ui.shares import SharesPanel, shares_chart
+from sfqtui.ui.runs_app import CHART_EVERY_S, RunsApp
+from sfqtui.ui.shares import SharesPanel
 from sfqtui.ui.side_by_side import SideBySide
 from sfqtui.ui.teacher import Teacher
 from sfqtui.ui.status_line import StatusLine
@@ -47,10 +36,9 @@ from sfqtui.ui.status_line import StatusLine
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
 W = TypeVar("W", bound=Widget)
-CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often
 
 
-class SfqApp(App[None]):
+class SfqApp(RunsApp):
     TITLE = "sfqtui"
     CSS_PATH = Path(__file__).with_name("app.tcss")
     BINDINGS = [
@@ -79,62 +67,15 @@ class SfqApp(App[None]):
 
     def __init__(self, opening: Opening | LiveOpening | Sequence[Opening | LiveOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
                  lesson: Lesson | None = None) -> None:
-        super().__init__()
-        openings = list(opening) if isinstance(opening, Sequence) else [opening]
-        self.runs: list[Run] = [Run(o, title=str(o.path)) for o in openings]
+        super().__init__(list(opening) if isinstance(opening, Sequence) else [opening], autoplay)
         self.lockstep = lockstep
         self.speed = speed
         self.playing = False
-        self._autoplay = autoplay
         self._carry = 0.0
         self.teacher = Teacher()
         self.lesson = lesson
 
-    @property
-    def current(self) -> Run:
-        """The run the views show and the keys move (the others follow it in lockstep)."""
-        return self.runs[0]
-
-    @property
-    def opening(self) -> Opening:
-        return self.current.opening
-
-    @property
-    def table(self) -> EventTable:
-        return self.current.table
-
-    @property
-    def timeline(self) -> Timeline:
-        return self.current.timeline
-
-    @property
-    def cursor(self) -> Cursor:
-        return self.current.cursor
-
-    @property
-    def loading(self) -> bool:
-        """True until every run's log is loaded (or loading failed)."""
-        return any(run.loading for run in self.runs)
-
-    @property
-    def checked(self) -> bool:
-        """True once the current run's log has been audited for invariant violations."""
-        return self.current.checked
-
-    def _run(self, message: RunMessage) -> Run | None:
-        """The run a message is about, if it is still open (a re-run replaces its key)."""
-        return next((run for run in self.runs if run.key == message.run), None)
-
     # Layout
-
-    @property
-    def main(self) -> Screen:
-        """The dashboard's own screen, also while a question or the help is shown over it."""
-        return self.screen_stack[0]
-
-    @property
-    def side_by_side(self) -> bool:
-        return len(self.runs) > 1
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
@@ -158,205 +99,12 @@ class SfqApp(App[None]):
 
     def on_mount(self) -> None:
         self._timer = self.set_interval(1 / TICKS_PER_S, self._tick, pause=True)
-        self._chart_timer = self.set_interval(CHART_EVERY_S, self._chart_growing_runs)
+        self.set_interval(CHART_EVERY_S, self._chart_growing_runs)
         # The leading run loads first, so its events are on screen as soon as they can be;
         # the others start once it has shown some (or could not open).
         self._start_loading(self.current)
         if self.lesson is not None:
             self._measure_outcome(self.lesson, self.current.opening.path)
-
-    # Loading (workers only post messages)
-
-    def _start_loading(self, run: Run) -> None:
-        run.started = True
-        if run is self.current:
-            self.main.query_one("#progress", ProgressBar).remove_class("-done")
-        self._load(run)
-
-    @work(thread=True)
-    def _load(self, run: Run) -> None:
-        worker = get_current_worker()
-        try:
-            source = run.opening.source()
-            self.post_message(Opened(run.key, source.title, source.scheduler, source.metadata))
-            builder = CheckpointBuilder()
-            try:
-                for item, fraction in source.batches():
-                    if worker.is_cancelled or run not in self.runs:
-                        return
-                    if isinstance(item, Notice):
-                        self._notice(run, builder, item)
-                        continue
-                    checkpoints = builder.consume(item)
-                    self.post_message(EventsLoaded(run.key, item, checkpoints, builder.every, fraction))
-            finally:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
-        except (InputError, ValueError) as exc:
-            self.post_message(LoadFailed(run.key, str(exc)))
-            return
-        self.post_message(LoadFinished(run.key))
-
-    def _notice(self, run: Run, builder: CheckpointBuilder, notice: Notice) -> None:
-        """On the loading thread: what a source that never ends says besides its events."""
-        if notice.connection is not None:
-            self.post_message(ConnectionChanged(run.key, notice.connection, notice.detail))
-        if notice.violations is not None or notice.audit_stopped is not None:
-            self.post_message(LiveAudit(run.key, notice.violations or [], notice.audit_stopped))
-        if notice.window is not None:
-            weights = {u["user"]: float(u.get("weight") or 1.0) for u in (notice.state or {}).get("users", [])}
-            added = [weights.get(name, 1.0) for name in notice.new_users]
-            builder.add_users(added)
-            seed = builder.new_window(seed_from_proxy(notice.state, notice.users) if notice.state else None)
-            self.post_message(WindowStarted(run.key, notice.window, seed, notice.new_users, added))
-
-    @work(thread=True, group="chart")
-    def _chart(self, run: Run) -> None:
-        """Bin the shares chart over the log loaded so far (it may still be growing)."""
-        self.post_message(ChartReady(run.key, *shares_chart(run.table)))
-
-    def _chart_growing_runs(self) -> None:
-        for run in self.runs:
-            if run.loading and len(run.table):
-                self._chart(run)
-
-    @work(thread=True, group="audit")
-    def _audit(self, run: Run) -> None:
-        """Once the log is complete: the audit of its invariants, if its scheduler has any."""
-        worker = get_current_worker()
-        traits = REGISTRY.get(run.scheduler)
-        if traits is None or traits.audit is None:
-            self.post_message(Analysed(run.key, [], checked=False))
-            return
-        try:
-            found = violations(run.opening, len(run.table), cancelled=lambda: worker.is_cancelled or run not in self.runs)
-        except (RuntimeError, InputError, ValueError) as exc:
-            self.post_message(Analysed(run.key, [], checked=False, failure=str(exc)))
-            return
-        if found is not None:
-            self.post_message(Analysed(run.key, found, checked=True))
-
-    @work(thread=True, group="lesson")
-    def _measure_outcome(self, lesson: Lesson, trace: Path) -> None:
-        self.post_message(OutcomeMeasured(lesson.outcome(load_trace(trace).trace)))
-
-    def on_outcome_measured(self, message: OutcomeMeasured) -> None:
-        self.main.query_one(LessonPanel).outcome = message.lines
-        self.refresh_views()
-
-    def on_chart_ready(self, message: ChartReady) -> None:
-        if self._run(message) is self.current and self.screen_stack:
-            for panel in self.main.query(SharesPanel):
-                panel.set_chart(message.users, message.edges, message.series)
-            self.refresh_views()
-
-    def on_opened(self, message: Opened) -> None:
-        run = self._run(message)
-        if run is None:
-            return
-        run.reset(message.scheduler)
-        run.title, run.metadata, run.slots = message.title, message.metadata, message.metadata.get("slots")
-        if run is self.current:
-            self.sub_title = message.title
-        if not self.side_by_side and run is self.current:
-            self.main.query_one(EventLog).use(run.table)
-            self.main.query_one(EventLogHeader).update(header_for(run.table))
-
-    def on_connection_changed(self, message: ConnectionChanged) -> None:
-        run = self._run(message)
-        if run is not None:
-            run.connection = message.state
-            if message.state == "live" and run.audit_failure is None:
-                run.checked = True  # audited as it arrives
-            if message.state in ("lost", "closed") and message.detail:
-                self.notify(message.detail, title=f"stream {message.state}", severity="warning", timeout=8)
-            self.refresh_views()
-
-    def on_live_audit(self, message: LiveAudit) -> None:
-        """A live stream is audited as it arrives: violations so far (by seq), or why the audit stopped."""
-        run = self._run(message)
-        if run is None:
-            return
-        if message.stopped:
-            run.checked, run.audit_failure = False, message.stopped
-            return
-        run.live_violations = message.violations
-        run.checked = True
-        self._place_live_violations(run)
-        self.notify(f"{len(message.violations)} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
-
-    @staticmethod
-    def _place_live_violations(run: Run) -> None:
-        first = run.table.first_seq
-        run.cursor.violations = [seq - first for seq in run.live_violations if 0 <= seq - first < len(run.table) + 100_000]
-
-    def on_window_started(self, message: WindowStarted) -> None:
-        run = self._run(message)
-        if run is not None:
-            run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
-            self._place_live_violations(run)
-
-    def on_events_loaded(self, message: EventsLoaded) -> None:
-        run = self._run(message)
-        if run is None:
-            return
-        first = len(run.table) == 0
-        run.append(message.batch, message.checkpoints, message.every, message.fraction)
-        if first and run is self.current:
-            self._start_followers()
-        if message.fraction is None and run.following:
-            run.cursor.end()
-        # Long-lived objects now sit in the table; keep the cyclic collector from walking
-        # them on every full collection (reference counting still frees them).
-        gc.freeze()
-        if run is not self.current or not self.screen_stack:
-            return
-        if message.fraction is not None:
-            self.main.query_one("#progress", ProgressBar).update(progress=message.fraction)
-        for log in self.main.query(EventLog):
-            log.rebuild_rows()
-        self.refresh_views()
-        if first and self._autoplay:
-            self.action_toggle_play()
-
-    def on_load_finished(self, message: LoadFinished) -> None:
-        run = self._run(message)
-        if run is None:
-            return
-        run.loading = False
-        if run is self.current:
-            self._start_followers()  # a source with no events at all
-        self._chart(run)
-        self._audit(run)
-        if run is self.current:
-            self.main.query_one("#progress", ProgressBar).add_class("-done")
-            self.refresh_views()
-
-    def _start_followers(self) -> None:
-        for run in self.runs[1:]:
-            if run.loading and not run.started:
-                self._start_loading(run)
-
-    def on_load_failed(self, message: LoadFailed) -> None:
-        run = self._run(message)
-        if run is not None:
-            run.loading = False
-            if run is self.current:
-                self._start_followers()
-            self.notify(message.reason, title="cannot open", severity="error", timeout=30)
-
-    def on_analysed(self, message: Analysed) -> None:
-        run = self._run(message)
-        if run is None:
-            return
-        run.cursor.violations = message.violations
-        run.checked = message.checked
-        run.audit_failure = message.failure
-        if message.failure:
-            self.notify(message.failure, title="could not check the log's invariants", severity="error", timeout=30)
-        if message.violations:
-            self.notify(f"{len(message.violations)} event(s) break an invariant: x jumps to the next", severity="warning")
 
     # Drawing
 

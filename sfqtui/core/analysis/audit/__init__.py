@@ -1,0 +1,80 @@
+"""`sfqtui check`: verify a log against semantics §3, §4, §9 and the article's §3.1-§3.3.
+
+The log is read once, whole or chunk by chunk, by one rule set per concern: the
+structure every log must have (``structure``), then the scheduler's own rules (``sfq``,
+``drr``, ``vtc``), picked from the registry. A rule set keeps per-user state, the
+requests still queued or running, and what the gap computation needs (per-user
+dispatch histories and backlog episodes, in typed arrays), so its memory does not grow
+with the events it has read.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sfqtui.core.analysis.audit.drr import DRRRules
+from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation
+from sfqtui.core.analysis.audit.sfq import SFQRules
+from sfqtui.core.analysis.audit.structure import StructureRules
+from sfqtui.core.analysis.audit.vtc import VTCRules
+from sfqtui.core.log.rows import LogRows, chunks_of
+from sfqtui.core.schedulers.registry import REGISTRY
+
+__all__ = ["AuditReport", "GrowingAudit", "StructureRules", "Violation", "audit"]
+
+
+def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None) -> AuditReport:
+    """Audit a log given whole or as consecutive chunks (seq continuing across them; the
+    scheduler is the first chunk's). ``output_weight`` is the b the log was made with
+    (VTC's completion charge, recorded in the log's metadata; None: not known, the
+    default is assumed)."""
+    scheduler, chunks = chunks_of(log)
+    growing = GrowingAudit(scheduler or "unknown", output_weight)
+    for rows in chunks:
+        growing.feed(rows)
+        del rows  # let this chunk go before the next one is read
+    return growing.report()
+
+
+class GrowingAudit:
+    """The audit of a log fed chunk by chunk, also one that is still growing (a live
+    stream): the violations found so far can be read at any time. The 2 c_max bound of
+    §3.2/§3.3 needs whole backlog episodes, so it is checked by ``report``, at the end."""
+
+    def __init__(self, scheduler: str, output_weight: float | None = None) -> None:
+        self.scheduler = scheduler
+        self._structure = StructureRules()
+        own = _own_rules(scheduler, output_weight)
+        self._rule_sets: list[RuleSet] = [self._structure] + ([own] if own is not None else [])
+
+    def feed(self, rows: LogRows) -> None:
+        for rule_set in self._rule_sets:
+            rule_set.feed(rows)
+
+    def violations_so_far(self) -> list[int]:
+        """The seqs of the violations found so far (the first MAX_LISTED of each rule set)."""
+        return sorted({v.seq for rule_set in self._rule_sets for v in rule_set.findings.listed})
+
+    def report(self) -> AuditReport:
+        """Finish the audit (once): the whole-log checks, and every finding."""
+        structure = self._structure
+        report = AuditReport(self.scheduler, structure.rows, len(structure.users - {None}), structure.dispatches)
+        for rule_set in self._rule_sets:
+            rule_set.finish(report)
+            report.checks += rule_set.checks()
+            report.violation_count += rule_set.findings.count
+            report.violations += rule_set.findings.listed
+        del report.violations[MAX_LISTED:]
+        return report
+
+
+def _own_rules(scheduler: str, output_weight: float | None) -> RuleSet | None:
+    """The scheduler's own rule set, as the registry names it (None: structure only)."""
+    traits = REGISTRY.get(scheduler)
+    if traits is None or traits.audit is None:
+        return None
+    if traits.audit == "sfq":
+        return SFQRules(traits.reset_join)
+    if traits.audit == "drr":
+        return DRRRules()
+    return VTCRules(output_weight)

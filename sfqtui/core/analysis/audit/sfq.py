@@ -1,0 +1,240 @@
+"""SFQ's rules (semantics §3, the article's §3.1-§3.3), re-derived from the log itself.
+
+Every join, pick, charge and idle reset is re-derived from the log (so tampered meters
+or v are caught); the band invariant of §3.1 is checked; and W_i - W_j is bounded by
+2 c_max over every interval in which j stays backlogged (§3.2 for two backlogged users,
+§3.3 for any i against a backlogged j).
+
+The bound is checked through y_i = C_i - v (C_i: i's cumulative charge c/w). For any
+interval, W_i - W_j = Δy_i - Δy_j, so if every user's y rises by at most c_max over any
+interval and every backlogged user's y drops by at most c_max, the bound holds. Both are
+computed in one pass; exact pairs are computed for the worst candidates and wherever
+the sufficient test fails.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, weight_at
+from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
+from sfqtui.core.log.rows import LogRows
+from sfqtui.core.numbers import fmt
+
+ROUNDING = 1e-9  # relative: see SFQRules._rounding
+TOP_CANDIDATES = 5
+
+
+@dataclass
+class _Backlog:
+    """An SFQ user's backlog episode while it lasts: y's running max and largest drop so far."""
+
+    start: int
+    start_seq: int
+    run_max: float
+    drop: float = 0.0
+
+
+class SFQRules(RuleSet):
+    """§3 (or its reset-join variant): joins, picks, charges and idle resets re-derived;
+    the band invariant of §3.1; the 2 c_max bound of §3.2/§3.3."""
+
+    def __init__(self, reset_join: bool) -> None:
+        super().__init__()
+        self.reset_join = reset_join
+        self.queued: dict[str, int] = {}
+        self.meter: dict[str, float] = {}
+        self.charged: dict[str, float] = {}  # C_i: the user's cumulative charge c/w
+        self.heap: list[tuple[float, str]] = []  # (meter, user) of backlogged users; stale entries skipped
+        self.v = 0.0
+        self.c_max = 0.0
+        self.max_meter = float("-inf")
+        # y = C - v: each user's lowest y so far and largest rise, and its backlog episodes.
+        self.low: dict[str, float] = {}
+        self.rise: dict[str, float] = {}
+        self.backlogs: dict[str, _Backlog] = {}
+        self.episodes = Episodes("q")
+        self.history = DispatchHistory("q")
+        self.upper_margin = Margin()
+        self.lower_margin = Margin()
+
+    def checks(self) -> Checks:
+        join = "S_i <- v" if self.reset_join else "S_i <- max(S_i, v)"
+        return [
+            (("§3.1 (1)",), "§3.1 (1) v never decreases"),
+            (("§3.1 (2)",), "§3.1 (2) every meter <= v + c_max"),
+            (("§3.1 (3)",), "§3.1 (3) every backlogged user's meter >= v"),
+            (("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"), f"§3 join {join}, pick argmin (S_i, id), charge S_i + c/w, idle reset v <- max(v, max S_i)"),
+            (("§3.2/§3.3",), "§3.2/§3.3 W_i - W_j <= 2 c_max while j stays backlogged"),
+        ]
+
+    def _backlogged_min(self) -> tuple[float, str] | None:
+        heap, queued, meter = self.heap, self.queued, self.meter
+        while heap:
+            m, u = heap[0]
+            if queued.get(u, 0) and meter.get(u) == m:
+                return heap[0]
+            heapq.heappop(heap)
+        return None
+
+    def _feed(self, rows: LogRows, first: int) -> None:
+        add = self.findings.add
+        for k, (seq, kind, user, v_row, m_row) in enumerate(zip(rows.seq, rows.kind, rows.user, rows.v, rows.meter)):
+            if v_row is None:
+                add("§3.1 (1)", seq, f"{kind} row has no v")
+                continue
+            if v_row < self.v:
+                add("§3.1 (1)", seq, f"v decreased from {self.v!r} to {v_row!r}")
+            if kind == "idle_reset":
+                self._idle_reset(seq, v_row)
+            elif user is None or m_row is None:
+                if kind in ("arrive", "dispatch", "complete", "cancel"):
+                    add("structure", seq, f"{kind} row without user or meter")
+            elif kind == "arrive":
+                self._arrive(first + k, seq, user, v_row, m_row)
+            elif kind == "dispatch":
+                self._dispatch(first + k, seq, user, v_row, m_row, rows.cost[k], weight_at(rows.weight, k))
+            else:
+                self._other(first + k, seq, kind, user, v_row, m_row)
+
+    def _idle_reset(self, seq: int, v_row: float) -> None:
+        expected = max(self.v, self.max_meter)
+        if self._backlogged_min() is not None:
+            self.findings.add("§3 idle reset", seq, "idle_reset while users are still backlogged")
+        if v_row != expected:
+            self.findings.add("§3 idle reset", seq, f"idle reset set v = {v_row!r}; max(v, max S_i) is {expected!r}")
+        self.v = v_row
+
+    def _arrive(self, position: int, seq: int, user: str, v_row: float, m_row: float) -> None:
+        add = self.findings.add
+        if v_row != self.v:
+            add("§3 join", seq, f"an arrival changed v from {self.v!r} to {v_row!r}")
+        v = self.v = v_row
+        if self.queued.get(user, 0) == 0:
+            previous = self.meter.get(user)
+            expected = v if (self.reset_join or previous is None or previous < v) else previous
+            if m_row != expected:
+                rule = "S_i <- v" if self.reset_join else "max(S_i, v)"
+                add("§3 join", seq, f"{user} joined with meter {m_row!r}; {rule} gives {expected!r}")
+            heapq.heappush(self.heap, (m_row, user))
+            y = self.charged.get(user, 0.0) - v
+            self.backlogs[user] = _Backlog(position, seq, run_max=y)
+            self.low.setdefault(user, y)
+        elif m_row != self.meter.get(user):
+            add("§3 join", seq, f"{user} was already queued but its meter moved to {m_row!r}")
+        self.queued[user] = self.queued.get(user, 0) + 1
+        self.meter[user] = m_row
+        self.max_meter = max(self.max_meter, m_row)
+
+    def _dispatch(self, position: int, seq: int, user: str, v_row: float, m_row: float, cost: float | None, weight: float) -> None:
+        add = self.findings.add
+        if cost is None or not cost > 0:
+            add("§3 charge", seq, f"dispatch with cost {cost!r}; every cost must be > 0")
+            return
+        charge = cost / weight
+        c_max = self.c_max = max(self.c_max, charge)
+        meter = self.meter
+        top = self._backlogged_min()
+        if self.queued.get(user, 0) == 0:
+            add("§3 pick", seq, f"{user} was dispatched with nothing queued")
+        elif top is not None and top != (meter[user], user):
+            add("§3 pick", seq, f"picked {user} at meter {meter[user]!r}; the smallest (S_i, id) was {top[1]} at {top[0]!r}")
+        if v_row != meter.get(user):
+            add("§3 pick", seq, f"the pick set v = {v_row!r}; {user}'s meter was {meter.get(user)!r}")
+        expected = v_row + charge
+        if m_row != expected:
+            add("§3 charge", seq, f"{user}'s meter became {m_row!r}; S_i + c/w = {expected!r}")
+        v_before = self.v
+        v = self.v = v_row
+        left = self.queued[user] = self.queued.get(user, 0) - 1
+        meter[user] = m_row
+        self.max_meter = max(self.max_meter, m_row)
+        self.upper_margin.see(v + c_max - m_row, seq, user, m_row, v)
+        if m_row > v + c_max:
+            add("§3.1 (2)", seq, f"{user}'s meter {m_row!r} > v + c_max = {v + c_max!r}")
+        if left > 0:
+            heapq.heappush(self.heap, (m_row, user))
+        self._charge(position, seq, user, charge, v_before, left)
+        smallest = self._backlogged_min()
+        if smallest is not None:
+            self.lower_margin.see(smallest[0] - v, seq, smallest[1], smallest[0], v)
+            if smallest[0] < v:
+                add("§3.1 (3)", seq, f"backlogged {smallest[1]} has meter {smallest[0]!r} < v = {v!r}")
+
+    def _charge(self, position: int, seq: int, user: str, charge: float, v_before: float, left: int) -> None:
+        """y = C - v around a charge: the low just before it, the high just after."""
+        before = self.charged.get(user, 0.0)
+        after = self.charged[user] = before + charge
+        self.history.add(user, position, after, seq)
+        y_low, y_high = before - v_before, after - self.v
+        if y_low < self.low.get(user, float("inf")):
+            self.low[user] = y_low
+        gain = y_high - self.low[user]
+        if gain > self.rise.get(user, float("-inf")):
+            self.rise[user] = gain
+        backlog = self.backlogs.get(user)
+        if backlog is not None:
+            backlog.drop = max(backlog.drop, backlog.run_max - y_low)
+            backlog.run_max = max(backlog.run_max, y_high)
+            if left == 0:
+                self._close(user, position)
+
+    def _close(self, user: str, position: int) -> None:
+        backlog = self.backlogs.pop(user)
+        self.episodes.add(user, backlog.start, position, backlog.start_seq, backlog.drop)
+
+    def _other(self, position: int, seq: int, kind: str, user: str, v_row: float, m_row: float) -> None:
+        if v_row != self.v:
+            self.findings.add("§3", seq, f"a {kind} changed v from {self.v!r} to {v_row!r}")
+        if m_row != self.meter.get(user):
+            self.findings.add("§3", seq, f"a {kind} changed {user}'s meter to {m_row!r}; only joins and charges move meters")
+        if kind == "cancel":
+            left = self.queued[user] = self.queued.get(user, 0) - 1
+            if left == 0 and user in self.backlogs:
+                self._close(user, position)
+
+    def finish(self, report: AuditReport) -> None:
+        last = self.rows - 1
+        for user, backlog in self.backlogs.items():
+            drop = max(backlog.drop, backlog.run_max - (self.charged.get(user, 0.0) - self.v))
+            self.episodes.add(user, backlog.start, last, backlog.start_seq, drop)
+        self.backlogs.clear()
+        report.c_max = self.c_max
+        report.upper_margin, report.lower_margin = self.upper_margin, self.lower_margin
+        report.worst_gap = self._bound()
+
+    def _rounding(self, i: str, j: str) -> float:
+        """How far float rounding can move W_i - W_j: the cumulative charges are float
+        sums, each off by at most a few units in the last place per addition, so a gap
+        within ROUNDING of the two users' totals over the bound is not a violation."""
+        charges = self.history.charges
+        largest = max((charges[u][1][-1] for u in (i, j) if u in charges and len(charges[u][1])), default=0.0)
+        return ROUNDING * largest
+
+    def _bound(self) -> PairGap | None:
+        """Exact W_i - W_j for the worst candidates and every pair the sufficient test lets through."""
+        limit = 2 * self.c_max
+        rise, episodes = self.rise, self.episodes
+        risers = sorted(rise, key=lambda u: -rise[u])
+        droppers = Ranked(episodes.drop)
+        pairs = {(i, e) for i in risers[:TOP_CANDIDATES] for e in droppers.first(TOP_CANDIDATES)}
+        for i in risers:
+            for e in droppers:
+                if rise[i] + episodes.drop[e] <= limit:
+                    break
+                pairs.add((i, e))
+        worst: PairGap | None = None
+        for i, e in sorted(pairs, key=lambda p: (p[0], episodes.start[p[1]])):
+            behind = episodes.user_of(e)
+            if behind == i:
+                continue
+            found = self.history.gain(i, behind, episodes.start[e], episodes.end[e], episodes.start_label[e])
+            if found is None:
+                continue
+            gap = PairGap(i, behind, int(found.start), int(found.end), found.gain)
+            if worst is None or gap.gap > worst.gap:
+                worst = gap
+            if gap.gap > limit + self._rounding(i, behind):
+                self.findings.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {fmt(gap.gap)} over backlogged {gap.behind} between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {fmt(limit)}")
+        return worst
