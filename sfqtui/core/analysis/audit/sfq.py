@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+from sfqtui.core.analysis.audit.backlogged import smallest_backlogged
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, weight_at
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.log.rows import LogRows
@@ -70,13 +71,7 @@ class SFQRules(RuleSet):
         ]
 
     def _backlogged_min(self) -> tuple[float, str] | None:
-        heap, queued, meter = self.heap, self.queued, self.meter
-        while heap:
-            m, u = heap[0]
-            if queued.get(u, 0) and meter.get(u) == m:
-                return heap[0]
-            heapq.heappop(heap)
-        return None
+        return smallest_backlogged(self.heap, self.queued, self.meter)
 
     def _feed(self, rows: LogRows, first: int) -> None:
         add = self.findings.add

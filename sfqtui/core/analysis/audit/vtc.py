@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 
+from sfqtui.core.analysis.audit.backlogged import smallest_backlogged
 from sfqtui.core.analysis.audit.report import Checks, RuleSet, weight_at
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.rows import LogRows
@@ -42,13 +43,7 @@ class VTCRules(RuleSet):
         ]
 
     def _smallest(self) -> tuple[float, str] | None:
-        heap, queued, counter = self.heap, self.queued, self.counter
-        while heap:
-            c, u = heap[0]
-            if queued.get(u, 0) and counter.get(u) == c:
-                return heap[0]
-            heapq.heappop(heap)
-        return None
+        return smallest_backlogged(self.heap, self.queued, self.counter)
 
     def _feed(self, rows: LogRows, first: int) -> None:
         add = self.findings.add
