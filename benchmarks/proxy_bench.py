@@ -4,14 +4,12 @@ through `sfqtui proxy`, 100 at a time; prints p50 and p99 latency of each and th
 The fake upstream (tests/fake_upstream.py) and the proxy (`python -m sfqtui proxy`, with
 as many slots as streams, so nothing queues) run as processes of their own; the load
 comes from this process, each client sending its streams one after another, with aiohttp
-(the default) or httpx (`--client httpx`). The load shares this machine's cores with
-both servers, and httpx spends about four times aiohttp's CPU per chunk, which shows in
-the proxied figures (three processes busy) more than in the direct ones (two).
-For each stream it measures the time to the first byte and to the last byte, and it
-reports the CPU time the proxy process used per stream, which does not depend on what
-else the machine is doing. The upstream streams its words at a given pace; everything
-shares this machine's cores, so at a fast pace the figures include CPU contention
-(every chunk crosses three Python processes when proxied, two when not).
+(the default) or httpx (`--client httpx`, which spends about four times aiohttp's CPU per
+chunk). For each stream it measures the time to the first byte and to the last byte, and
+it reports the CPU time the proxy process used per stream, which does not depend on what
+else the machine is doing. The upstream streams its words at a given pace. Load, upstream
+and proxy share this machine's cores, so at a fast pace the figures include CPU
+contention: every chunk crosses three Python processes when proxied, two when not.
 
 Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx]
 """

@@ -1,4 +1,7 @@
-"""Export the SVG screenshots used in docs/guide.md and docs/tutorial.md, from the app itself.
+"""Export the SVG screenshots used in docs/guide.md, docs/tutorial.md and docs/proxy.md, from the app itself.
+
+The proxy's picture is of `sfqtui attach` on a real proxy (`sfqtui proxy`, in front of
+the tests' fake upstream, both on loopback) while three users send it requests.
 
 Usage: python docs/make_screenshots.py [OUTPUT_DIR]   (default: docs/img)
 
@@ -9,12 +12,17 @@ rerun it after changing the screen and commit the new images.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+import httpx
 
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
@@ -79,11 +87,63 @@ def _audited(run) -> bool:  # noqa: ANN001
     return traits is not None and traits.audit is not None
 
 
+# Who sends what to the proxy: a user with long answers and a big max_tokens, two with short ones.
+TRAFFIC = {"batch-team": (6, 24, 400), "chat-app": (5, 4, 64), "notebook": (4, 6, 96)}  # requests, words, max_tokens
+LIVE_SHOT = "attach-live.svg"
+
+
+@contextlib.contextmanager
+def _server(command: list[str], url_on_stderr: bool) -> Iterator[str]:
+    """A server process for a ``with`` block; its URL is the first it prints."""
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]
+        if "http://" not in line:
+            raise RuntimeError(f"{command[1:4]} did not start: {line}")
+        yield "http://" + line.split("http://")[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+async def _ask(url: str, user: str, n: int, words: int, max_tokens: int) -> None:
+    body = {"model": "m", "stream": True, "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": " ".join(f"{user}-{n}-{k}" for k in range(words))}]}
+    async with httpx.AsyncClient(timeout=60) as client:
+        async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer key-{user}"}) as answer:
+            async for _ in answer.aiter_bytes():
+                pass
+
+
+async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        keys = Path(tmp) / "keys.toml"
+        keys.write_text("".join(f'[keys."key-{user}"]\nuser = "{user}"\n' for user in TRAFFIC))
+        with _server([sys.executable, "tests/fake_upstream.py", "--chunk-delay", "0.03"], url_on_stderr=False) as upstream, \
+                _server([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream, "--listen", "127.0.0.1:0", "--slots", "2",
+                         "--keys", str(keys)], url_on_stderr=True) as proxy:
+            app = SfqApp(LiveOpening(proxy))
+            async with app.run_test(size=size) as pilot:
+                while app.current.connection != "live":
+                    await pilot.pause(0.05)
+                jobs = [asyncio.create_task(_ask(proxy, user, n, words, cap))
+                        for n in range(max(count for count, _, _ in TRAFFIC.values()))
+                        for user, (count, words, cap) in TRAFFIC.items() if n < count]
+                # Part way: some answered, the rest waiting in their users' queues.
+                while len(app.table.dispatches) < 8:
+                    await pilot.pause(0.05)
+                await pilot.pause(0.3)
+                app.save_screenshot(filename=LIVE_SHOT, path=str(out))
+                await asyncio.gather(*jobs)
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for shot in SHOTS:
         asyncio.run(shoot(out, *shot))
         print(f"wrote {out / shot[0]}")
+    asyncio.run(shoot_live(out))
+    print(f"wrote {out / LIVE_SHOT}")
 
 
 if __name__ == "__main__":

@@ -18,10 +18,10 @@ def test_screenshot_script_exports_every_image(tmp_path: Path) -> None:
 
 
 def test_every_image_is_used_and_every_link_exists() -> None:
-    docs = (ROOT / "docs" / "guide.md").read_text() + (ROOT / "docs" / "tutorial.md").read_text()
+    docs = "".join((ROOT / "docs" / page).read_text() for page in ("guide.md", "tutorial.md", "proxy.md"))
     images = {p.name for p in (ROOT / "docs" / "img").glob("*.svg")}
     for name in images:
-        assert f"img/{name}" in docs, f"{name} is not used in the guide or the tutorial"
+        assert f"img/{name}" in docs, f"{name} is not used in the guide, the tutorial or the proxy's page"
     for linked in re.findall(r"img/([\w.-]+\.svg)", docs):
         assert linked in images, f"{linked} is linked but not in docs/img"
 
