@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.log.shadow import Shadow, ShadowMismatch, charge_between
+from sfqtui.core.log.shadow import LOCAL_KEEP, LOCAL_MIN, Shadow, ShadowMismatch, charge_between
 from sfqtui.core.schedulers import DRR, VTC
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
@@ -72,6 +72,65 @@ def test_seeking_back_replays_at_most_every_events_and_keeps_few_copies() -> Non
         walked_from_the_start = Shadow(table, 100.0).at(k)
         assert isinstance(sought, DRR) and isinstance(walked_from_the_start, DRR)
         assert drr_state(sought, table.users, str) == drr_state(walked_from_the_start, table.users, str), f"event {k}"
+
+
+def test_stepping_back_event_by_event_re_drives_a_fraction_of_the_interval() -> None:
+    run = run_of(TRACES / "heavy-vs-light.parquet", "drr", 4, 100.0)
+    table = run.table
+    shadow = Shadow(table, 100.0, every=1024, keep=2)
+    shadow.at(len(table) - 1)
+    assert shadow.every >= 1024
+    applied: list[int] = []
+    original = shadow._apply
+    shadow._apply = lambda k: (applied.append(k), original(k))  # type: ignore[method-assign]
+    re_drives = []
+    for k in range(len(table) - 2, len(table) - 402, -1):
+        applied.clear()
+        sought = shadow.at(k)
+        re_drives.append(len(applied))
+        if k % 50 == 0:
+            from_the_start = Shadow(table, 100.0).at(k)
+            assert isinstance(sought, DRR) and isinstance(from_the_start, DRR)
+            assert drr_state(sought, table.users, str) == drr_state(from_the_start, table.users, str), f"event {k}"
+    spacing = max(LOCAL_MIN, shadow.every // LOCAL_KEEP)
+    assert max(re_drives) <= shadow.every
+    assert sorted(re_drives)[len(re_drives) // 2] < spacing  # most steps start from a finer copy nearby
+
+
+def test_an_adopted_shadow_seeks_far_without_re_driving_the_log_and_agrees() -> None:
+    run = run_of(TRACES / "heavy-vs-light.parquet", "drr", 4, 100.0)
+    table = run.table
+    view = Shadow(table, 100.0, every=16, keep=8)
+    view.at(40)  # where a view had been
+    warmed = Shadow(table, 100.0, every=16, keep=8)
+    warmed.at(len(table) - 1)
+    view.adopt(warmed)
+    assert view.reach == warmed.reach > 40
+    applied = []
+    original = view._apply
+    view._apply = lambda k: (applied.append(k), original(k))  # type: ignore[method-assign]
+    for k in (len(table) - 1, 41, len(table) // 2):
+        applied.clear()
+        sought = view.at(k)
+        assert len(applied) <= view.every, f"event {k}: re-drove {len(applied)} events"
+        from_the_start = Shadow(table, 100.0).at(k)
+        assert isinstance(sought, DRR) and isinstance(from_the_start, DRR)
+        assert drr_state(sought, table.users, str) == drr_state(from_the_start, table.users, str), f"event {k}"
+    # The warmed shadow's copies were only cloned: it still agrees too.
+    assert drr_state(warmed.at(len(table) - 1), table.users, str) == drr_state(Shadow(table, 100.0).at(len(table) - 1), table.users, str)
+
+
+def test_a_shadow_adopts_only_copies_of_its_own_log_that_reach_further() -> None:
+    run = run_of(TRACES / "heavy-vs-light.parquet", "drr", 4, 100.0)
+    far = Shadow(run.table, 100.0, every=16)
+    far.at(len(run.table) - 1)
+    near = Shadow(run.table, 100.0, every=16)
+    near.at(100)
+    far.adopt(near)
+    assert far.reach > near.reach
+    other_quantum = Shadow(run.table, 50.0, every=16)
+    other_quantum.adopt(far)
+    assert other_quantum.reach == -1
 
 
 @pytest.mark.parametrize("weighted", [False, True])

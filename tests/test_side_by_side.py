@@ -44,6 +44,21 @@ async def test_the_worked_example_steps_sfq_and_drr_dispatch_by_dispatch() -> No
         assert sfq.cursor.dispatch_number == drr.cursor.dispatch_number == 0
 
 
+async def test_a_drr_pane_warms_its_shadow_after_loading_so_a_far_jump_re_drives_little() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        sfq, drr = app.runs
+        shadow = app.teacher.shadow(drr)
+        assert shadow.reach >= len(drr.table) - 1 - shadow.every  # copies over the whole log, though no step went there
+        assert app.teacher.shadow(sfq).reach == -1  # SFQ's pane needs no shadow: nothing warmed
+        await pilot.press("end")
+        order = app.query_one(f"#pane-{drr.key}", RunPane).query_one(QueueOrder).text
+        assert order  # drawn from the adopted copies
+
+
 async def test_lockstep_switches_between_time_and_dispatch() -> None:
     app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="time")
     async with app.run_test(size=SIZE) as pilot:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence, TypeVar
 
+from textual import work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, ProgressBar
+from textual.worker import get_current_worker
 
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.lockstep import MODES, follow
@@ -25,6 +27,7 @@ from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.lesson import LessonPanel
+from sfqtui.ui.loading import ShadowWarmed
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
 from sfqtui.ui.palette import palette_commands
 from sfqtui.ui.runs_app import CHART_EVERY_S, RunsApp
@@ -105,6 +108,24 @@ class SfqApp(RunsApp):
         self._start_loading(self.current)
         if self.lesson is not None:
             self._measure_outcome(self.lesson, self.current.opening.path)
+
+    def run_loaded(self, run: Run) -> None:
+        if self.side_by_side and self.teacher.follows(run):
+            self._warm_shadow(run)
+
+    @work(thread=True, group="shadow")
+    def _warm_shadow(self, run: Run) -> None:
+        """Drive a shadow of the run's scheduler through its whole log, so that the pane's
+        first far jump takes its copies instead of re-driving the log from the start."""
+        worker = get_current_worker()
+        warmed = self.teacher.warmed(run, lambda: worker.is_cancelled or run not in self.runs)
+        if warmed is not None:
+            self.post_message(ShadowWarmed(run.key, warmed))
+
+    def on_shadow_warmed(self, message: ShadowWarmed) -> None:
+        run = self._run(message)
+        if run is not None:
+            self.teacher.adopt(run, message.shadow)
 
     # Drawing
 

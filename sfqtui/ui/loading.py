@@ -11,6 +11,7 @@ from typing import Any
 
 from textual.message import Message
 
+from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.log.timeline import State
 
@@ -60,6 +61,14 @@ class Analysed(RunMessage):
     def __init__(self, run: int, violations: list[int], checked: bool, failure: str | None = None) -> None:
         super().__init__(run)
         self.violations, self.checked, self.failure = violations, checked, failure
+
+
+class ShadowWarmed(RunMessage):
+    """A shadow of the run's scheduler driven through its whole log, whose copies the view's shadow can take."""
+
+    def __init__(self, run: int, shadow: Shadow) -> None:
+        super().__init__(run)
+        self.shadow = shadow
 
 
 class OutcomeMeasured(Message):

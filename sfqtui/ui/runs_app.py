@@ -51,6 +51,9 @@ class RunsApp(App[None]):
     def action_toggle_play(self) -> None:
         raise NotImplementedError
 
+    def run_loaded(self, run: Run) -> None:
+        """Called once a run's log is whole: for work that needs all of it."""
+
     @property
     def current(self) -> Run:
         """The run the views show and the keys move (the others follow it in lockstep)."""
@@ -257,6 +260,7 @@ class RunsApp(App[None]):
             self._start_followers()  # a source with no events at all
         self._chart(run)
         self._audit(run)
+        self.run_loaded(run)
         if run is self.current:
             self.main.query_one("#progress", ProgressBar).add_class("-done")
             self.refresh_views()

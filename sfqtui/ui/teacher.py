@@ -9,6 +9,7 @@ core's DRR holds them. One shadow is kept per run.
 from __future__ import annotations
 
 from threading import Lock
+from typing import Callable
 
 from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
@@ -16,6 +17,7 @@ from sfqtui.core.schedulers import Scheduler
 from sfqtui.runs.run import Run
 
 ORDER_SHOWN = 40
+WARM_STEP = 65_536  # events between checks that the warming is still wanted
 
 
 class Teacher:
@@ -36,7 +38,7 @@ class Teacher:
         k = run.cursor.k
         if k < 0:
             return "before the first event: → steps all panes together"
-        if self._follows(run):
+        if self.follows(run):
             with self._lock:
                 if self._at(run, k - 1) is not None:
                     try:
@@ -48,7 +50,7 @@ class Teacher:
     def order(self, run: Run) -> list[tuple[str, str]] | None:
         """Who is served next and with what, for schedulers that serve in an order (None for
         those that pick by the smallest number, whose meter band already shows it)."""
-        if not self._follows(run):
+        if not self.follows(run):
             return None
         with self._lock:
             sched = self._at(run, run.cursor.k)
@@ -59,8 +61,29 @@ class Teacher:
         return [(users[user] if isinstance(user, int) else str(user), note) for user, note in order[:ORDER_SHOWN]]
 
 
-    def _follows(self, run: Run) -> bool:
+    def follows(self, run: Run) -> bool:
+        """Whether the run's panes show a shadow (and its log has not proved unfollowable)."""
         return _serves_in_order(run) and run.key not in self.unfollowable
+
+    @staticmethod
+    def warmed(run: Run, cancelled: Callable[[], bool]) -> Shadow | None:
+        """On a worker: a shadow driven through the run's whole (loaded) log, for ``adopt``;
+        None if cancelled or if the log cannot be followed (the view finds out why itself)."""
+        shadow = Shadow(run.table, run.metadata.get("quantum"))
+        last = len(run.table) - 1
+        try:
+            for start in range(0, last + 1, WARM_STEP):
+                if cancelled():
+                    return None
+                shadow.at(min(start + WARM_STEP, last))
+        except ShadowMismatch:
+            return None
+        return shadow
+
+    def adopt(self, run: Run, warmed: Shadow) -> None:
+        """Give the run's shadow the copies of one warmed on a worker, so far jumps are quick."""
+        with self._lock:
+            self.shadow(run).adopt(warmed)
 
     def _at(self, run: Run, k: int) -> Scheduler | None:
         """The shadowed scheduler after event k, or None when the log cannot be followed

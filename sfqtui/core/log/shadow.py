@@ -11,7 +11,11 @@ with these settings, and ``ShadowMismatch`` says where.
 
 Deep copies every ``every`` events make ``at(k)`` cost at most ``every`` event
 applications. When more than ``keep`` copies would be held, every other one is dropped
-and the interval doubles, so a long log keeps a bounded number of copies.
+and the interval doubles, so a long log keeps a bounded number of copies. A seek that
+starts again from one of those copies also takes up to ``LOCAL_KEEP`` finer ones on its
+way, kept until the next such seek, so stepping back from there is quick too. A shadow
+driven through a whole log on another thread can hand its copies to the one a view
+uses (``adopt``), so the view's first far jump need not re-drive the log.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from sfqtui.core.schedulers import Scheduler, make_scheduler, traits
 
 SHADOW_EVERY = 256
 SHADOW_KEEP = 128
+LOCAL_KEEP = 16
+LOCAL_MIN = 256  # a re-drive this short takes no finer copies
 
 
 class ShadowMismatch(ValueError):
@@ -61,6 +67,8 @@ class Shadow:
         self._weights: dict[str, float] = {}
         self._users_seen = 0
         self._checkpoints: list[tuple[int, Scheduler]] = []
+        self._local: list[tuple[int, Scheduler]] = []  # finer copies, taken by the last seek that started from a checkpoint
+        self._local_every = 0  # while such a seek runs: the events between its copies
         self._k = -1
         self._current = self._fresh()
         self._watch: list[Look] | None = None
@@ -85,7 +93,7 @@ class Shadow:
                 weighted = True
         self._users_seen = len(table.users)
         if weighted:
-            self._checkpoints = []
+            self._checkpoints, self._local = [], []
             self._k = -1
             self._current = self._fresh()
 
@@ -93,16 +101,37 @@ class Shadow:
         """The scheduler after event k (k = -1: before any event); k is clamped to the loaded events."""
         self._note_new_users()
         k = max(-1, min(k, len(self.table) - 1))
-        base_k, base = -1, None
-        for checkpoint_k, state in reversed(self._checkpoints):
-            if checkpoint_k <= k:
-                base_k, base = checkpoint_k, state
-                break
+        base_k, base = _latest(self._checkpoints, k)
+        local_k, local = _latest(self._local, k)
         if not base_k <= self._k <= k:
-            self._current = self._fresh() if base is None else base.clone()
-            self._k = base_k
-        self._advance(k)
+            if local is not None and local_k > base_k:
+                self._current, self._k = local.clone(), local_k
+            else:
+                self._current = self._fresh() if base is None else base.clone()
+                self._k = base_k
+                if k - base_k > LOCAL_MIN:
+                    self._local, self._local_every = [], max(LOCAL_MIN, (k - base_k) // LOCAL_KEEP)
+        try:
+            self._advance(k)
+        finally:
+            self._local_every = 0
         return self._current
+
+    @property
+    def reach(self) -> int:
+        """The last event with a copy taken after it (-1: none)."""
+        return self._checkpoints[-1][0] if self._checkpoints else -1
+
+    def adopt(self, other: Shadow) -> None:
+        """Take the copies of another shadow of the same log and settings, if they reach
+        further than this one's. The copies are only ever cloned, never changed, so both
+        shadows may hold them; this one starts again from the copy nearest its next seek."""
+        if other.table is not self.table or other.quantum != self.quantum or other.reach <= self.reach:
+            return
+        self._weights, self._users_seen = dict(other._weights), other._users_seen
+        self._checkpoints, self.every = list(other._checkpoints), other.every
+        self._local = []
+        self._current, self._k = self._fresh(), -1
 
     def looks(self, k: int) -> tuple[Look, ...]:
         """The head requests the scheduler priced while making dispatch k, in order; the
@@ -118,7 +147,7 @@ class Shadow:
             self._watch = None
 
     def _advance(self, until: int) -> None:
-        every = self.every
+        every, local_every, start = self.every, self._local_every, self._k
         for k in range(self._k + 1, until + 1):
             try:
                 self._apply(k)
@@ -132,6 +161,8 @@ class Shadow:
                 if len(self._checkpoints) > self.keep:
                     self.every = every = every * 2
                     self._checkpoints = [c for c in self._checkpoints if (c[0] + 1) % every == 0]
+            elif local_every and (k - start) % local_every == 0 and k < until:
+                self._local.append((k, self._current.clone()))
 
     def _apply(self, k: int) -> None:
         table, sched = self.table, self._current
@@ -180,6 +211,14 @@ class Shadow:
         if charge is None:
             raise ShadowMismatch(f"event {k}: no completion charge takes {user}'s counter from {before!r} to {after!r}")
         return charge
+
+
+def _latest(copies: list[tuple[int, Scheduler]], k: int) -> tuple[int, Scheduler | None]:
+    """The copy taken at the latest event at or before k: (its event, it); (-1, None) if none."""
+    for copy_k, state in reversed(copies):
+        if copy_k <= k:
+            return copy_k, state
+    return -1, None
 
 
 def charge_between(before: float, after: float, weight: float) -> float | None:

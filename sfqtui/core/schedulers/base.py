@@ -35,10 +35,13 @@ class Scheduler(ABC):
     def clone(self) -> Scheduler:
         """An independent copy, much cheaper than deepcopy: queues, dicts, lists and
         deques are copied one level down (what they hold is immutable: ints, floats,
-        strings, tuples)."""
+        strings, tuples). Empty queues are left out (a missing queue is an empty one), so
+        a copy's size follows the backlog, not every user ever seen."""
         twin = copy(self)
         for name, value in vars(self).items():
-            if isinstance(value, dict):
+            if value is self._queues:
+                value = {user: deque(queue) for user, queue in value.items() if queue}
+            elif isinstance(value, dict):
                 value = {key: deque(item) if isinstance(item, deque) else item for key, item in value.items()}
             elif isinstance(value, (list, deque)):
                 value = type(value)(value)

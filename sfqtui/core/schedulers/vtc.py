@@ -63,7 +63,7 @@ class VTC(Scheduler):
     def complete(self, req: int, user: User, charge: float) -> UserReading:
         counter = self._counters[user] + charge / self._weights.get(user, 1.0)
         self._counters[user] = counter
-        if self._queues[user]:
+        if self.queued(user):
             heappush(self._heap, (counter, user))
         return None, counter, None
 
