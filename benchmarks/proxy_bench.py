@@ -10,8 +10,10 @@ it reports the CPU time the proxy process used per stream, which does not depend
 else the machine is doing. The upstream streams its words at a given pace. Load, upstream
 and proxy share this machine's cores, so at a fast pace the figures include CPU
 contention: every chunk crosses three Python processes when proxied, two when not.
+With `--pin`, the proxy runs on a core of its own and the load and the upstream share
+the others, as when the proxy has a machine (or cores) of its own.
 
-Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx]
+Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx] [--pin]
 """
 
 from __future__ import annotations
@@ -130,15 +132,24 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=16, help="streamed words per answer")
     parser.add_argument("--paces", type=float, nargs="+", default=[0.1, 0.05, 0.02], help="seconds between streamed words upstream")
     parser.add_argument("--client", choices=sorted(LOADS), default="aiohttp", help="the load generator's HTTP client")
+    parser.add_argument("--pin", action="store_true", help="the proxy on the last core, the load and the upstream on the others")
     args = parser.parse_args()
-    print(f"{args.concurrency} clients streaming at once ({args.client}), {args.rounds} streams each, {args.words} words (+2 chunks) per stream")
+    pin: list[str] = []
+    if args.pin:
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) < 2:
+            raise SystemExit("--pin needs at least two cores")
+        os.sched_setaffinity(0, cores[:-1])  # this process and the upstream it starts
+        pin = ["taskset", "-c", str(cores[-1])]
+    print(f"{args.concurrency} clients streaming at once ({args.client}), {args.rounds} streams each, {args.words} words (+2 chunks) per stream"
+          + (f"; the proxy on core {pin[-1]}, the rest on {sorted(os.sched_getaffinity(0))}" if pin else ""))
     print(f"{'pace':>8} {'':>8} {'first p50':>10} {'first p99':>10} {'last p50':>10} {'last p99':>10}   (ms)")
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp) / "keys.toml"
         keys.write_text("".join(f'[keys."bench-key-{n}"]\nuser = "user{n}"\n' for n in range(USERS)))
         for pace in args.paces:
             upstream, upstream_url = start([sys.executable, "tests/fake_upstream.py", "--chunk-delay", str(pace)], on_stderr=False)
-            proxy, proxy_url = start([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0",
+            proxy, proxy_url = start([*pin, sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0",
                                       "--slots", str(args.concurrency), "--keys", str(keys)], on_stderr=True)
             try:
                 runs = {"direct": uvloop.run(measure(upstream_url, args.concurrency, args.rounds, args.words, pace, args.client))}
