@@ -132,3 +132,14 @@ async def test_a_drr_log_the_shadow_cannot_follow_still_steps() -> None:
         await pilot.press("end", "p", "home", "n")
         assert "drr with these settings picks" in app.teacher.unfollowable[drr.key]
         assert app.query_one(f"#pane-{drr.key}", RunPane).query_one(PaneHead).text
+
+
+async def test_warming_finds_a_log_the_shadow_cannot_follow_before_any_step() -> None:
+    app = side_by_side("calibration.parquet", "sfq", "drr", slots=8)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        drr = app.runs[1]
+        assert drr.cursor.k <= 0
+        assert "drr with these settings picks" in app.teacher.unfollowable[drr.key]

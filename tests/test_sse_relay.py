@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sfqtui.live.sse import WholeEvents, data_of, events_of
+from sfqtui.live.sse import EventTooLong, WholeEvents, data_of, events_of
 
 LINE_ENDS = st.sampled_from([b"\n", b"\r\n", b"\r"])
 FIELD = st.sampled_from([b"data: {\"a\": 1}", b"data:x", b"id: 7", b"event: message", b": comment", b"data: "])
@@ -55,3 +56,13 @@ def test_events_and_their_data() -> None:
     assert events == [[b"id: 1\r\n", b"data: {\"a\":\r\n", b"data:1}\r\n", b"\r\n"], [b": ping\n", b"\n"]]
     assert data_of(events[0]) == '{"a":\n1}'
     assert data_of(events[1]) == ""
+
+
+def test_a_long_event_in_many_pieces_is_cut_once_whole_and_an_endless_one_is_refused() -> None:
+    whole = WholeEvents(limit=10_000)
+    pieces = [b"data: "] + [b"x" * 100] * 50 + [b"\n", b"\n"]
+    out = [whole.feed(p) for p in pieces]
+    assert out[:-1] == [b""] * (len(pieces) - 1) and out[-1] == b"".join(pieces)
+    with pytest.raises(EventTooLong):
+        for _ in range(200):
+            whole.feed(b"data: " + b"y" * 100)

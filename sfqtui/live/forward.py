@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from sfqtui.live.dispatcher import Stage, Ticket
 from sfqtui.live.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
-from sfqtui.live.sse import EMPTY_LINES, WholeEvents, data_of, events_of
+from sfqtui.live.sse import EMPTY_LINES, EventTooLong, WholeEvents, data_of, events_of
 from sfqtui.live.upstream import FAILURES, UpstreamError, UpstreamReply, upstream_error
 
 if TYPE_CHECKING:
@@ -212,6 +212,8 @@ class Exchange:
             pass
         except Aborted:
             yield error_frame(*SHUTTING_DOWN)
+        except EventTooLong as exc:
+            yield error_frame(f"the upstream server sent {exc}", "upstream_error", "upstream_event_too_long")
         except FAILURES as exc:
             failure = upstream_error(exc)
             yield error_frame(failure.message, "upstream_error", failure.code)

@@ -35,32 +35,44 @@ def data_of(event: list[bytes]) -> str:
     return "\n".join((v[1:] if v.startswith(b" ") else v).decode() for v in values)
 
 
+class EventTooLong(ValueError):
+    """An event grew past ``WholeEvents.limit`` bytes without ending."""
+
+
 class WholeEvents:
     """Cuts a stream's bytes, as they arrive, at the end of its last whole event, so that
-    events can be passed on byte for byte without ever splitting one."""
+    events can be passed on byte for byte without ever splitting one. The bytes of an
+    unfinished event are looked at once, however many pieces it comes in."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 16 << 20) -> None:
+        self.limit = limit
         self._pending = b""
+        self._scanned = 0  # the start of the first line of _pending not yet seen whole
 
     def feed(self, data: bytes) -> bytes:
         """The whole events that ``data`` completes (b"" if none); the rest waits for more."""
         block = self._pending + data if self._pending else data
         # Nearly always: a chunk from the upstream is one or more whole events.
         if block.endswith((b"\n\n", b"\r\n\r\n")):
-            self._pending = b""
+            self._pending, self._scanned = b"", 0
             return block
-        lines = block.splitlines(keepends=True)
-        if block.endswith(b"\r"):
-            lines.pop()  # it may be the first half of \r\n
-        end = position = 0
+        if b"\n" not in data and b"\r" not in data:
+            lines = []  # no line ends here: the same unfinished line
+        else:
+            lines = block[self._scanned:].splitlines(keepends=True)
+        if lines and (block.endswith(b"\r") or not lines[-1].endswith((b"\n", b"\r"))):
+            lines.pop()  # unfinished, or it may be the first half of \r\n
+        end, position = 0, self._scanned
         for line in lines:
             position += len(line)
             if line in EMPTY_LINES:
                 end = position
-        self._pending = block[end:]
+        self._pending, self._scanned = block[end:], position - end
+        if len(self._pending) > self.limit:
+            raise EventTooLong(f"an event longer than {self.limit:,} bytes")
         return block[:end]
 
     def rest(self) -> bytes:
         """What is left when the stream ends: an event that never finished."""
-        rest, self._pending = self._pending, b""
+        rest, self._pending, self._scanned = self._pending, b"", 0
         return rest

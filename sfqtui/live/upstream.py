@@ -35,8 +35,6 @@ class UpstreamError(Exception):
 
 def upstream_error(exc: BaseException) -> UpstreamError:
     """What the client hears of a failure talking to the upstream (timeouts: 504, the rest: 502)."""
-    if isinstance(exc, UpstreamError):
-        return exc
     if isinstance(exc, TimeoutError):
         return UpstreamError(504, "upstream_timeout", "the upstream server did not answer in time")
     return UpstreamError(502, "upstream_error", f"the connection to the upstream server failed ({type(exc).__name__})")
@@ -102,7 +100,8 @@ class Upstreams:
         self.bases = [base_url(u) for u in urls]
         self.inflight = [0] * len(self.bases)
         self._turn = 0
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(timeout_s, 10.0), sock_read=timeout_s)
+        connect = min(timeout_s, 10.0)  # name lookup and connection together, then the connection alone
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=connect, sock_connect=connect, sock_read=timeout_s)
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -129,7 +128,8 @@ class Upstreams:
         for index in self._order():
             self.inflight[index] += 1
             try:
-                response = await session.request(method, self.bases[index] + path, data=body, headers=headers)
+                # A redirect is not followed: it would turn a POST into a GET, or send the prompt elsewhere.
+                response = await session.request(method, self.bases[index] + path, data=body, headers=headers, allow_redirects=False)
             except BaseException as exc:
                 self.inflight[index] -= 1
                 if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)):

@@ -16,6 +16,7 @@ from textual.worker import get_current_worker
 
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.lockstep import MODES, follow
+from sfqtui.core.log.shadow import ShadowMismatch
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.live import LiveOpening
@@ -118,13 +119,22 @@ class SfqApp(RunsApp):
         """Drive a shadow of the run's scheduler through its whole log, so that the pane's
         first far jump takes its copies instead of re-driving the log from the start."""
         worker = get_current_worker()
-        warmed = self.teacher.warmed(run, lambda: worker.is_cancelled or run not in self.runs)
+        try:
+            warmed = self.teacher.warmed(run, lambda: worker.is_cancelled or run not in self.runs)
+        except ShadowMismatch as mismatch:
+            self.post_message(ShadowWarmed(run.key, None, mismatch))
+            return
         if warmed is not None:
             self.post_message(ShadowWarmed(run.key, warmed))
 
     def on_shadow_warmed(self, message: ShadowWarmed) -> None:
         run = self._run(message)
-        if run is not None:
+        if run is None:
+            return
+        if message.mismatch is not None:
+            self.teacher.refuse(run, message.mismatch)
+            self.refresh_views()
+        elif message.shadow is not None:
             self.teacher.adopt(run, message.shadow)
 
     # Drawing

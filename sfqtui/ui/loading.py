@@ -11,7 +11,7 @@ from typing import Any
 
 from textual.message import Message
 
-from sfqtui.core.log.shadow import Shadow
+from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.log.timeline import State
 
@@ -64,11 +64,12 @@ class Analysed(RunMessage):
 
 
 class ShadowWarmed(RunMessage):
-    """A shadow of the run's scheduler driven through its whole log, whose copies the view's shadow can take."""
+    """A shadow of the run's scheduler driven through its whole log, whose copies the
+    view's shadow can take; or why the log cannot be followed."""
 
-    def __init__(self, run: int, shadow: Shadow) -> None:
+    def __init__(self, run: int, shadow: Shadow | None, mismatch: ShadowMismatch | None = None) -> None:
         super().__init__(run)
-        self.shadow = shadow
+        self.shadow, self.mismatch = shadow, mismatch
 
 
 class OutcomeMeasured(Message):

@@ -17,7 +17,7 @@ from sfqtui.core.schedulers import Scheduler
 from sfqtui.runs.run import Run
 
 ORDER_SHOWN = 40
-WARM_STEP = 65_536  # events between checks that the warming is still wanted
+WARM_STEP = 16_384  # events between checks that the warming is still wanted
 
 
 class Teacher:
@@ -44,7 +44,7 @@ class Teacher:
                     try:
                         return narrate(run.table, run.timeline, k, self.shadow(run))
                     except ShadowMismatch as mismatch:
-                        self._unfollowable(run, mismatch)
+                        self.refuse(run, mismatch)
         return narrate(run.table, run.timeline, k)
 
     def order(self, run: Run) -> list[tuple[str, str]] | None:
@@ -68,16 +68,13 @@ class Teacher:
     @staticmethod
     def warmed(run: Run, cancelled: Callable[[], bool]) -> Shadow | None:
         """On a worker: a shadow driven through the run's whole (loaded) log, for ``adopt``;
-        None if cancelled or if the log cannot be followed (the view finds out why itself)."""
+        None if cancelled. ShadowMismatch if the log cannot be followed."""
         shadow = Shadow(run.table, run.metadata.get("quantum"))
         last = len(run.table) - 1
-        try:
-            for start in range(0, last + 1, WARM_STEP):
-                if cancelled():
-                    return None
-                shadow.at(min(start + WARM_STEP, last))
-        except ShadowMismatch:
-            return None
+        for start in range(0, last + 1, WARM_STEP):
+            if cancelled():
+                return None
+            shadow.at(min(start + WARM_STEP, last))
         return shadow
 
     def adopt(self, run: Run, warmed: Shadow) -> None:
@@ -92,10 +89,11 @@ class Teacher:
         try:
             return self.shadow(run).at(k)
         except ShadowMismatch as mismatch:
-            self._unfollowable(run, mismatch)
+            self.refuse(run, mismatch)
             return None
 
-    def _unfollowable(self, run: Run, mismatch: ShadowMismatch) -> None:
+    def refuse(self, run: Run, mismatch: ShadowMismatch) -> None:
+        """Note that the run's log cannot be followed (its panes narrate from the log alone)."""
         if not run.loading:  # while loading, the missing piece may still come
             self.unfollowable[run.key] = str(mismatch)
 

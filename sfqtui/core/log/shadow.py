@@ -103,14 +103,15 @@ class Shadow:
         k = max(-1, min(k, len(self.table) - 1))
         base_k, base = _latest(self._checkpoints, k)
         local_k, local = _latest(self._local, k)
-        if not base_k <= self._k <= k:
-            if local is not None and local_k > base_k:
-                self._current, self._k = local.clone(), local_k
-            else:
-                self._current = self._fresh() if base is None else base.clone()
-                self._k = base_k
-                if k - base_k > LOCAL_MIN:
-                    self._local, self._local_every = [], max(LOCAL_MIN, (k - base_k) // LOCAL_KEEP)
+        # Start from whichever is nearest before k: where the shadow is, a finer copy, a copy.
+        here = self._k if self._k <= k else -2
+        if local is not None and local_k > max(here, base_k):
+            self._current, self._k = local.clone(), local_k
+        elif base_k > here:
+            self._current = self._fresh() if base is None else base.clone()
+            self._k = base_k
+            if k - base_k > LOCAL_MIN:
+                self._local, self._local_every = [], max(LOCAL_MIN, (k - base_k) // LOCAL_KEEP)
         try:
             self._advance(k)
         finally:

@@ -28,7 +28,7 @@ class VTC(Scheduler):
         heap, counters, queues = self._heap, self._counters, self._queues
         while heap:
             counter, user = heap[0]
-            if queues[user] and counters[user] == counter:
+            if queues.get(user) and counters[user] == counter:
                 return heap[0]
             heappop(heap)
         return None
