@@ -74,7 +74,7 @@ class TimedApp(SfqApp):
 async def measure(opening: Opening | list[Opening], label: str) -> None:
     with TreePeak(os.getpid()) as memory:
         await _measure(opening, label)
-    print(f"{label}: peak anonymous memory of the process tree (app and audit child) {memory.peak_mb:,.0f} MB")
+    print(f"{label}: peak anonymous memory of the process tree (app and audit child) {memory.peak_mb:,.0f} MB; of the app alone {memory.root_peak_mb:,.0f} MB")
 
 
 async def _measure(opening: Opening | list[Opening], label: str) -> None:

@@ -40,17 +40,20 @@ def tree(pid: int) -> list[int]:
 
 
 class TreePeak:
-    """Samples the summed RssAnon of a process tree every ``interval`` seconds."""
+    """Samples the summed RssAnon of a process tree every ``interval`` seconds (and of its root alone)."""
 
     def __init__(self, pid: int, interval: float = 0.05) -> None:
         self.pid, self.interval = pid, interval
         self.peak_kb = 0
+        self.root_peak_kb = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak_kb = max(self.peak_kb, sum(rss_anon_kb(p) for p in tree(self.pid)))
+            sizes = {p: rss_anon_kb(p) for p in tree(self.pid)}
+            self.peak_kb = max(self.peak_kb, sum(sizes.values()))
+            self.root_peak_kb = max(self.root_peak_kb, sizes.get(self.pid, 0))
             time.sleep(self.interval)
 
     def __enter__(self) -> TreePeak:
@@ -64,6 +67,10 @@ class TreePeak:
     @property
     def peak_mb(self) -> float:
         return self.peak_kb / 1024
+
+    @property
+    def root_peak_mb(self) -> float:
+        return self.root_peak_kb / 1024
 
 
 def run_measured(command: Sequence[str], **kwargs: object) -> tuple[float, float]:
