@@ -19,6 +19,7 @@ from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
 from sfqtui.live.prompt import output_cap, prompt_tokens
 from sfqtui.live.stream import EventStream, Gap, Status
+from sfqtui.live.upstream import base_url
 from sfqtui.trace.load import load_trace
 
 USERS = ("alice", "bob", "carol")
@@ -177,3 +178,11 @@ def test_prompt_tokens_are_approximated_as_documented() -> None:
     assert output_cap({"max_tokens": 50, "n": 2}) == 100
     assert output_cap({"max_completion_tokens": 7, "max_tokens": 50}) == 7
     assert output_cap({"max_tokens": True}) is None
+
+
+def test_upstream_urls_are_taken_with_or_without_v1() -> None:
+    assert base_url("http://gpu-1:8000/v1/") == base_url("http://gpu-1:8000") == "http://gpu-1:8000"
+    assert base_url("https://host/prefix/v1") == "https://host/prefix"
+    assert base_url("http://[::1]:8000/v1?x=1") == "http://[::1]:8000"
+    with pytest.raises(ValueError, match="expected an http"):
+        base_url("ftp://host")
