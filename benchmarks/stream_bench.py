@@ -34,9 +34,9 @@ USERS = 50
 
 async def publish(rate: float) -> None:
     """Serve a proxy and feed its dispatcher ``rate`` events a second (about 4 per request)."""
-    from sfqtui.live.keys import KeyBook
-    from sfqtui.live.server import ProxyServer, listen_socket
-    from sfqtui.live.settings import ProxySettings
+    from sfqtui.proxy.keys import KeyBook
+    from sfqtui.proxy.server import ProxyServer, listen_socket
+    from sfqtui.proxy.settings import ProxySettings
 
     users = [f"user{n:02d}" for n in range(USERS)]
     settings = ProxySettings(upstreams=("http://127.0.0.1:9",), slots=8, keys=KeyBook({f"k{u}": u for u in users}, {}), ring_size=100_000)

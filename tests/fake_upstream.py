@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from sfqtui.live.server import listen_socket
+from sfqtui.proxy.server import listen_socket
 
 MODEL = "fake-model"
 

@@ -12,9 +12,9 @@ import pytest
 from httpx_sse import connect_sse
 
 from fake_upstream import FakeUpstream, ServerThread, fake_server
-from sfqtui.live.keys import load_keys
-from sfqtui.live.server import ProxyServer
-from sfqtui.live.settings import ProxySettings
+from sfqtui.proxy.keys import load_keys
+from sfqtui.proxy.server import ProxyServer
+from sfqtui.proxy.settings import ProxySettings
 
 # Distinctive, so that searching any output for them means something.
 KEYS = {

@@ -36,4 +36,12 @@ def test_import_contracts_hold() -> None:
     lint_imports = Path(sys.executable).with_name("lint-imports")
     result = subprocess.run([str(lint_imports), "--config", "pyproject.toml"], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 3 kept, 0 broken." in result.stdout
+    assert "Contracts: 5 kept, 0 broken." in result.stdout
+
+
+def test_the_proxy_loads_no_dataframes_unless_it_records() -> None:
+    assert loaded_by(["sfqtui.cli.proxy", "sfqtui.proxy.server"], ["polars", "pyarrow", "numpy", "textual", "sfqtui.live"]) == ""
+
+
+def test_the_dashboards_stream_client_never_loads_the_proxy() -> None:
+    assert loaded_by(["sfqtui.live.source", "sfqtui.runs.live"], ["sfqtui.proxy", "starlette", "uvicorn", "aiohttp"]) == ""

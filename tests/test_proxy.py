@@ -17,9 +17,9 @@ from fake_upstream import answer_text, prompt_of
 from proxy_fixtures import KEY_OF, by_request, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
-from sfqtui.live.prompt import output_cap, prompt_tokens
+from sfqtui.proxy.prompt import output_cap, prompt_tokens
 from sfqtui.live.stream import EventStream, Gap, Status
-from sfqtui.live.upstream import base_url
+from sfqtui.proxy.upstream import base_url
 from sfqtui.trace.load import load_trace
 
 USERS = ("alice", "bob", "carol")

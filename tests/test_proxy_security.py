@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, fake, keys_path, read_events, running_proxy, state  # noqa: F401 - fixtures
 from sfqtui.cli.app import app
 from sfqtui.errors import InputError
-from sfqtui.live.keys import load_keys
+from sfqtui.proxy.keys import load_keys
 from sfqtui.live.stream import EventStream, Status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,7 +144,7 @@ def test_bad_options_exit_2_before_serving(keys_path: Path, cli: CliRunner, chan
 
 
 def test_proxy_command_loads_no_ui() -> None:
-    modules = ["sfqtui.cli.proxy", "sfqtui.live.server", "sfqtui.live.stream", "sfqtui.live.stream_log"]
+    modules = ["sfqtui.cli.proxy", "sfqtui.proxy.server", "sfqtui.live.stream", "sfqtui.live.stream_log"]
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print(sorted(m for m in ('textual', 'sfqtui.ui') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert result.stdout.strip() == "[]"

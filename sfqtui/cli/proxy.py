@@ -40,9 +40,9 @@ def proxy(
     Also served: GET /v1/sfq/state and /v1/sfq/events (the live event stream; sfqtui
     attach follows it) and GET /metrics (Prometheus). See docs/proxy.md.
     """
-    from sfqtui.live.keys import load_keys
-    from sfqtui.live.server import ProxyServer, listen_socket, parse_listen
-    from sfqtui.live.settings import ProxySettings
+    from sfqtui.proxy.keys import load_keys
+    from sfqtui.proxy.server import ProxyServer, listen_socket, parse_listen
+    from sfqtui.proxy.settings import ProxySettings
 
     host, port = parse_listen(listen)
     if events_token is not None and not events_token.strip():
@@ -56,7 +56,7 @@ def proxy(
     server = ProxyServer(settings)
     sock = listen_socket(host, port)
     logging.basicConfig(level=logging.WARNING, format="sfqtui proxy: %(message)s")
-    logging.getLogger("sfqtui.live").setLevel(logging.INFO)
+    logging.getLogger("sfqtui.proxy").setLevel(logging.INFO)
     shown_host = f"[{host}]" if ":" in host else host
     typer.echo(f"sfqtui proxy: listening on http://{shown_host}:{sock.getsockname()[1]} ({len(book.users)} users, "
                f"{slots} slot{'s' if slots != 1 else ''}, {len(upstream)} upstream{'s' if len(upstream) != 1 else ''}; "

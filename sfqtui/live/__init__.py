@@ -1,1 +1,1 @@
-"""The live side: an SFQ proxy for OpenAI-compatible servers, its event stream (semantics §8), and the client that follows it."""
+"""The dashboard's side of a live proxy: the client of its event stream (semantics §8), the source the views read, and the recording of what was seen."""

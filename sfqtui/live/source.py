@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from sfqtui.core.analysis.audit import GrowingAudit
 from sfqtui.core.log.table import EventBatch
-from sfqtui.live.ring import gap_event
+from sfqtui.protocol import gap_event
 from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, Status, proxy_base
 from sfqtui.live.stream_log import StreamLogWriter
 from sfqtui.trace.eventlog import rows_of

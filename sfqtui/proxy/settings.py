@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.live.keys import KeyBook
+from sfqtui.proxy.keys import KeyBook
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from sfqtui.live.dispatcher import Stage, Ticket
-from sfqtui.live.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
-from sfqtui.live.sse import EMPTY_LINES, EventTooLong, WholeEvents, data_of, events_of
-from sfqtui.live.upstream import FAILURES, UpstreamError, UpstreamReply, upstream_error
+from sfqtui.proxy.dispatcher import Stage, Ticket
+from sfqtui.proxy.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
+from sfqtui.proxy.sse import EMPTY_LINES, EventTooLong, WholeEvents, data_of, events_of
+from sfqtui.proxy.upstream import FAILURES, UpstreamError, UpstreamReply, upstream_error
 
 if TYPE_CHECKING:
-    from sfqtui.live.app import Proxy
+    from sfqtui.proxy.app import Proxy
 
 T = TypeVar("T")
 # An event that may carry usage; a match inside a string value is impossible (its quotes

@@ -19,7 +19,7 @@ from typing import Any, Callable, Hashable, Iterable
 
 from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.core.schedulers import make_scheduler
-from sfqtui.live.ring import SCHEDULER, Event
+from sfqtui.protocol import SCHEDULER, Event
 
 
 class Closing(Exception):

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-log = logging.getLogger("sfqtui.live")
+log = logging.getLogger("sfqtui.proxy")
 KEEP_IDLE_S = 4.0
 
 

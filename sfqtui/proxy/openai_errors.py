@@ -6,7 +6,7 @@ import json
 
 from starlette.responses import JSONResponse
 
-from sfqtui.live.sse import frame
+from sfqtui.proxy.sse import frame
 
 
 def _error(message: str, type: str, code: str | None) -> dict[str, object]:

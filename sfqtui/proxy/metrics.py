@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from sfqtui.live.dispatcher import Ticket
-from sfqtui.live.ring import Event
+from sfqtui.proxy.dispatcher import Ticket
+from sfqtui.protocol import Event
 
 OTHER = "other"
 WAIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)

@@ -11,19 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 from array import array
-from typing import Any, AsyncIterator
+from typing import AsyncIterator
 
-from sfqtui.live.sse import KEEPALIVE, frame
+from sfqtui.protocol import Event, gap_event
+from sfqtui.proxy.sse import KEEPALIVE, frame
 
-Event = dict[str, Any]
-SCHEDULER = "sfq"
 MAX_FRAMES_PER_WRITE = 4096
-
-
-def gap_event(first_seq: int, t: float | None) -> Event:
-    """The event that stands for what a client can no longer get: seq ``first_seq - 1``."""
-    return {"seq": first_seq - 1, "t": t, "kind": "gap", "scheduler": SCHEDULER, "request_id": None, "user": None,
-            "cost": None, "v": None, "meter": None, "deficit": None, "first_seq": first_seq}
 
 
 class EventRing:

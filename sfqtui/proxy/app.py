@@ -8,7 +8,7 @@ import json
 import logging
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -18,17 +18,20 @@ from starlette.routing import Route
 
 from sfqtui import __version__
 from sfqtui.core.engine.estimator import CostEstimator
-from sfqtui.live.dispatcher import Closing, Dispatcher, Ticket
-from sfqtui.live.forward import CLIENT_GONE, Exchange
-from sfqtui.live.metrics import ProxyMetrics
-from sfqtui.live.openai_errors import bad_request, error_response, shutting_down, unauthorized
-from sfqtui.live.prompt import model_of, output_cap, prompt_tokens
-from sfqtui.live.record import TraceRecorder
-from sfqtui.live.ring import Event, EventRing
-from sfqtui.live.settings import ProxySettings
-from sfqtui.live.upstream import UpstreamError, Upstreams
+from sfqtui.proxy.dispatcher import Closing, Dispatcher, Ticket
+from sfqtui.proxy.forward import CLIENT_GONE, Exchange
+from sfqtui.proxy.metrics import ProxyMetrics
+from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down, unauthorized
+from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
+from sfqtui.protocol import Event
+from sfqtui.proxy.ring import EventRing
+from sfqtui.proxy.settings import ProxySettings
+from sfqtui.proxy.upstream import UpstreamError, Upstreams
 
-log = logging.getLogger("sfqtui.live")
+if TYPE_CHECKING:
+    from sfqtui.proxy.record import TraceRecorder
+
+log = logging.getLogger("sfqtui.proxy")
 COMPLETION_ROUTES = ("/v1/chat/completions", "/v1/completions")
 # How long shutdown waits for aborted requests to wind down before it ends the event stream anyway.
 ABORT_WAIT_S = 5.0
@@ -49,8 +52,10 @@ class Proxy:
         self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
                                      sinks=(self._publish, self.metrics.see))
         self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s)
-        self.recorder = None
+        self.recorder: TraceRecorder | None = None
         if settings.record is not None:
+            from sfqtui.proxy.record import TraceRecorder  # polars and pyarrow load only for a recording
+
             metadata = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
                         "estimator": settings.estimator.as_dict()}
             self.recorder = TraceRecorder(settings.record, metadata, settings.record_every_s)

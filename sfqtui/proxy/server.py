@@ -16,8 +16,8 @@ import socket
 import uvicorn
 
 from sfqtui.errors import InputError
-from sfqtui.live.app import Proxy, create_app
-from sfqtui.live.settings import ProxySettings
+from sfqtui.proxy.app import Proxy, create_app
+from sfqtui.proxy.settings import ProxySettings
 
 # uvicorn cancels what is still running this long after the grace period (a backstop; drain ends everything before).
 BACKSTOP_S = 10.0

@@ -1,0 +1,18 @@
+"""The live stream's shared vocabulary (semantics §8): what an event is, and the gap event.
+
+The proxy (``sfqtui.proxy``), which publishes the stream, and the dashboard's client
+(``sfqtui.live``), which follows it, both speak it; neither imports the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Event = dict[str, Any]
+SCHEDULER = "sfq"
+
+
+def gap_event(first_seq: int, t: float | None) -> Event:
+    """The event that stands for what a client can no longer get: seq ``first_seq - 1``."""
+    return {"seq": first_seq - 1, "t": t, "kind": "gap", "scheduler": SCHEDULER, "request_id": None, "user": None,
+            "cost": None, "v": None, "meter": None, "deficit": None, "first_seq": first_seq}
