@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap")
-ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP = range(len(KINDS))
+# `sync`: a replica raised a user's meter by the charges other replicas made (semantics §11, share sync).
+KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync")
+ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC = range(len(KINDS))
 
 
 # One event: (t, kind code, request index or -1, cost or None, v, meter, deficit, credit).
 EventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None"]
+# One event of a replicated replay: the same, then the replica (-1: none) and the user code (-1: none).
+ReplicaEventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None", int, int]
 
 
 @dataclass
@@ -35,6 +38,8 @@ class EventColumns:
     credit: Sequence[float | None]
     ratio: Sequence[float | None] | None = None
     est_output: Sequence[float | None] | None = None
+    replica: Sequence[int] | None = None
+    user: Sequence[int] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -42,10 +47,13 @@ class EventColumns:
 
 @dataclass
 class EventBuffer:
-    """The engine appends one tuple per event (cheapest in the hot loop); columns come out on demand."""
+    """The engine appends one tuple per event (cheapest in the hot loop); columns come out on demand.
+
+    ``replicated``: the rows are ReplicaEventRows."""
 
     start: int = 0
     rows: list[EventRow] = field(default_factory=list)
+    replicated: bool = False
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -53,7 +61,10 @@ class EventBuffer:
     def columns(self) -> EventColumns:
         rows = self.rows
         t, kind, req, cost, v, meter, deficit, credit = ([row[j] for row in rows] for j in range(8))
-        return EventColumns(self.start, t, kind, req, cost, v, meter, deficit, credit)
+        if not self.replicated:
+            return EventColumns(self.start, t, kind, req, cost, v, meter, deficit, credit)
+        replica, user = ([row[j] for row in rows] for j in (8, 9))  # type: ignore[misc]  # ReplicaEventRows are 10 long
+        return EventColumns(self.start, t, kind, req, cost, v, meter, deficit, credit, replica=replica, user=user)
 
     def drain_columns(self) -> EventColumns:
         """The rows held so far as columns; the buffer starts empty after them."""

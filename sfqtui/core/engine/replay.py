@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Sequence
 from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
+from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.engine.service import TokenServiceModel, service_times
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow
@@ -31,11 +32,15 @@ class ReplayConfig:
     estimator: EstimatorParams = field(default_factory=EstimatorParams)
     service: TokenServiceModel = field(default_factory=TokenServiceModel)
     renormalise_every: int | None = None
+    replicas: ReplicaSettings = ONE_REPLICA
 
     def __post_init__(self) -> None:
-        traits(self.scheduler)
+        found = traits(self.scheduler)
         if self.slots < 1:
             raise ValueError("slots must be >= 1")
+        self.replicas.check(self.slots, self.scheduler, found.virtual_time)
+        if self.replicas.replicated and self.renormalise_every is not None:
+            raise ValueError("--renormalise-every renormalises one scheduler; it is not available with --replicas > 1")
         if self.quantum is not None and not self.quantum > 0:
             raise ValueError("quantum must be > 0")
         if self.renormalise_every is not None and self.renormalise_every < 1:
@@ -148,11 +153,12 @@ class Replay:
         est_output = [pricing.est_output.get(req) if kind == DISPATCH else None for kind, req in zip(columns.kind, columns.req)]
         return replace(columns, ratio=ratio, est_output=est_output)
 
-    def _cost_function(self) -> CostOf:
-        """What a dispatch charges, by request index (the window must hold its first chunk)."""
-        if self.estimator is None:
+    def _cost_function(self, estimator: CostEstimator | None) -> CostOf:
+        """What a dispatch priced by ``estimator`` (None: the cost column) charges, by request
+        index (the window must hold its first chunk)."""
+        if estimator is None:
             return self.window.cost_column()
-        return self.estimator.input_charge if self._complete_charge is not None else self.estimator.cost
+        return estimator.input_charge if self._complete_charge is not None else estimator.cost
 
     def run(self, chunk: int = CHUNK) -> Iterator[int]:
         """Replay to the end, yielding the number of requests arrived every ``chunk`` events."""
@@ -191,7 +197,7 @@ class Replay:
         try:
             arrivals, users, m, next_arrival = enter()
             size = window.size
-            cost_of = self._cost_function()
+            cost_of = self._cost_function(self.estimator)
             next_done = never
             while next_arrival != never or running:
                 now = next_done if next_done <= next_arrival else next_arrival

@@ -28,6 +28,7 @@ class LogRows:
     weight: Sequence[float | None] | None = None
     credit: Sequence[float | None] | None = None
     output_tokens: Sequence[int | None] | None = None  # the actual output, on complete rows
+    replica: Sequence[int | None] | None = None  # a replicated replay's log (semantics §11)
 
     def __len__(self) -> int:
         return len(self.seq)
@@ -51,7 +52,10 @@ def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> Log
     from sfqtui.core.engine.events import COMPLETE, KINDS
 
     names, codes = trace.users, trace.user
-    users = [names[codes[r]] if r >= 0 else None for r in columns.req]
+    if columns.user is not None:  # a replicated replay names users by code (a sync row has no request)
+        users = [names[u] if u >= 0 else None for u in columns.user]
+    else:
+        users = [names[codes[r]] if r >= 0 else None for r in columns.req]
     weight = [trace.weights.get(u, 1.0) if u is not None else None for u in users] if trace.weights else None
     outputs = trace.output_tokens
     output_tokens = None if outputs is None else [
@@ -71,4 +75,5 @@ def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> Log
         weight=weight,
         credit=columns.credit,
         output_tokens=output_tokens,
+        replica=None if columns.replica is None else [None if k < 0 else k for k in columns.replica],
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from heapq import heapify, heappop, heappush
+from typing import Sequence
 
 from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
 
@@ -74,6 +75,30 @@ class SFQ(Scheduler):
 
     def meter(self, user: User) -> float | None:
         return self._meters.get(user)
+
+    def absorb(self, charges: Sequence[tuple[User, float]]) -> list[float]:
+        """Charges (c / w) other replicas made, as a replica under share sync applies them
+        (semantics §11): a backlogged user's meter rises by its charge; any other user first
+        joins as an arrival would (a user never seen starts at v), then is charged. v does
+        not move. Returns each user's new meter, in order."""
+        meters, queues, v = self._meters, self._queues, self.v
+        moved_backlogged = False
+        after = []
+        for user, charge in charges:
+            meter = meters.get(user)
+            if queues.get(user):
+                moved_backlogged = True
+            elif meter is None or meter < v or self.reset_join:
+                meter = v
+            meter += charge  # type: ignore[operator]  # a backlogged user always has a meter
+            meters[user] = meter
+            if meter > self._max_meter:
+                self._max_meter = meter
+            after.append(meter)
+        if moved_backlogged:
+            self._heap = [(meters[user], user) for _, user in self._heap]
+            heapify(self._heap)
+        return after
 
     def idle_reset(self) -> float:
         if self._max_meter > self.v:
