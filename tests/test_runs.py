@@ -17,7 +17,7 @@ from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_e
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.load import load_trace
-from sfqtui.trace.schema import LOG_FORMAT, METADATA_KEY
+from sfqtui.trace.schema import METADATA_KEY, NEWEST_LOG_FORMAT
 from sfqtui.trace.simulate import simulate
 from sfqtui.trace.sources import LogFileSource, ReplaySource
 
@@ -105,10 +105,10 @@ def test_a_log_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     simulate(load_trace(TRACES / "seed-example.parquet"), ReplayConfig("sfq", 1), log)
     newer = tmp_path / "newer.parquet"
     metadata = json.loads(pq.read_schema(log).metadata[METADATA_KEY])
-    _rewrite(log, newer, [], {**metadata, "format": LOG_FORMAT + 1})
+    _rewrite(log, newer, [], {**metadata, "format": NEWEST_LOG_FORMAT + 1})
     for command in (["check", str(newer)], ["replay", str(newer)]):
         result = CliRunner().invoke(cli, command)
         assert result.exit_code == 2, (command, result.output)
-        assert f"log format {LOG_FORMAT + 1}" in result.output and "upgrade sfqtui" in result.output
+        assert f"log format {NEWEST_LOG_FORMAT + 1}" in result.output and "upgrade sfqtui" in result.output
     with pytest.raises(Exception, match="upgrade sfqtui"):
         LogFileSource(newer)

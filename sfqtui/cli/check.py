@@ -6,14 +6,16 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import refuses_bad_input
-from sfqtui.core.analysis.audit import AuditReport, audit
+from sfqtui.core.analysis.audit import AuditReport, Replicas, audit
+from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.numbers import fmt
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 
 
-def render(report: AuditReport, path: Path) -> str:
+def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = None) -> str:
+    made = f" ({replicas.describe()})" if replicas is not None and replicas.replicated else ""
     lines = [
-        f"{path}: {report.scheduler} log, {report.events:,} events, {report.dispatches:,} dispatches, "
+        f"{path}: {report.scheduler} log{made}, {report.events:,} events, {report.dispatches:,} dispatches, "
         f"{report.users:,} users" + (f", c_max {fmt(report.c_max)}" if report.c_max else "")
     ]
     for rules, text in report.checks:
@@ -27,8 +29,9 @@ def render(report: AuditReport, path: Path) -> str:
         lines.append(f"  closest to v from above: seq {m.seq}: {m.detail} (slack {fmt(m.slack)})")
     if report.worst_gap is not None:
         g = report.worst_gap
+        where = "" if g.replica is None else f" on replica {g.replica}"
         lines.append(
-            f"  worst W_i - W_j found: {g.user} gained {fmt(g.gap)} over backlogged {g.behind} "
+            f"  worst W_i - W_j found{where}: {g.user} gained {fmt(g.gap)} over backlogged {g.behind} "
             f"from seq {g.start_seq} to seq {g.end_seq} (bound 2 c_max = {fmt(2 * report.c_max)})"
         )
     if report.ok:
@@ -44,10 +47,16 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     """Verify LOG: seq and time order, each request's life, and for SFQ logs every join,
     pick, charge and idle reset, the band invariant of §3.1 and the 2 c_max bound of
     §3.2/§3.3. For DRR logs: deficits and credits. For VTC logs: every join, pick and
-    charge of §9. The log is read in batches. Exits 1 on any violation.
+    charge of §9. A log of several replicas (semantics §11): the router and each
+    replica's slots, then those rules on each replica under share none, each replica's
+    rules and every sync row under share sync (docs/semantics.md), the whole log under
+    share global. The log is read in batches. Exits 1 on any violation.
     """
     metadata, _columns, _scheduler = read_log_schema(log)
-    report = audit(iter_log_rows(log), output_weight=output_weight_of(metadata))
-    typer.echo(render(report, log))
+    replicas = ReplicaSettings.from_metadata(metadata.get("replicas"))
+    slots = metadata.get("slots")
+    report = audit(iter_log_rows(log), output_weight=output_weight_of(metadata),
+                   replicas=Replicas(replicas, slots if isinstance(slots, int) else None))
+    typer.echo(render(report, log, replicas))
     if not report.ok:
         raise typer.Exit(1)

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import ReplayChoices, with_replicated_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
@@ -35,7 +35,7 @@ def _table(report: FairnessReport) -> Table:
 
 
 @refuses_bad_input
-@with_replay_options
+@with_replicated_replay_options
 def compare(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers to compare.")] = "sfq,drr,fifo,rr",

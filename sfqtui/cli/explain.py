@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import ReplayChoices, with_replicated_replay_options
 from sfqtui.cli.simulate import SchedulerName
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
@@ -132,7 +132,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
 
 
 @refuses_bad_input
-@with_replay_options
+@with_replicated_replay_options
 def explain(
     path: Annotated[Path, typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log.", show_default=False)],
     request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The request's id (the trace's request_id).", show_default=False)],

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import ReplayChoices, with_replicated_replay_options
 from sfqtui.cli.simulate import SchedulerName
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.lockstep import MODES
@@ -28,7 +28,7 @@ def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices)
 
 
 @refuses_bad_input
-@with_replay_options
+@with_replicated_replay_options
 def replay(
     path: Annotated[Optional[Path], typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False)] = None,
     scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace).")] = SchedulerName.sfq,  # type: ignore[attr-defined]

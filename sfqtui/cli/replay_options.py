@@ -1,7 +1,9 @@
-"""The options every replaying command shares: scheduler, slots, estimator, service model.
+"""The options every replaying command shares: scheduler, slots, estimator, service model,
+and for the commands that model several balancer replicas, the replicas (semantics §11).
 
 ``with_replay_options`` adds them to a typer command's signature and hands the command
-a ready ``ReplayChoices`` as its ``replay`` argument, so each command declares them once.
+a ready ``ReplayChoices`` as its ``replay`` argument, so each command declares them once;
+``with_replicated_replay_options`` adds the replica options too.
 """
 
 import functools
@@ -14,12 +16,15 @@ import typer
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.engine.replication import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PANEL_EST = "Cost estimator (used when the trace has no cost column; docs/estimator.md)"
 _PANEL_SVC = "Service model (used when the trace has no service_s column)"
 _PANEL_RUN = "Replay"
+_PANEL_REP = "Replicas of the balancer (semantics §11; docs/semantics.md)"
 
 
 class EstimatorKind(str, Enum):
@@ -48,6 +53,7 @@ class ReplayChoices:
     renormalise_every: int | None
     estimator: EstimatorParams
     service: TokenServiceModel
+    replicas: ReplicaSettings = ONE_REPLICA
 
     def config(self, scheduler: str, suggested_slots: int | None) -> ReplayConfig:
         return ReplayConfig(
@@ -57,6 +63,7 @@ class ReplayChoices:
             estimator=self.estimator,
             service=self.service,
             renormalise_every=self.renormalise_every,
+            replicas=self.replicas,
         )
 
 
@@ -90,6 +97,14 @@ _PARAMS = [
 ]
 
 
+_REPLICA_PARAMS = [
+    _option("replicas", int, 1, "Balancer replicas K, each with its own scheduler unless --share global. 1: one balancer, today's replay.", _PANEL_REP, "--replicas", "-k"),
+    _option("router", str, ONE_REPLICA.router, f"Which replica a request goes to, decided at its arrival: {', '.join(ROUTERS)}.", _PANEL_REP, "--router"),
+    _option("share", str, "none", "What the replicas share: none (K independent schedulers on C // K slots each), sync:T[,D] (every T seconds each replica's charges, applied D seconds later), global (one scheduler over all the slots).", _PANEL_REP, "--share"),
+    _option("seed", int, ONE_REPLICA.seed, "Seed of the random router.", _PANEL_REP, "--seed"),
+]
+
+
 _ESTIMATOR_NAMES = ("input_weight", "output_weight", "ratio_scope", "ratio_update", "ratio_window", "ratio_alpha", "ratio_start", "default_output")
 
 
@@ -118,7 +133,16 @@ def _choices(values: dict[str, Any]) -> ReplayChoices:
     slots = values["slots"]
     if slots is not None and slots < 1:
         raise ValueError("--slots must be >= 1")
-    return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service)
+    return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, _replicas(values))
+
+
+def _replicas(values: dict[str, Any]) -> ReplicaSettings:
+    if "replicas" not in values:
+        return ONE_REPLICA
+    try:
+        return ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any]], Any]) -> F:
@@ -140,6 +164,11 @@ def _adding_options(func: F, argument: str, options: list[inspect.Parameter], bu
 
 def with_replay_options(func: F) -> F:
     return _adding_options(func, "replay", _PARAMS, _choices)
+
+
+def with_replicated_replay_options(func: F) -> F:
+    """The replay options and the replica options (semantics §11)."""
+    return _adding_options(func, "replay", _PARAMS + _REPLICA_PARAMS, _choices)
 
 
 def with_estimator_options(func: F) -> F:

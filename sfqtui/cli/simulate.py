@@ -9,7 +9,7 @@ import typer
 
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import ReplayChoices, with_replicated_replay_options
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.trace.chunks import open_trace
@@ -20,7 +20,7 @@ SchedulerName = Enum("SchedulerName", {name.replace("-", "_"): name for name in 
 
 
 @refuses_bad_input
-@with_replay_options
+@with_replicated_replay_options
 def simulate(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Event-log Parquet file to write (semantics §7).")],
@@ -31,6 +31,8 @@ def simulate(
 
     All events at one timestamp apply before dispatch (completions, then arrivals in
     trace order); then requests are dispatched one at a time while a slot is free.
+    With --replicas K, K balancer replicas behind --router, sharing --share (semantics
+    §11); the log names each event's replica.
     """
     started = time.perf_counter()
     source = open_trace(trace)
@@ -40,7 +42,10 @@ def simulate(
     elapsed = time.perf_counter() - started
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     quantum = f", quantum {fmt(result.quantum)}" if result.quantum is not None else ""
+    replicas = config.replicas
+    where = f", {replicas.describe()}" + (f", slots {'/'.join(map(str, replicas.slots(config.slots)))}" if replicas.share.splits_slots else "") \
+        if replicas.replicated else ""
     typer.echo(
         f"wrote {output}: {result.log.start:,} events, {result.dispatched:,} dispatches "
-        f"({config.scheduler}, {config.slots} slot{'s' if config.slots != 1 else ''}{quantum}, cost: {cost}) in {elapsed:.2f} s"
+        f"({config.scheduler}, {config.slots} slot{'s' if config.slots != 1 else ''}{where}{quantum}, cost: {cost}) in {elapsed:.2f} s"
     )

@@ -16,7 +16,8 @@ import subprocess
 import sys
 from typing import Callable, Iterator
 
-from sfqtui.core.analysis.audit import audit
+from sfqtui.core.analysis.audit import Replicas, audit
+from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
@@ -28,10 +29,13 @@ IN_CHILD_FROM = 200_000  # events; below this the audit takes well under a secon
 def violations_of(opening: Opening) -> list[int]:
     """The event numbers at which what ``opening`` opens breaks an invariant, ascending."""
     if opening.is_log:
-        output_weight = output_weight_of(read_log_schema(opening.path)[0])
+        metadata = read_log_schema(opening.path)[0]
+        output_weight = output_weight_of(metadata)
+        replicas = Replicas(ReplicaSettings.from_metadata(metadata.get("replicas")), metadata.get("slots"))
     else:
         output_weight = opening.config.estimator.output_weight
-    return sorted({v.seq for v in audit(_rows(opening), output_weight).violations})
+        replicas = Replicas(opening.config.replicas)  # the slots may be the trace's suggestion: not checked
+    return sorted({v.seq for v in audit(_rows(opening), output_weight, replicas).violations})
 
 
 def violations(opening: Opening, events: int, cancelled: Callable[[], bool]) -> list[int] | None:

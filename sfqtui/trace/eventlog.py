@@ -25,13 +25,15 @@ from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, EventRow
 from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
 from sfqtui.trace.load import read_parquet, read_parquet_header
-from sfqtui.trace.schema import LOG_COLUMNS, LOG_EXTRAS, LOG_FORMAT, LOG_SCHEMA, METADATA_KEY
+from sfqtui.trace.schema import LOG_COLUMNS, LOG_EXTRAS, LOG_SCHEMA, METADATA_KEY, NEWEST_LOG_FORMAT
 from sfqtui.trace.write import read_metadata
 
 KIND_NAMES = pa.array(KINDS, pa.string())
 # The engine's event row (sfqtui.core.engine.events.EventRow); Arrow reads the tuples in C.
 _ROW = pa.struct([("t", pa.float64()), ("kind", pa.int8()), ("req", pa.int64()), ("cost", pa.float64()),
                   ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64()), ("credit", pa.float64())])
+# A replicated replay's row (sfqtui.core.engine.events.ReplicaEventRow): the replica and the user code follow (-1: none).
+_REPLICA_ROW = pa.struct([*_ROW, ("replica", pa.int32()), ("user", pa.int32())])
 
 
 def buffer_array(values: array | np.ndarray, kind: pa.DataType, null: float | int) -> pa.Array:
@@ -95,6 +97,10 @@ def _priced(kind: np.ndarray, req: np.ndarray, by_request: dict[int, float]) -> 
     return buffer_array(values, pa.float64(), math.nan)
 
 
+def _null_below_0(codes: pa.Array) -> pa.Array:
+    return pc.if_else(pc.less(codes, 0), pa.scalar(None, codes.type), codes)
+
+
 class ChunkEncoder:
     """Turns engine chunks into Arrow tables with the §7 columns and the extras we add.
 
@@ -105,18 +111,27 @@ class ChunkEncoder:
     trace has it).
     """
 
-    def __init__(self, scheduler: str, credit: bool = False) -> None:
+    def __init__(self, scheduler: str, credit: bool = False, users: Sequence[str] | None = None) -> None:
+        """``users``: the trace's users by code, for the rows of a replicated replay (which name them by code)."""
         self.scheduler = scheduler
         self._credit = credit
+        self._users = None if users is None else pa.array(users, pa.string())
 
     def encode(self, start: int, rows: list[EventRow], requests: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
-        """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``;
-        ``requests``: columns covering every request the rows mention, in order; ``pricing``:
-        what priced their dispatches (None: no estimator)."""
-        return self._table(start, len(rows), pa.array(rows, type=_ROW), requests, pricing)
+        """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``
+        (ReplicaEventRows when the encoder has ``users``); ``requests``: columns covering every
+        request the rows mention, in order; ``pricing``: what priced their dispatches (None: no estimator)."""
+        return self._table(start, len(rows), pa.array(rows, type=_ROW if self._users is None else _REPLICA_ROW), requests, pricing)
+
+    def _user_names(self, kind: pa.DataType) -> pa.Array:
+        """The users by code, typed as the trace's user column (so a log's user column has one type)."""
+        assert self._users is not None
+        if self._users.type != kind:
+            self._users = self._users.cast(kind)
+        return self._users
 
     def _table(self, start: int, n: int, rows: pa.StructArray, parts: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
-        t, kind, req_column, cost, v, meter, deficit, credit = rows.flatten()
+        t, kind, req_column, cost, v, meter, deficit, credit, *replicated = rows.flatten()
         req = req_column.to_numpy(zero_copy_only=False)
         requests, req_index = _gathered(parts, req)
         columns: dict[str, pa.Array] = {
@@ -125,12 +140,14 @@ class ChunkEncoder:
             "kind": KIND_NAMES.take(kind),
             "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
             "request_id": requests.request_ids.take(req_index),
-            "user": requests.users.take(req_index),
+            "user": self._user_names(requests.users.type).take(_null_below_0(replicated[1])) if replicated else requests.users.take(req_index),
             "cost": cost,
             "v": v,
             "meter": meter,
             "deficit": deficit,
         }
+        if replicated:
+            columns["replica"] = _null_below_0(replicated[0])
         if requests.weights is not None:
             columns["weight"] = requests.weights.take(req_index)
         if pricing is not None:
@@ -201,7 +218,7 @@ class EventLogWriter:
 _AUDITED: dict[str, pa.DataType | None] = {
     "seq": None, "t": pa.float64(), "kind": pa.string(), "user": pa.string(), "request_id": pa.string(),
     "cost": pa.float64(), "v": pa.float64(), "meter": pa.float64(), "deficit": pa.float64(),
-    "weight": pa.float64(), "credit": pa.float64(), "output_tokens": None,
+    "weight": pa.float64(), "credit": pa.float64(), "output_tokens": None, "replica": None,
 }
 
 
@@ -235,9 +252,9 @@ def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
         raise InputError(f"{path}: not an event log: missing column(s) {', '.join(missing)} (semantics §7)")
     metadata = read_metadata(path)
     version = metadata.get("format", 1)
-    if not isinstance(version, int) or version > LOG_FORMAT:
+    if not isinstance(version, int) or version > NEWEST_LOG_FORMAT:
         raise InputError(f"{path}: written by a newer sfqtui (log format {version}; this version reads formats up to "
-                         f"{LOG_FORMAT}): upgrade sfqtui to open it")
+                         f"{NEWEST_LOG_FORMAT}): upgrade sfqtui to open it")
     columns = list(LOG_COLUMNS) + [c for c in LOG_EXTRAS.names if c in schema.names]
     parquet = pq.ParquetFile(path)
     first = parquet.read_row_group(0, columns=["scheduler"]) if parquet.num_row_groups else None

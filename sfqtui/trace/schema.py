@@ -45,9 +45,14 @@ LOG_EXTRAS = pa.schema(
         ("est_output", pa.float64()),
         ("credit", pa.float64()),
         ("output_tokens", pa.int64()),
+        ("replica", pa.int32()),
     ]
 )
-# The log format this version writes and the newest it reads. 1: the §7 columns with
-# weight, ratio and credit (no version recorded); 2: est_output and output_tokens added.
+# The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);
+# 2: est_output and output_tokens added; 3: a replicated replay's log (semantics §11): the
+# replica column and sync rows. A one-scheduler log is still written as format 2, so it
+# reads in versions that know nothing of replicas.
 LOG_FORMAT = 2
+REPLICATED_LOG_FORMAT = 3
+NEWEST_LOG_FORMAT = REPLICATED_LOG_FORMAT  # the newest this version reads
 METADATA_KEY = b"sfqtui"

@@ -13,10 +13,11 @@ from sfqtui.core.engine.chunks import RequestChunk
 from sfqtui.core.engine.events import EventRow
 from sfqtui.core.engine.gcpause import collector_paused
 from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.replicas import replay_of
 from sfqtui.trace.chunks import TraceChunk, TraceSource
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter, RequestColumns
 from sfqtui.trace.load import LoadedTrace
-from sfqtui.trace.schema import LOG_FORMAT
+from sfqtui.trace.schema import LOG_FORMAT, REPLICATED_LOG_FORMAT
 
 Progress = Callable[[int, int], None]
 
@@ -32,7 +33,8 @@ class ReplayEncoder:
     def __init__(self, replay: Replay, columns_of: Callable[[RequestChunk], RequestColumns]) -> None:
         self._replay = replay
         self._columns_of = columns_of
-        self._encoder = ChunkEncoder(replay.config.scheduler, credit="credit" in replay.traits.extra_columns)
+        users = replay.requests.users if replay.config.replicas.replicated else None
+        self._encoder = ChunkEncoder(replay.config.scheduler, credit="credit" in replay.traits.extra_columns, users=users)
 
     def encode(self, start: int, rows: list[EventRow]) -> pa.Table:
         replay = self._replay
@@ -55,9 +57,10 @@ def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEnco
 def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[str, Any]:
     """What a log records about how it was made, so a replay can be reproduced."""
     config = replay.config
+    replicated = config.replicas.replicated
     meta: dict[str, Any] = {
         "sfqtui_version": __version__,
-        "format": LOG_FORMAT,
+        "format": REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
         "trace": str(source.path),
         "requests": len(replay.requests),
         "scheduler": config.scheduler,
@@ -72,6 +75,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
         meta["estimator"] = config.estimator.as_dict()
     if replay.service_source == "model":
         meta["service_model"] = asdict(config.service)
+    if replicated:
+        meta["replicas"] = config.replicas.metadata(config.slots)
     return meta
 
 
@@ -79,7 +84,7 @@ def simulate(source: LoadedTrace | TraceSource, config: ReplayConfig, out: Path,
     """Replay ``source`` under ``config`` and write the full event log to ``out``, a row group
     at a time. A TraceSource is read a chunk at a time, so memory stays bounded by the
     requests in the system, not the length of the trace."""
-    replay = Replay(source if isinstance(source, TraceSource) else source.trace, config)
+    replay = replay_of(source if isinstance(source, TraceSource) else source.trace, config)
     encoder = encoder_for(replay, source)
     total = len(replay.requests)
     with collector_paused(), EventLogWriter(out, replay_metadata(replay, source)) as writer:

@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.replicas import replay_of
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
@@ -167,6 +168,7 @@ class ArrowBatcher:
             finish_events=_typed("q", positions[(kinds == COMPLETE) | (kinds == CANCEL)]),
             idle_events=_typed("q", positions[kinds == IDLE_RESET]),
             outputs=outputs,
+            replica=_typed("i", pc.fill_null(table["replica"].cast(pa.int32()), -1).to_numpy(zero_copy_only=False)) if "replica" in columns else None,
         )
         self._events += n
         self._dispatches += int(is_dispatch.sum())
@@ -238,9 +240,11 @@ class ReplaySource:
     chunk: int = 1 << 16
 
     def __post_init__(self) -> None:
-        self.replay = Replay(self.loaded.trace, self.config)
+        self.replay = replay_of(self.loaded.trace, self.config)
         self.scheduler = self.config.scheduler
-        self.title = f"{self.loaded.path.name}, {self.scheduler}, {self.config.slots} slot{'s' if self.config.slots != 1 else ''}"
+        replicas = self.config.replicas
+        where = f", {replicas.describe()}" if replicas.replicated else ""
+        self.title = f"{self.loaded.path.name}, {self.scheduler}, {self.config.slots} slot{'s' if self.config.slots != 1 else ''}{where}"
         self.metadata = replay_metadata(self.replay, self.loaded)
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:

@@ -45,7 +45,8 @@ class EventBatch:
     ``outputs`` pairs (request code, actual output tokens) from completions that carry
     them. Numeric columns use NaN for null. ``dispatch_events``, ``arrive_events``,
     ``finish_events`` (completions and cancellations) and ``idle_events`` are the event
-    indices of those kinds, found by the source in bulk.
+    indices of those kinds, found by the source in bulk. ``replica``: the replica each
+    event names (-1: none), for a log of several replicas (semantics §11); None otherwise.
     """
 
     start: int
@@ -68,6 +69,7 @@ class EventBatch:
     finish_events: Sequence[int]
     idle_events: Sequence[int]
     outputs: Sequence[tuple[int, int]] = ()
+    replica: Sequence[int] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -96,6 +98,7 @@ class EventTable:
         self.cost = array("d")  # per dispatch
         self.est_output = array("d")  # per dispatch
         self.ratio = array("d")  # per dispatch
+        self.replica = array("i")  # per event, in a log of several replicas (-1: none); empty otherwise
         self.idle_resets = array("q")
         self.user_dispatches: list[array] = []  # per user code: its dispatch event indices
         self.user_waited: list[array] = []  # per user code: its total wait after each of its dispatches
@@ -158,6 +161,8 @@ class EventTable:
         self.cost.extend(batch.cost)
         self.est_output.extend(batch.est_output)
         self.ratio.extend(batch.ratio)
+        if batch.replica is not None:
+            self.replica.extend(batch.replica)
         user, req = self.user, self.req
         self.dispatches.extend(batch.dispatch_events)
         self.idle_resets.extend(batch.idle_events)
@@ -187,6 +192,18 @@ class EventTable:
     def user_name(self, k: int) -> str | None:
         code = self.user[k]
         return None if code < 0 else self.users[code]
+
+    @property
+    def replicated(self) -> bool:
+        """The log is of several replicas (its events name them)."""
+        return len(self.replica) > 0
+
+    def replica_of(self, k: int) -> int | None:
+        """The replica event k names (None: none, or a one-scheduler log)."""
+        if not self.replica:
+            return None
+        rep = self.replica[k]
+        return None if rep < 0 else rep
 
     def request_id(self, k: int) -> str | None:
         code = self.req[k]

@@ -13,23 +13,25 @@ from __future__ import annotations
 from typing import Iterable
 
 from sfqtui.core.analysis.audit.drr import DRRRules
+from sfqtui.core.analysis.audit.replicas import PerReplicaRules, ReplicaColumnRules, Replicas
 from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation
-from sfqtui.core.analysis.audit.sfq import SFQRules
+from sfqtui.core.analysis.audit.sfq import Published, SFQRules
 from sfqtui.core.analysis.audit.structure import StructureRules
 from sfqtui.core.analysis.audit.vtc import VTCRules
 from sfqtui.core.log.rows import LogRows, chunks_of
 from sfqtui.core.schedulers.registry import REGISTRY
 
-__all__ = ["AuditReport", "GrowingAudit", "StructureRules", "Violation", "audit"]
+__all__ = ["AuditReport", "GrowingAudit", "Replicas", "StructureRules", "Violation", "audit"]
 
 
-def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None) -> AuditReport:
+def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None, replicas: Replicas | None = None) -> AuditReport:
     """Audit a log given whole or as consecutive chunks (seq continuing across them; the
     scheduler is the first chunk's). ``output_weight`` is the b the log was made with
     (VTC's completion charge, recorded in the log's metadata; None: not known, the
-    default is assumed)."""
+    default is assumed). ``replicas``: how a replicated replay's log was made (semantics
+    §11, recorded in its metadata); None or one replica: one scheduler's log."""
     scheduler, chunks = chunks_of(log)
-    growing = GrowingAudit(scheduler or "unknown", output_weight)
+    growing = GrowingAudit(scheduler or "unknown", output_weight, replicas)
     for rows in chunks:
         growing.feed(rows)
         del rows  # let this chunk go before the next one is read
@@ -41,11 +43,17 @@ class GrowingAudit:
     stream): the violations found so far can be read at any time. The 2 c_max bound of
     §3.2/§3.3 needs whole backlog episodes, so it is checked by ``report``, at the end."""
 
-    def __init__(self, scheduler: str, output_weight: float | None = None) -> None:
+    def __init__(self, scheduler: str, output_weight: float | None = None, replicas: Replicas | None = None) -> None:
         self.scheduler = scheduler
         self._structure = StructureRules()
+        self._rule_sets: list[RuleSet] = [self._structure]
         own = _own_rules(scheduler, output_weight)
-        self._rule_sets: list[RuleSet] = [self._structure] + ([own] if own is not None else [])
+        if replicas is not None and replicas.settings.replicated:
+            self._rule_sets.append(ReplicaColumnRules(replicas))
+            if own is not None and replicas.settings.share.splits_slots:
+                own = PerReplicaRules(replicas, lambda published: _own_rules(scheduler, output_weight, published))
+        if own is not None:
+            self._rule_sets.append(own)
 
     def feed(self, rows: LogRows) -> None:
         for rule_set in self._rule_sets:
@@ -68,13 +76,14 @@ class GrowingAudit:
         return report
 
 
-def _own_rules(scheduler: str, output_weight: float | None) -> RuleSet | None:
-    """The scheduler's own rule set, as the registry names it (None: structure only)."""
+def _own_rules(scheduler: str, output_weight: float | None, published: Published | None = None) -> RuleSet | None:
+    """The scheduler's own rule set, as the registry names it (None: structure only);
+    ``published``: what the other replicas published to this one, under share sync."""
     traits = REGISTRY.get(scheduler)
     if traits is None or traits.audit is None:
         return None
     if traits.audit == "sfq":
-        return SFQRules(traits.reset_join)
+        return SFQRules(traits.reset_join, published)
     if traits.audit == "drr":
         return DRRRules()
     return VTCRules(output_weight)

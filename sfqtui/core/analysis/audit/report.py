@@ -30,6 +30,7 @@ class PairGap:
     start_seq: int
     end_seq: int
     gap: float
+    replica: int | None = None  # the replica both users were on (share none), if any
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Protocol
 
 from sfqtui.core.analysis.audit.backlogged import smallest_backlogged
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, weight_at
@@ -37,13 +38,25 @@ class _Backlog:
     drop: float = 0.0
 
 
+class Published(Protocol):
+    """What the other replicas published for one replica under share sync (semantics §11)."""
+
+    def amount(self, t: float, user: str) -> float | None:
+        """The sum of their charges for ``user`` applied at time t (None: nothing was)."""
+
+
 class SFQRules(RuleSet):
     """§3 (or its reset-join variant): joins, picks, charges and idle resets re-derived;
-    the band invariant of §3.1; the 2 c_max bound of §3.2/§3.3."""
+    the band invariant of §3.1; the 2 c_max bound of §3.2/§3.3.
 
-    def __init__(self, reset_join: bool) -> None:
+    With ``published`` (one replica of a replay under share sync), ``sync`` rows are
+    re-derived too, and the upper band and the 2 c_max bound, which sync does not promise
+    (docs/semantics.md), are not checked."""
+
+    def __init__(self, reset_join: bool, published: Published | None = None) -> None:
         super().__init__()
         self.reset_join = reset_join
+        self.published = published
         self.queued: dict[str, int] = {}
         self.meter: dict[str, float] = {}
         self.charged: dict[str, float] = {}  # C_i: the user's cumulative charge c/w
@@ -62,11 +75,21 @@ class SFQRules(RuleSet):
 
     def checks(self) -> Checks:
         join = "S_i <- v" if self.reset_join else "S_i <- max(S_i, v)"
+        own = [(("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"),
+                f"§3 join {join}, pick argmin (S_i, id), charge S_i + c/w, idle reset v <- max(v, max S_i)")]
+        if self.published is not None:
+            return [
+                (("§3.1 (1)",), "§3.1 (1) v never decreases"),
+                (("§3.1 (3)",), "§3.1 (3) every backlogged user's meter >= v"),
+                *own,
+                (("§11 sync",), f"§11 sync rows: S_i <- {'(S_i if backlogged, else v)' if self.reset_join else 'max(S_i, v)'} "
+                                "+ the charges the other replicas published; v unchanged"),
+            ]
         return [
             (("§3.1 (1)",), "§3.1 (1) v never decreases"),
             (("§3.1 (2)",), "§3.1 (2) every meter <= v + c_max"),
             (("§3.1 (3)",), "§3.1 (3) every backlogged user's meter >= v"),
-            (("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"), f"§3 join {join}, pick argmin (S_i, id), charge S_i + c/w, idle reset v <- max(v, max S_i)"),
+            *own,
             (("§3.2/§3.3",), "§3.2/§3.3 W_i - W_j <= 2 c_max while j stays backlogged"),
         ]
 
@@ -90,6 +113,8 @@ class SFQRules(RuleSet):
                 self._arrive(first + k, seq, user, v_row, m_row)
             elif kind == "dispatch":
                 self._dispatch(first + k, seq, user, v_row, m_row, rows.cost[k], weight_at(rows.weight, k))
+            elif kind == "sync":
+                self._sync(seq, rows.t[k], user, v_row, m_row)
             else:
                 self._other(first + k, seq, kind, user, v_row, m_row)
 
@@ -145,9 +170,10 @@ class SFQRules(RuleSet):
         left = self.queued[user] = self.queued.get(user, 0) - 1
         meter[user] = m_row
         self.max_meter = max(self.max_meter, m_row)
-        self.upper_margin.see(v + c_max - m_row, seq, user, m_row, v)
-        if m_row > v + c_max:
-            add("§3.1 (2)", seq, f"{user}'s meter {m_row!r} > v + c_max = {v + c_max!r}")
+        if self.published is None:
+            self.upper_margin.see(v + c_max - m_row, seq, user, m_row, v)
+            if m_row > v + c_max:
+                add("§3.1 (2)", seq, f"{user}'s meter {m_row!r} > v + c_max = {v + c_max!r}")
         if left > 0:
             heapq.heappush(self.heap, (m_row, user))
         self._charge(position, seq, user, charge, v_before, left)
@@ -179,6 +205,26 @@ class SFQRules(RuleSet):
         backlog = self.backlogs.pop(user)
         self.episodes.add(user, backlog.start, position, backlog.start_seq, backlog.drop)
 
+    def _sync(self, seq: int, t: float, user: str, v_row: float, m_row: float) -> None:
+        add = self.findings.add
+        if self.published is None:
+            add("§11 sync", seq, "a sync row in a log whose replicas share nothing")
+            return
+        if v_row != self.v:
+            add("§11 sync", seq, f"a sync row changed v from {self.v!r} to {v_row!r}")
+        amount = self.published.amount(t, user)
+        previous = self.meter.get(user)
+        backlogged = self.queued.get(user, 0) > 0
+        base = previous if backlogged or not (previous is None or previous < self.v or self.reset_join) else self.v
+        if amount is None:
+            add("§11 sync", seq, f"a sync row moved {user}'s meter to {m_row!r}; the other replicas published no charge of {user} for t {t!r}")
+        elif m_row != base + amount:  # type: ignore[operator]  # base is a meter when backlogged
+            add("§11 sync", seq, f"a sync row set {user}'s meter to {m_row!r}; {base!r} + the {amount!r} the others published is {base + amount!r}")  # type: ignore[operator]
+        self.meter[user] = m_row
+        self.max_meter = max(self.max_meter, m_row)
+        if backlogged:
+            heapq.heappush(self.heap, (m_row, user))  # the entry before it is stale and skipped
+
     def _other(self, position: int, seq: int, kind: str, user: str, v_row: float, m_row: float) -> None:
         if v_row != self.v:
             self.findings.add("§3", seq, f"a {kind} changed v from {self.v!r} to {v_row!r}")
@@ -197,7 +243,7 @@ class SFQRules(RuleSet):
         self.backlogs.clear()
         report.c_max = self.c_max
         report.upper_margin, report.lower_margin = self.upper_margin, self.lower_margin
-        report.worst_gap = self._bound()
+        report.worst_gap = self._bound() if self.published is None else None
 
     def _rounding(self, i: str, j: str) -> float:
         """How far float rounding can move W_i - W_j: the cumulative charges are float
