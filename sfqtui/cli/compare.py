@@ -12,6 +12,7 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import ReplayChoices, with_replicated_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
+from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import unknown_schedulers
@@ -22,15 +23,37 @@ def _fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _table(report: FairnessReport) -> Table:
+def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> Table:
+    """``measures``: a replicated run's, which add each user's p99 wait under one scheduler."""
     gap = report.worst_gap
     gap_text = "-" if gap is None else f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(gap.start_t)}..{fmt(gap.end_t)})"
     title = f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"
     table = Table(title=title, title_justify="left")
-    for header in ("user", "dispatched", "charged", "share congested", "wait p50 s", "wait p99 s"):
+    headers = ["user", "dispatched", "charged", "share congested", "wait p50 s", "wait p99 s"]
+    if measures is not None:
+        headers.append("one scheduler p99 s")
+    for header in headers:
         table.add_column(header, justify="left" if header == "user" else "right")
     for user, f in sorted(report.users.items()):
-        table.add_row(user, f"{f.dispatched:,}", f"{f.charged:,.0f}", f"{report.share(user):.1%}", _fmt(f.wait_quantile(0.5)), _fmt(f.wait_quantile(0.99)))
+        cells = [user, f"{f.dispatched:,}", f"{f.charged:,.0f}", f"{report.share(user):.1%}", _fmt(f.wait_quantile(0.5)), _fmt(f.wait_quantile(0.99))]
+        if measures is not None:
+            cells.append(fmt(measures.p99_wait.get(user, (None, None))[1]))
+        table.add_row(*cells)
+    return table
+
+
+def _replicas_table(measures: ReplicaMeasures, scheduler: str, replicas: str) -> Table:
+    """§11's measures of a replicated run against one scheduler with the same slots."""
+    table = Table(title=f"{scheduler}, {replicas}, against one {scheduler} with the same slots", title_justify="left")
+    for header in ("measure", "replicated", "one scheduler"):
+        table.add_column(header, justify="left" if header == "measure" else "right")
+    drift_where = "" if measures.drift_user is None else f" ({measures.drift_user}, t {fmt(measures.drift_t)})"
+    table.add_row("worst |W_i - W_j| in c_max", fmt(measures.in_c_max(measures.worst_gap)), fmt(measures.in_c_max(measures.reference_worst_gap)))
+    table.add_row(f"drift in c_max{drift_where}", fmt(measures.in_c_max(measures.drift)), fmt(0))
+    table.add_row("stranded capacity %", fmt(100 * measures.stranded), fmt(0))
+    table.add_row("makespan s", fmt(measures.makespan), fmt(measures.reference_makespan))
+    table.add_row("makespan ratio", fmt(measures.makespan_ratio), fmt(1))
+    table.add_row("c_max", fmt(measures.c_max), fmt(measures.c_max))
     return table
 
 
@@ -45,25 +68,48 @@ def compare(
     """Replay TRACE under each scheduler and compare, per user: the share of charged cost
     while congested (two or more users backlogged), the worst |W_i - W_j| between
     continuously backlogged users (article §3.2), Jain's index and wait p50/p99.
+
+    With --replicas K, each scheduler runs as K replicas and is measured against one
+    scheduler with the same slots (semantics §11): worst gap and drift in c_max,
+    stranded capacity, makespan ratio and each user's p99 wait under both.
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     unknown = unknown_schedulers(names)
     if unknown or not names:
         raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
     loaded = load_trace(trace)
-    reports = []
-    config = None
-    with progress_bar("comparing", len(names) * len(loaded.trace)) as update:
-        for k, name in enumerate(names):
-            config = replay.config(name, loaded.suggested_slots)
-            done = k * len(loaded.trace)
-            reports.append(fairness_of_replay(loaded.trace, config, lambda arrived: update(done + arrived, len(names) * len(loaded.trace))))
-    assert config is not None
+    configs = [replay.config(name, loaded.suggested_slots) for name in names]
+    replicated = replay.replicas.replicated
+    runs = 2 if replicated else 1  # a replicated run and its reference
+    total = runs * len(names) * len(loaded.trace)
+    reports: list[FairnessReport] = []
+    measures: list[ReplicaMeasures | None] = []
+    with progress_bar("comparing", total) as update:
+        for k, config in enumerate(configs):
+            done = k * runs * len(loaded.trace)
+            progress = lambda arrived, done=done: update(done + arrived, total)  # noqa: E731
+            if replicated:
+                report, measured = replica_measures(loaded.trace, config, progress)
+            else:
+                report, measured = fairness_of_replay(loaded.trace, config, progress), None
+            reports.append(report)
+            measures.append(measured)
+    slots = configs[0].slots
     if as_json:
-        payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}
+        payload: dict[str, object] = {"trace": str(trace), "slots": slots, "schedulers": {}}
+        if replicated:
+            payload["replicas"] = replay.replicas.metadata(slots)
+        for report, measured in zip(reports, measures):
+            figures = report.as_dict()
+            if measured is not None:
+                figures["replicas"] = measured.as_dict()
+            payload["schedulers"][report.scheduler] = figures  # type: ignore[index]
         typer.echo(json.dumps(payload, indent=2))
         return
     console = Console()
-    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {config.slots} slots")
-    for report in reports:
-        console.print(_table(report))
+    where = f", {replay.replicas.describe()}" if replicated else ""
+    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {slots} slots{where}")
+    for report, measured in zip(reports, measures):
+        console.print(_table(report, measured))
+        if measured is not None:
+            console.print(_replicas_table(measured, report.scheduler, replay.replicas.describe()))

@@ -14,9 +14,10 @@ from rich.text import Text
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
+from sfqtui.core.numbers import fmt
 from sfqtui.sweep.runs import Row
 from sfqtui.sweep.measures import fairness_figures
-from sfqtui.sweep.plan import check_settings, plan_runs
+from sfqtui.sweep.plan import ReplicaGrid, check_settings, plan_runs
 from sfqtui.sweep.results import complete_rows, write_results
 from sfqtui.trace.load import load_trace
 
@@ -25,11 +26,30 @@ def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _slot_counts(text: str) -> list[int]:
+def _counts(text: str, option: str) -> list[int]:
     try:
         return [int(part) for part in _names(text)]
     except ValueError:
-        raise fail(f"--slots takes whole numbers separated by commas, not {text!r}") from None
+        raise fail(f"{option} takes whole numbers separated by commas, not {text!r}") from None
+
+
+def _shares(text: str) -> list[str]:
+    """Share modes separated by commas; a number right after sync:T is its delay (sync:T,D)."""
+    shares: list[str] = []
+    for part in _names(text):
+        if shares and shares[-1].startswith("sync:") and "," not in shares[-1] and _is_number(part):
+            shares[-1] += f",{part}"
+        else:
+            shares.append(part)
+    return shares
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 @refuses_bad_input
@@ -39,6 +59,10 @@ def sweep(
     slots: Annotated[Optional[str], typer.Option("--slots", "-n", help="Comma-separated slot counts. Default: each trace's own suggestion, else 1.", show_default=False)] = None,
     ratio_scope: Annotated[str, typer.Option("--ratio-scope", help="Comma-separated ratio scopes: global, model, user (docs/estimator.md).")] = "global",
     ratio_update: Annotated[str, typer.Option("--ratio-update", help="Comma-separated ratio update rules: window, ema, cumulative.")] = "window",
+    replicas: Annotated[str, typer.Option("--replicas", "-k", help="Comma-separated replica counts K (semantics §11); 1: one balancer.")] = "1",
+    router: Annotated[str, typer.Option("--router", help="Comma-separated routers: hash, random, round-robin, least-loaded.")] = "hash",
+    share: Annotated[str, typer.Option("--share", help="Comma-separated share modes: none, global, sync:T or sync:T,D (a number after sync:T is its delay).")] = "none",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random router.")] = 0,
     workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes of the local Dask cluster started for this sweep. Default: one per CPU.", show_default=False)] = None,
     cluster: Annotated[Optional[str], typer.Option("--cluster", help="Submit the runs to the running Dask scheduler at this address (tcp://HOST:8786) instead of a local cluster; docs/sweep.md.", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Parquet file to write, one row per run.", show_default=False)] = None,
@@ -46,10 +70,13 @@ def sweep(
 ) -> None:
     """Replay many settings at once on Dask distributed: one row of fairness figures per run.
 
-    Every combination of TRACES x schedulers x slots x ratio scopes x ratio updates is an
-    independent replay. Each row holds its settings, Jain's index, the worst
+    Every combination of TRACES x schedulers x slots x ratio scopes x ratio updates x
+    replicas x routers x shares is an independent replay (one replica is one run, whatever
+    the router and share). Each row holds its settings, Jain's index, the worst
     |W_i - W_j|, and per-user shares and wait p50/p99: the figures `compare` prints for
-    the same settings (the other estimator and service options are at their defaults).
+    the same settings (the other estimator and service options are at their defaults);
+    and the measures of semantics §11 against one scheduler with the same slots: worst
+    gap and drift in c_max, stranded capacity and makespan ratio.
 
     By default the runs go to a local cluster of worker processes started and stopped
     here; --cluster sends them to a Dask scheduler with workers on other machines
@@ -57,8 +84,9 @@ def sweep(
     is reported in its row (error column) and the others complete.
     """
     scheduler_names, scopes, updates = _names(schedulers), _names(ratio_scope), _names(ratio_update)
-    slot_counts = None if slots is None else _slot_counts(slots)
-    check_settings(scheduler_names, slot_counts, scopes, updates)
+    slot_counts = None if slots is None else _counts(slots, "--slots")
+    grid = ReplicaGrid(_counts(replicas, "--replicas"), _names(router), _shares(share), seed)
+    check_settings(scheduler_names, slot_counts, scopes, updates, grid)
     if workers is not None and cluster is not None:
         raise fail("--workers and --cluster exclude each other: a running cluster already has its workers")
     if workers is not None and workers < 1:
@@ -66,7 +94,7 @@ def sweep(
     if output is not None and not output.parent.is_dir():
         raise fail(f"{output.parent}: no such directory for --output")
     loaded = {str(path): load_trace(path) for path in traces}
-    runs = plan_runs({name: trace.suggested_slots for name, trace in loaded.items()}, scheduler_names, slot_counts, scopes, updates)
+    runs = plan_runs({name: trace.suggested_slots for name, trace in loaded.items()}, scheduler_names, slot_counts, scopes, updates, grid)
     cores = {name: trace.trace for name, trace in loaded.items()}
     from sfqtui.sweep.cluster import dask_client, run_on_dask  # see its docstring: imported only when needed
 
@@ -89,7 +117,8 @@ def sweep(
         console.print(f"wrote {output}: {len(rows)} runs")
 
 
-SETTINGS = {"trace": "trace", "scheduler": "scheduler", "slots": "slots", "ratio_scope": "scope", "ratio_update": "update"}
+SETTINGS = {"trace": "trace", "scheduler": "scheduler", "slots": "slots", "ratio_scope": "scope", "ratio_update": "update",
+            "replicas": "K", "router": "router", "share": "share"}
 
 
 def _table(rows: list[Row]) -> Table:
@@ -97,9 +126,10 @@ def _table(rows: list[Row]) -> Table:
     varying = [key for key in SETTINGS if len({str(row[key]) for row in rows}) > 1]
     fixed = [f"{SETTINGS[key]} {_setting(rows[0], key)}" for key in SETTINGS if key not in varying]
     table = Table(title="; ".join([f"sweep: {len(rows)} runs", *fixed]), title_justify="left", box=box.SIMPLE_HEAD)
+    replicated = any((row["replicas"] or 1) > 1 for row in rows)
     for key in varying:
-        table.add_column(SETTINGS[key], justify="right" if key == "slots" else "left")
-    for header in ("Jain", "worst gap", "who", "s"):
+        table.add_column(SETTINGS[key], justify="right" if key in ("slots", "replicas") else "left")
+    for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded %") if replicated else ()), "s"):
         table.add_column(header, justify="left" if header == "who" else "right")
     for number, row in enumerate(rows, 1):
         if row["error"]:
@@ -108,11 +138,16 @@ def _table(rows: list[Row]) -> Table:
             figures = [_fixed(row["jain"], 3), "-", "-"]
         else:
             figures = [_fixed(row["jain"], 3), f"{row['worst_gap']:,.0f}", f"{row['worst_gap_ahead']} over {row['worst_gap_behind']}"]
+        if replicated:
+            stranded = row["stranded"]
+            figures += [fmt(row["worst_gap_cmax"]), fmt(row["drift_cmax"]), fmt(None if stranded is None else 100 * stranded)]  # type: ignore[arg-type,operator]
         table.add_row(*(_setting(row, key) for key in varying), *figures, _fixed(row["seconds"], 1))
     return table
 
 
 def _setting(row: Row, key: str) -> str:
+    if row[key] is None:
+        return "-"
     return Path(str(row[key])).name if key == "trace" else str(row[key])
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
-from sfqtui.core.analysis.fairness import fairness_of_replay
+from sfqtui.core.analysis.replicas import replica_measures, tally_replay
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.trace import Trace
 
@@ -16,8 +16,17 @@ Measure = Callable[[Trace, ReplayConfig], dict[str, object]]
 
 
 def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
-    """What `sfqtui compare` prints for one scheduler, flattened into one row."""
-    report = fairness_of_replay(trace, config)
+    """What `sfqtui compare` prints for one scheduler, flattened into one row, with the
+    measures of semantics §11: a replicated run's against one scheduler with the same slots;
+    one scheduler's own worst gap in c_max (it is its own reference: no drift, nothing stranded)."""
+    if config.replicas.replicated:
+        report, measures = replica_measures(trace, config)
+        replicas = measures.as_dict()
+    else:
+        tally, report = tally_replay(trace, config)
+        c_max = tally.c_max
+        gap_cmax = report.worst_gap.gap / c_max if report.worst_gap is not None and c_max else None
+        replicas = {"worst_gap_cmax": gap_cmax, "drift_cmax": 0.0, "stranded": 0.0, "makespan_ratio": 1.0}
     figures = report.as_dict()
     gap = report.worst_gap
     return {
@@ -31,6 +40,7 @@ def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
         "worst_gap_exact": report.gap_exact,
         "congested_dispatches": report.congested_dispatches,
         "users": [{"user": user, **values} for user, values in figures["users"].items()],  # type: ignore[union-attr]
+        **{key: replicas[key] for key in ("worst_gap_cmax", "drift_cmax", "stranded", "makespan_ratio")},
     }
 
 

@@ -1,4 +1,6 @@
-"""The runs of a sweep: every combination of traces x schedulers x slots x ratio scopes x updates."""
+"""The runs of a sweep: every combination of traces x schedulers x slots x ratio scopes x
+updates x replicas x routers x shares (semantics §11; one replica is one run whatever the
+router and share)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Mapping, Sequence
 
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings, Share
 from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import unknown_schedulers
@@ -22,11 +25,14 @@ class RunSettings:
     slots: int
     estimator: EstimatorParams = field(default_factory=EstimatorParams)
     service: TokenServiceModel = field(default_factory=TokenServiceModel)
+    replicas: ReplicaSettings = ONE_REPLICA
 
     def config(self) -> ReplayConfig:
-        return ReplayConfig(scheduler=self.scheduler, slots=self.slots, estimator=self.estimator, service=self.service)
+        return ReplayConfig(scheduler=self.scheduler, slots=self.slots, estimator=self.estimator, service=self.service,
+                            replicas=self.replicas)
 
     def as_row(self) -> dict[str, object]:
+        replicated = self.replicas.replicated
         return {
             "trace": self.trace,
             "scheduler": self.scheduler,
@@ -34,11 +40,40 @@ class RunSettings:
             "estimator": "oracle" if self.estimator.oracle else "ratio",
             "ratio_scope": self.estimator.scope,
             "ratio_update": self.estimator.update,
+            "replicas": self.replicas.count,
+            "router": self.replicas.router if replicated else None,
+            "share": str(self.replicas.share) if replicated else None,
+            "seed": self.replicas.seed if replicated and self.replicas.router == "random" else None,
         }
 
 
-def check_settings(schedulers: Sequence[str], slots: Sequence[int] | None, scopes: Sequence[str], updates: Sequence[str]) -> None:
-    """ValueError naming the first bad setting, so a sweep is refused before any run starts."""
+@dataclass(frozen=True)
+class ReplicaGrid:
+    """The replica settings a sweep crosses: counts x routers x shares, one seed."""
+
+    counts: Sequence[int] = (1,)
+    routers: Sequence[str] = (ONE_REPLICA.router,)
+    shares: Sequence[str] = ("none",)
+    seed: int = 0
+
+    def settings(self) -> list[ReplicaSettings]:
+        """Every combination (ValueError naming the first bad one); one replica once, whatever its router and share."""
+        if not self.counts or not self.routers or not self.shares:
+            raise ValueError("--replicas, --router and --share each need at least one value")
+        shares = [Share.parse(text) for text in self.shares]
+        found: list[ReplicaSettings] = []
+        for count, router, share in product(self.counts, self.routers, shares):
+            settings = ReplicaSettings(count, router, share, self.seed) if count != 1 else ONE_REPLICA
+            if settings not in found:
+                found.append(settings)
+        return found
+
+
+def check_settings(schedulers: Sequence[str], slots: Sequence[int] | None, scopes: Sequence[str], updates: Sequence[str],
+                   replicas: ReplicaGrid = ReplicaGrid()) -> None:
+    """ValueError naming the first bad setting, so a sweep is refused before any run starts.
+    Settings that only clash in some runs (sync with a scheduler that has no meters, fewer
+    slots than replicas) fail those runs, each with its error in its row."""
     unknown = unknown_schedulers(schedulers)
     if unknown or not schedulers:
         raise ValueError(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
@@ -48,6 +83,7 @@ def check_settings(schedulers: Sequence[str], slots: Sequence[int] | None, scope
             raise ValueError(f"unknown {name}(s) {', '.join(wrong) or '(none given)'}; choose from {', '.join(allowed)}")
     if slots is not None and (not slots or min(slots) < 1):
         raise ValueError("slots must be >= 1")
+    replicas.settings()
 
 
 def plan_runs(
@@ -56,6 +92,7 @@ def plan_runs(
     slots: Sequence[int] | None = None,
     scopes: Sequence[str] = ("global",),
     updates: Sequence[str] = ("window",),
+    replicas: ReplicaGrid = ReplicaGrid(),
 ) -> list[RunSettings]:
     """Every combination, in the order of the arguments, each trace's runs together.
 
@@ -63,11 +100,11 @@ def plan_runs(
     ``slots`` is None (as `compare` does). Every other setting is its default, as in
     `compare` without options (docs/estimator.md).
     """
-    check_settings(schedulers, slots, scopes, updates)
+    check_settings(schedulers, slots, scopes, updates, replicas)
     if not suggested_slots:
         raise ValueError("a sweep needs at least one trace")
     return [
-        RunSettings(trace, scheduler, n, EstimatorParams(scope=scope, update=update))  # type: ignore[arg-type]
+        RunSettings(trace, scheduler, n, EstimatorParams(scope=scope, update=update), replicas=settings)  # type: ignore[arg-type]
         for trace, suggested in suggested_slots.items()
-        for scheduler, n, scope, update in product(schedulers, slots or [suggested or 1], scopes, updates)
+        for scheduler, n, scope, update, settings in product(schedulers, slots or [suggested or 1], scopes, updates, replicas.settings())
     ]

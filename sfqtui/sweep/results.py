@@ -15,10 +15,12 @@ USER_FIGURES = pl.Struct({
 })
 SCHEMA: dict[str, pl.DataType] = {
     "trace": pl.String(), "scheduler": pl.String(), "slots": pl.Int64(), "estimator": pl.String(),
-    "ratio_scope": pl.String(), "ratio_update": pl.String(), "requests": pl.Int64(), "jain": pl.Float64(),
+    "ratio_scope": pl.String(), "ratio_update": pl.String(), "replicas": pl.Int64(), "router": pl.String(),
+    "share": pl.String(), "seed": pl.Int64(), "requests": pl.Int64(), "jain": pl.Float64(),
     "worst_gap": pl.Float64(), "worst_gap_ahead": pl.String(), "worst_gap_behind": pl.String(),
     "worst_gap_start_t": pl.Float64(), "worst_gap_end_t": pl.Float64(), "worst_gap_exact": pl.Boolean(),
-    "congested_dispatches": pl.Int64(), "users": pl.List(USER_FIGURES), "seconds": pl.Float64(), "error": pl.String(),
+    "congested_dispatches": pl.Int64(), "users": pl.List(USER_FIGURES), "worst_gap_cmax": pl.Float64(),
+    "drift_cmax": pl.Float64(), "stranded": pl.Float64(), "makespan_ratio": pl.Float64(), "seconds": pl.Float64(), "error": pl.String(),
 }
 
 

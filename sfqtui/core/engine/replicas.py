@@ -117,8 +117,7 @@ class ReplicatedReplay(Replay):
             while next_arrival != never or running:
                 now = next_done if next_done <= next_arrival else next_arrival
                 if exchange is not None:
-                    while exchange.next_at < now:
-                        self._apply(exchange.pop())
+                    self._exchange_until(now)
                 touched = 0  # a bit per pool that may now dispatch
 
                 while next_done == now:
@@ -151,6 +150,8 @@ class ReplicatedReplay(Replay):
                         pool = 0
                         held[i] = rep
                     touched |= 1 << pool
+                    if exchange is not None:
+                        exchange.touched.add(user)
                     v, meter, deficit = arrive[pool](i, user)
                     append((now, ARRIVE, i, None, v, meter, deficit, None, rep, user))
                     i += 1
@@ -161,8 +162,8 @@ class ReplicatedReplay(Replay):
                         arrivals, users, routes, m, next_arrival = enter()
                         j = 0
 
-                if exchange is not None and exchange.next_at == now:
-                    self._apply(exchange.pop())
+                if exchange is not None and exchange.pending is not None and exchange.pending.apply_at == now:
+                    self._apply(exchange.take())
 
                 while touched:
                     low = touched & -touched
@@ -174,7 +175,7 @@ class ReplicatedReplay(Replay):
                         rep = pool if split else held.pop(req)
                         append((now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user))
                         if exchange is not None:
-                            exchange.charge(now, rep, user, cost / weights[user] if user in weights else cost)
+                            exchange.charge(rep, user, cost / weights[user] if user in weights else cost)
                         free[pool] -= 1
                         k = req // size
                         heappush(running, (now + services[k][req % size], dispatched, req, user, k, rep))  # type: ignore[index]
@@ -198,16 +199,33 @@ class ReplicatedReplay(Replay):
                 gc.enable()
         yield i
 
+    def _exchange_until(self, now: float) -> None:
+        """The sync exchanges due before anything happens at ``now``, in time order: an
+        application due before now (at its own time), a publication due at or before now."""
+        exchange = self.exchange
+        assert exchange is not None
+        schedulers = self.schedulers
+        while True:
+            pending = exchange.pending
+            if pending is not None and pending.apply_at < now:
+                self._apply(exchange.take())
+            elif exchange.publish_at <= now:
+                exchange.publish(lambda k, user: schedulers[k].meter(user), now)  # type: ignore[attr-defined]  # sync needs SFQ
+            else:
+                return
+
     def _apply(self, publication: Publication) -> None:
-        """Every replica raises its meters by what the others published (sync rows, at its time)."""
+        """Every replica raises its meters to the published ones plus what it charged since (sync rows, at their time)."""
+        exchange = self.exchange
+        assert exchange is not None
         append = self.log.rows.append
         t = publication.apply_at
         for rep, sched in enumerate(self.schedulers):
-            increments = publication.increments(rep)
-            if not increments:
-                continue
             assert isinstance(sched, SFQ)  # ReplicaSettings.check: sync needs meters and v
-            for (user, _), meter in zip(increments, sched.absorb(increments)):
+            since = exchange.charges[rep]
+            targets = [(user, meter + since[user] if user in since else meter) for user, meter in publication.meters.items()]
+            for user, meter in sched.raise_meters(targets):
+                exchange.touched.add(user)
                 append((t, SYNC, -1, None, sched.v, meter, None, None, rep, user))  # type: ignore[arg-type]
 
 

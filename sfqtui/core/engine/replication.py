@@ -30,8 +30,8 @@ class Share:
         if self.mode == "sync":
             if self.every_s is None or not (math.isfinite(self.every_s) and self.every_s > 0):
                 raise ValueError("share sync:T needs a period T > 0 seconds")
-            if not (math.isfinite(self.delay_s) and self.delay_s >= 0):
-                raise ValueError("share sync:T,D needs a delay D >= 0 seconds")
+            if not (math.isfinite(self.delay_s) and 0 <= self.delay_s < self.every_s):
+                raise ValueError("share sync:T,D needs a delay 0 <= D < T seconds: each exchange lands before the next is taken")
         elif self.every_s is not None or self.delay_s:
             raise ValueError(f"share {self.mode} takes no period or delay")
 

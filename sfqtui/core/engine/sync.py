@@ -1,26 +1,32 @@
 """What replicas exchange under share sync:T[,D] (semantics §11; docs/semantics.md says why).
 
-Time is cut into windows of T seconds: window n holds the charges of dispatches made at
-(n - 1) T <= t < n T. At P_n = n T every replica publishes, per user, the charges c / w
-it made in window n (summed in dispatch order); at A_n = n T + D every replica j takes,
-per user, the sum over the other replicas k != j (in index order) of what they published,
-and raises that user's meter by it. Both the engine and the audit use these functions,
-so the windows and the float sums are the same in both.
+Window n is the time (n - 1) T <= t < n T. At P_n = n T, before anything happens at
+that time, every replica k publishes, for each user u it has a meter for, its meter
+S_k,u and the charges c / w it made to u in window n (summed in dispatch order, Δ_k,u).
+Each replica's view of u completed with what the others charged is S_k,u + Σ_{k'≠k} Δ_k',u
+(summed in replica order); the published meter of u is the largest of these views, G_u.
+At A_n = n T + D (0 <= D < T), after the completions and arrivals at that time and before
+any dispatch, every replica j that has a meter for u raises it to G_u + L_j,u if that is
+higher, L_j,u being what j charged u since P_n. So every replica counts what u was
+charged anywhere, and no replica keeps u below where another one has it.
+
+Only users with an event (an arrival, a dispatch, a raised meter) since the last
+publication are published: for any other user every replica already holds the same meter.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
-from dataclasses import dataclass, field
-from typing import Hashable
+from dataclasses import dataclass
+from typing import Callable, Hashable, Sequence
 
 User = Hashable
+MeterOf = Callable[[int, User], "float | None"]  # (replica, user) -> its meter there, if any
 
 
 def window_of(t: float, every: float) -> int:
-    """The window n >= 1 a charge at time t belongs to: (n - 1) * every <= t < n * every,
-    with the products computed in floating point as written."""
+    """The window n >= 1 holding time t: (n - 1) * every <= t < n * every, the products
+    computed in floating point as written."""
     n = max(1, math.floor(t / every) + 1)
     while n * every <= t:
         n += 1
@@ -29,56 +35,74 @@ def window_of(t: float, every: float) -> int:
     return n
 
 
+def published_meters(users: Sequence[User], replicas: int, meter_of: MeterOf, charges: Sequence[dict[User, float]]) -> dict[User, float]:
+    """G_u for each of ``users`` that some replica has a meter for (users in id order)."""
+    found: dict[User, float] = {}
+    for user in users:
+        best: float | None = None
+        for k in range(replicas):
+            meter = meter_of(k, user)
+            if meter is None:
+                continue
+            for other in range(replicas):
+                if other != k:
+                    amount = charges[other].get(user)
+                    if amount is not None:
+                        meter += amount
+            if best is None or meter > best:
+                best = meter
+        if best is not None:
+            found[user] = best
+    return found
+
+
 @dataclass
 class Publication:
-    """The charges of window ``window``, per replica and user, applied at ``apply_at``."""
+    """The meters published at ``window`` * T, to be applied at ``apply_at``."""
 
     window: int
     apply_at: float
-    charges: list[dict[User, float]] = field(default_factory=list)
-
-    def increments(self, replica: int) -> list[tuple[User, float]]:
-        """(user, amount) that ``replica`` adds to its meters: the others' charges summed in
-        replica order, users in id order (user codes sort as the names do)."""
-        others = [charges for k, charges in enumerate(self.charges) if k != replica]
-        users = sorted({user for charges in others for user in charges})  # type: ignore[type-var]  # codes or names, never mixed
-        found = []
-        for user in users:
-            total = 0.0
-            for charges in others:
-                amount = charges.get(user)
-                if amount is not None:
-                    total += amount
-            found.append((user, total))
-        return found
+    meters: dict[User, float]
 
 
 class Exchange:
-    """The publications not yet applied, in window order."""
+    """The engine's side: the charges and the users touched since the last publication,
+    and the publication waiting to be applied (at most one, since D < T)."""
 
     def __init__(self, replicas: int, every: float, delay: float) -> None:
         self.replicas = replicas
         self.every = every
         self.delay = delay
-        self.pending: deque[Publication] = deque()
-        self._last_t = -math.inf
-        self._last_window = 0
-
-    def charge(self, t: float, replica: int, user: User, amount: float) -> None:
-        """A dispatch at time t on ``replica`` charged ``user`` ``amount`` (c / w)."""
-        if t != self._last_t:
-            self._last_t, self._last_window = t, window_of(t, self.every)
-        n = self._last_window
-        pending = self.pending
-        if not pending or pending[-1].window != n:
-            pending.append(Publication(n, n * self.every + self.delay, [{} for _ in range(self.replicas)]))
-        charges = pending[-1].charges[replica]
-        charges[user] = charges.get(user, 0.0) + amount
+        self.window = 1  # the window being filled; it is published at window * every
+        self.charges: list[dict[User, float]] = [{} for _ in range(replicas)]
+        self.touched: set[User] = set()
+        self.pending: Publication | None = None
 
     @property
-    def next_at(self) -> float:
-        """When the next publication applies (infinity: none pending)."""
-        return self.pending[0].apply_at if self.pending else math.inf
+    def publish_at(self) -> float:
+        return self.window * self.every
 
-    def pop(self) -> Publication:
-        return self.pending.popleft()
+    def charge(self, replica: int, user: User, amount: float) -> None:
+        charges = self.charges[replica]
+        charges[user] = charges.get(user, 0.0) + amount
+        self.touched.add(user)
+
+    def publish(self, meter_of: MeterOf, now: float) -> None:
+        """Publish the window ending at ``publish_at`` (<= now); a quiet stretch with nobody
+        touched publishes nothing, and the next window to publish is the one holding ``now``."""
+        if self.touched:
+            users = sorted(self.touched)  # type: ignore[type-var]  # user codes, never mixed with names
+            meters = published_meters(users, self.replicas, meter_of, self.charges)
+            self.pending = Publication(self.window, self.window * self.every + self.delay, meters)
+            self.charges = [{} for _ in range(self.replicas)]
+            self.touched = set()
+            self.window += 1
+        else:
+            self.window = window_of(now, self.every)  # every window up to now was quiet: nothing to publish
+
+    def take(self) -> Publication:
+        """The pending publication, now applied: the targets G_u + L_j,u come from ``charges``."""
+        publication = self.pending
+        assert publication is not None
+        self.pending = None
+        return publication

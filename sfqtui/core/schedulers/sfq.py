@@ -76,29 +76,28 @@ class SFQ(Scheduler):
     def meter(self, user: User) -> float | None:
         return self._meters.get(user)
 
-    def absorb(self, charges: Sequence[tuple[User, float]]) -> list[float]:
-        """Charges (c / w) other replicas made, as a replica under share sync applies them
-        (semantics §11): a backlogged user's meter rises by its charge; any other user first
-        joins as an arrival would (a user never seen starts at v), then is charged. v does
-        not move. Returns each user's new meter, in order."""
-        meters, queues, v = self._meters, self._queues, self.v
+    def raise_meters(self, targets: Sequence[tuple[User, float]]) -> list[tuple[User, float]]:
+        """Raise meters to what another replica's scheduler has them at, as a replica under
+        share sync does (semantics §11): a user this scheduler has a meter for and whose
+        target is higher gets the target; a user it has never seen is left to join at v,
+        as a new user does. v does not move. Returns (user, new meter) of each meter raised."""
+        meters, queues = self._meters, self._queues
         moved_backlogged = False
-        after = []
-        for user, charge in charges:
+        moved = []
+        for user, target in targets:
             meter = meters.get(user)
+            if meter is None or not target > meter:
+                continue
+            meters[user] = target
+            if target > self._max_meter:
+                self._max_meter = target
+            moved.append((user, target))
             if queues.get(user):
                 moved_backlogged = True
-            elif meter is None or meter < v or self.reset_join:
-                meter = v
-            meter += charge  # type: ignore[operator]  # a backlogged user always has a meter
-            meters[user] = meter
-            if meter > self._max_meter:
-                self._max_meter = meter
-            after.append(meter)
         if moved_backlogged:
             self._heap = [(meters[user], user) for _, user in self._heap]
             heapify(self._heap)
-        return after
+        return moved
 
     def idle_reset(self) -> float:
         if self._max_meter > self.v:

@@ -16,7 +16,7 @@ from typing import Callable, Hashable
 
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Findings, Margin, RuleSet, weight_at
 from sfqtui.core.engine.replication import ReplicaSettings
-from sfqtui.core.engine.sync import Publication, window_of
+from sfqtui.core.engine.sync import published_meters, window_of
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import fmt
 
@@ -129,93 +129,124 @@ class ReplicaColumnRules(RuleSet):
 
 
 @dataclass
-class _Window:
-    """One sync window being rebuilt: charges per replica and user, the sync rows seen."""
+class _Application:
+    """A publication waiting to be applied: the meters published, and once its time has
+    come (``opened``), each replica's targets and the sync rows it must write and wrote."""
 
-    publication: Publication
+    apply_at: float
+    meters: dict[str, float]
+    opened: bool = False
+    targets: dict[tuple[int, str], float] = field(default_factory=dict)
+    expected: dict[tuple[int, str], float] = field(default_factory=dict)
     seen: set[tuple[int, str]] = field(default_factory=set)
-    _increments: dict[int, dict[str, float]] = field(default_factory=dict)
-
-    def increments(self, replica: int) -> dict[str, float]:
-        """What ``replica`` adds to each user's meter (computed once, when the window is complete)."""
-        found = self._increments.get(replica)
-        if found is None:
-            found = self._increments[replica] = dict(self.publication.increments(replica))  # type: ignore[arg-type]
-        return found
 
 
 class SyncLedger:
-    """What each replica published under share sync, rebuilt from the dispatch rows."""
+    """What the replicas published and applied under share sync (sfqtui.core.engine.sync),
+    rebuilt from every replica's rows: the charges of each window from the dispatch rows,
+    each replica's meters from the meters its rows claim (each replica's own rule set
+    checks those claims), the published meters at each n T, the target of every replica
+    at n T + D, and that exactly the meters below their target were raised, by sync rows."""
 
     def __init__(self, settings: ReplicaSettings, findings: Findings) -> None:
         share = settings.share
         assert share.every_s is not None
         self.count, self.every, self.delay = settings.count, share.every_s, share.delay_s
         self.findings = findings
-        self.windows: dict[int, _Window] = {}  # by window number, oldest first
-        self._applied: dict[float, _Window] = {}  # the same windows by the time they apply
+        self.meters: list[dict[str, float]] = [{} for _ in range(self.count)]
+        self.window = 1
+        self.charges: list[dict[str, float]] = [{} for _ in range(self.count)]
+        self.touched: set[str] = set()
+        self.pending: _Application | None = None
+        self._targets: dict[float, _Application] = {}  # by time, until every replica's rules have read them
         self.last_t = float("-inf")
 
     def feed(self, rows: LogRows) -> None:
         replicas = rows.replica
         assert replicas is not None
-        for k, (seq, t, kind, user, rep) in enumerate(zip(rows.seq, rows.t, rows.kind, rows.user, replicas)):
-            if t > self.last_t:
-                self._close_before(t, seq)
-                self.last_t = t
-            if rep is None or user is None:
+        for k, (seq, t, kind, user, rep, meter) in enumerate(zip(rows.seq, rows.t, rows.kind, rows.user, replicas, rows.meter)):
+            self._before(seq, t, kind)
+            self.last_t = t
+            if rep is None or user is None or not 0 <= rep < self.count:
                 continue
             if kind == "dispatch":
                 cost = rows.cost[k]
                 if cost is not None:
-                    self._charge(t, rep, user, cost / weight_at(rows.weight, k))
+                    charges = self.charges[rep]
+                    charges[user] = charges.get(user, 0.0) + cost / weight_at(rows.weight, k)
             elif kind == "sync":
-                found = self._applied.get(t)
-                if found is not None:
-                    found.seen.add((rep, user))
+                pending = self.pending
+                if pending is not None and pending.opened and pending.apply_at == t:
+                    pending.seen.add((rep, user))
+            if kind in ("arrive", "dispatch", "sync"):
+                self.touched.add(user)
+                if meter is not None:
+                    self.meters[rep][user] = meter
 
-    def _charge(self, t: float, replica: int, user: str, amount: float) -> None:
-        n = window_of(t, self.every)
-        window = self.windows.get(n)
-        if window is None:
-            window = self.windows[n] = _Window(Publication(n, n * self.every + self.delay, [{} for _ in range(self.count)]))
-            self._applied[window.publication.apply_at] = window
-        charges = window.publication.charges[replica]
-        charges[user] = charges.get(user, 0.0) + amount
+    def _before(self, seq: int, t: float, kind: str) -> None:
+        """The exchanges due before a row of ``kind`` at time t, in the engine's order."""
+        while True:
+            pending = self.pending
+            if pending is not None and pending.apply_at < t:
+                self._open(pending)
+                self._close(pending, seq)
+            elif self.window * self.every <= t:
+                self._publish(t)
+            else:
+                break
+        pending = self.pending
+        if pending is not None and pending.apply_at == t and kind in ("sync", "dispatch", "idle_reset"):
+            self._open(pending)  # the completions and arrivals at t are in
+            if kind != "sync":
+                self._close(pending, seq)
 
-    def amount(self, replica: int, t: float, user: str) -> float | None:
-        found = self._applied.get(t)
-        return None if found is None else found.increments(replica).get(user)
+    def _publish(self, t: float) -> None:
+        if not self.touched:
+            self.window = window_of(t, self.every)
+            return
+        meters = self.meters
+        self.pending = _Application(self.window * self.every + self.delay, published_meters(
+            sorted(self.touched), self.count, lambda k, user: meters[k].get(user), self.charges))
+        self.charges = [{} for _ in range(self.count)]
+        self.touched = set()
+        self.window += 1
 
-    def _close_before(self, t: float, seq: int) -> None:
-        """Every window applied before t must have had all its sync rows."""
-        while self.windows:
-            n, window = next(iter(self.windows.items()))
-            if window.publication.apply_at >= t:
-                return
-            self._close(window, seq)
-            del self.windows[n]
+    def _open(self, pending: _Application) -> None:
+        if pending.opened:
+            return
+        pending.opened = True
+        self._targets[pending.apply_at] = pending
+        for rep in range(self.count):
+            since = self.charges[rep]
+            for user, meter in pending.meters.items():
+                target = meter + since[user] if user in since else meter
+                pending.targets[(rep, user)] = target
+                current = self.meters[rep].get(user)
+                if current is not None and target > current:
+                    pending.expected[(rep, user)] = target
 
-    def _close(self, window: _Window, seq: int) -> None:
-        publication = window.publication
-        for replica in range(self.count):
-            for user, amount in window.increments(replica).items():
-                if (replica, user) not in window.seen:
-                    self.findings.add("§11 sync", seq, f"replica {replica}: no sync row for {user} at t {publication.apply_at!r}; "
-                                                       f"the other replicas published {fmt(amount)}")
+    def _close(self, pending: _Application, seq: int) -> None:
+        for (rep, user), target in pending.expected.items():
+            if (rep, user) not in pending.seen:
+                self.findings.add("§11 sync", seq, f"replica {rep}: no sync row raising {user}'s meter from "
+                                                   f"{self.meters[rep].get(user)!r} to {target!r} at t {pending.apply_at!r}")
+        self.pending = None
+
+    def target(self, replica: int, t: float, user: str) -> float | None:
+        found = self._targets.get(t)
+        return None if found is None else found.targets.get((replica, user))
 
     def forget_closed(self) -> None:
-        """Drop the lookups of windows already closed (after every replica has read the chunk)."""
-        open_at = {w.publication.apply_at for w in self.windows.values()}
-        for at in [at for at in self._applied if at not in open_at]:
-            del self._applied[at]
+        """Drop the targets of applications already closed (after every replica has read the chunk)."""
+        for at in [at for at, application in self._targets.items() if application is not self.pending]:
+            del self._targets[at]
 
     def finish(self) -> None:
-        """The log ends: windows applied by its last event must be complete (later ones were never due)."""
-        for window in list(self.windows.values()):
-            if window.publication.apply_at <= self.last_t:
-                self._close(window, -1)
-        self.windows.clear()
+        """The log ends: an application due by its last event must be complete (a later one was never due)."""
+        pending = self.pending
+        if pending is not None and pending.apply_at <= self.last_t:
+            self._open(pending)
+            self._close(pending, -1)
 
 
 @dataclass(frozen=True)
@@ -225,8 +256,8 @@ class _Published:
     ledger: SyncLedger
     replica: int
 
-    def amount(self, t: float, user: str) -> float | None:
-        return self.ledger.amount(self.replica, t, user)
+    def target(self, t: float, user: str) -> float | None:
+        return self.ledger.target(self.replica, t, user)
 
 
 RulesFactory = Callable[["_Published | None"], "RuleSet | None"]
@@ -250,7 +281,8 @@ class PerReplicaRules(RuleSet):
     def checks(self) -> Checks:
         checks = [(rules, f"{line} (on each replica)") for rules, line in self.replicas[0].checks()]
         if self.ledger is not None:
-            checks.append((("§11 sync",), "§11 every charge another replica published is applied at n T + D, once"))
+            checks.append((("§11 sync",), "§11 at every n T + D each replica raised exactly the meters below what was published at n T "
+                                          "(plus its charges since), once"))
         return checks
 
     def _feed(self, rows: LogRows, first: int) -> None:

@@ -39,10 +39,11 @@ class _Backlog:
 
 
 class Published(Protocol):
-    """What the other replicas published for one replica under share sync (semantics §11)."""
+    """What one replica was to raise its meters to under share sync (semantics §11)."""
 
-    def amount(self, t: float, user: str) -> float | None:
-        """The sum of their charges for ``user`` applied at time t (None: nothing was)."""
+    def target(self, t: float, user: str) -> float | None:
+        """The meter published for ``user`` plus this replica's charges since, applied at
+        time t (None: no exchange applied a meter of ``user`` at t)."""
 
 
 class SFQRules(RuleSet):
@@ -82,8 +83,7 @@ class SFQRules(RuleSet):
                 (("§3.1 (1)",), "§3.1 (1) v never decreases"),
                 (("§3.1 (3)",), "§3.1 (3) every backlogged user's meter >= v"),
                 *own,
-                (("§11 sync",), f"§11 sync rows: S_i <- {'(S_i if backlogged, else v)' if self.reset_join else 'max(S_i, v)'} "
-                                "+ the charges the other replicas published; v unchanged"),
+                (("§11 sync",), "§11 sync rows raise a meter to the published one plus this replica's charges since; v unchanged"),
             ]
         return [
             (("§3.1 (1)",), "§3.1 (1) v never decreases"),
@@ -212,17 +212,17 @@ class SFQRules(RuleSet):
             return
         if v_row != self.v:
             add("§11 sync", seq, f"a sync row changed v from {self.v!r} to {v_row!r}")
-        amount = self.published.amount(t, user)
+        target = self.published.target(t, user)
         previous = self.meter.get(user)
-        backlogged = self.queued.get(user, 0) > 0
-        base = previous if backlogged or not (previous is None or previous < self.v or self.reset_join) else self.v
-        if amount is None:
-            add("§11 sync", seq, f"a sync row moved {user}'s meter to {m_row!r}; the other replicas published no charge of {user} for t {t!r}")
-        elif m_row != base + amount:  # type: ignore[operator]  # base is a meter when backlogged
-            add("§11 sync", seq, f"a sync row set {user}'s meter to {m_row!r}; {base!r} + the {amount!r} the others published is {base + amount!r}")  # type: ignore[operator]
+        if target is None or previous is None:
+            add("§11 sync", seq, f"a sync row moved {user}'s meter to {m_row!r}; no exchange applies a meter of {user} here at t {t!r}")
+        elif not target > previous:
+            add("§11 sync", seq, f"a sync row moved {user}'s meter to {m_row!r}; it was {previous!r}, at or above the target {target!r}")
+        elif m_row != target:
+            add("§11 sync", seq, f"a sync row set {user}'s meter to {m_row!r}; the published meter plus this replica's charges since is {target!r}")
         self.meter[user] = m_row
         self.max_meter = max(self.max_meter, m_row)
-        if backlogged:
+        if self.queued.get(user, 0) > 0:
             heapq.heappush(self.heap, (m_row, user))  # the entry before it is stale and skipped
 
     def _other(self, position: int, seq: int, kind: str, user: str, v_row: float, m_row: float) -> None:
