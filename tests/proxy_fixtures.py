@@ -72,6 +72,8 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
         return events
     with httpx.Client(headers=headers, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
         for sse in source.iter_sse():
+            if sse.event != "message":
+                continue
             event = sse.json()
             assert str(event["seq"]) == sse.id
             events.append(event)

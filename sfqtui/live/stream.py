@@ -205,7 +205,8 @@ class EventStream:
                 for sse in source.iter_sse():
                     if self._stop.is_set():
                         return
-                    self._take(client, sse)
+                    if sse.event == "message":  # §7 events; typed ones (run, bye) are not events of the log
+                        self._take(client, sse)
             finally:
                 with self._lock:
                     self._response = None

@@ -67,7 +67,7 @@ class Proxy:
         self.ring.publish(event)
 
     def state(self) -> dict[str, Any]:
-        return self.dispatcher.state(self.ring.last_seq)
+        return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
 
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
