@@ -10,8 +10,8 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 def rss_anon_kb(pid: int) -> int:

@@ -16,8 +16,8 @@ import contextlib
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import httpx
 
@@ -82,7 +82,7 @@ async def shoot(out: Path, name: str, make: Callable[[], SfqApp], keys: list[str
         app.save_screenshot(filename=name, path=str(out))
 
 
-def _audited(run) -> bool:  # noqa: ANN001
+def _audited(run) -> bool:
     traits = run.table.traits
     return traits is not None and traits.audit is not None
 

@@ -10,8 +10,8 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.ui.app import SfqApp
 from sfqtui.runs.opening import Opening
+from sfqtui.ui.app import SfqApp
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (120, 34)

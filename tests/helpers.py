@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.core.engine.trace import Trace
+from sfqtui.core.log.rows import LogRows, rows_from_replay
 
 
 def trace_of(rows: list[tuple[str, float, float]], service: float | list[float] = 1.0, weights: dict[str, float] | None = None) -> Trace:

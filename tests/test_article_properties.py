@@ -3,7 +3,6 @@
 from collections import Counter
 
 from helpers import replay
-
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
 from sfqtui.scenarios import SCENARIOS, generate

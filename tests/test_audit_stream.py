@@ -6,11 +6,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from helpers import replay, trace_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from helpers import replay, trace_of
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import StructureRules, audit
 from sfqtui.core.analysis.fairness import FairnessTally, fairness, fairness_of_replay
@@ -141,7 +141,8 @@ def test_iter_log_rows_reads_the_log_in_batches(demo_log: Path) -> None:
 def test_iter_log_rows_refuses_a_log_of_two_schedulers(demo_log: Path, tmp_path: Path) -> None:
     df = pl.read_parquet(demo_log)
     mixed = tmp_path / "mixed.parquet"
-    df.with_columns(pl.when(pl.int_range(pl.len()) == len(df) - 1).then(pl.lit("drr")).otherwise(pl.col("scheduler")).alias("scheduler")).write_parquet(mixed, row_group_size=100)
+    last_is_drr = pl.when(pl.int_range(pl.len()) == len(df) - 1).then(pl.lit("drr")).otherwise(pl.col("scheduler"))
+    df.with_columns(last_is_drr.alias("scheduler")).write_parquet(mixed, row_group_size=100)
     with pytest.raises(InputError, match="one scheduler's events; this one has \\['drr', 'sfq'\\]"):
         iter_log_rows(mixed)
     empty = tmp_path / "empty.parquet"
@@ -154,7 +155,8 @@ def test_check_finds_violations_across_batches(demo_log: Path, tmp_path: Path) -
     df = pl.read_parquet(demo_log)
     bad = tmp_path / "bad.parquet"
     target = df.with_row_index("k").filter((pl.col("kind") == "dispatch") & (pl.col("k") > 200))["k"][0]
-    df.with_columns(pl.when(pl.int_range(pl.len()) == target).then(pl.col("meter") - 1.0).otherwise(pl.col("meter")).alias("meter")).write_parquet(bad, row_group_size=50)
+    lowered = pl.when(pl.int_range(pl.len()) == target).then(pl.col("meter") - 1.0).otherwise(pl.col("meter"))
+    df.with_columns(lowered.alias("meter")).write_parquet(bad, row_group_size=50)
     result = CliRunner().invoke(app, ["check", str(bad)])
     assert result.exit_code == 1
     assert f"seq {target}: [§3 charge]" in result.stdout

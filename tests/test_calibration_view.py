@@ -6,9 +6,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard import TRACES, dashboard, settle
 from textual.pilot import Pilot
 
+from dashboard import TRACES, dashboard, settle
 from sfqtui.core.analysis.calibration import calibrate
 from sfqtui.core.analysis.log_calibration import NO_OUTPUTS, calibrate_log, order_change
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -141,7 +141,7 @@ async def test_comparing_a_per_user_ratio_from_the_palette_says_who_moved() -> N
         assert app.side_by_side
 
 
-def test_the_calibration_screen(snap_compare) -> None:  # noqa: ANN001
+def test_the_calibration_screen(snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         await pilot.press("c")

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard import SIZE, dashboard, screen_text, settle, text_of
 from textual.message import Message
 
+from dashboard import SIZE, dashboard, screen_text, settle, text_of
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 from rich.segment import Segment
 from rich.text import Text

@@ -3,11 +3,11 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers import replay, trace_of
 
+from helpers import replay, trace_of
 from sfqtui.core.analysis.audit import audit
-from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.analysis.gaps import max_gain
+from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
 
 USERS = ["a", "b", "c", "d"]

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 from fake_upstream import answer_text, prompt_of
-from proxy_fixtures import KEY_OF, by_request, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, by_request, read_events, running_proxy, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
-from sfqtui.proxy.prompt import output_cap, prompt_tokens
 from sfqtui.live.stream import EventStream, Gap, Status
+from sfqtui.proxy.prompt import output_cap, prompt_tokens
 from sfqtui.proxy.upstream import base_url
 from sfqtui.trace.load import load_trace
 
@@ -141,7 +141,7 @@ async def test_the_ratio_learns_from_actual_output(fake, keys_path: Path) -> Non
 async def test_a_ragged_stream_is_relayed_whole_and_its_usage_only_when_asked(fake, keys_path: Path, asked: bool) -> None:
     """The upstream sends \\r\\n line ends three bytes at a time: events are still passed on
     whole, and the usage chunk (cut across many pieces) is still found, kept or dropped."""
-    upstream, upstream_url = fake
+    _, upstream_url = fake
     prompt = "[ragged] three small words"
     options = {"stream_options": {"include_usage": True}} if asked else {}
     with running_proxy(upstream_url, keys_path) as px:

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from fake_upstream import closed_port
-from proxy_fixtures import KEY_OF, KEYS, by_request, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, KEYS, by_request, read_events, running_proxy, state, wait_for
 from sfqtui.trace.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +159,7 @@ def _stream_text(url: str, key: str, prompt: str, out: dict[str, Any]) -> None:
 
 
 def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake, keys_path: Path, tmp_path: Path) -> None:
-    upstream, upstream_url = fake
+    _, upstream_url = fake
     record = tmp_path / "record.parquet"
     command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0", "--slots", "2",
                "--keys", str(keys_path), "--record", str(record), "--shutdown-grace", "3"]
@@ -173,7 +173,7 @@ def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake,
         for n, (user, prompt) in enumerate((("bob", slow), ("alice", quick), ("carol", queued))):
             threading.Thread(target=_stream_text, args=(url, KEY_OF[user], prompt, outs[prompt]), name=f"client-{n}").start()
             if n < 2:
-                wait_for(lambda: state(url)["inflight"] == n + 1, what="a running request")
+                wait_for(lambda n=n: state(url)["inflight"] == n + 1, what="a running request")
         wait_for(lambda: sum(u["queued"] for u in state(url)["users"]) == 1, what="a queued request")
         proc.send_signal(signal.SIGTERM)
         # uvicorn re-raises the signal once it has shut down cleanly, so the exit status is the signal's.

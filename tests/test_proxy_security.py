@@ -14,11 +14,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, fake, keys_path, read_events, running_proxy, state  # noqa: F401 - fixtures
+from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, read_events, running_proxy, state
 from sfqtui.cli.app import app
 from sfqtui.errors import InputError
-from sfqtui.proxy.keys import load_keys
 from sfqtui.live.stream import EventStream, Status
+from sfqtui.proxy.keys import load_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 

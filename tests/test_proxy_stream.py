@@ -15,7 +15,7 @@ import openai
 import pyarrow as pa
 from httpx_sse import connect_sse
 
-from proxy_fixtures import KEY_OF, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, read_events, running_proxy, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.live.stream import EventStream, Gap, Status
 from sfqtui.live.stream_log import StreamLogWriter

@@ -1,7 +1,7 @@
 """The shadow re-drives the real scheduler from a log: its state is the engine's own at every step."""
 
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
-from typing import Callable, Hashable, Iterable
 
 import polars as pl
 import pytest

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard import settle, text_of
-
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening

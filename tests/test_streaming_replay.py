@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import random
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import polars as pl
@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bad_inputs import CASES
 
 from sfqtui.core.engine.chunks import WholeTrace
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -32,6 +31,7 @@ from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.load import load_trace, validate
 from sfqtui.trace.simulate import simulate
+from test_bad_inputs import CASES
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 USERS = ["a", "b", "c", "d"]

@@ -4,8 +4,8 @@ import json
 import logging
 import multiprocessing
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 import pytest

@@ -12,7 +12,8 @@ from rich.table import Table
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
-from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack, calibrate as measure_calibration
+from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
+from sfqtui.core.analysis.calibration import calibrate as measure_calibration
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
@@ -30,7 +31,10 @@ SPARK_WIDTH = 40
 @with_replay_options
 def calibrate(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file with output_tokens (semantics §1).", show_default=False)],
-    scheduler: Annotated[EstimatingScheduler, typer.Option("--scheduler", "-s", help="Scheduler that charges the estimate.")] = EstimatingScheduler.sfq,  # type: ignore[attr-defined]
+    scheduler: Annotated[
+        EstimatingScheduler,
+        typer.Option("--scheduler", "-s", help="Scheduler that charges the estimate."),
+    ] = EstimatingScheduler.sfq,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
     replay: ReplayChoices = None,  # type: ignore[assignment]
 ) -> None:

@@ -1,6 +1,8 @@
 """`sfqtui compare`: replay one trace under several schedulers and compare fairness."""
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -53,11 +55,11 @@ def compare(
     loaded = load_trace(trace)
     reports = []
     config = None
-    with progress_bar("comparing", len(names) * len(loaded.trace)) as update:
+    total = len(names) * len(loaded.trace)
+    with progress_bar("comparing", total) as update:
         for k, name in enumerate(names):
             config = replay.config(name, loaded.suggested_slots)
-            done = k * len(loaded.trace)
-            reports.append(fairness_of_replay(loaded.trace, config, lambda arrived: update(done + arrived, len(names) * len(loaded.trace))))
+            reports.append(fairness_of_replay(loaded.trace, config, functools.partial(_progress, update, k * len(loaded.trace), total)))
     assert config is not None
     if as_json:
         payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}
@@ -67,3 +69,8 @@ def compare(
     console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {config.slots} slots")
     for report in reports:
         console.print(_table(report))
+
+
+def _progress(update: Callable[[int, int], None], done: int, total: int, arrived: int) -> None:
+    """One replay's progress as part of all of them: ``done`` requests were replayed before it."""
+    update(done + arrived, total)

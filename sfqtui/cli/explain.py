@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -136,8 +136,18 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
 def explain(
     path: Annotated[Path, typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log.", show_default=False)],
     request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The request's id (the trace's request_id).", show_default=False)],
-    scheduler: Annotated[Optional[SchedulerName], typer.Option("--scheduler", "-s", help="Scheduler to replay a trace under (default sfq); a log is explained under its own.", show_default=False)] = None,
-    compare: Annotated[Optional[str], typer.Option("--compare", help="Comma-separated schedulers to replay the trace under too: when, and as which dispatch, each sends the request.", show_default=False)] = None,
+    scheduler: Annotated[
+        SchedulerName | None,
+        typer.Option("--scheduler", "-s", help="Scheduler to replay a trace under (default sfq); a log is explained under its own.", show_default=False),
+    ] = None,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            help="Comma-separated schedulers to replay the trace under too: when, and as which dispatch, each sends the request.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
     replay: ReplayChoices = None,  # type: ignore[assignment]
 ) -> None:

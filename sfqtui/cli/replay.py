@@ -3,7 +3,7 @@
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -30,12 +30,29 @@ def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices)
 @refuses_bad_input
 @with_replay_options
 def replay(
-    path: Annotated[Optional[Path], typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False)] = None,
-    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace).")] = SchedulerName.sfq,  # type: ignore[attr-defined]
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False),
+    ] = None,
+    scheduler: Annotated[
+        SchedulerName,
+        typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace)."),
+    ] = SchedulerName.sfq,
     speed: Annotated[float, typer.Option(help="Events per second when playing.")] = 10.0,
     play: Annotated[bool, typer.Option("--play", help="Start playing at once.")] = False,
-    compare: Annotated[Optional[str], typer.Option("--compare", "-c", help=f"Comma-separated schedulers to step beside the main one, in panes side by side ({', '.join(SCHEDULERS)}).", show_default=False)] = None,
-    lockstep: Annotated[str, typer.Option("--lockstep", help="Step the panes together by time or by dispatch number (the k-th dispatch of each); l switches.")] = "time",
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            "-c",
+            help=f"Comma-separated schedulers to step beside the main one, in panes side by side ({', '.join(SCHEDULERS)}).",
+            show_default=False,
+        ),
+    ] = None,
+    lockstep: Annotated[
+        str,
+        typer.Option("--lockstep", help="Step the panes together by time or by dispatch number (the k-th dispatch of each); l switches."),
+    ] = "time",
     replay: ReplayChoices = None,  # type: ignore[assignment]
 ) -> None:
     """Open the dashboard: step the scheduler event by event and see why each request
@@ -78,7 +95,7 @@ def demo(play: Annotated[bool, typer.Option("--play/--no-play", help="Start play
 
 @refuses_bad_input
 def serve(
-    args: Annotated[Optional[list[str]], typer.Argument(help="What to pass to `sfqtui replay` (a trace or log and its options).", show_default=False)] = None,
+    args: Annotated[list[str] | None, typer.Argument(help="What to pass to `sfqtui replay` (a trace or log and its options).", show_default=False)] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "localhost",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
 ) -> None:

@@ -15,7 +15,6 @@ from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
-
 SchedulerName = Enum("SchedulerName", {name.replace("-", "_"): name for name in SCHEDULERS}, type=str)  # type: ignore[misc]
 
 

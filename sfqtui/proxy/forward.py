@@ -12,7 +12,8 @@ import asyncio
 import inspect
 import json
 import re
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse

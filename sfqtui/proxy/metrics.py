@@ -11,14 +11,15 @@ series, and one that gains a label starts a new series from 0, which Prometheus'
 from __future__ import annotations
 
 from collections import Counter as Tally
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.protocol import Event
+from sfqtui.proxy.dispatcher import Ticket
 
 OTHER = "other"
 WAIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)

@@ -17,7 +17,7 @@ import json
 import secrets
 import time
 from array import array
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from sfqtui.protocol import BYE, RUN, Event, gap_event
 from sfqtui.proxy.sse import KEEPALIVE, frame

@@ -18,7 +18,7 @@ class ProxySettings:
     ring_size: int = 100_000
     record: Path | None = None
     metrics_users: int = 20
-    estimator: EstimatorParams = EstimatorParams()
+    estimator: EstimatorParams = field(default_factory=EstimatorParams)
     upstream_timeout_s: float = 600.0
     shutdown_grace_s: float = 30.0
     keepalive_s: float = 15.0

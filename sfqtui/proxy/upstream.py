@@ -14,7 +14,7 @@ plain asyncio streams cost about a quarter of httpx's CPU per streamed chunk
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp

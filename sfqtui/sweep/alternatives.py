@@ -11,8 +11,8 @@ worker per CPU.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from sfqtui.core.engine.estimator import SCOPES, UPDATES
 from sfqtui.core.engine.replay import ReplayConfig

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Mapping, Sequence
 
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig

@@ -8,11 +8,12 @@ import os
 import queue
 import threading
 from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -82,7 +83,7 @@ def _gathered(parts: Sequence[RequestColumns], req: np.ndarray) -> tuple[Request
         columns = [getattr(p, name) for p in parts]
         return None if columns[0] is None else pa.concat_arrays(columns)
 
-    whole = RequestColumns(0, joined("request_ids"), joined("users"), joined("weights"), joined("output_tokens"))  # type: ignore[arg-type]
+    whole = RequestColumns(0, joined("request_ids"), joined("users"), joined("weights"), joined("output_tokens"))
     return whole, pa.array(positions, mask=req < 0)
 
 

@@ -7,9 +7,10 @@ batch and 8 bytes a request (a hash of its id), never the whole file.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from sfqtui.core.analysis.explain import DispatchExplanation, WaitExplanation, explain_dispatch, explain_wait
-from sfqtui.core.numbers import fmt
 from sfqtui.core.log.timeline import Timeline
+from sfqtui.core.numbers import fmt
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.text_view import TextView

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Hashable, Sequence
 
 from sfqtui.core.analysis.fairness import FairnessTally, Gap
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -257,10 +257,10 @@ class _PricedDispatches:
         caps: dict[int, int] = {}
         if trace.max_tokens is not None and trace.output_tokens is not None:
             for req, (cap, out) in enumerate(zip(trace.max_tokens, trace.output_tokens)):
-                if cap > 0 and out >= 0:  # type: ignore[operator]
+                if cap > 0 and out >= 0:
                     key = keys[req] if keys is not None else 0
-                    outputs[key] = outputs.get(key, 0) + out  # type: ignore[operator]
-                    caps[key] = caps.get(key, 0) + cap  # type: ignore[operator]
+                    outputs[key] = outputs.get(key, 0) + out
+                    caps[key] = caps.get(key, 0) + cap
         return {key: outputs[key] / caps[key] for key in caps}
 
     def _estimator_key(self, key: int) -> Hashable:

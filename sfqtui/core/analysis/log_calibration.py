@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from sfqtui.core.analysis.calibration import UserCalibration
 from sfqtui.core.log.table import EventTable

@@ -7,9 +7,9 @@ no clock, no randomness, no dict-order dependence.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
-from typing import Callable, Iterator, Sequence
 
 from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
@@ -106,8 +106,10 @@ class Replay:
         weights = self.requests.weights_by_code()
         largest_denominator, total = 1, 0.0
         for chunk in self.requests.chunks():
-            for user, cost in zip(chunk.trace.user, chunk.trace.cost):  # type: ignore[arg-type]
-                charge = cost / weights.get(user, 1.0)  # type: ignore[arg-type]
+            costs = chunk.trace.cost
+            assert costs is not None  # cost_source "column": every chunk has the cost column
+            for user, cost in zip(chunk.trace.user, costs):
+                charge = cost / weights.get(user, 1.0)
                 denominator = charge.as_integer_ratio()[1]
                 if denominator > largest_denominator:
                     largest_denominator = denominator
@@ -169,7 +171,7 @@ class Replay:
                 return (), (), 0, never
             trace = entering.trace
             window.add(entering, service_times(trace, service_model))
-            return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]  # type: ignore[return-value]
+            return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]
 
         sched = self.scheduler
         arrive, reading, dispatch, idle_reset = self._operations()

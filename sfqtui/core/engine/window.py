@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from sfqtui.core.engine.chunks import RequestChunk
 from sfqtui.core.engine.trace import Trace

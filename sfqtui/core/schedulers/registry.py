@@ -7,17 +7,17 @@ A new scheduler is one module in this package and one entry below (docs/architec
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 from sfqtui.core.numbers import fmt as _fmt
-from sfqtui.core.schedulers.base import Scheduler, User
+from sfqtui.core.schedulers.base import Scheduler, Weights
 from sfqtui.core.schedulers.baselines import FIFO, RoundRobin
 from sfqtui.core.schedulers.drr import DRR
 from sfqtui.core.schedulers.sfq import SFQ, SFQReset
 from sfqtui.core.schedulers.vtc import VTC
 
-Weights = dict[User, float]
 # (user, value) of each candidate, smallest (value, user) first; value is the scheduler's
 # own number (meter, deficit, counter) or None.
 Ranked = Sequence[tuple[str, float | None]]
