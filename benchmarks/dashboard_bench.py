@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import random
 import statistics
@@ -121,7 +122,7 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
         seeks = []
         for _ in range(50):
             target = str(rng.randrange(len(app.table)))
-            seeks.append(await timed(lambda target=target: (app.cursor.goto(target), app.refresh_views())))
+            seeks.append(await timed(functools.partial(seek, app, target)))
         for name, values in (("rebuild the state at a random event and explain it (no drawing)", rebuilds),
                              ("a repaint of the whole screen (for scale)", repaints), ("step forward", forward), ("step back", back),
                              ("next dispatch", dispatches), ("seek to a random event", seeks)):
@@ -131,6 +132,11 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
 
 CASES = {"trace": "trace replayed in the app", "log": "saved event log", "panes": "sfq and drr side by side on the trace"}
 
+
+
+def seek(app: SfqApp, target: str) -> None:
+    app.cursor.goto(target)
+    app.refresh_views()
 
 def openings(kind: str, path: Path, config: ReplayConfig) -> Opening | list[Opening]:
     if kind == "panes":

@@ -97,7 +97,7 @@ def _server(command: list[str], url_on_stderr: bool) -> Iterator[str]:
     """A server process for a ``with`` block; its URL is the first it prints."""
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]
+        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
         if "http://" not in line:
             raise RuntimeError(f"{command[1:4]} did not start: {line}")
         yield "http://" + line.split("http://")[1].split()[0]

@@ -29,7 +29,7 @@ def chunks(log: LogRows, cuts: list[int]) -> list[LogRows]:
     """The log cut before each position in ``cuts``."""
     bounds = [0, *sorted(set(cuts)), len(log)]
     return [
-        LogRows(log.scheduler, **{c: None if getattr(log, c) is None else getattr(log, c)[a:b] for c in COLUMNS})
+        LogRows(log.scheduler, **{c: None if getattr(log, c) is None else getattr(log, c)[a:b] for c in COLUMNS})  # type: ignore[arg-type]  # columns by name
         for a, b in zip(bounds, bounds[1:])
     ]
 
@@ -42,7 +42,7 @@ def scenario_log(name: str, scheduler: str) -> LogRows:
 def tampered(log: LogRows, column: str, at: int, value: object) -> LogRows:
     values = list(getattr(log, column))
     values[at] = value
-    return dataclasses.replace(log, **{column: values})
+    return dataclasses.replace(log, **{column: values})  # type: ignore[arg-type]  # a column by name: mypy sees every field's type at once
 
 
 def audit_figures(log: LogRows | list[LogRows]) -> tuple:
@@ -66,7 +66,7 @@ def test_chunks_list_the_same_violations_as_the_whole_log() -> None:
     log = scenario_log("demo", "sfq")
     dispatches = [k for k, kind in enumerate(log.kind) if kind == "dispatch"]
     for at in dispatches[3:60:2]:
-        log = tampered(log, "meter", at, log.meter[at] + 1.0)  # type: ignore[operator]
+        log = tampered(log, "meter", at, log.meter[at] + 1.0)  # type: ignore[operator]  # row at is a dispatch: it has a meter
     log = tampered(log, "seq", 5, 50)
     whole = audit(log)
     assert whole.violation_count > len(whole.violations) == 20

@@ -49,7 +49,7 @@ class Follower:
                 writer.write(item)
 
     def caught_up(self, url: str) -> None:
-        wait_for(lambda: (self.seqs() or [None])[-1] == state(url)["seq"], what="the follower to catch up")
+        wait_for(lambda: self.seqs()[-1:] == [state(url)["seq"]], what="the follower to catch up")
 
     def stop(self) -> None:
         self.stream.close()

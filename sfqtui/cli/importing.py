@@ -53,7 +53,7 @@ def import_command(
     if jitter < 0:
         raise fail("--jitter must be >= 0")
     options = ImportOptions(
-        users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]
+        users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]  # Users refuses any other name
         max_tokens=MaxTokens.parse(max_tokens),
         keep_failed=keep_failed,
         jitter_s=jitter,

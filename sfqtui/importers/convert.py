@@ -150,7 +150,7 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
     kinds = {type(x) for x in firsts}
     if len(kinds) > 1:
         raise InputError("the files do not share a clock: some give datetimes, others numbers")
-    t0, t_end = min(firsts), max(lasts)  # type: ignore[type-var]
+    t0, t_end = min(firsts), max(lasts)  # type: ignore[type-var]  # all numbers or all datetimes: checked just above
 
     columns = [c for c in frames[0].collect_schema().names()]
     shared: set[str] = set.intersection(*(set(f.collect_schema().names()) for f in frames))
@@ -188,7 +188,7 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
         if tmp.exists():
             tmp.unlink()
     stats = pl.scan_parquet(out).select(pl.len().alias("rows"), pl.col("user").n_unique().alias("users")).collect().row(0, named=True)
-    span = (t_end - t0).total_seconds() if hasattr(t_end - t0, "total_seconds") else float(t_end - t0)  # type: ignore[operator]
+    span = (t_end - t0).total_seconds() if hasattr(t_end - t0, "total_seconds") else float(t_end - t0)  # type: ignore[operator]  # times of one clock subtract
     return ImportSummary(stats["rows"], stats["users"], len(sources), span)
 
 

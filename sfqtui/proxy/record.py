@@ -21,11 +21,12 @@ from typing import Any
 
 import polars as pl
 
+from sfqtui.trace.load import frame_of
 from sfqtui.trace.schema import TRACE_SCHEMA
 from sfqtui.trace.write import write_trace
 
 COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "service_s", "weight", "model"]
-SCHEMA = pl.from_arrow(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema  # type: ignore[union-attr]
+SCHEMA = frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 
 

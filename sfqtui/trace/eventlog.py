@@ -174,7 +174,8 @@ class EventLogWriter:
         while (table := self._pending.get()) is not None:
             if self._failure is None:
                 try:
-                    self._writer.write_table(table)  # type: ignore[union-attr]
+                    assert self._writer is not None, "write() opens the writer before it queues a table"
+                    self._writer.write_table(table)
                 except BaseException as exc:  # raised in the caller's thread at its next call
                     self._failure = exc
 
@@ -297,4 +298,4 @@ def rows_of(scheduler: str, events: pa.Table | pa.RecordBatch) -> LogRows:
         values, kind = events[name], _AUDITED[name]
         return (values if kind is None or values.type == kind else values.cast(kind)).to_pylist()
 
-    return LogRows(scheduler, **{name: column(name) for name in _AUDITED})  # type: ignore[arg-type]
+    return LogRows(scheduler, **{name: column(name) for name in _AUDITED})  # type: ignore[arg-type]  # each column as its own list: LogRows names their types

@@ -41,8 +41,8 @@ def estimator_choices(current: EstimatorParams) -> list[tuple[str, EstimatorPara
     """The estimators the palette offers to compare with: every other ratio scope and
     update rule, and the oracle."""
     base = replace(current, oracle=False)
-    choices = [(f"ratio {'global' if s == 'global' else 'per ' + s}", replace(base, scope=s)) for s in SCOPES]  # type: ignore[arg-type]
-    choices += [(f"update {u}", replace(base, update=u)) for u in UPDATES]  # type: ignore[arg-type]
+    choices = [(f"ratio {'global' if s == 'global' else 'per ' + s}", replace(base, scope=s)) for s in SCOPES]
+    choices += [(f"update {u}", replace(base, update=u)) for u in UPDATES]
     choices.append(("oracle", replace(current, oracle=True)))
     return [(title, params) for title, params in choices if params != current]
 

@@ -193,7 +193,7 @@ class _CostTotals:
                 continue
             user = codes[req]
             self.dispatched[user] = self.dispatched.get(user, 0) + 1
-            self.charged[user] = self.charged.get(user, 0.0) + cost  # type: ignore[operator]
+            self.charged[user] = self.charged.get(user, 0.0) + cost  # type: ignore[operator]  # every dispatch row has a cost
             self.consumed[user] = self.consumed.get(user, 0.0) + actual[req]
 
     def users(self) -> list[UserCalibration]:

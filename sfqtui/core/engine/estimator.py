@@ -23,8 +23,8 @@ from sfqtui.core.engine.window import RequestWindow
 
 Scope = Literal["global", "model", "user"]
 Update = Literal["window", "ema", "cumulative"]
-SCOPES: tuple[str, ...] = ("global", "model", "user")
-UPDATES: tuple[str, ...] = ("window", "ema", "cumulative")
+SCOPES: tuple[Scope, ...] = ("global", "model", "user")
+UPDATES: tuple[Update, ...] = ("window", "ema", "cumulative")
 
 
 @dataclass(frozen=True)

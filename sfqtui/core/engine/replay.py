@@ -88,7 +88,7 @@ class Replay:
         if not len(self.requests):
             return 1.0
         if self.cost_source == "column":
-            return max(max(chunk.trace.cost) for chunk in self.requests.chunks())  # type: ignore[arg-type]
+            return max(max(chunk.trace.cost) for chunk in self.requests.chunks())  # type: ignore[arg-type]  # cost_source "column": every chunk has one
         assert self.estimator is not None
         return max(self.estimator.largest_upper_bound(chunk.trace) for chunk in self.requests.chunks())
 
@@ -205,7 +205,7 @@ class Replay:
                     if observe is not None:
                         observe(req)
                     if complete is not None:
-                        v, meter, deficit = complete(req, user, complete_charge(req))  # type: ignore[misc]
+                        v, meter, deficit = complete(req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
                     else:
                         v, meter, deficit = reading(user)
                     append((now, COMPLETE, req, None, v, meter, deficit, None))
@@ -230,7 +230,7 @@ class Replay:
                         append((now, DISPATCH, req, cost, v, meter, deficit, credit))
                         free -= 1
                         k = req // size
-                        heappush(running, (now + services[k][req % size], dispatched, req, user, k))  # type: ignore[index]
+                        heappush(running, (now + services[k][req % size], dispatched, req, user, k))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
                         dispatched += 1
                         if virtual and not sched.backlogged:
                             append((now, IDLE_RESET, -1, None, idle_reset(), None, None, None))
@@ -266,7 +266,7 @@ class Replay:
         def absolute(reading: UserReading) -> UserReading:
             v, meter, deficit = reading
             off = sched.offset
-            return v + off, (None if meter is None else meter + off), deficit  # type: ignore[operator]
+            return v + off, (None if meter is None else meter + off), deficit  # type: ignore[operator]  # a renormalisable scheduler always has v
 
         def dispatch(cost_of: CostOf) -> Dispatch:
             nonlocal count
@@ -275,11 +275,11 @@ class Replay:
             count += 1
             if count % every == 0:
                 sched.renormalise()
-            return req, user, cost, v + off, meter + off, deficit, credit  # type: ignore[operator]
+            return req, user, cost, v + off, meter + off, deficit, credit  # type: ignore[operator]  # a renormalisable scheduler reports v and the meter
 
         return (
             lambda req, user: absolute(sched.arrive(req, user)),
             lambda user: absolute(sched.reading(user)),
             dispatch,
-            lambda: sched.idle_reset() + sched.offset,  # type: ignore[operator]
+            lambda: sched.idle_reset() + sched.offset,  # type: ignore[operator]  # a renormalisable scheduler's idle reset returns v
         )

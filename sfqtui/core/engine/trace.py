@@ -17,14 +17,14 @@ NULL = -1  # a missing token count
 OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model")
 
 
-def int_column(values: Sequence[int | None]) -> array:
+def int_column(values: Sequence[int | None]) -> array[int]:
     """Token counts as array('q') with -1 for null."""
     if isinstance(values, array) and values.typecode == "q":
         return values
     return array("q", (NULL if x is None else int(x) for x in values))
 
 
-def float_column(values: Sequence[float]) -> array:
+def float_column(values: Sequence[float]) -> array[float]:
     if isinstance(values, array) and values.typecode == "d":
         return values
     return array("d", values)
@@ -49,12 +49,12 @@ class Trace:
 
     request_id: Sequence[str]
     user: Sequence[int]
-    arrival_s: Sequence[float]
-    input_tokens: Sequence[int] | None
-    max_tokens: Sequence[int] | None
-    output_tokens: Sequence[int] | None
-    cost: Sequence[float] | None
-    service_s: Sequence[float] | None
+    arrival_s: array[float]
+    input_tokens: array[int] | None
+    max_tokens: array[int] | None
+    output_tokens: array[int] | None
+    cost: array[float] | None
+    service_s: array[float] | None
     model: Sequence[int] | None
     weights: dict[str, float]
     users: Sequence[str]

@@ -47,7 +47,9 @@ class VTC(Scheduler):
         return None, self._counters[user], None
 
     def dispatch(self, cost_of: CostOf) -> Dispatch:
-        counter, user = self._smallest()  # type: ignore[misc]
+        smallest = self._smallest()
+        assert smallest is not None, "dispatch is only called while someone is backlogged"
+        counter, user = smallest
         heappop(self._heap)
         queue = self._queues[user]
         req = queue.popleft()
