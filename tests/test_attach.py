@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import text_of
+from dashboard import text_of, until
 from proxy_fixtures import running_proxy, state
 from sfqtui.core.engine.events import GAP
 from sfqtui.core.engine.replay import ReplayConfig
@@ -17,19 +17,12 @@ from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.status_line import StatusLine
 from tcp_relay import TcpRelay
 from test_proxy_stream import ask
 
 SIZE = (140, 40)
-
-
-async def until(pilot, condition, what: str, timeout: float = 15.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def seen(app: SfqApp) -> int:
@@ -98,7 +91,7 @@ async def test_a_gap_is_marked_and_the_state_read_again(fake, keys_path: Path) -
             assert not app.current.checked and "audit stopped" in (app.current.audit_failure or "")
             first_held = app.table.first_seq + 1
             await pilot.press("home", "right")
-            assert f"before seq {first_held}" in app.query_one("#explain").text
+            assert f"before seq {first_held}" in app.query_one("#explain", ExplainPanel).text
             ask(px.url, 1, user="alice")
             await until(pilot, lambda: seen(app) == state(px.url)["seq"], "new events after the gap")
             state_now = app.timeline.state_at(len(app.table) - 1)
