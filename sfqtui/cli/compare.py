@@ -10,13 +10,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.numbers import fmt
-from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.load import load_trace
 
 
@@ -42,16 +41,14 @@ def compare(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers to compare.")] = "sfq,drr,fifo,rr",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")] = False,
-    replay: ReplayChoices = None,  # type: ignore[assignment]
+    replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
 ) -> None:
     """Replay TRACE under each scheduler and compare, per user: the share of charged cost
     while congested (two or more users backlogged), the worst |W_i - W_j| between
     continuously backlogged users (article §3.2), Jain's index and wait p50/p99.
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
-    unknown = unknown_schedulers(names)
-    if unknown or not names:
-        raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
+    check_schedulers(names)
     loaded = load_trace(trace)
     reports = []
     config = None

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import refuses_bad_input
-from sfqtui.cli.replay_options import with_estimator_options
+from sfqtui.cli.replay_options import DEFAULT_ESTIMATOR, with_estimator_options
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.errors import InputError
 
@@ -105,7 +105,7 @@ def proxy(
             rich_help_panel=_PANEL,
         ),
     ] = 30.0,
-    estimator: EstimatorParams = None,  # type: ignore[assignment]
+    estimator: EstimatorParams = DEFAULT_ESTIMATOR,  # with_estimator_options puts the options given here
 ) -> None:
     """Put Start-time Fair Queueing in front of OpenAI-compatible servers, and publish every decision.
 

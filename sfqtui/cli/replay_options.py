@@ -9,13 +9,14 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PANEL_EST = "Cost estimator (used when the trace has no cost column; docs/estimator.md)"
@@ -61,6 +62,8 @@ class ReplayChoices:
         )
 
 
+
+
 def _option(name: str, annotation: Any, default: Any, help: str, panel: str, *flags: str) -> inspect.Parameter:
     return inspect.Parameter(
         name,
@@ -71,7 +74,9 @@ def _option(name: str, annotation: Any, default: Any, help: str, panel: str, *fl
 
 
 _D_EST = EstimatorParams()
+DEFAULT_ESTIMATOR = _D_EST  # the estimator options' defaults
 _D_SVC = TokenServiceModel()
+NO_CHOICES = ReplayChoices(None, None, None, _D_EST, _D_SVC)  # the defaults, as if no option was given
 _PARAMS = [
     _option("slots", int | None, None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1.",
             _PANEL_RUN, "--slots", "-n"),
@@ -124,7 +129,7 @@ def _choices(values: dict[str, Any]) -> ReplayChoices:
     )
     slots = values["slots"]
     if slots is not None and slots < 1:
-        raise ValueError("--slots must be >= 1")
+        raise InputError("--slots must be >= 1")
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service)
 
 
@@ -140,9 +145,9 @@ def _adding_options(func: F, argument: str, options: list[inspect.Parameter], bu
         return func(**{argument: build(shared)}, **kwargs)
 
     params = own + options
-    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # inspect.signature reads it; functions do not declare it
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def with_replay_options(func: F) -> F:

@@ -20,6 +20,7 @@ from typing import Any
 
 from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.core.schedulers import make_scheduler
+from sfqtui.errors import InputError
 from sfqtui.protocol import SCHEDULER, Event
 
 
@@ -65,7 +66,7 @@ Sink = Callable[[Event, "Ticket | None"], None]
 class Dispatcher:
     def __init__(self, slots: int, weights: dict[str, float], estimator: CostEstimator, sinks: Iterable[Sink]) -> None:
         if slots < 1:
-            raise ValueError("--slots must be >= 1")
+            raise InputError("--slots must be >= 1")
         self.slots = slots
         self.inflight = 0
         self.v = 0.0

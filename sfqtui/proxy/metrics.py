@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from sfqtui.errors import InputError
 from sfqtui.protocol import Event
 from sfqtui.proxy.dispatcher import Ticket
 
@@ -62,7 +63,7 @@ class _SchedulerGauges(Collector):
 class ProxyMetrics:
     def __init__(self, max_users: int, state: State) -> None:
         if max_users < 1:
-            raise ValueError("--metrics-users must be >= 1")
+            raise InputError("--metrics-users must be >= 1")
         self.max_users = max_users
         self.registry = CollectorRegistry()
         self._cost = Counter("sfqtui_dispatched_cost", "Cost charged at dispatch (semantics §6), by user.", ["user"], registry=self.registry)

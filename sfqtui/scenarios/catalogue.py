@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from sfqtui.errors import InputError
 from sfqtui.scenarios.frame import backlog, concat, trace_frame, user_names
 from sfqtui.scenarios.production import production
 
@@ -183,5 +184,5 @@ SCENARIOS: dict[str, Scenario] = {
 
 def generate(name: str, seed: int = 0, users: int | None = None, requests: int | None = None) -> pl.DataFrame:
     if name not in SCENARIOS:
-        raise ValueError(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
+        raise InputError(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
     return SCENARIOS[name].build(np.random.default_rng(seed), users, requests)

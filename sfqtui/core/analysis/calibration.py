@@ -28,6 +28,7 @@ from sfqtui.core.engine.events import DISPATCH, EventColumns
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.errors import InputError
 
 RATIO_BINS = 40
 NO_MODEL = "(no model)"
@@ -122,7 +123,7 @@ def actual_costs(trace: Trace, params: EstimatorParams) -> array:
     Evaluated exactly as the oracle prices a request, so the oracle's bias is exactly 1.
     """
     if trace.input_tokens is None or trace.output_tokens is None:
-        raise ValueError("calibration needs the input_tokens and output_tokens columns: actual cost is "
+        raise InputError("calibration needs the input_tokens and output_tokens columns: actual cost is "
                          "a * input_tokens + b * output_tokens (semantics §10)")
     a, b = params.input_weight, params.output_weight
     return array("d", (a * max(0, n_in) + b * out if out >= 0 else math.nan
@@ -134,7 +135,7 @@ def calibrate(trace: Trace, config: ReplayConfig) -> CalibrationReport:
     actual = actual_costs(trace, config.estimator)
     run = Replay(trace, config)
     if run.traits.charges == "actual":
-        raise ValueError(f"{config.scheduler} charges actual usage: it has no estimate to calibrate")
+        raise InputError(f"{config.scheduler} charges actual usage: it has no estimate to calibrate")
     charged_gaps, actual_gaps = FairnessTally(trace.weights), FairnessTally(trace.weights)
     costs = _CostTotals(trace, actual)
     priced = _PricedDispatches(trace, config.estimator.scope)

@@ -20,6 +20,7 @@ from typing import Literal, NamedTuple
 
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow
+from sfqtui.errors import InputError
 
 Scope = Literal["global", "model", "user"]
 Update = Literal["window", "ema", "cumulative"]
@@ -43,21 +44,21 @@ class EstimatorParams:
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
-            raise ValueError(f"estimator scope must be one of {', '.join(SCOPES)}")
+            raise InputError(f"estimator scope must be one of {', '.join(SCOPES)}")
         if self.update not in UPDATES:
-            raise ValueError(f"estimator update must be one of {', '.join(UPDATES)}")
+            raise InputError(f"estimator update must be one of {', '.join(UPDATES)}")
         if self.input_weight < 0 or self.output_weight < 0:
-            raise ValueError("estimator weights must be >= 0")
+            raise InputError("estimator weights must be >= 0")
         if self.input_weight == 0 and self.output_weight == 0:
-            raise ValueError("estimator weights cannot both be 0: every cost must be > 0")
+            raise InputError("estimator weights cannot both be 0: every cost must be > 0")
         if self.window < 1:
-            raise ValueError("estimator window must be >= 1 completion")
+            raise InputError("estimator window must be >= 1 completion")
         if not 0 < self.alpha <= 1:
-            raise ValueError("estimator alpha must be in (0, 1]")
+            raise InputError("estimator alpha must be in (0, 1]")
         if not self.start_ratio > 0:
-            raise ValueError("estimator start ratio must be > 0")
+            raise InputError("estimator start ratio must be > 0")
         if self.default_output_tokens < 0:
-            raise ValueError("estimator default output tokens must be >= 0")
+            raise InputError("estimator default output tokens must be >= 0")
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -121,9 +122,9 @@ class CostEstimator:
         if requests is None:
             return
         if "input_tokens" not in columns:
-            raise ValueError("the estimator needs the input_tokens column")
+            raise InputError("the estimator needs the input_tokens column")
         if params.oracle and "output_tokens" not in columns:
-            raise ValueError("the oracle estimator needs the output_tokens column: it charges the actual output")
+            raise InputError("the oracle estimator needs the output_tokens column: it charges the actual output")
         self._window = requests
         self._has_caps = "max_tokens" in columns
         self._has_outputs = "output_tokens" in columns

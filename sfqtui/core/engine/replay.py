@@ -19,6 +19,7 @@ from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow
 from sfqtui.core.schedulers import Scheduler, traits
 from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading
+from sfqtui.errors import InputError
 
 CHUNK = 1 << 16
 
@@ -35,11 +36,11 @@ class ReplayConfig:
     def __post_init__(self) -> None:
         traits(self.scheduler)
         if self.slots < 1:
-            raise ValueError("slots must be >= 1")
+            raise InputError("slots must be >= 1")
         if self.quantum is not None and not self.quantum > 0:
-            raise ValueError("quantum must be > 0")
+            raise InputError("quantum must be > 0")
         if self.renormalise_every is not None and self.renormalise_every < 1:
-            raise ValueError("renormalise_every must be >= 1 dispatch")
+            raise InputError("renormalise_every must be >= 1 dispatch")
 
 
 class Replay:
@@ -63,7 +64,7 @@ class Replay:
         if self.traits.charges == "actual":
             for column in ("input_tokens", "output_tokens"):
                 if column not in columns:
-                    raise ValueError(f"{config.scheduler} charges actual usage and needs the trace column '{column}' "
+                    raise InputError(f"{config.scheduler} charges actual usage and needs the trace column '{column}' "
                                      "(semantics §9); this trace has none")
             self.estimator = CostEstimator(config.estimator, self.window, columns)
             self._complete_charge = self.estimator.output_charge
@@ -101,7 +102,7 @@ class Replay:
         both frames compute the same numbers, shifted, and every decision is the same.
         """
         if self.cost_source != "column":
-            raise ValueError("--renormalise-every needs explicit costs: estimated costs are not exact in floating point, "
+            raise InputError("--renormalise-every needs explicit costs: estimated costs are not exact in floating point, "
                              "so renormalising could change a decision (docs/semantics.md)")
         weights = self.requests.weights_by_code()
         largest_denominator, total = 1, 0.0
@@ -115,7 +116,7 @@ class Replay:
                     largest_denominator = denominator
                 total += charge
         if largest_denominator > 1 << 30 or total * largest_denominator >= 2.0**53:
-            raise ValueError("--renormalise-every needs charges (cost / weight) on one exact grid, such as whole numbers: "
+            raise InputError("--renormalise-every needs charges (cost / weight) on one exact grid, such as whole numbers: "
                              "with these costs renormalising could change a decision (docs/semantics.md)")
 
     def take_requests(self) -> list[RequestChunk]:
