@@ -7,8 +7,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import openai
@@ -165,7 +166,8 @@ def test_events_carry_their_seq_as_id_and_keepalives_flow(fake, keys_path: Path)
 
 def raw_frames(lines: Iterator[str]) -> list[dict[str, str]]:
     """The stream as the wire has it: each SSE frame's fields, read to the stream's end."""
-    frames, fields = [], {}
+    frames: list[dict[str, str]] = []
+    fields: dict[str, str] = {}
     for line in lines:
         if line == "":
             if fields:
