@@ -1,4 +1,5 @@
-"""The live stream's shared vocabulary (semantics §8): what an event is, and the gap event.
+"""The live stream's shared vocabulary (semantics §8): what an event is, the gap event, and the
+stream's typed SSE events (``run`` first on every connection, ``bye`` before a clean end).
 
 The proxy (``sfqtui.proxy``), which publishes the stream, and the dashboard's client
 (``sfqtui.live``), which follows it, both speak it; neither imports the other.
@@ -10,6 +11,10 @@ from typing import Any
 
 Event = dict[str, Any]
 SCHEDULER = "sfq"
+# SSE event types besides the default ("message", which carries the §7 events): a client
+# that does not know a type skips it.
+RUN = "run"  # first on every connection: {"run": id, "started": unix time}
+BYE = "bye"  # last before the proxy ends the stream on purpose: {"run": id, "reason": "shutdown"}
 
 
 def gap_event(first_seq: int, t: float | None) -> Event:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +16,7 @@ import openai
 import pyarrow as pa
 from httpx_sse import connect_sse
 
-from proxy_fixtures import KEY_OF, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, read_events, running_proxy, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.live.stream import EventStream, Gap, Status
 from sfqtui.live.stream_log import StreamLogWriter
@@ -46,7 +50,7 @@ class Follower:
                 writer.write(item)
 
     def caught_up(self, url: str) -> None:
-        wait_for(lambda: (self.seqs() or [None])[-1] == state(url)["seq"], what="the follower to catch up")
+        wait_for(lambda: self.seqs()[-1:] == [state(url)["seq"]], what="the follower to catch up")
 
     def stop(self) -> None:
         self.stream.close()
@@ -151,7 +155,68 @@ def test_events_carry_their_seq_as_id_and_keepalives_flow(fake, keys_path: Path)
                 if line == ": keepalive":
                     break
         with httpx.Client(timeout=5) as client, connect_sse(client, "GET", f"{px.url}/v1/sfq/events") as source:
-            first = next(source.iter_sse())
+            sse = source.iter_sse()
+            run, first = next(sse), next(sse)
     assert response.headers["content-type"].startswith("text/event-stream")
-    assert lines[0] == "id: 0" and lines[1].startswith('data: {"seq":0,')
+    assert lines[0] == "event: run" and lines[1].startswith('data: {"run": ') and lines[2] == ""
+    assert lines[3] == "id: 0" and lines[4].startswith('data: {"seq":0,')
+    assert run.event == "run" and first.event == "message"
     assert first.id == "0" and first.json()["kind"] == "arrive"
+
+
+def raw_frames(lines: Iterator[str]) -> list[dict[str, str]]:
+    """The stream as the wire has it: each SSE frame's fields, read to the stream's end."""
+    frames: list[dict[str, str]] = []
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line == "":
+            if fields:
+                frames.append(fields)
+            fields = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(": ")
+            fields[name] = value
+    return frames
+
+
+def test_each_connection_names_its_run_and_a_clean_stop_says_bye(fake, keys_path: Path) -> None:
+    _, upstream_url = fake
+    runs = []
+    for _ in range(2):  # two runs of the proxy, one after the other
+        with running_proxy(upstream_url, keys_path) as px:
+            ask(px.url, 1)
+            run = state(px.url)["run"]
+            client = httpx.Client(timeout=10)
+            with client.stream("GET", f"{px.url}/v1/sfq/events") as response:
+                lines = response.iter_lines()
+                assert next(lines) == "event: run"
+                opening = json.loads(next(lines).removeprefix("data: "))
+                px.stop()  # SIGTERM's path: drain, then end the stream
+                frames = raw_frames(lines)
+            client.close()
+        assert opening["run"] == run and abs(opening["started"] - time.time()) < 60
+        events, bye = frames[:-1], frames[-1]
+        assert [int(f["id"]) for f in events] == list(range(len(events))) and all("event" not in f for f in events)
+        assert bye["event"] == "bye" and "id" not in bye and json.loads(bye["data"]) == {"run": run, "reason": "shutdown"}
+        runs.append(run)
+    assert runs[0] != runs[1]
+
+
+def test_a_crash_ends_the_stream_without_bye(fake, keys_path: Path, tmp_path: Path) -> None:
+    _, upstream_url = fake
+    proxy = subprocess.Popen([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--slots", "1",
+                              "--keys", str(keys_path), "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = "http://" + proxy.stderr.readline().split("http://")[1].split()[0]  # type: ignore[union-attr]
+        with httpx.Client(timeout=10) as client, client.stream("GET", f"{url}/v1/sfq/events") as response:
+            lines = response.iter_lines()
+            assert next(lines) == "event: run"
+            proxy.kill()
+            try:
+                rest = list(lines)
+            except httpx.RemoteProtocolError:  # the connection broke off mid-stream
+                rest = []
+    finally:
+        proxy.kill()
+        proxy.wait(10)
+    assert not any(line == "event: bye" for line in rest)

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Hashable, Sequence
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -45,13 +47,13 @@ def make_trace(rows: list[tuple[str, float, int, int, int]], service: list[float
 def part_of(trace: Trace, indices: list[int]) -> Trace:
     """The requests at ``indices`` (in order) as a trace of their own."""
 
-    def pick(column: object) -> list | None:
-        return None if column is None else [column[k] for k in indices]  # type: ignore[index]
+    def pick(column: Sequence[Any] | None) -> list[Any] | None:
+        return None if column is None else [column[k] for k in indices]
 
     return Trace(
-        request_id=pick(trace.request_id),  # type: ignore[arg-type]
-        user=[trace.users[trace.user[k]] for k in indices],  # type: ignore[index]
-        arrival_s=pick(trace.arrival_s),  # type: ignore[arg-type]
+        request_id=[trace.request_id[k] for k in indices],
+        user=[trace.users[trace.user[k]] for k in indices],
+        arrival_s=[trace.arrival_s[k] for k in indices],
         input_tokens=pick(trace.input_tokens), max_tokens=pick(trace.max_tokens), output_tokens=pick(trace.output_tokens),
         cost=pick(trace.cost), service_s=pick(trace.service_s), weights=dict(trace.weights),
     )
@@ -68,14 +70,32 @@ def routed_here(trace: Trace, settings: ReplicaSettings) -> list[int]:
     return [k % count for k in range(len(trace))]
 
 
+def index(request: Hashable | None) -> int:
+    """A request as rows_from_replay names it: its index in the trace."""
+    assert isinstance(request, int)
+    return request
+
+
+def replica_of(log: LogRows, k: int) -> int | None:
+    assert log.replica is not None
+    return log.replica[k]
+
+
+def arrivals(log: LogRows) -> list[int]:
+    """The replica of each arrival, in order."""
+    found = [replica_of(log, k) for k in range(len(log)) if log.kind[k] == "arrive"]
+    assert all(rep is not None for rep in found)
+    return cast(list[int], found)
+
+
 def events(log: LogRows, names: list[str], replica: int | None = None) -> list[Event]:
     """Every event (of one replica), requests named by id."""
     credit = log.credit or [None] * len(log)
     return [
-        (log.t[k], log.kind[k], None if log.request_id[k] is None else names[log.request_id[k]],  # type: ignore[index]
+        (log.t[k], log.kind[k], None if log.request_id[k] is None else names[index(log.request_id[k])],
          log.cost[k], log.v[k], log.meter[k], log.deficit[k], credit[k])
         for k in range(len(log))
-        if replica is None or log.replica[k] == replica  # type: ignore[index]
+        if replica is None or replica_of(log, k) == replica
     ]
 
 
@@ -91,7 +111,7 @@ def one_scheduler(trace: Trace, scheduler: str, slots: int, quantum: float | Non
 def assert_split_replays(trace: Trace, scheduler: str, slots: int, settings: ReplicaSettings) -> None:
     """Each replica's events are a one-scheduler replay of the requests routed to it."""
     log, quantum = replicated(trace, ReplayConfig(scheduler, slots, replicas=settings))
-    arrived = [log.replica[k] for k in range(len(log)) if log.kind[k] == "arrive"]  # type: ignore[index]
+    arrived = arrivals(log)
     if settings.router == "least-loaded":
         assignment = arrived
     else:
@@ -104,7 +124,7 @@ def assert_split_replays(trace: Trace, scheduler: str, slots: int, settings: Rep
         part = part_of(trace, indices)
         alone = one_scheduler(part, scheduler, own_slots[k], quantum)
         assert events(log, list(trace.request_id), k) == events(alone, list(part.request_id)), f"replica {k}"
-        completed.update({indices[alone.request_id[j]]: alone.t[j] for j in range(len(alone)) if alone.kind[j] == "complete"})  # type: ignore[index]
+        completed.update({indices[index(alone.request_id[j])]: alone.t[j] for j in range(len(alone)) if alone.kind[j] == "complete"})
     if settings.router == "least-loaded":
         for i, chosen in enumerate(assignment):
             now = trace.arrival_s[i]
@@ -141,11 +161,11 @@ def test_share_global_is_one_scheduler(scheduler: str, router: str) -> None:
     trace = busy_trace(with_cost=False, weights={"B": 3.0})
     log, quantum = replicated(trace, ReplayConfig(scheduler, 5, replicas=ReplicaSettings(3, router, Share("global"))))
     assert events(log, list(trace.request_id)) == events(one_scheduler(trace, scheduler, 5, quantum), list(trace.request_id))
-    arrived = [log.replica[k] for k in range(len(log)) if log.kind[k] == "arrive"]  # type: ignore[index]
+    arrived = arrivals(log)
     if router != "least-loaded":
         assert arrived == routed_here(trace, ReplicaSettings(3, router))
     assert len(set(arrived)) > 1
-    assert all(log.replica[k] is None for k in range(len(log)) if log.kind[k] == "idle_reset")  # type: ignore[index]
+    assert all(replica_of(log, k) is None for k in range(len(log)) if log.kind[k] == "idle_reset")
 
 
 def test_one_replica_is_todays_replay() -> None:
@@ -180,7 +200,7 @@ def loads_trace(rows: list[tuple[str, float, float]]) -> Trace:
 
 def replicas_of_arrivals(trace: Trace, slots: int, count: int = 2) -> list[int]:
     log, _ = replicated(trace, ReplayConfig("sfq", slots, replicas=ReplicaSettings(count, "least-loaded")))
-    return [log.replica[k] for k in range(len(log)) if log.kind[k] == "arrive"]  # type: ignore[index,misc]
+    return arrivals(log)
 
 
 def test_least_loaded_ties_go_to_the_lowest_replica() -> None:

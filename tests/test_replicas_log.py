@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dashboard import SIZE, settle
 from typer.testing import CliRunner
 
+from dashboard import SIZE, settle
 from sfqtui.cli.app import app as cli
 from sfqtui.core.engine.events import KINDS
 from sfqtui.core.engine.replay import ReplayConfig
@@ -33,7 +33,7 @@ def simulated(tmp_path: Path, *options: str, trace: Path = TRACE, name: str = "l
     return out
 
 
-def rewritten(log: Path, out: Path, change) -> Path:  # noqa: ANN001
+def rewritten(log: Path, out: Path, change) -> Path:
     """The log with its rows changed by ``change(list of row dicts)``, metadata kept."""
     table = pq.read_table(log)
     rows = table.to_pylist()

@@ -27,7 +27,8 @@ def replayed(requests: Trace, slots: int, settings: ReplicaSettings) -> LogRows:
 
 
 def rows_of(log: LogRows, kind: str) -> list[tuple]:
-    return [(log.t[k], log.replica[k], log.user[k], log.v[k], log.meter[k]) for k in range(len(log)) if log.kind[k] == kind]  # type: ignore[index]
+    assert log.replica is not None
+    return [(log.t[k], log.replica[k], log.user[k], log.v[k], log.meter[k]) for k in range(len(log)) if log.kind[k] == kind]
 
 
 def test_two_replicas_publish_and_apply_by_hand() -> None:
@@ -93,6 +94,8 @@ def test_the_audit_rebuilds_every_sync(drawn: list, count: int, extra: int, ever
     if syncs:
         k = syncs[len(syncs) // 2]
         meters = list(log.meter)
-        meters[k] = meters[k] - 0.5  # type: ignore[operator]
+        lowered = meters[k]
+        assert lowered is not None
+        meters[k] = lowered - 0.5
         tampered = replace(log, meter=meters)
         assert not audit(tampered, replicas=Replicas(settings_, count + extra)).ok

@@ -1,6 +1,8 @@
 """`sfqtui compare`: replay one trace under several schedulers and compare fairness."""
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -8,14 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import ReplayChoices, with_replicated_replay_options
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
 from sfqtui.core.numbers import fmt
-from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.load import load_trace
 
 
@@ -63,7 +64,7 @@ def compare(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers to compare.")] = "sfq,drr,fifo,rr",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")] = False,
-    replay: ReplayChoices = None,  # type: ignore[assignment]
+    replay: ReplayChoices = NO_CHOICES,  # with_replicated_replay_options puts the options given here
 ) -> None:
     """Replay TRACE under each scheduler and compare, per user: the share of charged cost
     while congested (two or more users backlogged), the worst |W_i - W_j| between
@@ -74,9 +75,7 @@ def compare(
     stranded capacity, makespan ratio and each user's p99 wait under both.
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
-    unknown = unknown_schedulers(names)
-    if unknown or not names:
-        raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
+    check_schedulers(names)
     loaded = load_trace(trace)
     configs = [replay.config(name, loaded.suggested_slots) for name in names]
     replicated = replay.replicas.replicated
@@ -86,8 +85,7 @@ def compare(
     measures: list[ReplicaMeasures | None] = []
     with progress_bar("comparing", total) as update:
         for k, config in enumerate(configs):
-            done = k * runs * len(loaded.trace)
-            progress = lambda arrived, done=done: update(done + arrived, total)  # noqa: E731
+            progress = functools.partial(_progress, update, k * runs * len(loaded.trace), total)
             if replicated:
                 report, measured = replica_measures(loaded.trace, config, progress)
             else:
@@ -96,15 +94,7 @@ def compare(
             measures.append(measured)
     slots = configs[0].slots
     if as_json:
-        payload: dict[str, object] = {"trace": str(trace), "slots": slots, "schedulers": {}}
-        if replicated:
-            payload["replicas"] = replay.replicas.metadata(slots)
-        for report, measured in zip(reports, measures):
-            figures = report.as_dict()
-            if measured is not None:
-                figures["replicas"] = measured.as_dict()
-            payload["schedulers"][report.scheduler] = figures  # type: ignore[index]
-        typer.echo(json.dumps(payload, indent=2))
+        typer.echo(json.dumps(_payload(trace, slots, reports, measures, replay), indent=2))
         return
     console = Console()
     where = f", {replay.replicas.describe()}" if replicated else ""
@@ -113,3 +103,23 @@ def compare(
         console.print(_table(report, measured))
         if measured is not None:
             console.print(_replicas_table(measured, report.scheduler, replay.replicas.describe()))
+
+
+def _payload(trace: Path, slots: int, reports: list[FairnessReport], measures: list[ReplicaMeasures | None],
+             replay: ReplayChoices) -> dict[str, object]:
+    """The JSON: each scheduler's figures, with a `replicas` object when replicated (semantics §11)."""
+    schedulers: dict[str, object] = {}
+    for report, measured in zip(reports, measures):
+        figures = report.as_dict()
+        if measured is not None:
+            figures["replicas"] = measured.as_dict()
+        schedulers[report.scheduler] = figures
+    payload: dict[str, object] = {"trace": str(trace), "slots": slots, "schedulers": schedulers}
+    if replay.replicas.replicated:
+        payload["replicas"] = replay.replicas.metadata(slots)
+    return payload
+
+
+def _progress(update: Callable[[int, int], None], done: int, total: int, arrived: int) -> None:
+    """One replay's progress as part of all of them: ``done`` requests were replayed before it."""
+    update(done + arrived, total)

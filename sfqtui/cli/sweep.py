@@ -4,7 +4,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich import box
@@ -15,10 +15,10 @@ from rich.text import Text
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
 from sfqtui.core.numbers import fmt
-from sfqtui.sweep.runs import Row
 from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import ReplicaGrid, check_settings, plan_runs
 from sfqtui.sweep.results import complete_rows, write_results
+from sfqtui.sweep.runs import Row
 from sfqtui.trace.load import load_trace
 
 
@@ -56,16 +56,31 @@ def _is_number(text: str) -> bool:
 def sweep(
     traces: Annotated[list[Path], typer.Argument(help="Trace Parquet files (semantics §1).", show_default=False)],
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers.")] = "sfq,drr,fifo,rr",
-    slots: Annotated[Optional[str], typer.Option("--slots", "-n", help="Comma-separated slot counts. Default: each trace's own suggestion, else 1.", show_default=False)] = None,
+    slots: Annotated[
+        str | None,
+        typer.Option("--slots", "-n", help="Comma-separated slot counts. Default: each trace's own suggestion, else 1.", show_default=False),
+    ] = None,
     ratio_scope: Annotated[str, typer.Option("--ratio-scope", help="Comma-separated ratio scopes: global, model, user (docs/estimator.md).")] = "global",
     ratio_update: Annotated[str, typer.Option("--ratio-update", help="Comma-separated ratio update rules: window, ema, cumulative.")] = "window",
     replicas: Annotated[str, typer.Option("--replicas", "-k", help="Comma-separated replica counts K (semantics §11); 1: one balancer.")] = "1",
     router: Annotated[str, typer.Option("--router", help="Comma-separated routers: hash, random, round-robin, least-loaded.")] = "hash",
-    share: Annotated[str, typer.Option("--share", help="Comma-separated share modes: none, global, sync:T or sync:T,D (a number after sync:T is its delay).")] = "none",
+    share: Annotated[
+        str, typer.Option("--share", help="Comma-separated share modes: none, global, sync:T or sync:T,D (a number after sync:T is its delay).")
+    ] = "none",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random router.")] = 0,
-    workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes of the local Dask cluster started for this sweep. Default: one per CPU.", show_default=False)] = None,
-    cluster: Annotated[Optional[str], typer.Option("--cluster", help="Submit the runs to the running Dask scheduler at this address (tcp://HOST:8786) instead of a local cluster; docs/sweep.md.", show_default=False)] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Parquet file to write, one row per run.", show_default=False)] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", "-w", help="Worker processes of the local Dask cluster started for this sweep. Default: one per CPU.", show_default=False),
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            help="Submit the runs to the running Dask scheduler at this address (tcp://HOST:8786) instead of a local cluster; docs/sweep.md.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Parquet file to write, one row per run.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"runs": [...]} for machines instead of a table.')] = False,
 ) -> None:
     """Replay many settings at once on Dask distributed: one row of fairness figures per run.
@@ -126,12 +141,13 @@ def _table(rows: list[Row]) -> Table:
     varying = [key for key in SETTINGS if len({str(row[key]) for row in rows}) > 1]
     fixed = [f"{SETTINGS[key]} {_setting(rows[0], key)}" for key in SETTINGS if key not in varying]
     table = Table(title="; ".join([f"sweep: {len(rows)} runs", *fixed]), title_justify="left", box=box.SIMPLE_HEAD)
-    replicated = any((row["replicas"] or 1) > 1 for row in rows)
+    replicated = any(row["replicas"] != 1 for row in rows)
     for key in varying:
         table.add_column(SETTINGS[key], justify="right" if key in ("slots", "replicas") else "left")
     for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded %") if replicated else ()), "s"):
         table.add_column(header, justify="left" if header == "who" else "right")
     for number, row in enumerate(rows, 1):
+        figures: list[str | Text]
         if row["error"]:
             figures = [Text("failed", style="red"), "-", f"run {number}, below"]
         elif row["worst_gap"] is None:
@@ -139,10 +155,22 @@ def _table(rows: list[Row]) -> Table:
         else:
             figures = [_fixed(row["jain"], 3), f"{row['worst_gap']:,.0f}", f"{row['worst_gap_ahead']} over {row['worst_gap_behind']}"]
         if replicated:
-            stranded = row["stranded"]
-            figures += [fmt(row["worst_gap_cmax"]), fmt(row["drift_cmax"]), fmt(None if stranded is None else 100 * stranded)]  # type: ignore[arg-type,operator]
+            figures += _replica_figures(row)
         table.add_row(*(_setting(row, key) for key in varying), *figures, _fixed(row["seconds"], 1))
     return table
+
+
+def _replica_figures(row: Row) -> list[str | Text]:
+    """Worst gap and drift in c_max, stranded capacity in % (semantics §11)."""
+    if row["error"]:
+        return ["-", "-", "-"]
+    gap, drift, stranded = (_number(row[key]) for key in ("worst_gap_cmax", "drift_cmax", "stranded"))
+    return [fmt(gap), fmt(drift), fmt(None if stranded is None else 100 * stranded)]
+
+
+def _number(x: object) -> float | None:
+    assert x is None or isinstance(x, float)  # the figure columns hold floats
+    return x
 
 
 def _setting(row: Row, key: str) -> str:

@@ -28,8 +28,9 @@ import queue
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -205,7 +206,8 @@ class EventStream:
                 for sse in source.iter_sse():
                     if self._stop.is_set():
                         return
-                    self._take(client, sse)
+                    if sse.event == "message":  # §7 events; typed ones (run, bye) are not events of the log
+                        self._take(client, sse)
             finally:
                 with self._lock:
                     self._response = None

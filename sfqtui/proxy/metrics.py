@@ -11,14 +11,16 @@ series, and one that gains a label starts a new series from 0, which Prometheus'
 from __future__ import annotations
 
 from collections import Counter as Tally
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from sfqtui.proxy.dispatcher import Ticket
+from sfqtui.errors import InputError
 from sfqtui.protocol import Event
+from sfqtui.proxy.dispatcher import Ticket
 
 OTHER = "other"
 WAIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -61,7 +63,7 @@ class _SchedulerGauges(Collector):
 class ProxyMetrics:
     def __init__(self, max_users: int, state: State) -> None:
         if max_users < 1:
-            raise ValueError("--metrics-users must be >= 1")
+            raise InputError("--metrics-users must be >= 1")
         self.max_users = max_users
         self.registry = CollectorRegistry()
         self._cost = Counter("sfqtui_dispatched_cost", "Cost charged at dispatch (semantics §6), by user.", ["user"], registry=self.registry)

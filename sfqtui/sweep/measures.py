@@ -5,7 +5,7 @@ Measures run on Dask workers, so they are module-level functions (pickled by nam
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
 from sfqtui.core.analysis.replicas import replica_measures, tally_replay
@@ -27,7 +27,8 @@ def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
         c_max = tally.c_max
         gap_cmax = report.worst_gap.gap / c_max if report.worst_gap is not None and c_max else None
         replicas = {"worst_gap_cmax": gap_cmax, "drift_cmax": 0.0, "stranded": 0.0, "makespan_ratio": 1.0}
-    figures = report.as_dict()
+    users = report.as_dict()["users"]
+    assert isinstance(users, dict)
     gap = report.worst_gap
     return {
         "requests": len(trace),
@@ -39,7 +40,7 @@ def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
         "worst_gap_end_t": None if gap is None else gap.end_t,
         "worst_gap_exact": report.gap_exact,
         "congested_dispatches": report.congested_dispatches,
-        "users": [{"user": user, **values} for user, values in figures["users"].items()],  # type: ignore[union-attr]
+        "users": [{"user": user, **values} for user, values in users.items()],
         **{key: replicas[key] for key in ("worst_gap_cmax", "drift_cmax", "stranded", "makespan_ratio")},
     }
 

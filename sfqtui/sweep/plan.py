@@ -4,16 +4,16 @@ router and share)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Mapping, Sequence
 
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings, Share
 from sfqtui.core.engine.service import TokenServiceModel
-from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,9 @@ class ReplicaGrid:
     seed: int = 0
 
     def settings(self) -> list[ReplicaSettings]:
-        """Every combination (ValueError naming the first bad one); one replica once, whatever its router and share."""
+        """Every combination (InputError naming the first bad one); one replica once, whatever its router and share."""
         if not self.counts or not self.routers or not self.shares:
-            raise ValueError("--replicas, --router and --share each need at least one value")
+            raise InputError("--replicas, --router and --share each need at least one value")
         shares = [Share.parse(text) for text in self.shares]
         found: list[ReplicaSettings] = []
         for count, router, share in product(self.counts, self.routers, shares):
@@ -71,18 +71,16 @@ class ReplicaGrid:
 
 def check_settings(schedulers: Sequence[str], slots: Sequence[int] | None, scopes: Sequence[str], updates: Sequence[str],
                    replicas: ReplicaGrid = ReplicaGrid()) -> None:
-    """ValueError naming the first bad setting, so a sweep is refused before any run starts.
+    """InputError naming the first bad setting, so a sweep is refused before any run starts.
     Settings that only clash in some runs (sync with a scheduler that has no meters, fewer
     slots than replicas) fail those runs, each with its error in its row."""
-    unknown = unknown_schedulers(schedulers)
-    if unknown or not schedulers:
-        raise ValueError(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
+    check_schedulers(schedulers)
     for name, given, allowed in (("ratio scope", scopes, SCOPES), ("ratio update", updates, UPDATES)):
         wrong = [x for x in given if x not in allowed]
         if wrong or not given:
-            raise ValueError(f"unknown {name}(s) {', '.join(wrong) or '(none given)'}; choose from {', '.join(allowed)}")
+            raise InputError(f"unknown {name}(s) {', '.join(wrong) or '(none given)'}; choose from {', '.join(allowed)}")
     if slots is not None and (not slots or min(slots) < 1):
-        raise ValueError("slots must be >= 1")
+        raise InputError("slots must be >= 1")
     replicas.settings()
 
 
@@ -102,9 +100,9 @@ def plan_runs(
     """
     check_settings(schedulers, slots, scopes, updates, replicas)
     if not suggested_slots:
-        raise ValueError("a sweep needs at least one trace")
+        raise InputError("a sweep needs at least one trace")
     return [
-        RunSettings(trace, scheduler, n, EstimatorParams(scope=scope, update=update), replicas=settings)  # type: ignore[arg-type]
+        RunSettings(trace, scheduler, n, EstimatorParams(scope=scope, update=update), replicas=settings)  # type: ignore[arg-type]  # check_settings refused other names
         for trace, suggested in suggested_slots.items()
         for scheduler, n, scope, update, settings in product(schedulers, slots or [suggested or 1], scopes, updates, replicas.settings())
     ]

@@ -20,8 +20,8 @@ while another replica had requests waiting.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from sfqtui.core.analysis.fairness import FairnessReport, FairnessTally
 from sfqtui.core.engine.replay import ReplayConfig
@@ -89,7 +89,7 @@ class RunTally:
                 self.queued -= 1
                 self.inflight += 1
                 cost = rows.cost[k] or 0.0
-                self._charge(t, user, cost)  # type: ignore[arg-type]
+                self._charge(t, user, cost)  # type: ignore[arg-type]  # a dispatch row names its user
                 if rep is not None and self.replicas:
                     reading = self.replicas[rep]
                     reading.dispatched += 1
@@ -124,7 +124,7 @@ class RunTally:
             for k, reading in enumerate(self.replicas):
                 reading.busy_slot_s += self._inflight_on[k] * span
                 if self.queued - self._queued_on[k] > 0:
-                    reading.stranded_slot_s += (reading.slots - self._inflight_on[k]) * span  # type: ignore[operator]
+                    reading.stranded_slot_s += (reading.slots - self._inflight_on[k]) * span  # type: ignore[operator]  # split: slots known
         self.last_t = t
 
     @property

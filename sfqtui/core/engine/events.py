@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import cast
 
 # `sync`: a replica raised a user's meter by the charges other replicas made (semantics §11, share sync).
 KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync")
@@ -13,7 +14,7 @@ ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC = range(len(KINDS))
 # One event: (t, kind code, request index or -1, cost or None, v, meter, deficit, credit).
 EventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None"]
 # One event of a replicated replay: the same, then the replica (-1: none) and the user code (-1: none).
-ReplicaEventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None", int, int]
+ReplicaEventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None", int, Hashable]
 
 
 @dataclass
@@ -60,11 +61,14 @@ class EventBuffer:
 
     def columns(self) -> EventColumns:
         rows = self.rows
-        t, kind, req, cost, v, meter, deficit, credit = ([row[j] for row in rows] for j in range(8))
-        if not self.replicated:
-            return EventColumns(self.start, t, kind, req, cost, v, meter, deficit, credit)
-        replica, user = ([row[j] for row in rows] for j in (8, 9))  # type: ignore[misc]  # ReplicaEventRows are 10 long
-        return EventColumns(self.start, t, kind, req, cost, v, meter, deficit, credit, replica=replica, user=user)
+        columns = EventColumns(self.start, [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows],
+                               [row[3] for row in rows], [row[4] for row in rows], [row[5] for row in rows], [row[6] for row in rows],
+                               [row[7] for row in rows])
+        if self.replicated:
+            replicated = cast(list[ReplicaEventRow], rows)
+            columns.replica = [row[8] for row in replicated]
+            columns.user = cast(list[int], [row[9] for row in replicated])  # the engine's users are codes
+        return columns
 
     def drain_columns(self) -> EventColumns:
         """The rows held so far as columns; the buffer starts empty after them."""

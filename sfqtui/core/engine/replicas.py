@@ -15,20 +15,22 @@ scheduler over the whole trace; the tests check both against `Replay`.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from heapq import heappop, heappush
-from typing import Iterator, Sequence
+from typing import cast
 
 from sfqtui.core.engine.chunks import RequestChunks
 from sfqtui.core.engine.estimator import CostEstimator, Pricing
-from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, SYNC, EventBuffer
+from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, SYNC, EventBuffer, ReplicaEventRow
 from sfqtui.core.engine.replay import CHUNK, Replay, ReplayConfig
 from sfqtui.core.engine.replication import ONE_REPLICA
-from sfqtui.core.engine.routers import StaticRouter, router_for
+from sfqtui.core.engine.routers import LeastLoadedRouter, StaticRouter, router_for
 from sfqtui.core.engine.service import service_times
 from sfqtui.core.engine.sync import Exchange, Publication
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.schedulers import Scheduler
+from sfqtui.core.schedulers.base import User
 from sfqtui.core.schedulers.sfq import SFQ
 
 
@@ -49,7 +51,10 @@ class ReplicatedReplay(Replay):
             None if self.estimator is None else CostEstimator(config.estimator, self.window, self.requests.columns)
             for _ in range(pools - 1)
         ]
-        self.exchange = Exchange(settings.count, share.every_s, share.delay_s) if share.mode == "sync" else None  # type: ignore[arg-type]
+        self.exchange: Exchange | None = None
+        if share.mode == "sync":
+            assert share.every_s is not None  # Share requires a period for sync
+            self.exchange = Exchange(settings.count, share.every_s, share.delay_s)
         self.log = EventBuffer(replicated=True)
 
     def take_pricing(self) -> Pricing | None:
@@ -73,7 +78,7 @@ class ReplicatedReplay(Replay):
         never = float("inf")
         router = self.router
         static = router if isinstance(router, StaticRouter) else None
-        pick = None if static is not None else router.pick  # type: ignore[union-attr]
+        pick = router.pick if isinstance(router, LeastLoadedRouter) else None
 
         def enter() -> tuple[Sequence[float], Sequence[int], Sequence[int], int, float]:
             """Bring the next chunk into the window: its arrivals, users, replicas (static routers), length and first arrival."""
@@ -83,7 +88,7 @@ class ReplicatedReplay(Replay):
             trace = entering.trace
             window.add(entering, service_times(trace, service_model))
             routes = static.assign(trace, entering.start) if static is not None else ()
-            return trace.arrival_s, trace.user, routes, len(trace), trace.arrival_s[0]  # type: ignore[return-value]
+            return trace.arrival_s, trace.user, routes, len(trace), trace.arrival_s[0]
 
         split = self.split
         scheds = self.schedulers
@@ -93,7 +98,7 @@ class ReplicatedReplay(Replay):
         idle_reset = [s.idle_reset for s in scheds]
         complete = [s.complete for s in scheds] if self._complete_charge is not None else None
         complete_charge = self._complete_charge
-        observe = [e.observe for e in self.estimators] if self.estimator is not None else None  # type: ignore[union-attr]
+        observe = [e.observe for e in self.estimators if e is not None] if self.estimator is not None else None
         virtual = self.traits.virtual_time
         exchange = self.exchange
         weights = self.requests.weights_by_code()
@@ -101,8 +106,8 @@ class ReplicatedReplay(Replay):
         held: dict[int, int] = {}  # global: each queued request's replica
         log = self.log
         rows = log.rows
-        append = rows.append
-        running: list[tuple[float, int, int, int, int, int]] = []  # (done at, dispatch number, request, user, its chunk, replica)
+        append = cast(Callable[[ReplicaEventRow], None], rows.append)  # the buffer is replicated: its rows are ReplicaEventRows
+        running: list[tuple[float, int, int, User, int, int]] = []  # (done at, dispatch number, request, user, its chunk, replica)
         free = list(self.pool_slots)
         i = j = 0  # the next request to arrive, over the whole trace and in its chunk
         dispatched = self.dispatched
@@ -131,7 +136,7 @@ class ReplicatedReplay(Replay):
                     if observe is not None:
                         observe[pool](req)
                     if complete is not None:
-                        v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]
+                        v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]  # set with complete
                     else:
                         v, meter, deficit = reading[pool](user)
                     append((now, COMPLETE, req, None, v, meter, deficit, None, rep, user))
@@ -141,7 +146,7 @@ class ReplicatedReplay(Replay):
 
                 while next_arrival == now:
                     user = users[j]
-                    rep = routes[j] if pick is None else pick(load)  # type: ignore[arg-type]
+                    rep = routes[j] if pick is None else pick(load)  # type: ignore[arg-type]  # load is kept when pick is
                     if load is not None:
                         load[rep] += 1
                     if split:
@@ -178,7 +183,7 @@ class ReplicatedReplay(Replay):
                             exchange.charge(rep, user, cost / weights[user] if user in weights else cost)
                         free[pool] -= 1
                         k = req // size
-                        heappush(running, (now + services[k][req % size], dispatched, req, user, k, rep))  # type: ignore[index]
+                        heappush(running, (now + services[k][req % size], dispatched, req, user, k, rep))  # type: ignore[index]  # its chunk is held
                         dispatched += 1
                         if virtual and not sched.backlogged:
                             append((now, IDLE_RESET, -1, None, idle_reset[pool](), None, None, None, pool if split else -1, -1))
@@ -191,7 +196,7 @@ class ReplicatedReplay(Replay):
                     yield i
                     gc.disable()
                     rows = log.rows
-                    append = rows.append
+                    append = cast(Callable[[ReplicaEventRow], None], rows.append)
                     next_yield = log.start + len(rows) + chunk
         finally:
             self.dispatched = dispatched
@@ -210,7 +215,7 @@ class ReplicatedReplay(Replay):
             if pending is not None and pending.apply_at < now:
                 self._apply(exchange.take())
             elif exchange.publish_at <= now:
-                exchange.publish(lambda k, user: schedulers[k].meter(user), now)  # type: ignore[attr-defined]  # sync needs SFQ
+                exchange.publish(lambda k, user: schedulers[k].meter(user), now)
             else:
                 return
 
@@ -218,7 +223,7 @@ class ReplicatedReplay(Replay):
         """Every replica raises its meters to the published ones plus what it charged since (sync rows, at their time)."""
         exchange = self.exchange
         assert exchange is not None
-        append = self.log.rows.append
+        append = cast(Callable[[ReplicaEventRow], None], self.log.rows.append)  # the buffer is replicated
         t = publication.apply_at
         for rep, sched in enumerate(self.schedulers):
             assert isinstance(sched, SFQ)  # ReplicaSettings.check: sync needs meters and v
@@ -226,7 +231,7 @@ class ReplicatedReplay(Replay):
             targets = [(user, meter + since[user] if user in since else meter) for user, meter in publication.meters.items()]
             for user, meter in sched.raise_meters(targets):
                 exchange.touched.add(user)
-                append((t, SYNC, -1, None, sched.v, meter, None, None, rep, user))  # type: ignore[arg-type]
+                append((t, SYNC, -1, None, sched.v, meter, None, None, rep, user))
 
 
 def replay_of(trace: Trace | RequestChunks, config: ReplayConfig) -> Replay:

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from sfqtui.errors import InputError
+
 ROUTERS: tuple[str, ...] = ("hash", "random", "round-robin", "least-loaded")
 SHARE_MODES: tuple[str, ...] = ("none", "sync", "global")
 ShareMode = Literal["none", "sync", "global"]
@@ -26,31 +28,33 @@ class Share:
 
     def __post_init__(self) -> None:
         if self.mode not in SHARE_MODES:
-            raise ValueError(f"unknown share mode {self.mode!r}; choose none, sync:T[,D] or global")
+            raise InputError(f"unknown share mode {self.mode!r}; choose none, sync:T[,D] or global")
         if self.mode == "sync":
             if self.every_s is None or not (math.isfinite(self.every_s) and self.every_s > 0):
-                raise ValueError("share sync:T needs a period T > 0 seconds")
+                raise InputError("share sync:T needs a period T > 0 seconds")
             if not (math.isfinite(self.delay_s) and 0 <= self.delay_s < self.every_s):
-                raise ValueError("share sync:T,D needs a delay 0 <= D < T seconds: each exchange lands before the next is taken")
+                raise InputError("share sync:T,D needs a delay 0 <= D < T seconds: each exchange lands before the next is taken")
         elif self.every_s is not None or self.delay_s:
-            raise ValueError(f"share {self.mode} takes no period or delay")
+            raise InputError(f"share {self.mode} takes no period or delay")
 
     @classmethod
     def parse(cls, text: str) -> Share:
-        """``none``, ``global``, ``sync:T`` or ``sync:T,D`` (seconds); ValueError otherwise."""
+        """``none``, ``global``, ``sync:T`` or ``sync:T,D`` (seconds); InputError otherwise."""
         spec = text.strip()
-        if spec in ("none", "global"):
-            return cls(spec)  # type: ignore[arg-type]
+        if spec == "none":
+            return cls("none")
+        if spec == "global":
+            return cls("global")
         mode, _, numbers = spec.partition(":")
         if mode != "sync" or not numbers:
-            raise ValueError(f"bad --share {text!r}: use none, global, sync:T or sync:T,D (T, D in seconds)")
+            raise InputError(f"bad --share {text!r}: use none, global, sync:T or sync:T,D (T, D in seconds)")
         parts = numbers.split(",")
         try:
             values = [float(p) for p in parts]
-        except ValueError:
-            raise ValueError(f"bad --share {text!r}: T and D must be numbers of seconds") from None
+        except ValueError:  # float() of something that is not a number
+            raise InputError(f"bad --share {text!r}: T and D must be numbers of seconds") from None
         if len(values) > 2:
-            raise ValueError(f"bad --share {text!r}: sync takes a period and at most one delay")
+            raise InputError(f"bad --share {text!r}: sync takes a period and at most one delay")
         return cls("sync", values[0], values[1] if len(values) == 2 else 0.0)
 
     def __str__(self) -> str:
@@ -79,9 +83,9 @@ class ReplicaSettings:
 
     def __post_init__(self) -> None:
         if self.count < 1:
-            raise ValueError(f"--replicas must be >= 1, not {self.count}")
+            raise InputError(f"--replicas must be >= 1, not {self.count}")
         if self.router not in ROUTERS:
-            raise ValueError(f"unknown router {self.router!r}; choose from {', '.join(ROUTERS)}")
+            raise InputError(f"unknown router {self.router!r}; choose from {', '.join(ROUTERS)}")
 
     @property
     def replicated(self) -> bool:
@@ -94,14 +98,14 @@ class ReplicaSettings:
         return [total // count + (1 if k < total % count else 0) for k in range(count)]
 
     def check(self, total_slots: int, scheduler: str, meters_and_v: bool) -> None:
-        """ValueError for settings that make no sense with these slots and this scheduler."""
+        """InputError for settings that make no sense with these slots and this scheduler."""
         if not self.replicated:
             return
         if self.share.splits_slots and total_slots < self.count:
-            raise ValueError(f"--slots {total_slots} is fewer than --replicas {self.count}: under share {self.share.mode} "
+            raise InputError(f"--slots {total_slots} is fewer than --replicas {self.count}: under share {self.share.mode} "
                              "each replica owns at least one slot of its own")
         if self.share.mode == "sync" and not meters_and_v:
-            raise ValueError(f"share sync exchanges meters and needs a scheduler with meters and v (sfq, sfq-reset); "
+            raise InputError(f"share sync exchanges meters and needs a scheduler with meters and v (sfq, sfq-reset); "
                              f"{scheduler} replicates under share none or global")
 
     def describe(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from abc import ABC, abstractmethod
 from array import array
-from typing import Sequence
+from collections.abc import Sequence
 
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.trace import Trace
@@ -37,7 +37,7 @@ class HashRouter(StaticRouter):
 
     def assign(self, trace: Trace, start: int) -> Sequence[int]:
         by_code = self._by_code
-        return array("i", (by_code[u] for u in trace.user))  # type: ignore[index]
+        return array("i", (by_code[u] for u in trace.user))
 
 
 class RandomRouter(StaticRouter):

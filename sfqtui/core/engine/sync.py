@@ -17,11 +17,12 @@ publication are published: for any other user every replica already holds the sa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Hashable, Sequence
+from typing import TypeVar
 
 User = Hashable
-MeterOf = Callable[[int, User], "float | None"]  # (replica, user) -> its meter there, if any
+U = TypeVar("U", bound=Hashable)
 
 
 def window_of(t: float, every: float) -> int:
@@ -35,9 +36,11 @@ def window_of(t: float, every: float) -> int:
     return n
 
 
-def published_meters(users: Sequence[User], replicas: int, meter_of: MeterOf, charges: Sequence[dict[User, float]]) -> dict[User, float]:
-    """G_u for each of ``users`` that some replica has a meter for (users in id order)."""
-    found: dict[User, float] = {}
+def published_meters(users: Sequence[U], replicas: int, meter_of: Callable[[int, U], float | None],
+                     charges: Sequence[Mapping[U, float]]) -> dict[U, float]:
+    """G_u for each of ``users`` that some replica has a meter for (users in id order);
+    ``meter_of(k, u)``: replica k's meter of u, if it has one."""
+    found: dict[U, float] = {}
     for user in users:
         best: float | None = None
         for k in range(replicas):
@@ -87,7 +90,7 @@ class Exchange:
         charges[user] = charges.get(user, 0.0) + amount
         self.touched.add(user)
 
-    def publish(self, meter_of: MeterOf, now: float) -> None:
+    def publish(self, meter_of: Callable[[int, User], float | None], now: float) -> None:
         """Publish the window ending at ``publish_at`` (<= now); a quiet stretch with nobody
         touched publishes nothing, and the next window to publish is the one holding ``now``."""
         if self.touched:

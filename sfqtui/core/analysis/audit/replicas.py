@@ -11,14 +11,14 @@ each one published, and checks that every replica applied exactly that.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Hashable
+from typing import Any
 
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Findings, Margin, RuleSet, weight_at
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.sync import published_meters, window_of
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import fmt
 
 REQUEST_KINDS = ("arrive", "dispatch", "complete", "cancel")
 
@@ -73,7 +73,7 @@ class ReplicaColumnRules(RuleSet):
                 add("§11 replicas", rows.seq[0], "a replicated log without the replica column")
             return
         count, held, load, inflight, slots = self.count, self.held, self.load, self.inflight, self.slots
-        for k, (seq, kind, rid, user, rep) in enumerate(zip(rows.seq, rows.kind, rows.request_id, rows.user, replicas)):
+        for seq, kind, rid, user, rep in zip(rows.seq, rows.kind, rows.request_id, rows.user, replicas):
             if kind in REQUEST_KINDS:
                 if rep is None or not 0 <= rep < count:
                     add("§11 replicas", seq, f"{kind} of request {rid} names replica {rep}; there are {count} (0..{count - 1})")
@@ -100,7 +100,8 @@ class ReplicaColumnRules(RuleSet):
                         load[was] -= 1
             elif kind == "idle_reset":
                 if self.split and (rep is None or not 0 <= rep < count):
-                    add("§11 replicas", seq, f"an idle_reset names replica {rep}; under share {self.settings.share.mode} it must name the replica whose v moved")
+                    add("§11 replicas", seq, f"an idle_reset names replica {rep}; under share {self.settings.share.mode} "
+                                             "it must name the replica whose v moved")
                 elif not self.split and rep is not None:
                     add("§11 replicas", seq, f"an idle_reset names replica {rep}; under share global v is the one scheduler's (null)")
             elif kind == "sync":
@@ -320,10 +321,12 @@ class PerReplicaRules(RuleSet):
 def _subset(rows: LogRows, positions: list[int]) -> LogRows:
     """The rows at ``positions`` (seq kept), every column that the log has."""
 
-    def pick(column: object) -> list | None:
-        return None if column is None else [column[k] for k in positions]  # type: ignore[index]
+    def pick(column: Sequence[Any]) -> list[Any]:
+        return [column[k] for k in positions]
 
-    return LogRows(rows.scheduler, pick(rows.seq), pick(rows.t), pick(rows.kind), pick(rows.user),  # type: ignore[arg-type]
-                   pick(rows.request_id), pick(rows.cost), pick(rows.v), pick(rows.meter), pick(rows.deficit),  # type: ignore[arg-type]
-                   weight=pick(rows.weight), credit=pick(rows.credit), output_tokens=pick(rows.output_tokens),
-                   replica=pick(rows.replica))
+    def maybe(column: Sequence[Any] | None) -> list[Any] | None:
+        return None if column is None else pick(column)
+
+    return LogRows(rows.scheduler, pick(rows.seq), pick(rows.t), pick(rows.kind), pick(rows.user), pick(rows.request_id),
+                   pick(rows.cost), pick(rows.v), pick(rows.meter), pick(rows.deficit), weight=maybe(rows.weight),
+                   credit=maybe(rows.credit), output_tokens=maybe(rows.output_tokens), replica=maybe(rows.replica))

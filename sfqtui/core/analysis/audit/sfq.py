@@ -277,5 +277,6 @@ class SFQRules(RuleSet):
             if worst is None or gap.gap > worst.gap:
                 worst = gap
             if gap.gap > limit + self._rounding(i, behind):
-                self.findings.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {fmt(gap.gap)} over backlogged {gap.behind} between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {fmt(limit)}")
+                self.findings.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {fmt(gap.gap)} over backlogged {gap.behind} "
+                                  f"between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {fmt(limit)}")
         return worst
