@@ -45,8 +45,8 @@ def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> T
 
 def _replicas_table(measures: ReplicaMeasures, scheduler: str, replicas: str) -> Table:
     """§11's measures of a replicated run against one scheduler with the same slots."""
-    table = Table(title=f"{scheduler}, {replicas}, against one {scheduler} with the same slots", title_justify="left")
-    for header in ("measure", "replicated", "one scheduler"):
+    table = Table(title=f"{scheduler}, {replicas}", title_justify="left")
+    for header in ("measure", "replicated", f"one {scheduler}, same slots"):
         table.add_column(header, justify="left" if header == "measure" else "right")
     drift_where = "" if measures.drift_user is None else f" ({measures.drift_user}, t {fmt(measures.drift_t)})"
     table.add_row("worst |W_i - W_j| in c_max", fmt(measures.in_c_max(measures.worst_gap)), fmt(measures.in_c_max(measures.reference_worst_gap)))
