@@ -54,7 +54,7 @@ def test_share_global_is_fair_by_construction(router: str) -> None:
     for scheduler in SCHEDULERS:
         if scheduler == "vtc":
             continue  # needs output_tokens, which this trace has not
-        report, measures = replica_measures(trace, ReplayConfig(scheduler, 4, replicas=ReplicaSettings(3, router, Share("global"))))
+        _report, measures = replica_measures(trace, ReplayConfig(scheduler, 4, replicas=ReplicaSettings(3, router, Share("global"))))
         figures = measures.as_dict()
         assert (figures["drift_cmax"], figures["stranded"], figures["makespan_ratio"]) == (0.0, 0.0, 1.0), scheduler
         assert figures["worst_gap_cmax"] == figures["reference_worst_gap_cmax"]
