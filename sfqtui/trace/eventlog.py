@@ -8,7 +8,7 @@ import os
 import queue
 import threading
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -122,7 +122,16 @@ class ChunkEncoder:
         """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``
         (ReplicaEventRows when the encoder has ``users``); ``requests``: columns covering every
         request the rows mention, in order; ``pricing``: what priced their dispatches (None: no estimator)."""
-        return self._table(start, len(rows), pa.array(rows, type=_ROW if self._users is None else _REPLICA_ROW), requests, pricing)
+        return self.encode_later(start, rows, lambda: requests, pricing)()
+
+    def encode_later(self, start: int, rows: list[EventRow], requests: Callable[[], Sequence[RequestColumns]],
+                     pricing: Pricing | None) -> Callable[[], pa.Table]:
+        """``encode`` in two steps: the rows become Arrow now (that needs the interpreter); the
+        table is built by the function returned, which another thread can run (Arrow's
+        compute functions release the interpreter lock), with ``requests`` called there too."""
+        n = len(rows)
+        array = pa.array(rows, type=_ROW if self._users is None else _REPLICA_ROW)
+        return lambda: self._table(start, n, array, requests(), pricing)
 
     def _user_names(self, kind: pa.DataType) -> pa.Array:
         """The users by code, typed as the trace's user column (so a log's user column has one type)."""
@@ -168,6 +177,7 @@ class EventLogWriter:
 
     Row groups are compressed and written on a thread of their own (Arrow releases the GIL
     for that), so a replay goes on while the last chunk is written; at most one waits.
+    ``write`` takes a table, or a function that builds one on that thread.
     """
 
     def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
@@ -175,23 +185,23 @@ class EventLogWriter:
         self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
         self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
         self._writer: pq.ParquetWriter | None = None
-        self._pending: queue.Queue[pa.Table | None] = queue.Queue(maxsize=1)
+        self._pending: queue.Queue[pa.Table | Callable[[], pa.Table] | None] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._write_pending, name="event-log writer", daemon=True)
         self._failure: BaseException | None = None
 
-    def write(self, table: pa.Table) -> None:
-        if self._writer is None:
-            schema = table.schema.with_metadata(self._metadata)
-            self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+    def write(self, table: pa.Table | Callable[[], pa.Table]) -> None:
+        if not self._thread.is_alive() and self._thread.ident is None:
             self._thread.start()
         self._raise_failure()
         self._pending.put(table)
 
     def _write_pending(self) -> None:
-        while (table := self._pending.get()) is not None:
+        while (item := self._pending.get()) is not None:
             if self._failure is None:
                 try:
-                    assert self._writer is not None, "write() opens the writer before it queues a table"
+                    table = item if isinstance(item, pa.Table) else item()
+                    if self._writer is None:
+                        self._writer = pq.ParquetWriter(self._tmp, table.schema.with_metadata(self._metadata), compression="zstd")
                     self._writer.write_table(table)
                 except BaseException as exc:  # raised in the caller's thread at its next call
                     self._failure = exc
@@ -204,9 +214,10 @@ class EventLogWriter:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._writer is not None:
+        if self._thread.ident is not None:
             self._pending.put(None)
             self._thread.join()
+        if self._writer is not None:
             self._writer.close()
         if exc_type is None and self._failure is None and self._writer is not None:
             os.replace(self._tmp, self.path)

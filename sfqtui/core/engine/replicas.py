@@ -52,6 +52,7 @@ class ReplicatedReplay(Replay):
             for _ in range(pools - 1)
         ]
         self.exchange: Exchange | None = None
+        self._meters = [sched.meters for sched in self.schedulers if isinstance(sched, SFQ)]  # what sync publishes
         if share.mode == "sync":
             assert share.every_s is not None  # Share requires a period for sync
             self.exchange = Exchange(settings.count, share.every_s, share.delay_s)
@@ -121,7 +122,7 @@ class ReplicatedReplay(Replay):
             next_done = never
             while next_arrival != never or running:
                 now = next_done if next_done <= next_arrival else next_arrival
-                if exchange is not None:
+                if exchange is not None and now >= exchange.due:
                     self._exchange_until(now)
                 touched = 0  # a bit per pool that may now dispatch
 
@@ -209,13 +210,12 @@ class ReplicatedReplay(Replay):
         application due before now (at its own time), a publication due at or before now."""
         exchange = self.exchange
         assert exchange is not None
-        schedulers = self.schedulers
         while True:
             pending = exchange.pending
             if pending is not None and pending.apply_at < now:
                 self._apply(exchange.take())
             elif exchange.publish_at <= now:
-                exchange.publish(lambda k, user: schedulers[k].meter(user), now)
+                exchange.publish(self._meters, now)
             else:
                 return
 

@@ -17,7 +17,7 @@ publication are published: for any other user every replica already holds the sa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -36,22 +36,22 @@ def window_of(t: float, every: float) -> int:
     return n
 
 
-def published_meters(users: Sequence[U], replicas: int, meter_of: Callable[[int, U], float | None],
-                     charges: Sequence[Mapping[U, float]]) -> dict[U, float]:
+def published_meters(users: Sequence[U], meters: Sequence[Mapping[U, float]], charges: Sequence[Mapping[U, float]]) -> dict[U, float]:
     """G_u for each of ``users`` that some replica has a meter for (users in id order);
-    ``meter_of(k, u)``: replica k's meter of u, if it has one."""
+    ``meters[k]`` and ``charges[k]``: replica k's meters and its charges in the window."""
     found: dict[U, float] = {}
+    replicas = range(len(meters))
     for user in users:
+        charged = [charges[k].get(user) for k in replicas]
         best: float | None = None
-        for k in range(replicas):
-            meter = meter_of(k, user)
+        for k in replicas:
+            meter = meters[k].get(user)
             if meter is None:
                 continue
-            for other in range(replicas):
-                if other != k:
-                    amount = charges[other].get(user)
-                    if amount is not None:
-                        meter += amount
+            for other in replicas:
+                amount = charged[other]
+                if amount is not None and other != k:
+                    meter += amount
             if best is None or meter > best:
                 best = meter
         if best is not None:
@@ -76,36 +76,39 @@ class Exchange:
         self.replicas = replicas
         self.every = every
         self.delay = delay
-        self.window = 1  # the window being filled; it is published at window * every
+        self.window = 1  # the window being filled; it is published at publish_at = window * every
+        self.publish_at = every
         self.charges: list[dict[User, float]] = [{} for _ in range(replicas)]
         self.touched: set[User] = set()
         self.pending: Publication | None = None
+        self.due = every  # the earliest of publish_at and the pending publication's time
 
-    @property
-    def publish_at(self) -> float:
-        return self.window * self.every
+    def _moved(self) -> None:
+        self.publish_at = self.window * self.every
+        self.due = self.publish_at if self.pending is None else min(self.publish_at, self.pending.apply_at)
 
     def charge(self, replica: int, user: User, amount: float) -> None:
         charges = self.charges[replica]
         charges[user] = charges.get(user, 0.0) + amount
         self.touched.add(user)
 
-    def publish(self, meter_of: Callable[[int, User], float | None], now: float) -> None:
+    def publish(self, meters: Sequence[Mapping[User, float]], now: float) -> None:
         """Publish the window ending at ``publish_at`` (<= now); a quiet stretch with nobody
         touched publishes nothing, and the next window to publish is the one holding ``now``."""
         if self.touched:
             users = sorted(self.touched)  # type: ignore[type-var]  # user codes, never mixed with names
-            meters = published_meters(users, self.replicas, meter_of, self.charges)
-            self.pending = Publication(self.window, self.window * self.every + self.delay, meters)
+            self.pending = Publication(self.window, self.window * self.every + self.delay, published_meters(users, meters, self.charges))
             self.charges = [{} for _ in range(self.replicas)]
             self.touched = set()
             self.window += 1
         else:
             self.window = window_of(now, self.every)  # every window up to now was quiet: nothing to publish
+        self._moved()
 
     def take(self) -> Publication:
         """The pending publication, now applied: the targets G_u + L_j,u come from ``charges``."""
         publication = self.pending
         assert publication is not None
         self.pending = None
+        self._moved()
         return publication

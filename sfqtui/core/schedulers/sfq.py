@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
 
 from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
@@ -75,6 +75,11 @@ class SFQ(Scheduler):
 
     def meter(self, user: User) -> float | None:
         return self._meters.get(user)
+
+    @property
+    def meters(self) -> Mapping[User, float]:
+        """Every user's meter, read only (replicas under share sync publish them)."""
+        return self._meters
 
     def raise_meters(self, targets: Sequence[tuple[User, float]]) -> list[tuple[User, float]]:
         """Raise meters to what another replica's scheduler has them at, as a replica under

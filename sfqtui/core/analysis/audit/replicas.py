@@ -205,9 +205,7 @@ class SyncLedger:
         if not self.touched:
             self.window = window_of(t, self.every)
             return
-        meters = self.meters
-        self.pending = _Application(self.window * self.every + self.delay, published_meters(
-            sorted(self.touched), self.count, lambda k, user: meters[k].get(user), self.charges))
+        self.pending = _Application(self.window * self.every + self.delay, published_meters(sorted(self.touched), self.meters, self.charges))
         self.charges = [{} for _ in range(self.count)]
         self.touched = set()
         self.window += 1
