@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -21,6 +23,60 @@ from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.schema import LOG_FORMAT, REPLICATED_LOG_FORMAT
 
 Progress = Callable[[int, int], None]
+_END = object()
+
+
+@dataclass(frozen=True)
+class ReadAhead:
+    """A TraceSource whose next chunk is read on a thread of its own while the replay works
+    on the current one (reading is Arrow and polars work, which releases the interpreter
+    lock), so the replay's thread only replays. Memory: one chunk more."""
+
+    source: TraceSource
+
+    @property
+    def users(self) -> Sequence[str]:
+        return self.source.users
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return self.source.columns
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def weights_by_code(self) -> dict[int, float]:
+        return self.source.weights_by_code()
+
+    def chunks(self) -> Iterator[TraceChunk]:
+        ready: queue.Queue[object] = queue.Queue(maxsize=1)
+        stop = threading.Event()
+
+        def read() -> None:
+            try:
+                for chunk in self.source.chunks():
+                    while not stop.is_set():
+                        try:
+                            ready.put(chunk, timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+                ready.put(_END)
+            except BaseException as exc:  # handed to the replay's thread, which raises it
+                ready.put(exc)
+
+        reader = threading.Thread(target=read, name="trace reader", daemon=True)
+        reader.start()
+        try:
+            while (item := ready.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise item
+                yield cast(TraceChunk, item)  # the reader puts only chunks, exceptions and _END
+        finally:
+            stop.set()
+            reader.join()
 
 
 class ReplayEncoder:
@@ -89,7 +145,7 @@ def simulate(source: LoadedTrace | TraceSource, config: ReplayConfig, out: Path,
     """Replay ``source`` under ``config`` and write the full event log to ``out``, a row group
     at a time. A TraceSource is read a chunk at a time, so memory stays bounded by the
     requests in the system, not the length of the trace."""
-    replay = replay_of(source if isinstance(source, TraceSource) else source.trace, config)
+    replay = replay_of(ReadAhead(source) if isinstance(source, TraceSource) else source.trace, config)
     encoder = encoder_for(replay, source)
     total = len(replay.requests)
     with collector_paused(), EventLogWriter(out, replay_metadata(replay, source)) as writer:

@@ -194,7 +194,7 @@ class Replay:
         i = 0  # the next request to arrive, counted over the whole trace
         j = 0  # its row in the chunk being read
         dispatched = self.dispatched
-        next_yield = log.start + len(rows) + chunk
+        yield_at = len(rows) + chunk  # the length of rows at which to hand over
         collecting = gc.isenabled()
         gc.disable()  # see sfqtui.core.engine.gcpause; restored whenever control returns to the caller
         try:
@@ -243,7 +243,7 @@ class Replay:
                             append((now, IDLE_RESET, -1, None, idle_reset(), None, None, None))
                     next_done = running[0][0]
 
-                if log.start + len(rows) >= next_yield:
+                if len(rows) >= yield_at:
                     self.dispatched = dispatched
                     if collecting:
                         gc.enable()
@@ -251,7 +251,7 @@ class Replay:
                     gc.disable()
                     rows = log.rows
                     append = rows.append
-                    next_yield = log.start + len(rows) + chunk
+                    yield_at = len(rows) + chunk  # the length of rows at which to hand over
         finally:
             self.dispatched = dispatched
             if collecting:
