@@ -10,8 +10,11 @@ from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
+from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import fmt
@@ -46,14 +49,17 @@ def _sent(table: EventTable, code: int) -> dict[str, Any]:
 
 def _why(run: Run, code: int) -> dict[str, Any]:
     """The explanation of one request in one run, as the JSON object has it."""
-    table, timeline = run.table, run.timeline
-    wait = explain_wait(table, code)
+    table, timeline, replicas = run.table, run.timeline, run.replicas
+    wait = explain_wait(table, code, split=replicas is not None and replicas.split)
     assert wait is not None
     found: dict[str, Any] = {"request_id": wait.request, "user": wait.user, "scheduler": table.scheduler, "slots": run.slots,
                              **_sent(table, code)}
+    if replicas is not None:
+        found["replica"] = wait.replica
+        found["replicas"] = run.metadata.get("replicas")
     found["ahead"] = [{"user": a.user, "requests": a.count, "cost": a.cost} for a in wait.ahead]
     k = table.dispatch_at[code]
-    dispatch = explain_dispatch(table, timeline, k) if k >= 0 else None
+    dispatch = explain_dispatch(table, timeline, k, replicas=replicas) if k >= 0 else None
     if dispatch is None:
         found.update(cost=None, candidates=[], narration=None,
                      reason="it was cancelled before dispatch" if found["cancelled"] is not None else "it was still waiting when the log ends")
@@ -64,30 +70,48 @@ def _why(run: Run, code: int) -> dict[str, Any]:
         for c in dispatch.candidates
     ]
     found["reason"] = dispatch.reason
+    if replicas is not None:
+        across = across_replicas(timeline, replicas, k)
+        assert across is not None
+        found["across_replicas"] = {
+            "replica": across.replica, "share": across.share, "meter": across.meter, "summary": across.summary(),
+            "elsewhere": [{"user": e.user, "replica": e.replica, "meter": e.meter, "below": e.below, "queued": e.queued}
+                          for e in across.elsewhere],
+        }
     try:
-        found["narration"] = narrate(table, timeline, k, Shadow.of_run(table, run.metadata))
+        found["narration"] = narrate(table, timeline, k, Shadow.of_run(table, run.metadata), replicas)
     except ShadowMismatch:  # e.g. DRR on estimated costs: a head priced before its dispatch may have cost otherwise
-        found["narration"] = narrate(table, timeline, k)
+        found["narration"] = narrate(table, timeline, k, replicas=replicas)
     return found
 
 
-def _compared(opening: Opening, names: list[str], request_id: str) -> dict[str, dict[str, Any]]:
+def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[str, dict[str, Any]]:
     compared = {}
-    for name in names:
-        run = Run(opening.rerun(scheduler=name)).load_all()
+    for spec in specs:
+        run = Run(opening.rerun(**_changes(spec, opening))).load_all()
         code = run.table.names.find(request_id) if run.table.names is not None else None
         assert code is not None
         sent = _sent(run.table, code)
-        compared[name] = {"dispatched": sent["dispatched"], "position": sent["position"], "waited": sent["waited"]}
+        compared[str(spec)] = {"dispatched": sent["dispatched"], "position": sent["position"], "waited": sent["waited"]}
+        if run.table.replicated:
+            compared[str(spec)]["replica"] = run.table.replica_of(run.table.arrive_at[code])
     return compared
+
+
+def _changes(spec: RunSpec, opening: Opening) -> dict[str, object]:
+    """What the spec changes in the opening's config."""
+    config = spec.config(opening.config)
+    return {"scheduler": config.scheduler, "replicas": config.replicas}
 
 
 def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     """``value_name``: the scheduler's own per-user number (None: it has none)."""
     console = Console()
     slots = found["slots"]
+    replicas = found.get("replicas")
+    where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else f', {slots} slot' + ('s' if slots != 1 else '')} ({path})")
+                  f"{'' if slots is None else f', {slots} slot' + ('s' if slots != 1 else '')}{where} ({path})")
     console.print(f"  arrived     t {fmt(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")
@@ -98,7 +122,8 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     if found["waited"] is not None:
         console.print(f"  waited      {fmt(found['waited'])} s")
     went = sum(a["requests"] for a in found["ahead"])
-    console.print(f"Went ahead of it: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
+    on = f" on replica {found['replica']}" if replicas and replicas.get("share_mode") != "global" else ""
+    console.print(f"Went ahead of it{on}: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
     ahead = Table()
     for header in ("user", "requests", "cost"):
         ahead.add_column(header, justify="left" if header == "user" else "right")
@@ -118,6 +143,8 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         console.print(candidates)
         console.print(f"[green]why:[/] {found['reason']}")
         console.print(f"[green]what happened:[/] {found['narration']}")
+    if "across_replicas" in found:
+        _print_across(console, found["across_replicas"])
     if "compare" in found:
         console.print("The same request under each scheduler")
         compare = Table()
@@ -125,8 +152,22 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
             compare.add_column(header, justify="left" if header == "scheduler" else "right")
         compare.add_row(found["scheduler"], fmt(found["dispatched"]), fmt(found["position"]), fmt(found["waited"]), style="bold")
         for name, sent in found["compare"].items():
-            compare.add_row(name, fmt(sent["dispatched"]), fmt(sent["position"]), fmt(sent["waited"]))
+            held = f" (replica {sent['replica']})" if sent.get("replica") is not None else ""
+            compare.add_row(name + held, fmt(sent["dispatched"]), fmt(sent["position"]), fmt(sent["waited"]))
         console.print(compare)
+
+
+def _print_across(console: Console, across: dict[str, Any]) -> None:
+    """Who was waiting on the other replicas with a smaller meter at its dispatch."""
+    console.print(f"[green]across replicas:[/] {across['summary']}")
+    if not across["elsewhere"]:
+        return
+    elsewhere = Table()
+    for header in ("user", "replica", "meter", "below the pick", "queued"):
+        elsewhere.add_column(header, justify="left" if header == "user" else "right")
+    for e in across["elsewhere"]:
+        elsewhere.add_row(e["user"], f"{e['replica']:,}", fmt(e["meter"]), fmt(e["below"]), f"{e['queued']:,}")
+    console.print(elsewhere)
 
 
 @refuses_bad_input
@@ -142,7 +183,8 @@ def explain(
         str | None,
         typer.Option(
             "--compare",
-            help="Comma-separated schedulers to replay the trace under too: when, and as which dispatch, each sends the request.",
+            help="Comma-separated run specs to replay the trace under too: when, and as which dispatch, each sends the request. "
+            "A spec is a scheduler, with replica settings after @ if they differ: drr,sfq@replicas=2,router=hash,share=none (docs/guide.md).",
             show_default=False,
         ),
     ] = None,
@@ -152,13 +194,18 @@ def explain(
     """Explain one request: when it arrived, was dispatched and completed, how long it
     waited; whose dispatches went ahead of it meanwhile (per user: count and cost); at its
     dispatch, the users waiting and why it was picked; with --compare, when the other
-    schedulers would have sent it.
+    schedulers (or replica settings) would have sent it.
+
+    On a run of several replicas (--replicas, or a replicated log): the replica that held
+    it, only that replica's dispatches as having gone ahead (unless --share global), its
+    candidates, and the users then waiting on other replicas with smaller meters: who
+    would have gone first under one SFQ, and by how much.
     """
     if scheduler is not None:
         check_schedulers([scheduler])
-    names = check_schedulers([s.strip() for s in compare.split(",") if s.strip()]) if compare is not None else []
+    specs = parse_run_specs(compare) if compare is not None else []
     is_log = is_event_log(path)
-    if is_log and names:
+    if is_log and specs:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
     opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", None),
                       slots_given=replay.slots is not None)
@@ -166,8 +213,8 @@ def explain(
     if is_log and scheduler is not None and scheduler != run.scheduler:
         raise fail(f"{path} is a {run.scheduler} log; it cannot be explained under {scheduler}")
     found = _why(run, _request_code(run.table, request_id, path))
-    if names:
-        found["compare"] = _compared(opening, names, request_id)
+    if specs:
+        found["compare"] = _compared(opening, specs, request_id)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
     else:

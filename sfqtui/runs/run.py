@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
+from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.log.cursor import Cursor
+from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
 from sfqtui.live.source import Notice
@@ -39,6 +41,7 @@ class Run:
     audit_failure: str | None = None
 
     def __post_init__(self) -> None:
+        self._replicas: ReplicaStates | None = None
         self.reset(self.opening.scheduler)  # a saved log names its own when it opens
 
     def reset(self, scheduler: str) -> None:
@@ -78,6 +81,16 @@ class Run:
 
     def state(self) -> State:
         return self.timeline.state_at(self.cursor.k)
+
+    @property
+    def replicas(self) -> ReplicaStates | None:
+        """Each replica's state, for a log of several replicas (None otherwise)."""
+        if not self.table.replicated:
+            return None
+        found = self._replicas
+        if found is None or found.table is not self.table:
+            found = self._replicas = ReplicaStates(self.table, ReplicaSettings.from_metadata(self.metadata.get("replicas")))
+        return found
 
     @property
     def violations(self) -> Sequence[int]:
