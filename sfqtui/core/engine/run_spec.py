@@ -43,7 +43,7 @@ class RunSpec:
         name, at, settings = text.strip().partition("@")
         name = name.strip()
         if name not in REGISTRY:
-            raise InputError(f"unknown scheduler {name or '(none given)'!r} in run spec {text.strip()!r}; choose from {', '.join(SCHEDULERS)}")
+            raise InputError(_unknown([name]))
         if at and not settings.strip():
             raise InputError(f"run spec {text.strip()!r}: nothing after @; give settings such as {name}@replicas=2,router=hash,share=none")
         given: dict[str, str] = {}
@@ -98,7 +98,11 @@ class RunSpec:
 
 def parse_run_specs(text: str) -> list[RunSpec]:
     """Comma-separated run specs (see the module's docstring); InputError when there is none."""
-    specs = [RunSpec.parse(one) for one in split_run_specs(text)]
+    written = split_run_specs(text)
+    unknown = [name for name in (one.partition("@")[0].strip() for one in written) if name not in REGISTRY]
+    if unknown:
+        raise InputError(_unknown(unknown))
+    specs = [RunSpec.parse(one) for one in written]
     if not specs:
         raise InputError(f"no run spec in {text!r}; give schedulers such as sfq,drr or sfq@replicas=2,router=hash,share=none")
     return specs
@@ -138,6 +142,11 @@ def _is_delay(before: str, part: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _unknown(names: list[str]) -> str:
+    """The line every command gives for unknown scheduler names."""
+    return f"unknown scheduler(s) {', '.join(n or '(none given)' for n in names)}; choose from {', '.join(SCHEDULERS)}"
 
 
 def _whole(value: str, key: str, text: str) -> int:
