@@ -26,9 +26,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("agg")
-import matplotlib.pyplot as plt  # noqa: E402  # the backend is chosen first
-import polars as pl  # noqa: E402
-from matplotlib.ticker import MaxNLocator, ScalarFormatter  # noqa: E402
+import matplotlib.pyplot as plt  # the backend is chosen first
+import polars as pl
+from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 ROOT = Path(__file__).resolve().parents[1]
 CONV = ROOT.parent / "shared" / "traces" / "real" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"

@@ -19,8 +19,12 @@ from sfqtui.runs.run import Run
 TRACE = Path(__file__).resolve().parents[1] / "traces" / "calibration.parquet"
 
 
+def log_path(tmp_path: Path, share: str) -> Path:
+    return tmp_path / f"log-{share}.parquet"
+
+
 def replicated_run(tmp_path: Path, share: str, router: str = "random") -> Run:
-    log = tmp_path / f"log-{share}.parquet"
+    log = log_path(tmp_path, share)
     result = CliRunner().invoke(cli, ["simulate", str(TRACE), "-o", str(log), "--slots", "5", "--replicas", "3",
                                       "--router", router, "--share", share, "--seed", "2"])
     assert result.exit_code == 0, result.output
@@ -53,7 +57,7 @@ def expected(rows: list[dict], r: int, k: int) -> dict[str, object]:
 @pytest.mark.parametrize("share", ["none", "sync:20,5"])
 def test_each_replica_state_is_its_own_rows(tmp_path: Path, share: str) -> None:
     run = replicated_run(tmp_path, share)
-    rows = pq.read_table(run.opening.path).to_pylist()
+    rows = pq.read_table(log_path(tmp_path, share)).to_pylist()
     table = run.table
     states = ReplicaStates(table, ReplicaSettings.from_metadata(run.metadata["replicas"]), every=16, budget=5_000)
     assert states.count == 3 and states.split

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replication import ReplicaSettings, Share
-from sfqtui.core.schedulers.registry import REGISTRY, SCHEDULERS
+from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 
 SETTINGS = ("replicas", "router", "share", "seed")
@@ -42,8 +42,7 @@ class RunSpec:
         """One spec; InputError saying what is wrong otherwise."""
         name, at, settings = text.strip().partition("@")
         name = name.strip()
-        if name not in REGISTRY:
-            raise InputError(_unknown([name]))
+        check_schedulers([name])
         if at and not settings.strip():
             raise InputError(f"run spec {text.strip()!r}: nothing after @; give settings such as {name}@replicas=2,router=hash,share=none")
         given: dict[str, str] = {}
@@ -99,9 +98,8 @@ class RunSpec:
 def parse_run_specs(text: str) -> list[RunSpec]:
     """Comma-separated run specs (see the module's docstring); InputError when there is none."""
     written = split_run_specs(text)
-    unknown = [name for name in (one.partition("@")[0].strip() for one in written) if name not in REGISTRY]
-    if unknown:
-        raise InputError(_unknown(unknown))
+    if written:
+        check_schedulers([one.partition("@")[0].strip() for one in written])
     specs = [RunSpec.parse(one) for one in written]
     if not specs:
         raise InputError(f"no run spec in {text!r}; give schedulers such as sfq,drr or sfq@replicas=2,router=hash,share=none")
@@ -114,7 +112,7 @@ def split_run_specs(text: str) -> list[str]:
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
-        if specs and "@" in specs[-1] and ("=" in part and "@" not in part or _is_delay(specs[-1], part)):
+        if specs and "@" in specs[-1] and (("=" in part and "@" not in part) or _is_delay(specs[-1], part)):
             specs[-1] += "," + part
         else:
             specs.append(part)
@@ -142,11 +140,6 @@ def _is_delay(before: str, part: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _unknown(names: list[str]) -> str:
-    """The line every command gives for unknown scheduler names."""
-    return f"unknown scheduler(s) {', '.join(n or '(none given)' for n in names)}; choose from {', '.join(SCHEDULERS)}"
 
 
 def _whole(value: str, key: str, text: str) -> int:

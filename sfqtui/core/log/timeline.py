@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
 from sfqtui.core.log.table import EventBatch, EventTable
