@@ -8,6 +8,7 @@ import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.paths import check_output
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.write import write_trace
 
@@ -31,6 +32,7 @@ def gen(
     for name, value in (("--users", users), ("--requests", requests)):
         if value is not None and value < 1:
             raise fail(f"{name} must be >= 1")
+    check_output(output)
     frame = generate(scenario, seed=seed, users=users, requests=requests)
     if with_cost and "cost" not in frame.columns and "output_tokens" in frame.columns:
         model = TokenServiceModel()

@@ -10,6 +10,7 @@ from rich.console import Console
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.importers.convert import FORMATS, import_trace
 from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
+from sfqtui.paths import check_output
 
 
 @refuses_bad_input
@@ -52,6 +53,7 @@ def import_command(
         raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")
     if jitter < 0:
         raise fail("--jitter must be >= 0")
+    check_output(output, not_one_of=sources)
     options = ImportOptions(
         users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]  # Users refuses any other name
         max_tokens=MaxTokens.parse(max_tokens),

@@ -12,6 +12,7 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_opt
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.paths import check_output
 from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
@@ -33,6 +34,7 @@ def simulate(
     """
     started = time.perf_counter()
     check_schedulers([scheduler])
+    check_output(output, not_one_of=[trace])
     source = open_trace(trace)
     config = replay.config(scheduler, source.suggested_slots)
     with progress_bar("replaying", len(source)) as update:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.openings import check_openings
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
 
@@ -36,6 +37,7 @@ def teach(
         trace = Path(folder) / f"{chosen.name}.parquet"
         chosen.write(trace)
         openings = [Opening(trace, is_log=False, config=chosen.config(name), slots_given=True) for name in chosen.schedulers]
+        check_openings(openings)
         run_dashboard(openings, lockstep=chosen.lockstep, lesson=chosen)
 
 
