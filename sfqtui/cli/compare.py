@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
@@ -58,6 +59,7 @@ def compare(
             config = replay.config(name, loaded.suggested_slots)
             reports.append(fairness_of_replay(loaded.trace, config, functools.partial(_progress, update, k * len(loaded.trace), total)))
     assert config is not None
+    note_one_slot(trace, loaded.suggested_slots, replay.slots, replay.service)
     if as_json:
         payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}
         typer.echo(json.dumps(payload, indent=2))

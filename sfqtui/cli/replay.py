@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.engine.replay import ReplayConfig
@@ -100,7 +101,8 @@ def replay(
     if compare:
         names = check_schedulers([name.strip() for name in compare.split(",") if name.strip()])
         openings += [openings[0].rerun(scheduler=name) for name in names]
-    check_openings(openings)
+    for trace, source in check_openings(openings).items():
+        note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     run_dashboard(openings, speed=speed, autoplay=play, lockstep=lockstep)
 
 

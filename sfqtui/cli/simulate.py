@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.numbers import fmt
@@ -39,6 +40,7 @@ def simulate(
     config = replay.config(scheduler, source.suggested_slots)
     with progress_bar("replaying", len(source)) as update:
         result = run_simulation(source, config, output, progress=update)
+    note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     elapsed = time.perf_counter() - started
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     quantum = f", quantum {fmt(result.quantum)}" if result.quantum is not None else ""

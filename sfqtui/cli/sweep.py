@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
@@ -80,6 +81,8 @@ def sweep(
     if output is not None:
         check_output(output, not_one_of=traces)
     loaded = {str(path): load_trace(path) for path in traces}
+    for path, trace in loaded.items() if slot_counts is None else ():
+        note_one_slot(Path(path), trace.suggested_slots, None)
     runs = plan_runs({name: trace.suggested_slots for name, trace in loaded.items()}, scheduler_names, slot_counts, scopes, updates)
     cores = {name: trace.trace for name, trace in loaded.items()}
     from sfqtui.sweep.cluster import dask_client, run_on_dask  # see its docstring: imported only when needed

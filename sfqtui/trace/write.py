@@ -21,5 +21,6 @@ def write_trace(frame: pl.DataFrame, path: Path, metadata: dict[str, Any]) -> No
 
 
 def read_metadata(path: Path) -> dict[str, Any]:
-    raw = pq.read_schema(path).metadata or {}
+    """Our metadata, from the file's key-value metadata (where pyarrow and polars both write it)."""
+    raw = pq.read_metadata(path).metadata or {}
     return json.loads(raw[METADATA_KEY]) if METADATA_KEY in raw else {}
