@@ -50,7 +50,7 @@ def test_the_trickle_loophole_is_checks_figure(tmp_path: Path, cli: CliRunner) -
     assert (reset["worst_gain"]["start_t"], reset["worst_gain"]["end_t"]) == (0.0, 199.0)  # type: ignore[index]
     sfq = figures["sfq"]
     assert without_times(sfq["worst_gain"]) == checked(cli, trace, "sfq", tmp_path)  # type: ignore[arg-type]
-    assert sfq["worst_gain"]["gap"] <= sfq["worst_gain"]["bound"]  # type: ignore[index,operator]
+    assert sfq["worst_gain"]["gap"] <= sfq["worst_gain"]["bound"]  # type: ignore[index]
     assert figures["fifo"]["worst_gain"] is None  # no audit bounds FIFO's gain
 
 

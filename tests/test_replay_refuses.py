@@ -4,6 +4,7 @@ stderr, exit 2, as every other command does, instead of an empty pane and a toas
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -15,7 +16,7 @@ from sfqtui.cli.app import app
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "traces" / "demo.parquet"
 N = 2000
-TOKENS = {
+TOKENS: dict[str, list[Any]] = {
     "request_id": [f"r{k}" for k in range(N)],
     "user": [f"u{k % 3}" for k in range(N)],
     "arrival_s": [k * 0.5 for k in range(N)],
@@ -49,7 +50,7 @@ def corrupt_page(path: Path, column: str) -> None:
         f.write(b"\xff" * 32)
 
 
-def write(path: Path, data: dict[str, list[object]]) -> Path:
+def write(path: Path, data: dict[str, list[Any]]) -> Path:
     pl.DataFrame(data).write_parquet(path, compression="zstd", use_pyarrow=True, pyarrow_options={"use_dictionary": False})
     return path
 

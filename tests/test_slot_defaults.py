@@ -68,7 +68,7 @@ def test_the_azure_trace_without_a_suggestion_says_it_replays_on_one_slot(tmp_pa
     assert result.stderr.strip() == (
         "note: plain.parquet suggests no slot count and --slots is not given, so it replays on 1 slot: its last request "
         "completes at t = 33.3 h, after 58.6 min of arrivals; --slots 43 keeps up with its load (docs/traces.md)")
-    assert pl.read_parquet(tmp_path / "log.parquet")["t"].max() / 3600 == pytest.approx(33.3, abs=0.05)
+    assert float(pl.read_parquet(tmp_path / "log.parquet")["t"].max()) / 3600 == pytest.approx(33.3, abs=0.05)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("command", ["simulate", "compare", "replay", "explain", "calibrate"])

@@ -9,8 +9,8 @@ from the trace (VTC: the token columns) is refused here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from sfqtui.core.engine.replay import Replay
 from sfqtui.runs.opening import Opening

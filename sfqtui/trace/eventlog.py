@@ -8,10 +8,10 @@ import queue
 import threading
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
@@ -202,8 +202,8 @@ class EventLogWriter:
             self._pending.put(None)
             self._thread.join()
             self._writer.close()  # type: ignore[union-attr]  # set together with _output
-        except BaseException as failure:  # e.g. the disk filled up while the footer was written
-            self._failure = self._failure or failure
+        except BaseException as error:  # e.g. the disk filled up while the footer was written
+            self._failure = self._failure or error
         failure = exc or self._failure
         # Moves the file into place, or (given the failure) removes it; either way nothing partial stays.
         self._output.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)

@@ -11,9 +11,9 @@ and of everything after it.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection
 
 import polars as pl
 
