@@ -72,7 +72,7 @@ def atomic_output(path: Path | str) -> Iterator[str]:
 def _unnamed_file(folder: Path) -> int | None:
     """An unnamed file in ``folder`` (Linux O_TMPFILE; the umask applies), or None where unsupported."""
     flag = getattr(os, "O_TMPFILE", None)
-    if flag is None:
+    if flag is None or not os.path.isdir("/proc/self/fd"):  # writers open it through /proc
         return None
     try:
         return os.open(folder, flag | os.O_RDWR, 0o666)
