@@ -52,21 +52,26 @@ def check_output(path: Path | str, option: str = "--output", not_one_of: Iterabl
 @contextmanager
 def atomic_output(path: Path | str) -> Iterator[str]:
     """A path to write the whole file at; it appears at ``path`` (replacing any file there)
-    when the block ends without an exception, and nothing is left when it does not.
+    when the block ends without an exception, and nothing is left when it does not. A
+    write the system refuses (a full disk, a quota, a folder gone) becomes InputError
+    naming the file: like an output that cannot be written at all, it is the user's to fix.
 
     The path given may be a ``/proc/self/fd`` link: open it by name (pyarrow and polars
     do), never rename or delete it.
     """
     target = Path(os.path.realpath(path))  # through a symlink: the file it points to is replaced
-    fd = _unnamed_file(target.parent)
-    if fd is None:
-        yield from _named_part(target)
-        return
     try:
-        yield f"/proc/self/fd/{fd}"
-        _link_into_place(fd, target)
-    finally:
-        os.close(fd)
+        fd = _unnamed_file(target.parent)
+        if fd is None:
+            yield from _named_part(target)
+            return
+        try:
+            yield f"/proc/self/fd/{fd}"
+            _link_into_place(fd, target)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise InputError(f"{path}: could not be written ({exc.strerror or exc}); no partial file was left") from exc
 
 
 def _unnamed_file(folder: Path) -> int | None:

@@ -87,10 +87,14 @@ def test_a_write_that_fails_leaves_nothing(unnamed: bool, tmp_path: Path, monkey
     if not unnamed:
         monkeypatch.setattr("sfqtui.paths._unnamed_file", lambda _folder: None)
     target = tmp_path / "out.parquet"
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(InputError, match=r"out.parquet: could not be written \(No space left on device\); no partial file was left"):
         with atomic_output(target) as tmp:
             Path(tmp).write_bytes(b"half a file")
             raise OSError(28, "No space left on device")
+    with pytest.raises(RuntimeError):  # not a refusal of the system's: passed on as it is
+        with atomic_output(target) as tmp:
+            Path(tmp).write_bytes(b"half a file")
+            raise RuntimeError("a bug")
     assert _written_file_names(tmp_path) == []
     with atomic_output(target) as tmp:
         Path(tmp).write_bytes(b"whole")
@@ -115,8 +119,10 @@ def test_simulate_that_runs_out_of_disk_leaves_no_file(tmp_path: Path, cli: CliR
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
-    result = cli.invoke(app, ["simulate", str(DEMO), "-o", str(tmp_path / "log.parquet")])
-    assert result.exit_code != 0 and isinstance(result.exception, OSError)
+    out = tmp_path / "log.parquet"
+    result = cli.invoke(app, ["simulate", str(DEMO), "-o", str(out)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"sfqtui: error: {out}: could not be written (No space left on device); no partial file was left"
     assert _written_file_names(tmp_path) == []
 
 

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.one_slot import note_one_slot
+from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
