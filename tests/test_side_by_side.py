@@ -12,6 +12,7 @@ from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.lesson import LessonPanel
+from sfqtui.ui.meter_band import band_cells
 from sfqtui.ui.run_pane import PaneHead, QueueOrder, RunPane
 from sfqtui.ui.side_by_side import DivergenceLine
 
@@ -23,6 +24,72 @@ S_A_S_B = [(3, 0), (3, 1), (3, 2), (3, 3), (6, 3), (6, 4), (6, 5), (6, 6)]  # th
 def side_by_side(trace: str, *schedulers: str, slots: int = 1, lockstep: str = "dispatch") -> SfqApp:
     openings = [Opening(TRACES / trace, is_log=False, config=ReplayConfig(name, slots), slots_given=True) for name in schedulers]
     return SfqApp(openings, lockstep=lockstep)
+
+
+def pane(app: SfqApp, run: object) -> RunPane:
+    return app.query_one(f"#pane-{run.key}", RunPane)  # type: ignore[attr-defined]  # a Run
+
+
+def log_rows(pane: RunPane) -> list[int]:
+    """The event numbers the pane's log shows on screen."""
+    return [int(line.split()[0]) for line in text_of(pane.events).splitlines() if line.strip()]
+
+
+def fits(pane: RunPane) -> bool:
+    """The pane's meter scale spans its band as drawn now (it is drawn for the width at its last redraw)."""
+    scale = pane.band_header.text.splitlines()[1].split()[-1]
+    return len(scale) == band_cells(pane.band.scrollable_content_region.width)
+
+
+async def test_every_pane_loads_and_draws_its_log_before_any_key() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="time")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for run in app.runs:
+            assert len(run.table) > 3000
+            assert pane(app, run).head.text.startswith(f"seq -/{len(run.table) - 1:,} start")
+            assert log_rows(pane(app, run))[:3] == [0, 1, 2]
+
+
+async def test_after_a_jump_each_pane_scrolls_its_log_to_its_own_cursor() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="time")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", *"900", "enter")
+        sfq, drr = app.runs
+        assert drr.cursor.k != sfq.cursor.k  # each pane its own event, so each log its own rows
+        for run in app.runs:
+            assert run.cursor.k in log_rows(pane(app, run))
+
+
+async def test_after_a_resize_or_the_help_every_pane_fits_without_a_key() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="time")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", *"900", "enter")
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        for run in app.runs:
+            assert fits(pane(app, run)) and run.cursor.k in log_rows(pane(app, run))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.query("HelpPanel")
+        for run in app.runs:
+            assert fits(pane(app, run)) and run.cursor.k in log_rows(pane(app, run))
+
+
+async def test_a_re_run_from_the_palette_redraws_every_pane() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="dispatch")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.rerun(scheduler="fifo")
+        await settle(pilot)
+        await pilot.press("n", "n")
+        fifo, drr = app.runs
+        assert fifo.scheduler == "fifo" and len(app.query(RunPane)) == 2
+        assert pane(app, fifo).border_title.startswith("fifo") and fifo.cursor.dispatch_number == drr.cursor.dispatch_number == 1
+        for run in app.runs:
+            assert run.cursor.k in log_rows(pane(app, run))
 
 
 async def test_the_worked_example_steps_sfq_and_drr_dispatch_by_dispatch() -> None:

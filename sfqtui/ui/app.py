@@ -79,6 +79,7 @@ class SfqApp(RunsApp):
         self._carry = 0.0
         self.teacher = Teacher()
         self.lesson = lesson
+        self._remeasured = False  # a redraw after views were resized is already due
 
     # Layout
 
@@ -173,6 +174,17 @@ class SfqApp(RunsApp):
         self.main.query_one(EventLog).show(frame)
         self.main.query_one(ExplainPanel).show(frame, self.timeline)
         self.main.query_one(SharesPanel).show(frame)
+
+    def on_line_view_remeasured(self) -> None:
+        """Views were resized (the terminal, the help panel, a new layout): once the screen
+        has them at their new sizes, redraw every view, so headers, bands and logs fit."""
+        if not self._remeasured:
+            self._remeasured = True
+            self.call_after_refresh(self._redraw_remeasured)
+
+    def _redraw_remeasured(self) -> None:
+        self._remeasured = False
+        self.refresh_views()
 
     def _moved(self, k: int | None, nothing: str) -> None:
         if k is None:
@@ -323,6 +335,9 @@ class SfqApp(RunsApp):
         while len(self.screen_stack) > 1:
             await self.pop_screen()
         await self.recompose()
+        progress = self.main.query_one("#progress", ProgressBar)
+        progress.update(progress=self.current.loaded or 0.0)
+        progress.set_class(not self.current.loading, "-done")
 
     async def _add_run(self, opening: Opening) -> None:
         run = Run(opening, title=self.current.title)
@@ -371,6 +386,8 @@ class SfqApp(RunsApp):
             return
         was = self.cursor.k
         self.runs[0] = Run(opening.rerun(**changes), title=self.current.title)
+        if self.side_by_side:
+            self.call_later(self._relayout)  # the leading pane draws another run now
         self._start_loading(self.current)
         self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (the cursor was at seq {was:,})", timeout=4)
 

@@ -132,6 +132,10 @@ class EventLog(LineView, can_focus=True):
         self._differs = differs
         self.redraw(top=page_top(row, self.scrollable_content_region.height))
 
+    def resized(self) -> None:
+        if self.table is not None:  # another height turns pages elsewhere: keep the cursor in view
+            self.redraw(top=page_top(self._cursor_row, self.scrollable_content_region.height))
+
     def row_key(self, row: int, width: int) -> Hashable:
         return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs
 

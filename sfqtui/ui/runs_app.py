@@ -63,6 +63,10 @@ class RunsApp(App[None]):
     def action_toggle_play(self) -> None:
         raise NotImplementedError
 
+    def _follow(self) -> None:
+        """Put the other runs at the leading run's moment (the dashboard's lockstep)."""
+        raise NotImplementedError
+
     def run_loaded(self, run: Run) -> None:
         """Called once a run's log is whole: for work that needs all of it."""
 
@@ -253,14 +257,16 @@ class RunsApp(App[None]):
         # Long-lived objects now sit in the table; keep the cyclic collector from walking
         # them on every full collection (reference counting still frees them).
         gc.freeze()
-        if run is not self.current or not self.screen_stack:
+        if not self.screen_stack:
             return
-        if message.fraction is not None:
+        if run is self.current and message.fraction is not None:
             self.main.query_one("#progress", ProgressBar).update(progress=message.fraction)
+        if self.side_by_side:
+            self._follow()  # a pane whose events arrive draws at the leader's moment without a key
         for log in self.main.query(EventLog):
             log.rebuild_rows()
         self.refresh_views()
-        if first and self._autoplay:
+        if first and run is self.current and self._autoplay:
             self.action_toggle_play()
 
     def on_load_finished(self, message: LoadFinished) -> None:
@@ -275,7 +281,7 @@ class RunsApp(App[None]):
         self.run_loaded(run)
         if run is self.current:
             self.main.query_one("#progress", ProgressBar).add_class("-done")
-            self.refresh_views()
+        self.refresh_views()
 
     def _start_followers(self) -> None:
         for run in self.runs[1:]:

@@ -53,6 +53,8 @@ class SideBySide(Vertical):
 
     def show(self, runs: Sequence[Run], frame_of: Callable[[Run], Frame], lockstep: str,
              narrate: Narrator, order: Orderer) -> None:
+        if any(run.key not in self._panes for run in runs):
+            return  # a run was replaced (a re-run): the app lays the panes out again
         leader = runs[0]
         n = leader.cursor.dispatch_number
         lines = [Text.assemble(("lockstep ", "dim"), (f"by {lockstep}", "bold"), (" (l switches)  ", "dim"),
