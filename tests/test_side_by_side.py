@@ -170,6 +170,29 @@ async def test_panes_are_added_and_dropped_from_the_palette() -> None:
         assert app.cursor.dispatch_number == 2 and "Dispatch B" in app.query_one(ExplainPanel).text  # numbered from 0
 
 
+def dispatches_only(log_text: str) -> bool:
+    kinds = [line.split()[2] for line in log_text.splitlines() if line.strip()]
+    return bool(kinds) and set(kinds) == {"dispatch"}
+
+
+async def test_view_options_are_the_apps_and_outlive_panes_added_and_dropped() -> None:
+    app = side_by_side("seed-example.parquet", "sfq")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("o", "d", "n")
+        await app.compare_with("drr")
+        await settle(pilot)
+        await pilot.press("n")
+        for run in app.runs:  # the new pane and the leader's new one alike
+            assert "by name" in pane(app, run).band_header.text and dispatches_only(text_of(pane(app, run).events))
+        await pilot.press("o")
+        assert all("by share" in pane(app, run).band_header.text for run in app.runs)
+        await app.drop_pane(app.runs[1].key)
+        await pilot.pause()
+        assert "by share" in text_of(app.query_one("#band-header")) and dispatches_only(text_of(app.query_one("#log")))
+        assert app.query_one("#log-box").border_title == "event log: dispatches"
+
+
 async def test_a_lesson_introduces_itself_and_ends_with_its_measured_outcome(tmp_path: Path) -> None:
     lesson = LESSONS["worked-example"]
     trace = tmp_path / "lesson.parquet"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,7 +28,7 @@ from sfqtui.ui.ask import Ask
 from sfqtui.ui.calibration_view import CalibrationScreen, estimator_twin
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.frame import Frame
+from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import ShadowWarmed
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
@@ -79,6 +80,7 @@ class SfqApp(RunsApp):
         self._carry = 0.0
         self.teacher = Teacher()
         self.lesson = lesson
+        self.options = ViewOptions()
         self._remeasured = False  # a redraw after views were resized is already due
 
     # Layout
@@ -156,6 +158,7 @@ class SfqApp(RunsApp):
             playing=self.playing or (run.loaded is None and run.following),
             connection=run.connection,
             speed=self.speed,
+            options=self.options,
         )
 
     def refresh_views(self) -> None:
@@ -170,7 +173,11 @@ class SfqApp(RunsApp):
             return
         band = self.main.query_one(MeterBand)
         band.show(frame)
-        self.main.query_one(MeterHeader).show(frame, band.band_width, band.sort)
+        self.main.query_one(MeterHeader).show(frame, band.band_width)
+        log_box = self.main.query_one("#log-box")
+        title = f"event log: {listed}" if (listed := self.options.log_description) else "event log"
+        if log_box.border_title != title:  # setting it repaints the box, even to the same text
+            log_box.border_title = title
         self.main.query_one(EventLog).show(frame)
         self.main.query_one(ExplainPanel).show(frame, self.timeline)
         self.main.query_one(SharesPanel).show(frame)
@@ -288,40 +295,27 @@ class SfqApp(RunsApp):
 
         self.push_screen(Ask("Run until the next dispatch of user:", self._current_user(), self.table.users), go)
 
+    def _use_options(self, options: ViewOptions) -> None:
+        """Change what the views list or how they order it, in every pane alike."""
+        self.options = options
+        self.refresh_views()
+
     def action_filter_user(self) -> None:
-        current = self.main.query(EventLog).first().user_filter
-
         def go(answer: str | None) -> None:
-            if answer is None:
-                return
-            for log in self.main.query(EventLog):
-                log.user_filter = answer.strip() or None
-            self._relist_logs()
+            if answer is not None:
+                self._use_options(replace(self.options, user_filter=answer.strip() or None))
 
-        self.push_screen(Ask("Show the events of user (empty: everyone):", current or self._current_user(), self.table.users), go)
+        current = self.options.user_filter or self._current_user()
+        self.push_screen(Ask("Show the events of user (empty: everyone):", current, self.table.users), go)
 
     def action_toggle_dispatches(self) -> None:
-        for log in self.main.query(EventLog):
-            log.dispatches_only = not log.dispatches_only
-        self._relist_logs()
-
-    def _relist_logs(self) -> None:
-        """After a change of what the logs list: recompute their rows, say what they show, redraw."""
-        for log in self.main.query(EventLog):
-            log.rebuild_rows()
-        if not self.side_by_side:
-            self.main.query_one("#log-box").border_title = f"event log: {self.main.query_one(EventLog).description}"
-        self.refresh_views()
+        self._use_options(replace(self.options, dispatches_only=not self.options.dispatches_only))
 
     def action_cycle_sort(self) -> None:
-        for band in self.main.query(MeterBand):
-            band.sort = SORTS[(SORTS.index(band.sort) + 1) % len(SORTS)]
-        self.refresh_views()
+        self._use_options(replace(self.options, sort=SORTS[(SORTS.index(self.options.sort) + 1) % len(SORTS)]))
 
     def action_toggle_folded(self) -> None:
-        for band in self.main.query(MeterBand):
-            band.show_folded = not band.show_folded
-        self.refresh_views()
+        self._use_options(replace(self.options, show_folded=not self.options.show_folded))
 
     def action_toggle_lockstep(self) -> None:
         """Step the runs side by side together by time, or by dispatch number."""

@@ -263,8 +263,6 @@ class RunsApp(App[None]):
             self.main.query_one("#progress", ProgressBar).update(progress=message.fraction)
         if self.side_by_side:
             self._follow()  # a pane whose events arrive draws at the leader's moment without a key
-        for log in self.main.query(EventLog):
-            log.rebuild_rows()
         self.refresh_views()
         if first and run is self.current and self._autoplay:
             self.action_toggle_play()
