@@ -208,6 +208,26 @@ async def test_a_lesson_introduces_itself_and_ends_with_its_measured_outcome(tmp
         assert "outcome, measured" in panel.text and "sfq: shares" in panel.text and "drr:" in panel.text
 
 
+async def test_a_lesson_steps_its_panes_through_the_same_moments_at_t_0(tmp_path: Path) -> None:
+    """§2.7: every request arrives at t = 0; by dispatch or by time, both panes show the same arrival."""
+    lesson = LESSONS["worked-example"]
+    trace = tmp_path / "lesson.parquet"
+    lesson.write(trace)
+    openings = [Opening(trace, is_log=False, config=lesson.config(name), slots_given=True) for name in lesson.schedulers]
+    app = SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        sfq, drr = app.runs
+        await pilot.press("right", "right", "right")
+        assert sfq.cursor.k == drr.cursor.k == 2 and sfq.table.t[2] == 0.0
+        assert "lockstep by dispatch (the n-th dispatch of each" in app.query_one(DivergenceLine).text
+        await pilot.press("l", "right")
+        assert sfq.cursor.k == drr.cursor.k == 3
+        assert "lockstep by time (same t, as many dispatches at it" in app.query_one(DivergenceLine).text
+        for run in app.runs:
+            assert pane(app, run).head.text.startswith("seq 3/")
+
+
 async def test_a_drr_log_the_shadow_cannot_follow_still_steps() -> None:
     """DRR priced by the estimator: a head priced at a visit may cost otherwise at its
     dispatch, so the shadow cannot follow; the pane narrates from the log alone."""
