@@ -39,6 +39,7 @@ from sfqtui.ui.side_by_side import SideBySide
 from sfqtui.ui.status_line import StatusLine
 from sfqtui.ui.teacher import Teacher
 
+BACK_TO_LESSONS = "lessons"  # what the dashboard of a lesson returns when escape leaves it for the menu
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
 W = TypeVar("W", bound=Widget)
@@ -68,6 +69,7 @@ class SfqApp(RunsApp):
         Binding("l", "toggle_lockstep", "Lockstep", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
         Binding("question_mark", "toggle_help", "Help"),
+        Binding("escape", "lesson_menu", "Lessons"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -367,6 +369,13 @@ class SfqApp(RunsApp):
         await self._relayout()
         self.refresh_views()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.lesson is not None if action == "lesson_menu" else True
+
+    def action_lesson_menu(self) -> None:
+        """Leave a lesson for the menu of lessons (sfqtui teach opens it again)."""
+        self.exit(BACK_TO_LESSONS)
+
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()
@@ -396,5 +405,6 @@ def _titled(widget: W, title: str) -> W:
 
 
 def run_dashboard(opening: RunOpening | Sequence[RunOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
-                  lesson: Lesson | None = None) -> None:
-    SfqApp(opening, speed=speed, autoplay=autoplay, lockstep=lockstep, lesson=lesson).run()
+                  lesson: Lesson | None = None) -> str | None:
+    """Run the dashboard until it quits; BACK_TO_LESSONS when a lesson was left for the menu."""
+    return SfqApp(opening, speed=speed, autoplay=autoplay, lockstep=lockstep, lesson=lesson).run()

@@ -24,6 +24,8 @@ def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
     for binding in app.BINDINGS:
         assert isinstance(binding, Binding)
         name, _, arg = binding.action.partition("(")
+        if not app.check_action(name, ()):
+            continue  # not here (the lesson menu outside a lesson)
         method = getattr(app, f"action_{name}")
         callback = functools.partial(method, int(arg.rstrip(")"))) if arg else method
         yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)

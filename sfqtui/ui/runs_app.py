@@ -50,7 +50,7 @@ from sfqtui.ui.shares import SharesPanel, shares_chart
 CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often
 
 
-class RunsApp(App[None]):
+class RunsApp(App[str]):
     def __init__(self, openings: Sequence[RunOpening], autoplay: bool = False) -> None:
         super().__init__()
         self.runs: list[Run] = [Run(o, title=o.title) for o in openings]
