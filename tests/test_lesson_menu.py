@@ -12,7 +12,7 @@ from sfqtui.cli.app import app as cli_app
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import BACK_TO_LESSONS, SfqApp
-from sfqtui.ui.lesson import LessonMenu
+from sfqtui.ui.lesson import LessonMenu, LessonPanel
 from sfqtui.ui.palette import palette_commands
 
 SIZE = (160, 44)
@@ -30,7 +30,7 @@ async def test_escape_in_a_lesson_goes_back_to_the_lessons(tmp_path: Path) -> No
     app = lesson_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert "escape: back to the lessons" in app.query_one("#lesson").text  # type: ignore[attr-defined]  # a LessonPanel
+        assert "escape: back to the lessons" in app.query_one(LessonPanel).text
         await pilot.press("escape")
         await pilot.pause()
     assert app.return_value == BACK_TO_LESSONS

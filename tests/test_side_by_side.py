@@ -8,6 +8,7 @@ from dashboard import settle, until
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
+from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.explain_panel import ExplainPanel
@@ -26,8 +27,8 @@ def side_by_side(trace: str, *schedulers: str, slots: int = 1, lockstep: str = "
     return SfqApp(openings, lockstep=lockstep)
 
 
-def pane(app: SfqApp, run: object) -> RunPane:
-    return app.query_one(f"#pane-{run.key}", RunPane)  # type: ignore[attr-defined]  # a Run
+def pane(app: SfqApp, run: Run) -> RunPane:
+    return app.query_one(f"#pane-{run.key}", RunPane)
 
 
 def log_rows(pane: RunPane) -> list[int]:
@@ -87,7 +88,7 @@ async def test_a_re_run_from_the_palette_redraws_every_pane() -> None:
         await pilot.press("n", "n")
         fifo, drr = app.runs
         assert fifo.scheduler == "fifo" and len(app.query(RunPane)) == 2
-        assert pane(app, fifo).border_title.startswith("fifo") and fifo.cursor.dispatch_number == drr.cursor.dispatch_number == 1
+        assert str(pane(app, fifo).border_title).startswith("fifo") and fifo.cursor.dispatch_number == drr.cursor.dispatch_number == 1
         for run in app.runs:
             assert run.cursor.k in log_rows(pane(app, run))
 

@@ -118,9 +118,9 @@ class SfqApp(RunsApp):
 
     def run_loaded(self, run: Run) -> None:
         if self.side_by_side and self.teacher.follows(run):
-            self._warm_shadow(run)
+            self.works_for(run, self._warm_shadow(run))
 
-    @work(thread=True, group="shadow")
+    @work(thread=True, group="shadow", exit_on_error=False, description="following the scheduler's state")
     def _warm_shadow(self, run: Run) -> None:
         """Drive a shadow of the run's scheduler through its whole log, so that the pane's
         first far jump takes its copies instead of re-driving the log from the start."""
