@@ -8,7 +8,7 @@ import re
 from array import array
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 from dashboard import dashboard, settle, text_of
@@ -79,15 +79,19 @@ def test_the_chart_reads_the_events_before_its_bound_while_batches_with_new_user
     assert charted == shares_chart(plain, bound)
 
 
+def raising(what: str) -> Callable[..., None]:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(what)
+
+    return broken
+
+
 def notices(messages: list[Message]) -> list[str]:
     return [m.notification.message for m in messages if isinstance(m, Notify)]
 
 
 async def test_a_worker_that_raises_is_reported_and_the_app_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(table: EventTable, events: int) -> None:
-        raise RuntimeError("a bug in the chart")
-
-    monkeypatch.setattr("sfqtui.ui.runs_app.shares_chart", broken)
+    monkeypatch.setattr("sfqtui.ui.runs_app.shares_chart", raising("a bug in the chart"))
     messages: list[Message] = []
     app = dashboard("seed-example.parquet")
     async with app.run_test(size=(120, 34), message_hook=messages.append) as pilot:
@@ -127,10 +131,7 @@ async def test_a_pane_whose_loading_fails_says_so_and_the_other_panes_go_on(monk
 
 
 async def test_a_screens_worker_that_raises_is_reported_by_the_same_handler(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("a bug in the calibration")
-
-    monkeypatch.setattr("sfqtui.ui.calibration_view.calibrate_log", broken)
+    monkeypatch.setattr("sfqtui.ui.calibration_view.calibrate_log", raising("a bug in the calibration"))
     messages: list[Message] = []
     app = dashboard("seed-example.parquet")
     async with app.run_test(size=(120, 34), message_hook=messages.append) as pilot:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dashboard import dashboard, settle
+from dashboard import dashboard, lesson_dashboard, settle
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli_app
-from sfqtui.runs.opening import Opening
-from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import BACK_TO_LESSONS, SfqApp
 from sfqtui.ui.lesson import LessonMenu, LessonPanel
 from sfqtui.ui.palette import palette_commands
@@ -18,16 +16,8 @@ from sfqtui.ui.palette import palette_commands
 SIZE = (160, 44)
 
 
-def lesson_app(tmp_path: Path, name: str = "worked-example") -> SfqApp:
-    lesson = LESSONS[name]
-    trace = tmp_path / f"{name}.parquet"
-    lesson.write(trace)
-    openings = [Opening(trace, is_log=False, config=lesson.config(s), slots_given=True) for s in lesson.schedulers]
-    return SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
-
-
 async def test_escape_in_a_lesson_goes_back_to_the_lessons(tmp_path: Path) -> None:
-    app = lesson_app(tmp_path)
+    app = lesson_dashboard(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "escape: back to the lessons" in app.query_one(LessonPanel).text

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import settle, until
+from dashboard import lesson_dashboard, settle, text_of, until
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.lesson import LessonPanel
@@ -195,11 +194,7 @@ async def test_view_options_are_the_apps_and_outlive_panes_added_and_dropped() -
 
 
 async def test_a_lesson_introduces_itself_and_ends_with_its_measured_outcome(tmp_path: Path) -> None:
-    lesson = LESSONS["worked-example"]
-    trace = tmp_path / "lesson.parquet"
-    lesson.write(trace)
-    openings = [Opening(trace, is_log=False, config=lesson.config(name), slots_given=True) for name in lesson.schedulers]
-    app = SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
+    app = lesson_dashboard(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         panel = app.query_one(LessonPanel)
@@ -211,11 +206,7 @@ async def test_a_lesson_introduces_itself_and_ends_with_its_measured_outcome(tmp
 
 async def test_a_lesson_steps_its_panes_through_the_same_moments_at_t_0(tmp_path: Path) -> None:
     """§2.7: every request arrives at t = 0; by dispatch or by time, both panes show the same arrival."""
-    lesson = LESSONS["worked-example"]
-    trace = tmp_path / "lesson.parquet"
-    lesson.write(trace)
-    openings = [Opening(trace, is_log=False, config=lesson.config(name), slots_given=True) for name in lesson.schedulers]
-    app = SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
+    app = lesson_dashboard(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         sfq, drr = app.runs
