@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import gc
 import re
-from array import array
 import threading
+from array import array
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
-from dashboard import dashboard, settle, text_of
 from textual.message import Message
 from textual.notifications import Notify
 from textual.worker import Worker, WorkerState
 
+from dashboard import dashboard, settle, text_of, until
 from sfqtui.core.engine.gcpause import CollectorPause
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.log.table import EventBatch, EventTable
@@ -137,10 +137,7 @@ async def test_a_screens_worker_that_raises_is_reported_by_the_same_handler(monk
     async with app.run_test(size=(120, 34), message_hook=messages.append) as pilot:
         await settle(pilot)
         await pilot.press("c")
-        for _ in range(50):
-            if notices(messages):
-                break
-            await pilot.pause(0.02)
+        await until(pilot, lambda: notices(messages), "the failure to be said")
         await pilot.press("escape", "n")
         assert app.is_running and app.cursor.k >= 0
         assert notices(messages) == ["measuring the calibration failed: RuntimeError: a bug in the calibration\n(a bug in sfqtui: the rest goes on)"]

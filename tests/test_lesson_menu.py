@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dashboard import dashboard, lesson_dashboard, settle
 from typer.testing import CliRunner
 
+from dashboard import dashboard, lesson_dashboard, settle
 from sfqtui.cli.app import app as cli_app
 from sfqtui.ui.app import BACK_TO_LESSONS, SfqApp
 from sfqtui.ui.lesson import LessonMenu, LessonPanel

@@ -12,8 +12,8 @@ from heapq import heappop, heappush
 
 from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
-from sfqtui.core.engine.gcpause import CollectorPause
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
+from sfqtui.core.engine.gcpause import CollectorPause
 from sfqtui.core.engine.service import TokenServiceModel, service_times
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow

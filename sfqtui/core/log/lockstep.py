@@ -87,14 +87,6 @@ def _by_dispatch(leader: EventTable, k: int, follower: EventTable) -> Pairing:
     return Pairing(min(anchor + past, limit - 1))
 
 
-def mode_of(name: str) -> Mode:
-    """The lockstep mode by name; InputError naming the choices otherwise."""
-    for mode in MODES:
-        if mode == name:
-            return mode
-    raise InputError(f"--lockstep must be one of {', '.join(MODES)}")
-
-
 def follow(leader: Cursor, followers: Sequence[Cursor], mode: Mode) -> None:
     """Put every follower at the leader's moment."""
     for cursor in followers:
