@@ -23,6 +23,8 @@ from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
+from sfqtui.trace.load import suggested_slots
+from sfqtui.trace.write import read_metadata
 
 
 def _request_code(table: EventTable, request_id: str, path: Path) -> int:
@@ -209,7 +211,8 @@ def explain(
     is_log = is_event_log(path)
     if is_log and specs:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
-    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", None),
+    suggested = None if is_log else suggested_slots(read_metadata(path))  # settings checked against the slots (--replicas) see it
+    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested),
                       slots_given=replay.slots is not None)
     for trace, source in check_openings([opening]).items():
         note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)

@@ -116,8 +116,8 @@ def _across_replicas(trace: Trace, config: ReplayConfig, first: int | None) -> l
         shares += f" ({fmt(round(report.share(users[0]) / report.share(users[1]), 1))} : 1)"
     if first is not None:
         counts = _first_dispatches(trace, config, first)
-        shares += f"; of the first {first:,} dispatches {' : '.join(f'{user} {counts[user]:,}' for user in users)}"
-    return [f"{label}: shares of charged cost while congested: {shares}",
+        shares += f"; first {first:,} dispatches {' : '.join(f'{counts[user]:,}' for user in users)}"
+    return [f"{label}: shares while congested {shares}",
             f"{label}: worst |W_i - W_j| {_gap_in_c_max(gap)}, stranded capacity {stranded:.1%}, makespan {fmt(round(makespan, 1))} s{against}"]
 
 

@@ -67,6 +67,7 @@ class SfqApp(RunsApp):
         Binding("o", "cycle_sort", "Sort", show=False),
         Binding("a", "toggle_folded", "Idle users", show=False),
         Binding("l", "toggle_lockstep", "Lockstep", show=False),
+        Binding("k", "cycle_replica", "Replica", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("escape", "lesson_menu", "Lessons"),
@@ -84,6 +85,7 @@ class SfqApp(RunsApp):
         self.lesson = lesson
         self.options = ViewOptions()
         self._remeasured = False  # a redraw after views were resized is already due
+        self._log_header = ""  # what the event log's header says
 
     # Layout
 
@@ -161,6 +163,7 @@ class SfqApp(RunsApp):
             connection=run.connection,
             speed=self.speed,
             options=self.options,
+            replicas=run.replicas,
         )
 
     def refresh_views(self) -> None:
@@ -180,6 +183,10 @@ class SfqApp(RunsApp):
         title = f"event log: {listed}" if (listed := self.options.log_description) else "event log"
         if log_box.border_title != title:  # setting it repaints the box, even to the same text
             log_box.border_title = title
+        header = header_for(frame.table)
+        if header != self._log_header:  # a replicated log's first events add its replica column
+            self._log_header = header
+            self.main.query_one(EventLogHeader).update(header)
         self.main.query_one(EventLog).show(frame)
         self.main.query_one(ExplainPanel).show(frame, self.timeline)
         self.main.query_one(SharesPanel).show(frame)
@@ -318,6 +325,16 @@ class SfqApp(RunsApp):
 
     def action_toggle_folded(self) -> None:
         self._use_options(replace(self.options, show_folded=not self.options.show_folded))
+
+    def action_cycle_replica(self) -> None:
+        """Show every replica, then replica 0, 1, ... alone (a run of several replicas)."""
+        count = max((run.replicas.count for run in self.runs if run.replicas is not None), default=0)
+        if not count:
+            self.notify("one balancer: no replicas to choose (replay with --replicas K, or open a replicated log)", timeout=3)
+            return
+        chosen = self.options.replica
+        following = 0 if chosen is None else chosen + 1
+        self._use_options(replace(self.options, replica=following if following < count else None))
 
     def action_toggle_lockstep(self) -> None:
         """Step the runs side by side together by time, or by dispatch number."""

@@ -1,4 +1,4 @@
-"""The dispatch log: every event (or dispatches only, or one user's), a Line API view.
+"""The dispatch log: every event (or dispatches only, or one user's, or one replica's), a Line API view.
 
 Only the visible rows are drawn, from the columnar table, so a log of millions of
 events scrolls without lag. What it lists comes with each frame (the app's view
@@ -9,8 +9,8 @@ rows rather than the whole log.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Hashable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -29,7 +29,8 @@ def header_for(table: EventTable) -> str:
     counter, deficit), from the scheduler registry."""
     traits = table.traits
     label = traits.value_name if traits is not None and traits.reading else ""
-    return f"{'seq':>7} {'t':>8} {'kind':<8} {'user':<10} {'cost':>7} {'v':>8} {label:>8} {'request':<9}"
+    replica = f"{'r':>2} " if table.replicated else ""  # the replica each event names (semantics §11)
+    return f"{'seq':>7} {'t':>8} {'kind':<8} {replica}{'user':<10} {'cost':>7} {'v':>8} {label:>8} {'request':<9}"
 
 
 WIDTH = len(header_for(EventTable("sfq")))
@@ -39,6 +40,19 @@ _DISPATCH = Style(bold=True)
 _RESET = Style(color="yellow", bold=True)
 _GAP = Style(color="red", bold=True)  # events lost from a live stream
 _OTHER = Style(dim=True)
+
+
+def _events(table: EventTable, start: int, end: int, user: int | None, dispatches_only: bool, replica: int | None) -> Iterator[int]:
+    """The events start..end-1 of ``user`` (None: anyone), dispatches only or all, on ``replica`` (None: any)."""
+    if dispatches_only:
+        among: Sequence[int] = table.dispatches if user is None else table.user_dispatches[user]
+        candidates: Iterable[int] = among[bisect_left(among, start) : bisect_left(among, end)]
+    else:
+        candidates = range(start, end)
+    users, replicas = table.user, table.replica
+    for k in candidates:
+        if (user is None or users[k] == user) and (replica is None or replicas[k] == replica):
+            yield k
 
 
 def _time(t: float) -> str:
@@ -104,22 +118,21 @@ class EventLog(LineView, can_focus=True):
         self._options, start, self._listed = options, self._listed if grown else 0, len(table)
         name = options.user_filter
         code = table.user_code.get(name) if name else None
+        replica = options.replica if table.replicated else None
         if name and code is None:
             self._rows = []
-        elif code is not None and options.dispatches_only:
+        elif replica is None and code is not None and options.dispatches_only:
             self._rows = table.user_dispatches[code]
-        elif code is not None:
-            users, rows = table.user, self._rows if grown else []
+        elif replica is None and code is None:
+            self._rows = table.dispatches if options.dispatches_only else None
+        else:  # one user's events, or one replica's: a list of our own
+            rows = self._rows if grown else []
             assert isinstance(rows, list)
-            rows.extend(k for k in range(start, self._listed) if users[k] == code)
+            rows.extend(_events(table, start, self._listed, code, options.dispatches_only, replica))
             self._rows = rows
-        elif options.dispatches_only:
-            self._rows = table.dispatches
-        else:
-            self._rows = None
 
     def virtual_width(self) -> int:
-        return WIDTH
+        return WIDTH if self.table is None else len(header_for(self.table))
 
     def show(self, frame: Frame, differs: bool = False) -> None:
         """Draw around the frame's event; ``differs``: mark it as a dispatch that the other
@@ -154,8 +167,9 @@ class EventLog(LineView, can_focus=True):
         user = table.user_name(k) or ""
         request = table.request_id(k) or ""
         kind_name = "idle rst" if kind == IDLE_RESET else table.kind_name(k)
+        replica = "" if not table.replicated else f"{'-' if table.replica[k] < 0 else table.replica[k]:>2} "
         text = (
-            f"{table.first_seq + k:>7} {_time(table.t[k])} {kind_name:<8} {_cut(user, 10)} "
+            f"{table.first_seq + k:>7} {_time(table.t[k])} {kind_name:<8} {replica}{_cut(user, 10)} "
             f"{fmt(number(table.cost_at(k)), 7)} {fmt(number(table.v[k]), 8)} {fmt(number(table.value[k]), 8)} {request}"
         )
         return Strip([Segment(text, self.base_style + style)])

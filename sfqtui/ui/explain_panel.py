@@ -1,10 +1,16 @@
-"""Why: the candidates of the current dispatch and why the winner won; and the wait of its request."""
+"""Why: the candidates of the current dispatch and why the winner won; and the wait of its request.
+
+In a run of several replicas: the replica that held the request, its own candidates, and
+the users then waiting on other replicas with smaller meters (who would have gone first
+under one SFQ, and by how much)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
+from sfqtui.core.analysis.across_replicas import AcrossReplicas, across_replicas
 from sfqtui.core.analysis.explain import DispatchExplanation, WaitExplanation, explain_dispatch, explain_wait
+from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.numbers import fmt
 from sfqtui.ui.columns import grid
@@ -13,6 +19,7 @@ from sfqtui.ui.text_view import TextView
 
 AHEAD_ROWS = 6
 CANDIDATE_ROWS = 10
+ELSEWHERE_ROWS = 3
 
 
 class ExplainPanel(TextView):
@@ -23,22 +30,27 @@ class ExplainPanel(TextView):
             parts.append(Text("Before the first event. → steps forward, space plays, ? shows every key."))
         else:
             kind = table.kind_name(k)
+            replicas = frame.replicas
             if kind == "dispatch":
-                explanation = explain_dispatch(table, timeline, k, frame.state)
+                explanation = explain_dispatch(table, timeline, k, frame.state, replicas)
                 assert explanation is not None
-                parts += _dispatch(explanation, frame)
+                across = across_replicas(timeline, replicas, k) if replicas is not None else None
+                parts += _dispatch(explanation, frame, across)
+            elif replicas is not None:  # told from the event's replica's own state
+                parts.append(Text(narrate(table, timeline, k, replicas=replicas), style="yellow" if kind == "idle_reset" else ""))
             else:
                 parts.append(_other(frame, timeline, kind))
             request = table.req[k]
             if request >= 0:
-                wait = explain_wait(table, request)
+                wait = explain_wait(table, request, split=replicas is not None and replicas.split)
                 if wait is not None:
                     parts += _wait(wait)
         self.set_text(parts)
 
 
-def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
-    title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}")
+def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | None) -> list[Text]:
+    held = "" if e.replica is None else f"  on replica {e.replica}"
+    title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}{held}")
     traits = frame.table.traits
     own = traits is not None and traits.reading is not None
     what = (traits.value_symbol if frame.has_meters else traits.value_name) if traits is not None and own else "queued"
@@ -53,11 +65,27 @@ def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
     if len(e.candidates) > len(shown):
         rows.append((("", f"… {len(e.candidates) - len(shown)} more", "", "", "", ""), "dim"))
     table = grid((" ", "user", what, "head cost", "w", "queued"), rows, (False, False, True, True, True, True))
-    parts: list[Text] = [title, Text(f"{len(e.candidates)} waiting:", style="dim"), *table, Text("why: " + e.reason, style="green")]
+    waiting = f"{len(e.candidates)} waiting" + (f" on replica {e.replica}:" if e.replica is not None and frame.replicas is not None
+                                                and frame.replicas.split else ":")
+    parts: list[Text] = [title, *_across(across), Text(waiting, style="dim"), *table, Text("why: " + e.reason, style="green")]
     if frame.has_meters and e.v is not None and e.value_after is not None:
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
         parts.append(Text(f"charge: v ← S_{e.user} = {fmt(e.v)}; S_{e.user} ← {fmt(e.v)} + {fmt(e.cost)}/w = {fmt(e.value_after)}{where}"))
+    return parts
+
+
+def _across(across: AcrossReplicas | None) -> list[Text]:
+    """Who waiting on another replica had a smaller meter: who would have gone first under one SFQ."""
+    if across is None:
+        return []
+    style = "bold magenta" if across.elsewhere else "dim"
+    parts = [Text(across.summary(shown=0), style=style)]
+    if across.elsewhere:
+        rows = [((e.user, str(e.replica), fmt(e.meter), fmt(e.below), f"{e.queued:,}"), "") for e in across.elsewhere[:ELSEWHERE_ROWS]]
+        if len(across.elsewhere) > ELSEWHERE_ROWS:
+            rows.append(((f"… {len(across.elsewhere) - ELSEWHERE_ROWS} more", "", "", "", ""), "dim"))
+        parts += grid(("  would go first", "replica", "meter", "below", "queued"), rows, (False, True, True, True, True))
     return parts
 
 

@@ -2,7 +2,8 @@
 
 A Line API view: only the visible rows are drawn, and a step redraws only the rows that
 changed, so hundreds or thousands of users scroll smoothly. Users idle for longer than
-``FOLD_AFTER_S`` fold into one summary line.
+``FOLD_AFTER_S`` fold into one summary line. A run of several replicas draws a section
+per replica shown, each user in its replica's own band (ui/replicas.py).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import fmt
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
+from sfqtui.ui.replicas import BandPart, band_parts
 from sfqtui.ui.text_view import TextView
 
 SORTS = ("meter", "name", "share")
@@ -32,6 +35,8 @@ _PICKED = Style(bold=True, reverse=True)
 _BAND = Style(color="grey50")
 _MARK_Q = Style(color="green", bold=True)
 _MARK_IDLE = Style(color="grey62")
+_HEADING = Style(color="cyan", bold=True)
+HEADING = -1  # the row of a section's heading (a replica's), in place of a user code
 
 
 def band_cells(width: int) -> int:
@@ -69,8 +74,10 @@ class MeterBand(LineView, can_focus=True):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self._frame: Frame | None = None
-        self._rows: list[int] = []
-        self._values: list[float] = []
+        self._parts: list[BandPart] = []  # the band's sections: one, or one per replica shown
+        self._rows: list[int] = []  # each row's user code (HEADING: a section's heading)
+        self._row_parts: list[int] = []  # each row's section
+        self._values: list[list[float]] = []  # per section, per user
         self._most_queued = 1
         self._folded = 0
 
@@ -82,29 +89,37 @@ class MeterBand(LineView, can_focus=True):
         if self._frame is not None and frame.table is not self._frame.table:
             self.reset_extent()
             self.forget_lines()  # user codes name other users now
-        elif self._frame is not None and frame.options.show_folded != self._frame.options.show_folded:
-            self.reset_extent()  # folding takes rows away for good
+        elif self._frame is not None and (frame.options.show_folded, frame.options.replica) != \
+                (self._frame.options.show_folded, self._frame.options.replica):
+            self.reset_extent()  # folding, or another replica, takes rows away for good
         self._frame = frame
-        self._values = self._shown_values(frame)
-        self._most_queued = max(frame.state.queued, default=0) or 1
-        self._rows, self._folded = self._order(frame)
+        self._parts = band_parts(frame) or [BandPart(None, frame.state, None)]
+        self._values = [self._shown_values(frame, part.state) for part in self._parts]
+        self._most_queued = max((max(part.state.queued, default=0) for part in self._parts), default=0) or 1
+        self._rows, self._row_parts, self._folded = [], [], 0
+        for p, part in enumerate(self._parts):
+            users, folded = self._order(frame, part.state, self._values[p])
+            if part.heading is not None:
+                users.insert(0, HEADING)
+            self._rows += users
+            self._row_parts += [p] * len(users)
+            self._folded += folded
         self.redraw()
 
     def row_count(self) -> int:
         return len(self._rows) + (1 if self._folded else 0)
 
     @staticmethod
-    def _shown_values(frame: Frame) -> list[float]:
+    def _shown_values(frame: Frame, s: State) -> list[float]:
         """Each user's own number (meter, counter, deficit) or, for schedulers without
         one, its queue length; inf for none yet."""
-        s = frame.state
         traits = frame.table.traits
         if traits is None or not traits.reading:
             return [float(q) for q in s.queued]
         return [m if m == m else INF for m in s.value]
 
-    def _order(self, frame: Frame) -> tuple[list[int], int]:
-        s, table = frame.state, frame.table
+    def _order(self, frame: Frame, s: State, values: list[float]) -> tuple[list[int], int]:
+        table = frame.table
         last_event, queued, inflight_of, times, now = s.last_event, s.queued, s.inflight_of, table.t, s.t
         show_folded, sort = frame.options.show_folded, frame.options.sort
         visible, folded = [], 0
@@ -121,7 +136,7 @@ class MeterBand(LineView, can_focus=True):
         if sort == "share":
             visible.sort(key=s.charged.__getitem__, reverse=True)
         elif sort == "meter":  # backlogged users first, each group by meter
-            visible.sort(key=self._values.__getitem__)
+            visible.sort(key=values.__getitem__)
             visible.sort(key=[q == 0 for q in queued].__getitem__)
         return visible, folded
 
@@ -129,21 +144,26 @@ class MeterBand(LineView, can_focus=True):
         if row == len(self._rows):
             return self._folded
         assert self._frame is not None
-        return self._cells(self._frame, self._rows[row], width)
+        part = self._row_parts[row]
+        if self._rows[row] == HEADING:
+            return self._parts[part].heading
+        return self._cells(self._frame, part, self._rows[row], width)
 
     def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         if row == len(self._rows):
             text = f"⋯ {self._folded} users idle for over {FOLD_AFTER_S:g} s (a: show them)"
             return Strip([Segment(text, self.base_style + _IDLE)])
+        if self._rows[row] == HEADING:
+            return Strip([Segment(str(key)[:width], self.base_style + _HEADING)])
         assert isinstance(key, RowCells) and self._frame is not None
         return self._draw(key, self._frame.table.users[key.user], width)
 
-    def _cells(self, frame: Frame, u: int, width: int) -> RowCells:
-        """What the row of user u shows: the key its drawn line is kept under."""
-        s = frame.state
+    def _cells(self, frame: Frame, part: int, u: int, width: int) -> RowCells:
+        """What the row of user u in section ``part`` shows: the key its drawn line is kept under."""
+        s = self._parts[part].state
         band = band_cells(width)
         waiting = s.queued[u] > 0
-        value = self._values[u]
+        value = self._values[part][u]
         mark_at, mark, fill = None, "", 0
         kind = frame.band
         if kind == "virtual" and s.c_max > 0 and value != INF:
@@ -155,10 +175,13 @@ class MeterBand(LineView, can_focus=True):
             mark = "●" if waiting else "○"
         elif kind == "queue":
             fill = round(s.queued[u] / self._most_queued * band)
-        share = s.charged[u] / (s.charged_total or 1.0)
+        overall = frame.state  # a user's share of the run's cost, whichever replicas it was charged on
+        share = overall.charged[u] / (overall.charged_total or 1.0)
         number = fmt(value if value != INF else None, NUM_W)
         numbers = f" {number} {s.queued[u]:>6} {fmt(frame.table.weight(u)):>4} {share:>6.1%}"
-        return RowCells(u, band, frame.picked == u, waiting, waiting or s.inflight_of[u] > 0, mark_at, mark, fill, numbers)
+        replica = self._parts[part].replica
+        picked = frame.picked == u and (replica is None or replica == frame.table.replica_of(frame.k))
+        return RowCells(u, band, picked, waiting, waiting or s.inflight_of[u] > 0, mark_at, mark, fill, numbers)
 
     def _draw(self, c: RowCells, name: str, width: int) -> Strip:
         cells = [" "] * c.band

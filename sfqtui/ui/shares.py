@@ -1,4 +1,5 @@
-"""Cost shares: over the run and the current busy period, against the fair share now."""
+"""Cost shares: over the run and the current busy period, against the fair share now; in a
+run of several replicas, how many of each user's requests went to each replica."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sfqtui.core.analysis.shares import share_series, top_users
 from sfqtui.core.log.table import EventTable
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.replicas import routed_lines
 from sfqtui.ui.text_view import TextView
 
 ROWS = 6
@@ -59,15 +61,19 @@ class SharesPanel(TextView):
         s, table = frame.state, frame.table
         backlogged_weight = sum(table.weight(u) for u in s.backlogged())
         total, busy = s.charged_total or 1.0, s.busy_total or 1.0
-        rows = []
+        rows, listed = [], []
         for u in top_users(s.charged, table, ROWS):
             if s.charged[u] == 0 and s.queued[u] == 0:
                 continue
+            listed.append(u)
             fair = f"{table.weight(u) / backlogged_weight:.1%}" if s.queued[u] and backlogged_weight else "-"
             name = table.users[u] if len(table.users[u]) <= 14 else table.users[u][:13] + "…"
             rows.append(((name, f"{s.charged[u] / total:.1%}", f"{s.busy(u) / busy:.1%}", fair), "bold" if s.queued[u] else "dim"))
         lines = grid(("user", "run", "busy", "fair"), rows, (False, True, True, True))
         lines += [Text()] * (ROWS + 1 - len(lines))  # the chart stays put
+        routed = routed_lines(frame, listed)  # a run of several replicas: where their requests went
+        if routed:
+            lines += routed + [Text()] * (ROWS + 1 - len(routed))
         self.set_text(lines + self._chart_lines(frame))
 
     def _chart_lines(self, frame: Frame) -> list[Text]:

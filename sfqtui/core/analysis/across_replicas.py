@@ -48,7 +48,8 @@ class AcrossReplicas:
         return self.share == "global"
 
     def summary(self, shown: int = 3) -> str:
-        """In one sentence, for the why panel and explain."""
+        """In one sentence, for the why panel and explain, naming the first ``shown`` users
+        below the pick (0: only how many)."""
         held = f"held on replica {self.replica} (share {self.share})"
         if self.one_scheduler:
             return f"{held}: one SFQ over every replica, so nobody waiting on any replica had a smaller meter"
@@ -56,11 +57,14 @@ class AcrossReplicas:
             return f"{held}: this scheduler keeps no meters to compare across replicas"
         if not self.elsewhere:
             return f"{held}: no user waiting on another replica had a meter below {self.user}'s {fmt(self.meter)}"
+        users = "user" if len(self.elsewhere) == 1 else "users"
+        told = (f"{held}: under one SFQ, {len(self.elsewhere):,} {users} waiting on other replicas had smaller meters "
+                f"than {self.user}'s {fmt(self.meter)} and would have gone first")
+        if not shown:
+            return told
         names = ", ".join(f"{e.user} on {e.replica} ({fmt(e.below)} below)" for e in self.elsewhere[:shown])
         more = f" and {len(self.elsewhere) - shown:,} more" if len(self.elsewhere) > shown else ""
-        users = "user" if len(self.elsewhere) == 1 else "users"
-        return (f"{held}: under one SFQ, {len(self.elsewhere):,} {users} waiting on other replicas had smaller meters "
-                f"than {self.user}'s {fmt(self.meter)} and would have gone first: {names}{more}")
+        return f"{told}: {names}{more}"
 
 
 def across_replicas(timeline: Timeline, replicas: ReplicaStates, k: int) -> AcrossReplicas | None:
