@@ -154,7 +154,11 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         compare = Table()
         for header in ("scheduler", "dispatched t", "dispatch #", "waited s"):
             compare.add_column(header, justify="left" if header == "scheduler" else "right")
-        compare.add_row(found["scheduler"], fmt(found["dispatched"]), fmt(found["position"]), fmt(found["waited"]), style="bold")
+        this = found["scheduler"]
+        if replicas:  # this run's settings as a run spec, as the others are named
+            settings = ReplicaSettings.from_metadata(replicas)
+            this = f"{RunSpec(this, settings.count, settings.router, settings.share)} (replica {found['replica']})"
+        compare.add_row(this, fmt(found["dispatched"]), fmt(found["position"]), fmt(found["waited"]), style="bold")
         for name, sent in found["compare"].items():
             held = f" (replica {sent['replica']})" if sent.get("replica") is not None else ""
             compare.add_row(name + held, fmt(sent["dispatched"]), fmt(sent["position"]), fmt(sent["waited"]))

@@ -98,7 +98,7 @@ def status_text(frame: Frame) -> list[tuple[str, str] | str]:
         slots = own_slots(frame)
         flight = f"{state.inflight}" + (f"/{slots[chosen]}" if slots is not None else "")
         v = f"  v={fmt(state.v)}" if frame.has_meters and split else ""
-        parts.append(f"{v}  in flight {flight}  waiting {state.queued_total}")
+        parts.append(f"{v}  in flight {flight}  waiting {state.queued_total:,}")
     elif frame.has_meters and split:
         parts.append("  v " + " ".join(f"{r}:{fmt(replica_state(frame, r).v)}" for r in range(count)))
     return parts
