@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from typer.testing import CliRunner
 
-from dashboard import settle, text_of
+from dashboard import lesson_dashboard, settle, text_of, until
 from sfqtui.cli.app import app as cli
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replication import ReplicaSettings, Share
@@ -27,7 +27,9 @@ from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.explain_panel import ExplainPanel
+from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.meter_band import MeterBand
+from sfqtui.ui.replicas import run_label
 from sfqtui.ui.run_pane import RunPane
 from sfqtui.ui.shares import SharesPanel
 from sfqtui.ui.side_by_side import DivergenceLine
@@ -190,6 +192,25 @@ async def test_one_sfq_beside_two_replicas_says_where_the_orders_part(trace: Pat
         assert "replicas: all 2 (k)" in panes[1].head.text and text_of(panes[1].band).startswith("replica 0: v 0")
         assert panes[1].head.text.splitlines()[1].startswith("replica 0: regular is chosen")
         assert app.runs[1].cursor.dispatch_number == app.runs[0].cursor.dispatch_number == 0  # stepped in lockstep
+
+
+async def test_teach_replicas_steps_one_balancer_beside_two_and_ends_with_the_measured_outcome(tmp_path: Path) -> None:
+    app = lesson_dashboard(tmp_path, "replicas")
+    async with app.run_test(size=(160, 46)) as pilot:
+        await settle(pilot)
+        assert [run_label(run) for run in app.runs] == ["sfq", "sfq (2 replicas, hash, share none)", "sfq (2 replicas, hash, share global)"]
+        await pilot.press(*TENTH_DISPATCH)
+        assert len({run.cursor.dispatch_number for run in app.runs}) == 1  # in lockstep by dispatch
+        line = " ".join(app.query_one(DivergenceLine).text.split())
+        assert "sfq (2 replicas, hash, share global): same order as sfq so far" in line
+        panel = app.query_one(LessonPanel)
+        await pilot.press("end")
+        await until(pilot, lambda: panel.outcome is not None, "the lesson's measured outcome")
+        await pilot.pause()
+        said = " ".join(panel.text.split())
+        assert "sfq, one balancer: shares while congested premium 80.0%, regular 20.0% (4 : 1); first 320 dispatches 256 : 64" in said
+        assert "share none: shares while congested premium 49.7%, regular 50.3% (1 : 1); first 320 dispatches 160 : 160" in said
+        assert "stranded capacity 24.8%" in said
 
 
 def test_the_replicated_dashboard(snap_compare, trace: Path) -> None:

@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
+from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import ShadowMismatch
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.opening import Opening, rerunnable
@@ -42,6 +43,7 @@ from sfqtui.ui.teacher import Teacher
 BACK_TO_LESSONS = "lessons"  # what the dashboard of a lesson returns when escape leaves it for the menu
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
+INDEX_STEP = 16_384  # events a replica-indexing worker takes at a time (the screen waits at most that long for it)
 W = TypeVar("W", bound=Widget)
 
 
@@ -121,6 +123,19 @@ class SfqApp(RunsApp):
     def run_loaded(self, run: Run) -> None:
         if self.side_by_side and self.teacher.follows(run):
             self.works_for(run, self._warm_shadow(run))
+        replicas = run.replicas
+        if replicas is not None:
+            self.works_for(run, self._index_replicas(run, replicas))
+
+    @work(thread=True, group="replicas", exit_on_error=False, description="indexing each replica's events")
+    def _index_replicas(self, run: Run, replicas: ReplicaStates) -> None:
+        """Index every replica's events and take their checkpoints through the whole log, a
+        step at a time, so that a far jump on the screen finds them done."""
+        worker = get_current_worker()
+        for upto in range(0, len(run.table), INDEX_STEP):
+            if worker.is_cancelled or run not in self.runs:
+                return
+            replicas.extend(upto + INDEX_STEP - 1)
 
     @work(thread=True, group="shadow", exit_on_error=False, description="following the scheduler's state")
     def _warm_shadow(self, run: Run) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from dataclasses import replace
+from threading import Lock
 
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replication import ReplicaSettings
@@ -31,6 +32,7 @@ class ReplicaStates:
                  budget: int = CHECKPOINT_BUDGET) -> None:
         self.table = table
         self.budget = budget
+        self._lock = Lock()  # a worker may index ahead (the dashboard's) while the screen reads
         self._kept = 0  # checkpoints over all replicas
         self.settings = settings
         self.split = settings is None or settings.share.splits_slots
@@ -56,6 +58,10 @@ class ReplicaStates:
 
     def extend(self, upto: int) -> None:
         """Index every event up to ``upto`` (clamped to the table)."""
+        with self._lock:
+            self._extend(upto)
+
+    def _extend(self, upto: int) -> None:
         table = self.table
         upto = min(upto, len(table) - 1)
         if upto < self._indexed or not table.replicated:
@@ -97,7 +103,11 @@ class ReplicaStates:
         """Replica r's state after event k, its time that of event k. Under share global,
         ``overall`` (the whole log's state after k) gives the meters, v and c_max. Returned
         states share arrays with the cache, so callers only read them."""
-        self.extend(k)
+        with self._lock:
+            return self._state_at(r, k, overall)
+
+    def _state_at(self, r: int, k: int, overall: State | None) -> State:
+        self._extend(k)
         table = self.table
         if r >= self.count:
             self._grow(r + 1)
