@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from sfqtui import __version__
 from sfqtui.core.engine.estimator import CostEstimator
-from sfqtui.proxy.dispatcher import Closing, Dispatcher, Ticket
+from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down, unauthorized
@@ -26,10 +26,26 @@ from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
 from sfqtui.protocol import Event
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.settings import ProxySettings
-from sfqtui.proxy.upstream import UpstreamError, Upstreams
+from sfqtui.proxy.upstream import UpstreamError, UpstreamReply, Upstreams
 
 if TYPE_CHECKING:
+    from sfqtui.proxy.group import Group
     from sfqtui.proxy.record import TraceRecorder
+
+
+def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float) -> dict[str, Any]:
+    """A finished request as a row of the --record trace (semantics §1)."""
+    return {
+        "request_id": ticket.request_id,
+        "user": ticket.user,
+        "arrival_s": ticket.arrived_t,
+        "input_tokens": ticket.input_tokens if prompt_tokens is None else prompt_tokens,
+        "max_tokens": ticket.max_tokens,
+        "output_tokens": output_tokens,
+        "service_s": max(1e-6, (ticket.finished_t or 0.0) - (ticket.dispatched_t or 0.0)),
+        "weight": weight,
+        "model": model,
+    }
 
 log = logging.getLogger("sfqtui.proxy")
 COMPLETION_ROUTES = ("/v1/chat/completions", "/v1/completions")
@@ -48,9 +64,19 @@ class Proxy:
     def __init__(self, settings: ProxySettings) -> None:
         self.settings = settings
         self.ring = EventRing(settings.ring_size)
-        self.metrics = ProxyMetrics(settings.metrics_users, self.state)
-        self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
-                                     sinks=(self._publish, self.metrics.see))
+        self.group: Group | None = None
+        self.dispatcher: Dispatcher | Group
+        if settings.state_url is None:
+            self.metrics = ProxyMetrics(settings.metrics_users, self.state)
+            self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
+                                         sinks=(self._publish, self.metrics.see))
+        else:
+            from sfqtui.proxy.group import Group  # the redis client loads only for a group
+
+            self.group = self.dispatcher = Group(
+                settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
+                settings.estimator, settings.lease_s, settings.store_timeout_s, self._dispatched)
+            self.metrics = ProxyMetrics(settings.metrics_users, lambda: self.dispatcher.last_state)  # type: ignore[union-attr]  # a Group here
         self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s)
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
@@ -66,11 +92,29 @@ class Proxy:
     def _publish(self, event: Event, _ticket: Ticket | None) -> None:
         self.ring.publish(event)
 
+    def _dispatched(self, ticket: Ticket) -> None:
+        """A group replica's request got its slot (from the store, or locally while the store is away)."""
+        self.metrics.see({"kind": "dispatch", "cost": ticket.cost, "t": ticket.dispatched_t}, ticket)
+
+    async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
+        return await self.upstreams.open("POST", path, payload, stream)
+
+    def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
+        self.live.discard(exchange)
+        ticket = exchange.ticket
+        ran = ticket.stage is Stage.RUNNING
+        self.dispatcher.release(ticket, output_tokens)
+        if ran and self.recorder is not None:
+            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.dispatcher.weight(ticket.user)))
+
     def state(self) -> dict[str, Any]:
-        return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
+        """A lone proxy's §8 snapshot (a group replica's comes from the store: ``Group.state``)."""
+        return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}  # type: ignore[union-attr]  # a Dispatcher here
 
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        if self.group is not None:
+            await self.group.start()
         if self.recorder is not None:
             self._recording = asyncio.create_task(self.recorder.run())
         try:
@@ -93,6 +137,8 @@ class Proxy:
             deadline = loop.time() + ABORT_WAIT_S
             while self.dispatcher.inflight and loop.time() < deadline:
                 await asyncio.sleep(0.02)
+        if self.group is not None:
+            await self.group.leave()
         self.ring.close()
 
     async def close(self) -> None:
@@ -134,8 +180,12 @@ class Proxy:
             body["stream_options"] = {**options, "include_usage": True}
         model = model_of(body)
         scope = self.settings.estimator.scope
+        key = user if scope == "user" else model if scope == "model" else None
         try:
-            ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), user if scope == "user" else model if scope == "model" else None)
+            if self.group is None:
+                ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), key)  # type: ignore[union-attr]  # a Dispatcher here
+            else:
+                ticket = await self.group.arrive(user, prompt_tokens(body), output_cap(body), key)
         except Closing:
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
@@ -154,7 +204,7 @@ class Proxy:
     async def sfq_state(self, request: Request) -> Response:
         if not self._may_watch(request):
             return unauthorized("this proxy's state needs its events token: Authorization: Bearer <token>")
-        return JSONResponse(self.state())
+        return JSONResponse(self.state() if self.group is None else await self.group.state())
 
     async def sfq_events(self, request: Request) -> Response:
         if not self._may_watch(request):
@@ -168,6 +218,8 @@ class Proxy:
                                  headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
     async def prometheus(self, _request: Request) -> Response:
+        if self.group is not None:
+            await self.group.state()
         return Response(self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
