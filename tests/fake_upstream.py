@@ -51,6 +51,8 @@ class FakeUpstream:
         self.seen: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
         self.closed_early: Counter[str] = Counter()
+        self.running = 0  # completion requests being answered now, and the most ever at once
+        self.most_running = 0
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self.completion, methods=["POST"]),
             Route("/v1/completions", self.completion, methods=["POST"]),
@@ -62,6 +64,20 @@ class FakeUpstream:
         return JSONResponse({"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "tests"}]})
 
     async def completion(self, request: Request) -> Response:
+        self.running += 1
+        self.most_running = max(self.most_running, self.running)
+        try:
+            response = await self._completion(request)
+        except BaseException:
+            self.running -= 1
+            raise
+        if isinstance(response, StreamingResponse):
+            response.background = _Done(self)
+        else:
+            self.running -= 1
+        return response
+
+    async def _completion(self, request: Request) -> Response:
         body = await request.json()
         self.seen.append(body)
         self.headers_seen.append(dict(request.headers))
@@ -124,6 +140,16 @@ class FakeUpstream:
         finally:
             if not finished and "[cut]" not in prompt:
                 self.closed_early[prompt] += 1
+
+
+class _Done:
+    """Run when a streamed answer is over: one fewer running."""
+
+    def __init__(self, fake: FakeUpstream) -> None:
+        self.fake = fake
+
+    async def __call__(self) -> None:
+        self.fake.running -= 1
 
 
 async def _ragged(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

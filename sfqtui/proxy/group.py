@@ -25,6 +25,7 @@ import secrets
 import time
 from collections import Counter, defaultdict
 from typing import Any, Callable, Coroutine, Hashable
+from urllib.parse import urlsplit, urlunsplit
 
 from redis.exceptions import RedisError
 
@@ -69,10 +70,45 @@ def share_of(slots: int, replicas: list[str], me: str) -> int:
     return max(1, slots // count + (1 if k < slots % count else 0))
 
 
+def redacted(url: str) -> str:
+    """The store's URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username + ':' if parts.username else ''}***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def group_settings(slots: int, ring: int, estimator: EstimatorParams) -> str:
+    """What every replica of a group must share, as the store keeps it (JSON)."""
+    priced = {k: v for k, v in estimator.as_dict().items() if k != "oracle"}
+    return json.dumps({"slots": slots, "ring": ring, "estimator": priced}, sort_keys=True)
+
+
+def check_store(url: str, timeout_s: float, settings: str) -> None:
+    """Before serving: the store answers, and a group already running there has these settings (InputError if not)."""
+    import redis
+
+    from sfqtui.errors import InputError
+
+    client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    try:
+        running = client.hget(PREFIX + "run", "settings")
+    except (RedisError, OSError) as exc:
+        raise InputError(f"--state {redacted(url)}: the store does not answer ({type(exc).__name__}: {exc})") from None
+    finally:
+        client.close()
+    if running is not None and running.decode() != settings:
+        raise InputError(f"--state {redacted(url)}: the group there runs with other settings ({running.decode()}); "
+                         "every replica needs the same --slots, --ring and estimator options")
+
+
 class Group:
     def __init__(self, url: str, address: str, slots: int, ring: EventRing, weights: dict[str, float], estimator: EstimatorParams,
                  lease_s: float, timeout_s: float, on_dispatch: Callable[[GroupTicket], None]) -> None:
         self.store = Store(url, timeout_s)
+        self.shown_url = redacted(url)
         self.address = address
         self.slots = slots
         self.ring = ring
@@ -81,8 +117,7 @@ class Group:
         self.lease_s = lease_s
         self.on_dispatch = on_dispatch
         self.incarnation = secrets.token_hex(8)
-        self.settings_json = json.dumps({"slots": slots, "ring": ring.size, "estimator": {
-            k: v for k, v in estimator.as_dict().items() if k not in ("oracle", "scope")} | {"scope": estimator.scope}}, sort_keys=True)
+        self.settings_json = group_settings(slots, ring.size, estimator)
         self.run = ""
         self.started = 0.0
         self.replica = ""
@@ -113,7 +148,7 @@ class Group:
         try:
             await self._join()
         except StoreAway as exc:
-            raise GroupError(f"--state {self.store.url}: the store does not answer ({exc})") from None
+            raise GroupError(f"--state {self.shown_url}: the store does not answer ({exc})") from None
         await self._load_ring()
         self._loops = [asyncio.create_task(self._follow()), asyncio.create_task(self._keep_lease())]
 
@@ -127,7 +162,7 @@ class Group:
         reply = await self.store.call("join", self.address, self.incarnation, self.settings_json, self.lease_s, secrets.token_hex(8),
                                       len(keep), *keep, len(sent), *finished, len(counted), len(charges), *flat)
         if _text(reply[0]) == "settings":
-            raise GroupError(f"--state {self.store.url}: the group runs with other settings ({_text(reply[1])}); "
+            raise GroupError(f"--state {self.shown_url}: the group runs with other settings ({_text(reply[1])}); "
                              "every replica needs the same --slots, --ring and estimator options")
         run, started, replica, next_n, replicas, own, settled = reply
         new_run = _text(run) != self.run
@@ -159,7 +194,7 @@ class Group:
                 del self.charges[user]
         self.local = None
         if self.mode == SUSPENDED:
-            log.warning("store %s answers again: replica %s rejoined the group's SFQ", self.store.url, self.replica)
+            log.warning("store %s answers again: replica %s rejoined the group's SFQ", self.shown_url, self.replica)
             self.mode = GLOBAL
             self.ring.set_bound(GLOBAL, "the store answers again")
         self._started_dispatches(own)
@@ -363,7 +398,7 @@ class Group:
         self.mode = SUSPENDED
         share = share_of(self.slots, self.replicas, self.replica)
         log.warning("store %s does not answer (%s): replica %s serves on its own, %d slot(s); the global bound is suspended",
-                    self.store.url, reason, self.replica, share)
+                    self.shown_url, reason, self.replica, share)
         self.ring.set_bound(SUSPENDED, reason)
         self.local = Dispatcher(share, dict(self.weights), CostEstimator(self.estimator), sinks=(self._local_event,))
         running = [t for t in self.tickets.values() if t.stage is Stage.RUNNING]
