@@ -12,7 +12,8 @@
 -- or {'settings', the group's settings}.
 local address, incarnation, settings, lease = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local now = store_now()
-if redis.call('EXISTS', RUN) == 0 then
+local created = redis.call('EXISTS', RUN) == 0
+if created then
   redis.call('HSET', RUN, 'id', ARGV[5], 'started', fmt(now), 'seq', '0', 't', '0', 'v', '0', 'max_meter', '0',
     'inflight', '0', 'slots', tostring(cjson.decode(settings).slots), 'ring', tostring(cjson.decode(settings).ring),
     'settings', settings, 'next_replica', '0')
@@ -57,8 +58,10 @@ else
     held = held + n
   end
 end
--- Charges made while the store was away raise the meters (never lowering one).
+-- Charges made while the store was away raise the meters (never lowering one). A new run (the
+-- store lost its data) starts from nothing: those charges belong to the run that is gone.
 local u = tonumber(ARGV[a]); a = a + 1
+if created then u = 0 end
 for k = 1, u do
   local user, charge = ARGV[a], tonumber(ARGV[a + 1])
   redis.call('HSET', P .. 'weight', user, ARGV[a + 2])
