@@ -148,7 +148,8 @@ async def test_sigterm_drains_only_its_own_requests(upstream, keys_path: Path, s
     _, upstream_url = upstream
     a, b = Replica(upstream_url, keys_path, store.url, 1), Replica(upstream_url, keys_path, store.url, 1)
     try:
-        first = asyncio.ensure_future(client(a.url, "alice").chat.completions.create(**chat("[slow] one two three")))
+        slow = {**chat("[slow] " + " ".join(f"w{k}" for k in range(20))), "max_tokens": 20}  # 2 s
+        first = asyncio.ensure_future(client(a.url, "alice").chat.completions.create(**slow))
         await until(lambda: state(a.url)["inflight"] == 1, what="a's request running")
         waiting_b = asyncio.ensure_future(client(b.url, "bob").chat.completions.create(**chat("b waits")))
         waiting_a = asyncio.ensure_future(client(a.url, "carol").chat.completions.create(**chat("a waits")))
