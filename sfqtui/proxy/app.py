@@ -26,7 +26,7 @@ from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
 from sfqtui.protocol import Event
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.settings import ProxySettings
-from sfqtui.proxy.upstream import UpstreamError, UpstreamReply, Upstreams
+from sfqtui.proxy.upstream import UpstreamError, UpstreamReply, Upstreams, UpstreamWatch
 
 if TYPE_CHECKING:
     from sfqtui.proxy.group import Group
@@ -66,8 +66,8 @@ class Proxy:
         self.ring = EventRing(settings.ring_size)
         self.group: Group | None = None
         self.dispatcher: Dispatcher | Group
+        self.metrics = ProxyMetrics(settings.metrics_users, self.state, in_group=settings.state_url is not None)
         if settings.state_url is None:
-            self.metrics = ProxyMetrics(settings.metrics_users, self.state)
             self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
                                          sinks=(self._publish, self.metrics.see))
         else:
@@ -75,9 +75,9 @@ class Proxy:
 
             self.group = self.dispatcher = Group(
                 settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
-                settings.estimator, settings.lease_s, settings.store_timeout_s, self._dispatched)
-            self.metrics = ProxyMetrics(settings.metrics_users, lambda: self.dispatcher.last_state)  # type: ignore[union-attr]  # a Group here
-        self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s)
+                settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics)
+        self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s,
+                                   UpstreamWatch(self.metrics.upstream_answered, self.metrics.upstream_failed))
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
             from sfqtui.proxy.record import TraceRecorder  # polars and pyarrow load only for a recording
@@ -92,9 +92,6 @@ class Proxy:
     def _publish(self, event: Event, _ticket: Ticket | None) -> None:
         self.ring.publish(event)
 
-    def _dispatched(self, ticket: Ticket) -> None:
-        """A group replica's request got its slot (from the store, or locally while the store is away)."""
-        self.metrics.see({"kind": "dispatch", "cost": ticket.cost, "t": ticket.dispatched_t}, ticket)
 
     async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
         return await self.upstreams.open("POST", path, payload, stream)
@@ -102,13 +99,16 @@ class Proxy:
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
         self.live.discard(exchange)
         ticket = exchange.ticket
+        self.metrics.ended(ticket.user, exchange.outcome)
         ran = ticket.stage is Stage.RUNNING
         self.dispatcher.release(ticket, output_tokens)
         if ran and self.recorder is not None:
             self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.dispatcher.weight(ticket.user)))
 
     def state(self) -> dict[str, Any]:
-        """A lone proxy's §8 snapshot (a group replica's comes from the store: ``Group.state``)."""
+        """The §8 snapshot: a lone proxy's own; a group replica's as last read from the store (``Group.state``)."""
+        if self.group is not None:
+            return self.group.last_state
         return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}  # type: ignore[union-attr]  # a Dispatcher here
 
     @asynccontextmanager
@@ -161,6 +161,7 @@ class Proxy:
         key = bearer(request)
         user = self.settings.keys.user_of(key)
         if user is None:
+            self.metrics.ended(None, "refused")
             return unauthorized("missing API key: send Authorization: Bearer <key>" if key is None else "unknown API key")
         try:
             raw = await request.body()
@@ -169,8 +170,10 @@ class Proxy:
         try:
             body = json.loads(raw)
         except ValueError:
+            self.metrics.ended(user, "refused")
             return bad_request("the request body must be JSON")
         if not isinstance(body, dict):
+            self.metrics.ended(user, "refused")
             return bad_request("the request body must be a JSON object")
         stream = body.get("stream") is True
         options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
@@ -187,6 +190,7 @@ class Proxy:
             else:
                 ticket = await self.group.arrive(user, prompt_tokens(body), output_cap(body), key)
         except Closing:
+            self.metrics.ended(user, "refused")
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
         self.live.add(exchange)

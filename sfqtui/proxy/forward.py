@@ -92,6 +92,7 @@ class Exchange:
         self._streaming = False
         self._watcher: asyncio.Future[None] | None = None
         self._ended = False
+        self.outcome = "answered"  # or failed, cancelled (the metrics' outcomes)
 
     def abort(self) -> None:
         """Interrupt whatever this request is waiting for (shutdown's grace is over)."""
@@ -142,6 +143,7 @@ class Exchange:
             if not self.ticket.settled.done():
                 await self._interruptible(asyncio.shield(self.ticket.settled))
             if self.ticket.stage is Stage.CANCELLED:
+                self.outcome = "cancelled"
                 return shutting_down()
             await self._interruptible(self._open(path, payload, stream))
             assert self.reply is not None
@@ -156,13 +158,19 @@ class Exchange:
             self._streaming = True
             return RelayedStream(self)
         except ClientGone:
+            self.outcome = "cancelled"
             return Response(status_code=CLIENT_GONE)
         except Aborted:
+            self.outcome = "cancelled"
             return shutting_down()
         except FAILURES as exc:
+            self.outcome = "failed"
             failure = upstream_error(exc)
+            if self.reply is not None:
+                self.reply.failed(failure.code)
             return error_response(failure.status, failure.message, "upstream_error", failure.code)
         except UpstreamError as failure:
+            self.outcome = "failed"
             return error_response(failure.status, failure.message, "upstream_error", failure.code)
         finally:
             if not self._streaming:
@@ -215,13 +223,18 @@ class Exchange:
             if out:
                 yield out
         except ClientGone:
-            pass
+            self.outcome = "cancelled"
         except Aborted:
+            self.outcome = "cancelled"
             yield error_frame(*SHUTTING_DOWN)
         except EventTooLong as exc:
+            self.outcome = "failed"
+            self.reply.failed("upstream_event_too_long")
             yield error_frame(f"the upstream server sent {exc}", "upstream_error", "upstream_event_too_long")
         except FAILURES as exc:
+            self.outcome = "failed"
             failure = upstream_error(exc)
+            self.reply.failed(failure.code)
             yield error_frame(failure.message, "upstream_error", failure.code)
 
     async def end(self) -> None:

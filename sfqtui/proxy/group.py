@@ -24,7 +24,7 @@ import logging
 import secrets
 import time
 from collections import Counter, defaultdict
-from typing import Any, Callable, Coroutine, Hashable
+from typing import Any, Coroutine, Hashable
 from urllib.parse import urlsplit, urlunsplit
 
 from redis.exceptions import RedisError
@@ -32,6 +32,7 @@ from redis.exceptions import RedisError
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
 from sfqtui.protocol import SCHEDULER, Event
 from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
+from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.store.client import PREFIX, Store, StoreAway
 
@@ -106,8 +107,8 @@ def check_store(url: str, timeout_s: float, settings: str) -> None:
 
 class Group:
     def __init__(self, url: str, address: str, slots: int, ring: EventRing, weights: dict[str, float], estimator: EstimatorParams,
-                 lease_s: float, timeout_s: float, on_dispatch: Callable[[GroupTicket], None]) -> None:
-        self.store = Store(url, timeout_s)
+                 lease_s: float, timeout_s: float, metrics: ProxyMetrics) -> None:
+        self.store = Store(url, timeout_s, metrics.store_call)
         self.shown_url = redacted(url)
         self.address = address
         self.slots = slots
@@ -115,7 +116,7 @@ class Group:
         self.weights = weights
         self.estimator = estimator
         self.lease_s = lease_s
-        self.on_dispatch = on_dispatch
+        self.metrics = metrics
         self.incarnation = secrets.token_hex(8)
         self.settings_json = group_settings(slots, ring.size, estimator)
         self.run = ""
@@ -262,8 +263,11 @@ class Group:
         self._last_id = entry_id.decode()
         seq = int(self._last_id.partition("-")[0])
         self.ring.put(seq, float(fields[b"t"]), fields[b"e"])
-        if dispatches and fields.get(b"to") == self.replica.encode():
-            self._started_dispatches([fields[b"r"], fields[b"c"]])
+        if b"to" in fields:
+            user = fields[b"u"].decode()
+            self.metrics.fairness.add(user, float(fields[b"c"]) / self.weight(user))
+            if dispatches and fields[b"to"] == self.replica.encode():
+                self._started_dispatches([fields[b"r"], fields[b"c"]])
 
     # Requests
 
@@ -320,7 +324,7 @@ class Group:
             ticket.dispatched_t = self.now()
             self.inflight += 1
             ticket.settled.set_result(None)
-            self.on_dispatch(ticket)
+            self.metrics.count_dispatch(ticket.user, ticket.cost or 0.0, ticket.dispatched_t - ticket.arrived_t)
 
     def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
         """End a request at whatever stage it is (from the exchange, which does not wait for the store)."""
@@ -426,7 +430,7 @@ class Group:
             ticket.cost, ticket.ratio, ticket.est_output = local.cost, local.ratio, local.est_output
             ticket.dispatched_t = self.now()
             self.inflight += 1
-            self.on_dispatch(ticket)
+            self.metrics.count_dispatch(ticket.user, ticket.cost or 0.0, ticket.dispatched_t - ticket.arrived_t)
         else:
             ticket.stage = Stage.CANCELLED
         ticket.settled.set_result(None)

@@ -20,7 +20,7 @@ Keys, under the prefix ``sfqtui:`` in the database the URL names:
 | ``addr`` | hash | replica address (host and listen address) -> replica number |
 | ``replicas`` | sorted set | live replicas, scored by when their lease ends (store time) |
 | ``est:<scope key>``, ``estw:<scope key>`` | hash, list | the estimator's ratio for a scope key: sums and value; the window's (output, cap) pairs |
-| ``events`` | stream | the §7 events, entry id ``<seq>-1``, fields ``e`` (the event's JSON), ``t``; a dispatch also ``to`` (its replica), ``r`` (request id) and ``c`` (cost); trimmed to about ``--ring`` entries |
+| ``events`` | stream | the §7 events, entry id ``<seq>-1``, fields ``e`` (the event's JSON), ``t``; a dispatch also ``to`` (its replica), ``r`` (request id), ``c`` (cost) and ``u`` (user); trimmed to about ``--ring`` entries |
 
 Floats are stored as text written with ``%.17g`` (which reads back as the same double) and
 come back as text: a Lua number in a reply would be truncated to an integer. No API key is

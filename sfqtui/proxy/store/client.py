@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from importlib.resources import files
-from typing import Any
+from typing import Any, Callable
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -30,10 +30,10 @@ class Store:
     """The scripts, loaded once per server (again after NOSCRIPT), each run in one round trip.
 
     A call is never retried: a script that timed out may still have run, and every script
-    is written so that the replica's next call settles that. ``rtt_s`` is the last call's
-    round trip."""
+    is written so that the replica's next call settles that. ``on_call`` is told each
+    answered call's round trip."""
 
-    def __init__(self, url: str, timeout_s: float) -> None:
+    def __init__(self, url: str, timeout_s: float, on_call: Callable[[float], None]) -> None:
         self.url = url
         self.timeout_s = timeout_s
         # No retries: a retried script could run twice.
@@ -42,7 +42,7 @@ class Store:
         self.redis = aioredis.from_url(url, **options)
         self._texts = {name: script_text(name) for name in SCRIPTS}
         self._sha: dict[str, str] = {}
-        self.rtt_s = 0.0
+        self._on_call = on_call
 
     def reader(self, block_s: float) -> aioredis.Redis:
         """A connection of its own for blocking reads of the event stream."""
@@ -64,7 +64,7 @@ class Store:
             raise
         except (RedisError, *AWAY) as exc:
             raise StoreAway(f"{type(exc).__name__}: {exc}") from exc
-        self.rtt_s = time.perf_counter() - started
+        self._on_call(time.perf_counter() - started)
         return reply
 
     async def aclose(self) -> None:

@@ -66,7 +66,7 @@ local function emit(kind, req, v, meter, extras, to)
   data = data .. '}'
   local id = string.format('%d', seq) .. '-1'
   if to then
-    redis.call('XADD', EVENTS, 'MAXLEN', '~', run.ring, id, 'e', data, 't', fmt(t), 'to', to, 'r', req.rid, 'c', fmt(extras.cost))
+    redis.call('XADD', EVENTS, 'MAXLEN', '~', run.ring, id, 'e', data, 't', fmt(t), 'to', to, 'r', req.rid, 'c', fmt(extras.cost), 'u', req.u)
   else
     redis.call('XADD', EVENTS, 'MAXLEN', '~', run.ring, id, 'e', data, 't', fmt(t))
   end
