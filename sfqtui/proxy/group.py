@@ -293,7 +293,7 @@ class Group:
         self.tickets[rid] = ticket
         key = "" if ticket.scope_key is None else str(ticket.scope_key)
         try:
-            reply = await self.store.call("arrive", self.run, self.replica, rid, ticket.n, ticket.user, json.dumps(ticket.user),
+            reply = await self.store.call("arrive", self.run, self.replica, rid, ticket.user, json.dumps(ticket.user),
                                           repr(self.weight(ticket.user)), ticket.input_tokens,
                                           "" if ticket.max_tokens is None else ticket.max_tokens, key)
         except StoreAway as exc:

@@ -8,7 +8,7 @@ Keys, under the prefix ``sfqtui:`` in the database the URL names:
 
 | key | type | holds |
 |---|---|---|
-| ``run`` | hash | the group's run: ``id``, ``started`` (Unix time), ``seq`` (the next event's), ``t`` (the last event's), ``v``, ``max_meter``, ``inflight``, ``slots``, ``ring``, ``settings`` (JSON: slots, ring, estimator; every replica must bring the same), ``next_replica`` |
+| ``run`` | hash | the group's run: ``id``, ``started`` (Unix time), ``seq`` (the next event's), ``t`` (the last event's), ``v``, ``max_meter``, ``inflight``, ``slots``, ``ring``, ``settings`` (JSON: slots, ring, estimator; every replica must bring the same), the estimator's parameters as ``est_<name>``, ``next_replica`` |
 | ``meter`` | hash | user -> S_i |
 | ``weight`` | hash | user -> w_i |
 | ``busy`` | hash | user -> requests running |
@@ -16,7 +16,7 @@ Keys, under the prefix ``sfqtui:`` in the database the URL names:
 | ``q:<user>`` | list | the user's queued request ids, oldest first |
 | ``req:<request id>`` | hash | a queued or running request: user (and as JSON), replica, weight, input tokens, cap, scope key, stage, cost |
 | ``rq:<replica>``, ``rr:<replica>`` | sets | the replica's queued and running request ids |
-| ``rep:<replica>`` | hash | ``incarnation`` (the process), ``address``, ``next`` (its next request number), ``held`` (slots held by requests it ran on its own while the store was away) |
+| ``rep:<replica>`` | hash | ``incarnation`` (the process), ``address``, ``held`` (slots held by requests it ran on its own while the store was away) |
 | ``addr`` | hash | replica address (host and listen address) -> replica number |
 | ``replicas`` | sorted set | live replicas, scored by when their lease ends (store time) |
 | ``est:<scope key>``, ``estw:<scope key>`` | hash, list | the estimator's ratio for a scope key: sums and value; the window's (output, cap) pairs |

@@ -17,6 +17,14 @@ if created then
   redis.call('HSET', RUN, 'id', ARGV[5], 'started', fmt(now), 'seq', '0', 't', '0', 'v', '0', 'max_meter', '0',
     'inflight', '0', 'slots', tostring(cjson.decode(settings).slots), 'ring', tostring(cjson.decode(settings).ring),
     'settings', settings, 'next_replica', '0')
+  -- The estimator's parameters as fields of their own, read by every script without decoding
+  -- JSON (cjson reads numbers exactly; %.17g writes them back exactly).
+  local est = cjson.decode(settings).estimator
+  for _, name in ipairs(EST) do
+    local value = est[name]
+    if type(value) == 'number' then value = fmt(value) end
+    redis.call('HSET', RUN, 'est_' .. name, value)
+  end
 end
 local group_settings = redis.call('HGET', RUN, 'settings')
 if group_settings ~= settings then return {'settings', group_settings} end
@@ -80,4 +88,6 @@ redis.call('ZADD', REPLICAS, fmt(now + lease), rep)
 reap(now, rep)
 local own = dispatch_while_free(rep)
 save_run()
-return {run.id, fmt(run.started), rep, tonumber(redis.call('HGET', rkey, 'next') or '0'), replicas_reply(), own, settled}
+-- Request numbers of a replica's new process start at the run's seq: an earlier process numbered
+-- fewer requests than the events they made, so ids never repeat within a run.
+return {run.id, fmt(run.started), rep, run.seq, replicas_reply(), own, settled}

@@ -20,12 +20,17 @@ end
 
 local run = {}
 
+-- The estimator's parameters, as join.lua keeps them in the run hash (est_ fields).
+local EST = {'input_weight', 'output_weight', 'update', 'window', 'alpha', 'start_ratio', 'default_output_tokens'}
+
 local function load_run()
-  local r = redis.call('HMGET', RUN, 'id', 'seq', 't', 'v', 'max_meter', 'inflight', 'slots', 'ring', 'started', 'settings')
+  local r = redis.call('HMGET', RUN, 'id', 'seq', 't', 'v', 'max_meter', 'inflight', 'slots', 'ring', 'started',
+    'est_input_weight', 'est_output_weight', 'est_update', 'est_window', 'est_alpha', 'est_start_ratio', 'est_default_output_tokens')
   if not r[1] then return false end
   run.id, run.seq, run.t, run.v, run.max_meter = r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4]), tonumber(r[5])
   run.inflight, run.slots, run.ring, run.started = tonumber(r[6]), tonumber(r[7]), tonumber(r[8]), tonumber(r[9])
-  run.est = cjson.decode(r[10]).estimator  -- decoding reads numbers exactly
+  run.est = {input_weight = tonumber(r[10]), output_weight = tonumber(r[11]), update = r[12], window = tonumber(r[13]),
+    alpha = tonumber(r[14]), start_ratio = tonumber(r[15]), default_output_tokens = tonumber(r[16])}
   return true
 end
 
@@ -39,9 +44,11 @@ local function store_now()
   return tonumber(now[1]) + tonumber(now[2]) / 1000000
 end
 
--- Seconds since the run started, never going back.
+-- Seconds since the run started, never going back; the store's clock is read once per script.
+local clock = nil
 local function event_time()
-  local t = store_now() - run.started
+  if clock == nil then clock = store_now() end
+  local t = clock - run.started
   if t > run.t then run.t = t end
   return run.t
 end
