@@ -59,7 +59,7 @@ def main() -> None:
     for rate in args.rates:
         proc = subprocess.Popen([sys.executable, str(HERE / "stream_bench.py"), "--publish", str(rate)], stdout=subprocess.PIPE, text=True)
         try:
-            url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+            url = proc.stdout.readline().strip()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
             with TreePeak(os.getpid()) as memory:
                 shown_rate, behind = asyncio.run(attach(url, args.seconds, args.window))
         finally:

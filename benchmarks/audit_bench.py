@@ -35,9 +35,9 @@ def sfqtui(*args: str, source: Path | None = None) -> list[str]:
 
 def make_log(requests: int, directory: Path) -> Path:
     trace, log = directory / "t.parquet", directory / "log.parquet"
-    quiet = {"stdout": subprocess.DEVNULL}
-    subprocess.run(sfqtui("gen", "production", "--requests", str(requests), "--users", "2000", "--with-cost", "-o", str(trace)), check=True, **quiet)
-    subprocess.run(sfqtui("simulate", str(trace), "--slots", "64", "-o", str(log)), check=True, **quiet)
+    subprocess.run(sfqtui("gen", "production", "--requests", str(requests), "--users", "2000", "--with-cost", "-o", str(trace)),
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(sfqtui("simulate", str(trace), "--slots", "64", "-o", str(log)), check=True, stdout=subprocess.DEVNULL)
     return log
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import random
 import statistics
@@ -36,12 +37,12 @@ from pathlib import Path
 
 from memory import TreePeak
 
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.analysis.explain import explain_dispatch
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
-from sfqtui.runs.opening import Opening
 from sfqtui.ui.loading import EventsLoaded
 
 
@@ -99,7 +100,7 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
         app.refresh_views()
         await pilot.pause()
 
-        async def timed(action) -> float:  # noqa: ANN001
+        async def timed(action) -> float:
             """From the action to the end of the screen refresh it causes."""
             done = asyncio.Event()
             started = time.perf_counter()
@@ -121,14 +122,21 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
         seeks = []
         for _ in range(50):
             target = str(rng.randrange(len(app.table)))
-            seeks.append(await timed(lambda: (app.cursor.goto(target), app.refresh_views())))
-        for name, values in (("rebuild the state at a random event and explain it (no drawing)", rebuilds), ("a repaint of the whole screen (for scale)", repaints), ("step forward", forward), ("step back", back), ("next dispatch", dispatches), ("seek to a random event", seeks)):
+            seeks.append(await timed(functools.partial(seek, app, target)))
+        for name, values in (("rebuild the state at a random event and explain it (no drawing)", rebuilds),
+                             ("a repaint of the whole screen (for scale)", repaints), ("step forward", forward), ("step back", back),
+                             ("next dispatch", dispatches), ("seek to a random event", seeks)):
             p95 = statistics.quantiles(values, n=20)[-1]
             print(f"{label}: {name}: median {statistics.median(values):.1f} ms, 95th percentile {p95:.1f} ms, worst {max(values):.1f} ms")
 
 
 CASES = {"trace": "trace replayed in the app", "log": "saved event log", "panes": "sfq and drr side by side on the trace"}
 
+
+
+def seek(app: SfqApp, target: str) -> None:
+    app.cursor.goto(target)
+    app.refresh_views()
 
 def openings(kind: str, path: Path, config: ReplayConfig) -> Opening | list[Opening]:
     if kind == "panes":

@@ -10,8 +10,9 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 
 def rss_anon_kb(pid: int) -> int:
@@ -73,10 +74,10 @@ class TreePeak:
         return self.root_peak_kb / 1024
 
 
-def run_measured(command: Sequence[str], **kwargs: object) -> tuple[float, float]:
+def run_measured(command: Sequence[str], **kwargs: Any) -> tuple[float, float]:
     """Run a command to the end; (seconds, peak tree RssAnon in MB)."""
     started = time.perf_counter()
-    child = subprocess.Popen(list(command), **kwargs)  # type: ignore[call-overload]
+    child = subprocess.Popen(list(command), **kwargs)
     with TreePeak(child.pid) as peak:
         if child.wait() != 0:
             raise subprocess.CalledProcessError(child.returncode, list(command))

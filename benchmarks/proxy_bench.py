@@ -48,10 +48,10 @@ USERS = 10
 def start(command: list[str], on_stderr: bool) -> tuple[subprocess.Popen[str], str]:
     """Start a server process and read the URL it prints first."""
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = (proc.stderr if on_stderr else proc.stdout).readline()  # type: ignore[union-attr]
+    line = (proc.stderr if on_stderr else proc.stdout).readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
     if "http://" not in line:
         proc.kill()
-        raise SystemExit(f"could not start {' '.join(command[:4])}: {line}{proc.stderr.read()}")  # type: ignore[union-attr]
+        raise SystemExit(f"could not start {' '.join(command[:4])}: {line}{proc.stderr.read()}")  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
     return proc, "http://" + line.split("http://")[1].split()[0]
 
 
@@ -102,7 +102,7 @@ class AiohttpLoad:
         await self.session.close()
 
 
-LOADS = {"aiohttp": AiohttpLoad, "httpx": HttpxLoad}
+LOADS: dict[str, type[AiohttpLoad] | type[HttpxLoad]] = {"aiohttp": AiohttpLoad, "httpx": HttpxLoad}
 
 
 async def measure(url: str, concurrency: int, rounds: int, words: int, pace: float, client: str) -> list[tuple[float, float]]:

@@ -73,7 +73,7 @@ def minimal_replay(trace_path: Path, out: Path, slots: int) -> None:
     pl.DataFrame({"t": t, "request": r, "v": vs, "meter": ms}).write_parquet(out)
 
 
-def best_of(repeats: int, label: str, func, *args) -> float:  # noqa: ANN001
+def best_of(repeats: int, label: str, func, *args) -> float:
     """The fastest of ``repeats`` runs: on a shared machine the minimum is the least noisy figure."""
     times = []
     for _ in range(repeats):
@@ -84,7 +84,7 @@ def best_of(repeats: int, label: str, func, *args) -> float:  # noqa: ANN001
     return min(times)
 
 
-def core_loop(trace, slots: int) -> None:  # noqa: ANN001
+def core_loop(trace, slots: int) -> None:
     for _ in Replay(trace, ReplayConfig("sfq", slots)).run():
         pass
 

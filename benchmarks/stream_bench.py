@@ -93,7 +93,7 @@ def main() -> None:
     for rate in args.rates:
         proc = subprocess.Popen([sys.executable, __file__, "--publish", str(rate)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
         try:
-            url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+            url = proc.stdout.readline().strip()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
             received, elapsed, behind, cpu = follow(url, args.seconds)
         finally:
             proc.terminate()

@@ -16,8 +16,8 @@ import contextlib
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import httpx
 
@@ -82,7 +82,7 @@ async def shoot(out: Path, name: str, make: Callable[[], SfqApp], keys: list[str
         app.save_screenshot(filename=name, path=str(out))
 
 
-def _audited(run) -> bool:  # noqa: ANN001
+def _audited(run) -> bool:
     traits = run.table.traits
     return traits is not None and traits.audit is not None
 
@@ -97,7 +97,7 @@ def _server(command: list[str], url_on_stderr: bool) -> Iterator[str]:
     """A server process for a ``with`` block; its URL is the first it prints."""
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]
+        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
         if "http://" not in line:
             raise RuntimeError(f"{command[1:4]} did not start: {line}")
         yield "http://" + line.split("http://")[1].split()[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import App
@@ -10,8 +12,8 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.ui.app import SfqApp
 from sfqtui.runs.opening import Opening
+from sfqtui.ui.app import SfqApp
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (120, 34)
@@ -22,14 +24,24 @@ def dashboard(trace: str | Path = "seed-example.parquet", scheduler: str = "sfq"
     return SfqApp(Opening(path, is_log=is_log, config=ReplayConfig(scheduler)))
 
 
+SETTLE_S = 30.0  # generous: the machine may be busy; a dashboard that gets there sooner costs nothing
+
+
+async def until(pilot: Pilot, condition: Callable[[], object], what: str, timeout: float = SETTLE_S) -> None:
+    """Wait until ``condition()`` holds; fail the test, naming ``what``, if it does not within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await pilot.pause(0.02)
+
+
 async def settle(pilot: Pilot, analysed: bool = True) -> None:
-    """Wait until the log is loaded (and audited), then let the screen catch up."""
+    """Wait until the log is loaded (and audited), then let the screen catch up; fails the test if it never is."""
     app = pilot.app
     assert isinstance(app, SfqApp)
-    for _ in range(400):
-        if not app.loading and (app.checked or not analysed or app.table.scheduler in ("fifo", "rr")):
-            break
-        await pilot.pause(0.02)
+    await until(pilot, lambda: not app.loading and (app.checked or not analysed or app.table.scheduler in ("fifo", "rr")),
+                "the dashboard to load" + (" and audit its log" if analysed else ""))
     await pilot.pause()
 
 

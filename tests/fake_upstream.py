@@ -15,7 +15,8 @@ import json
 import socket
 import threading
 from collections import Counter
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -134,7 +135,8 @@ class FakeUpstream:
                     await asyncio.sleep(delay)
             yield chunk(None, "stop")
             if usage is not None:
-                yield f"data: {json.dumps({'id': rid, 'object': kind, 'created': 0, 'model': body.get('model', MODEL), 'choices': [], 'usage': usage})}\n\n".encode()
+                last = {"id": rid, "object": kind, "created": 0, "model": body.get("model", MODEL), "choices": [], "usage": usage}
+                yield f"data: {json.dumps(last)}\n\n".encode()
             yield b"data: [DONE]\n\n"
             finished = True
         finally:

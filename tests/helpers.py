@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.core.engine.trace import Trace
+from sfqtui.core.log.rows import LogRows, rows_from_replay
 
 
 def trace_of(rows: list[tuple[str, float, float]], service: float | list[float] = 1.0, weights: dict[str, float] | None = None) -> Trace:
@@ -22,15 +24,15 @@ def trace_of(rows: list[tuple[str, float, float]], service: float | list[float] 
     )
 
 
-def replay(trace: Trace, scheduler: str = "sfq", slots: int = 1, **options: object) -> LogRows:
-    run = Replay(trace, ReplayConfig(scheduler=scheduler, slots=slots, **options))  # type: ignore[arg-type]
+def replay(trace: Trace, scheduler: str = "sfq", slots: int = 1, **options: Any) -> LogRows:
+    run = Replay(trace, ReplayConfig(scheduler=scheduler, slots=slots, **options))
     return rows_from_replay(run.run_all(), trace, scheduler)
 
 
-def dispatches(log: LogRows) -> list[tuple[str, float | None, float | None, float | None]]:
+def dispatches(log: LogRows) -> list[tuple[str | None, float | None, float | None, float | None]]:
     """(user, cost, v, meter) for every dispatch, in order."""
     return [
-        (log.user[k], log.cost[k], log.v[k], log.meter[k])  # type: ignore[misc]
+        (log.user[k], log.cost[k], log.v[k], log.meter[k])
         for k in range(len(log))
         if log.kind[k] == "dispatch"
     ]

@@ -1,17 +1,17 @@
-"""Fixtures for the proxy tests: keys, the fake upstream, a proxy on loopback, reading its events."""
+"""Helpers for the proxy tests: keys, a proxy on loopback, reading its events (the fixtures are in conftest.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
-import pytest
 from httpx_sse import connect_sse
 
-from fake_upstream import FakeUpstream, ServerThread, fake_server
+from fake_upstream import ServerThread
 from sfqtui.proxy.keys import load_keys
 from sfqtui.proxy.server import ProxyServer
 from sfqtui.proxy.settings import ProxySettings
@@ -32,18 +32,6 @@ def write_keys(path: Path) -> Path:
         lines += [f'[keys."{key}"]', f'user = "{user}"'] + ([f"weight = {weight}"] if weight else []) + [""]
     path.write_text("\n".join(lines))
     return path
-
-
-@pytest.fixture
-def keys_path(tmp_path: Path) -> Path:
-    return write_keys(tmp_path / "keys.toml")
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[tuple[FakeUpstream, str]]:
-    upstream = FakeUpstream(chunk_delay_s=0.002)
-    with fake_server(upstream) as server:
-        yield upstream, server.url
 
 
 @contextlib.contextmanager

@@ -1,17 +1,17 @@
 """The five properties of article §7.5, each on its `gen` scenario."""
 
 from collections import Counter
+from typing import Any
 
 from helpers import replay
-
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.load import normalise, to_core
 
 
-def scenario_log(name: str, scheduler: str = "sfq", **kwargs: object) -> LogRows:
-    trace = to_core(normalise(generate(name, seed=7, **kwargs)))  # type: ignore[arg-type]
+def scenario_log(name: str, scheduler: str = "sfq", **kwargs: Any) -> LogRows:
+    trace = to_core(normalise(generate(name, seed=7, **kwargs)))
     return replay(trace, scheduler, slots=SCENARIOS[name].slots)
 
 
@@ -22,6 +22,8 @@ def backlogged_dispatch_counts(log: LogRows) -> list[Counter[str]]:
     counts: Counter[str] = Counter()
     snapshots = []
     for kind, user in zip(log.kind, log.user):
+        if user is None:  # idle resets name nobody
+            continue
         if kind == "arrive":
             queued[user] += 1
         elif kind == "dispatch":
@@ -73,7 +75,7 @@ def test_4_a_trickling_user_gets_no_more_than_a_backlogged_one() -> None:
 def test_5_after_global_idle_everyone_starts_from_the_same_v() -> None:
     log = scenario_log("global-idle")
     second = [k for k in range(len(log)) if log.kind[k] == "arrive" and log.t[k] >= 100.0]
-    first_arrivals = {}
+    first_arrivals: dict[str | None, int] = {}
     for k in second:
         first_arrivals.setdefault(log.user[k], k)
     meters = {log.meter[k] for k in first_arrivals.values()}

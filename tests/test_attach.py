@@ -9,28 +9,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import settle, text_of  # noqa: F401
-from proxy_fixtures import KEY_OF, fake, keys_path, running_proxy, state, wait_for  # noqa: F401 - fixtures
-from tcp_relay import TcpRelay
-from test_proxy_stream import ask
-
+from dashboard import text_of, until
+from proxy_fixtures import running_proxy, state
 from sfqtui.core.engine.events import GAP
+from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.status_line import StatusLine
+from tcp_relay import TcpRelay
+from test_proxy_stream import ask
 
 SIZE = (140, 40)
-
-
-async def until(pilot, condition, what: str, timeout: float = 15.0) -> None:  # noqa: ANN001
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def seen(app: SfqApp) -> int:
@@ -38,7 +30,7 @@ def seen(app: SfqApp) -> int:
     return app.table.first_seq + len(app.table) - 1
 
 
-async def test_the_dashboard_follows_a_live_proxy(fake, keys_path: Path, tmp_path: Path) -> None:  # noqa: ANN001
+async def test_the_dashboard_follows_a_live_proxy(fake, keys_path: Path, tmp_path: Path) -> None:
     _, upstream_url = fake
     saved = tmp_path / "live.parquet"
     with running_proxy(upstream_url, keys_path) as px:
@@ -67,7 +59,7 @@ async def test_the_dashboard_follows_a_live_proxy(fake, keys_path: Path, tmp_pat
     assert len(replayed.table) == last + 1 and len(replayed.table.dispatches) == 6
 
 
-async def test_a_cut_connection_resumes_without_loss(fake, keys_path: Path) -> None:  # noqa: ANN001
+async def test_a_cut_connection_resumes_without_loss(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path) as px:
         relay = TcpRelay(px.port)
@@ -87,7 +79,7 @@ async def test_a_cut_connection_resumes_without_loss(fake, keys_path: Path) -> N
         relay.close()
 
 
-async def test_a_gap_is_marked_and_the_state_read_again(fake, keys_path: Path) -> None:  # noqa: ANN001
+async def test_a_gap_is_marked_and_the_state_read_again(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, ring_size=6) as px:
         ask(px.url, 4)  # more events than the ring holds
@@ -99,14 +91,14 @@ async def test_a_gap_is_marked_and_the_state_read_again(fake, keys_path: Path) -
             assert not app.current.checked and "audit stopped" in (app.current.audit_failure or "")
             first_held = app.table.first_seq + 1
             await pilot.press("home", "right")
-            assert f"before seq {first_held}" in app.query_one("#explain").text
+            assert f"before seq {first_held}" in app.query_one("#explain", ExplainPanel).text
             ask(px.url, 1, user="alice")
             await until(pilot, lambda: seen(app) == state(px.url)["seq"], "new events after the gap")
             state_now = app.timeline.state_at(len(app.table) - 1)
             assert min(state_now.queued) >= 0 and min(state_now.inflight_of) >= 0  # seeded from the proxy's state
 
 
-async def test_memory_holds_a_window_of_recent_events(fake, keys_path: Path) -> None:  # noqa: ANN001
+async def test_memory_holds_a_window_of_recent_events(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path) as px:
         app = SfqApp(LiveOpening(px.url, window=100))

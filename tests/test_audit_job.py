@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dashboard import SIZE, dashboard, settle
 
 import sfqtui.runs.audit_job as audit_job
+from dashboard import SIZE, dashboard, settle
+from sfqtui.core.analysis.audit import audit
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.audit_job import audit_in_child
+from sfqtui.runs.opening import Opening
 from sfqtui.trace.eventlog import log_rows, read_log
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
-from sfqtui.core.analysis.audit import audit
-from sfqtui.runs.audit_job import audit_in_child
-from sfqtui.runs.opening import Opening
 
 TRICKLE = Path(__file__).resolve().parents[1] / "traces" / "trickle.parquet"
 LOOPHOLE = ReplayConfig("sfq-reset", 1)  # sfq-reset breaks the §3.3 bound on this trace
@@ -44,7 +44,7 @@ def test_a_cancelled_audit_stops_its_child(loophole_log: Path) -> None:
 
 
 def test_a_failure_in_the_child_is_raised_with_its_reason(tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError, match="missing.parquet"):
+    with pytest.raises(RuntimeError, match=r"missing\.parquet"):
         audit_in_child(Opening(tmp_path / "missing.parquet", is_log=True, config=LOOPHOLE), lambda: False)
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from helpers import replay, trace_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from helpers import replay, trace_of
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import StructureRules, audit
 from sfqtui.core.analysis.fairness import FairnessTally, fairness, fairness_of_replay
@@ -29,7 +29,7 @@ def chunks(log: LogRows, cuts: list[int]) -> list[LogRows]:
     """The log cut before each position in ``cuts``."""
     bounds = [0, *sorted(set(cuts)), len(log)]
     return [
-        LogRows(log.scheduler, **{c: None if getattr(log, c) is None else getattr(log, c)[a:b] for c in COLUMNS})
+        LogRows(log.scheduler, **{c: None if getattr(log, c) is None else getattr(log, c)[a:b] for c in COLUMNS})  # type: ignore[arg-type]  # columns by name
         for a, b in zip(bounds, bounds[1:])
     ]
 
@@ -42,7 +42,7 @@ def scenario_log(name: str, scheduler: str) -> LogRows:
 def tampered(log: LogRows, column: str, at: int, value: object) -> LogRows:
     values = list(getattr(log, column))
     values[at] = value
-    return dataclasses.replace(log, **{column: values})
+    return dataclasses.replace(log, **{column: values})  # type: ignore[arg-type]  # a column by name: mypy sees every field's type at once
 
 
 def audit_figures(log: LogRows | list[LogRows]) -> tuple:
@@ -66,7 +66,7 @@ def test_chunks_list_the_same_violations_as_the_whole_log() -> None:
     log = scenario_log("demo", "sfq")
     dispatches = [k for k, kind in enumerate(log.kind) if kind == "dispatch"]
     for at in dispatches[3:60:2]:
-        log = tampered(log, "meter", at, log.meter[at] + 1.0)  # type: ignore[operator]
+        log = tampered(log, "meter", at, log.meter[at] + 1.0)  # type: ignore[operator]  # row at is a dispatch: it has a meter
     log = tampered(log, "seq", 5, 50)
     whole = audit(log)
     assert whole.violation_count > len(whole.violations) == 20
@@ -141,7 +141,8 @@ def test_iter_log_rows_reads_the_log_in_batches(demo_log: Path) -> None:
 def test_iter_log_rows_refuses_a_log_of_two_schedulers(demo_log: Path, tmp_path: Path) -> None:
     df = pl.read_parquet(demo_log)
     mixed = tmp_path / "mixed.parquet"
-    df.with_columns(pl.when(pl.int_range(pl.len()) == len(df) - 1).then(pl.lit("drr")).otherwise(pl.col("scheduler")).alias("scheduler")).write_parquet(mixed, row_group_size=100)
+    last_is_drr = pl.when(pl.int_range(pl.len()) == len(df) - 1).then(pl.lit("drr")).otherwise(pl.col("scheduler"))
+    df.with_columns(last_is_drr.alias("scheduler")).write_parquet(mixed, row_group_size=100)
     with pytest.raises(InputError, match="one scheduler's events; this one has \\['drr', 'sfq'\\]"):
         iter_log_rows(mixed)
     empty = tmp_path / "empty.parquet"
@@ -154,7 +155,8 @@ def test_check_finds_violations_across_batches(demo_log: Path, tmp_path: Path) -
     df = pl.read_parquet(demo_log)
     bad = tmp_path / "bad.parquet"
     target = df.with_row_index("k").filter((pl.col("kind") == "dispatch") & (pl.col("k") > 200))["k"][0]
-    df.with_columns(pl.when(pl.int_range(pl.len()) == target).then(pl.col("meter") - 1.0).otherwise(pl.col("meter")).alias("meter")).write_parquet(bad, row_group_size=50)
+    lowered = pl.when(pl.int_range(pl.len()) == target).then(pl.col("meter") - 1.0).otherwise(pl.col("meter"))
+    df.with_columns(lowered.alias("meter")).write_parquet(bad, row_group_size=50)
     result = CliRunner().invoke(app, ["check", str(bad)])
     assert result.exit_code == 1
     assert f"seq {target}: [§3 charge]" in result.stdout

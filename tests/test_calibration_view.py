@@ -6,9 +6,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard import TRACES, dashboard, settle
 from textual.pilot import Pilot
 
+from dashboard import TRACES, dashboard, settle, until
 from sfqtui.core.analysis.calibration import calibrate
 from sfqtui.core.analysis.log_calibration import NO_OUTPUTS, calibrate_log, order_change
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -46,12 +46,14 @@ def test_the_padder_is_overcharged_under_a_global_ratio_and_not_per_user() -> No
     run = loaded(EstimatorParams())
     measures = calibrate_log(run.table, run.metadata)
     bias = {u.user: u.bias for u in measures.users}
-    assert bias["padder"] > 2 and bias["honest"] < 0.7
-    assert measures.users[0].user == "padder" and measures.users[0].share_gain < -0.15
+    padder, honest, gain = bias["padder"], bias["honest"], measures.users[0].share_gain
+    assert padder is not None and honest is not None and gain is not None
+    assert padder > 2 and honest < 0.7
+    assert measures.users[0].user == "padder" and gain < -0.15
     assert measures.unmeasured == 0 and sum(measures.output_bins) == measures.dispatches == 900
     assert [s.key for s in measures.ratios] == ["global"] and measures.ratios[0].ideal == pytest.approx(0.503, abs=1e-3)
     per_user = loaded(EstimatorParams(scope="user"))
-    assert all(abs(u.bias - 1) < 0.02 for u in calibrate_log(per_user.table, per_user.metadata).users)  # type: ignore[operator]
+    assert all(u.bias is not None and abs(u.bias - 1) < 0.02 for u in calibrate_log(per_user.table, per_user.metadata).users)
     assert {s.key for s in calibrate_log(per_user.table, per_user.metadata).ratios} == {"padder", "typical", "honest"}
 
 
@@ -75,11 +77,7 @@ def test_a_log_without_outputs_or_without_an_estimator_says_so(tmp_path: Path) -
 
 async def measured(pilot: Pilot) -> CalibrationScreen:
     """The calibration screen once its figures are final."""
-    for _ in range(500):
-        screen = pilot.app.screen
-        if isinstance(screen, CalibrationScreen) and screen.measured:
-            break
-        await pilot.pause(0.02)
+    await until(pilot, lambda: isinstance(pilot.app.screen, CalibrationScreen) and pilot.app.screen.measured, "the calibration figures")
     await pilot.pause()
     assert isinstance(pilot.app.screen, CalibrationScreen)
     return pilot.app.screen
@@ -128,7 +126,8 @@ async def test_comparing_a_per_user_ratio_from_the_palette_says_who_moved() -> N
         await pilot.pause(0.3)
         await pilot.press("enter")
         screen = await measured(pilot)
-        assert len(app.runs) == 2 and app.runs[1].opening.config.estimator == replace(EstimatorParams(), scope="user")
+        twin = app.runs[1].opening if len(app.runs) == 2 else None
+        assert isinstance(twin, Opening) and twin.config.estimator == replace(EstimatorParams(), scope="user")
         assert screen.twin is app.runs[1]
         text = screen.query_one(CalibrationText).text
         assert "against ratio per user, window 1000" in text
@@ -141,7 +140,7 @@ async def test_comparing_a_per_user_ratio_from_the_palette_says_who_moved() -> N
         assert app.side_by_side
 
 
-def test_the_calibration_screen(snap_compare) -> None:  # noqa: ANN001
+def test_the_calibration_screen(snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         await pilot.press("c")

@@ -4,10 +4,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard import SIZE, dashboard, screen_text, settle, text_of
 from textual.message import Message
 
+from dashboard import SIZE, dashboard, screen_text, settle, text_of
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
@@ -205,7 +206,7 @@ async def test_palette_reruns_with_another_scheduler() -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert app.table.scheduler == "drr"
-        assert app.opening.config.scheduler == "drr"
+        assert isinstance(app.opening, Opening) and app.opening.config.scheduler == "drr"
         await pilot.press("g", *"100", "enter", "n")
         explained = app.query_one(ExplainPanel).text
         assert "DRR visit" in explained and "deficit" in explained

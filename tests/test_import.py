@@ -27,7 +27,7 @@ def run(cli: CliRunner, *args: object) -> tuple[int, str, str]:
 def test_azure_2023_code_and_conversation_become_two_tenants(tmp_path: Path, cli: CliRunner) -> None:
     out = tmp_path / "azure.parquet"
     code_csv, conv_csv = AZURE / "AzureLLMInferenceTrace_code.csv", AZURE / "AzureLLMInferenceTrace_conv.csv"
-    code, stdout, err = run(cli, "azure", code_csv, conv_csv, "-o", out)
+    code, _, err = run(cli, "azure", code_csv, conv_csv, "-o", out)
     assert code == 0, err
     trace = pl.read_parquet(out)
     by_user = {row["user"]: row for row in trace.group_by("user").agg(pl.len(), pl.col("input_tokens").sum(), pl.col("output_tokens").sum()).to_dicts()}

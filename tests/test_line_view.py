@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 from rich.segment import Segment
 from rich.text import Text
@@ -106,6 +106,7 @@ async def test_a_text_view_keeps_each_texts_own_style() -> None:
         view.set_text([Text("plain"), Text("header", "bold"), Text.assemble(("picked", "reverse"), " rest", style="dim")])
         plain, header, mixed = (list(view.render_line(y)) for y in range(3))
         assert not any(segment.style and segment.style.bold for segment in plain)
+        assert header[0].style is not None and mixed[0].style is not None and mixed[1].style is not None
         assert header[0].style.bold
         assert mixed[0].style.reverse and mixed[0].style.dim
         assert mixed[1].style.dim and not mixed[1].style.reverse

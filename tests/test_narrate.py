@@ -4,7 +4,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from test_vtc import ROWS
 
 from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.engine.events import DISPATCH
@@ -13,6 +12,7 @@ from sfqtui.core.log.shadow import Shadow
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.write import write_trace
+from test_vtc import ROWS
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 from fake_upstream import answer_text, prompt_of
-from proxy_fixtures import KEY_OF, by_request, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, by_request, read_events, running_proxy, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
-from sfqtui.proxy.prompt import output_cap, prompt_tokens
 from sfqtui.live.stream import EventStream, Gap, Status
+from sfqtui.proxy.prompt import output_cap, prompt_tokens
 from sfqtui.proxy.upstream import base_url
 from sfqtui.trace.load import load_trace
 
@@ -63,7 +63,9 @@ def event_rows(items: list[Any]) -> list[dict[str, Any]]:
 
 
 def log_rows(events: list[dict[str, Any]]) -> LogRows:
-    column = lambda name: [e.get(name) for e in events]  # noqa: E731
+    def column(name: str) -> list[Any]:
+        return [e.get(name) for e in events]
+
     return LogRows(scheduler="sfq", seq=column("seq"), t=column("t"), kind=column("kind"), user=column("user"),
                    request_id=column("request_id"), cost=column("cost"), v=column("v"), meter=column("meter"),
                    deficit=column("deficit"), weight=column("weight"))
@@ -120,7 +122,7 @@ async def test_many_users_at_once_each_answered_once_and_fairly(fake, keys_path:
 
     trace = load_trace(record).trace
     assert len(trace) == len(jobs)
-    assert sorted(trace.output_tokens) == sorted(e["output_tokens"] for e in completes)  # type: ignore[arg-type]
+    assert sorted(trace.output_tokens) == sorted(e["output_tokens"] for e in completes)  # type: ignore[arg-type]  # a recorded trace has output_tokens
 
 
 async def test_the_ratio_learns_from_actual_output(fake, keys_path: Path) -> None:
@@ -141,13 +143,13 @@ async def test_the_ratio_learns_from_actual_output(fake, keys_path: Path) -> Non
 async def test_a_ragged_stream_is_relayed_whole_and_its_usage_only_when_asked(fake, keys_path: Path, asked: bool) -> None:
     """The upstream sends \\r\\n line ends three bytes at a time: events are still passed on
     whole, and the usage chunk (cut across many pieces) is still found, kept or dropped."""
-    upstream, upstream_url = fake
+    _, upstream_url = fake
     prompt = "[ragged] three small words"
     options = {"stream_options": {"include_usage": True}} if asked else {}
     with running_proxy(upstream_url, keys_path) as px:
         client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key=KEY_OF["bob"], max_retries=0)
         stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}], max_tokens=20,
-                                                      stream=True, **options)
+                                                      stream=True, **options)  # type: ignore[call-overload]  # options: stream_options or nothing
         chunks = [chunk async for chunk in stream]
         events = read_events(px.url)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)

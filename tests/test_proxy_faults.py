@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import openai
 import pytest
 
 from fake_upstream import closed_port
-from proxy_fixtures import KEY_OF, KEYS, by_request, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, KEYS, by_request, read_events, running_proxy, state, wait_for
 from sfqtui.trace.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,7 @@ async def test_upstream_down(keys_path: Path) -> None:
         with pytest.raises(openai.APIStatusError) as failed:
             await client_for(px.url).chat.completions.create(**chat("anyone there?"))
         assert failed.value.status_code == 502
-        assert failed.value.body["code"] == "upstream_unreachable"  # type: ignore[index]
+        assert failed.value.body["code"] == "upstream_unreachable"  # type: ignore[index]  # openai types the error body as object; the proxy sends a JSON object
         events = read_events(px.url)
         assert state(px.url)["inflight"] == 0
     charged_and_kept(events, "r0")
@@ -72,7 +73,7 @@ async def test_an_upstream_4xx_reaches_the_client_as_it_was(fake, keys_path: Pat
     with running_proxy(upstream_url, keys_path) as px:
         with pytest.raises(openai.BadRequestError) as failed:
             await client_for(px.url).chat.completions.create(**chat("[bad400] please", stream=stream))
-        assert failed.value.body["param"] == "messages"  # type: ignore[index]
+        assert failed.value.body["param"] == "messages"  # type: ignore[index]  # openai types the error body as object; the proxy sends a JSON object
         assert "rejects this request" in failed.value.message
         events = read_events(px.url)
         assert state(px.url)["inflight"] == 0
@@ -85,7 +86,7 @@ async def test_upstream_timeout(fake, keys_path: Path) -> None:
         with pytest.raises(openai.APIStatusError) as failed:
             await client_for(px.url).chat.completions.create(**chat("[hang] forever"))
         assert failed.value.status_code == 504
-        assert failed.value.body["code"] == "upstream_timeout"  # type: ignore[index]
+        assert failed.value.body["code"] == "upstream_timeout"  # type: ignore[index]  # openai types the error body as object; the proxy sends a JSON object
         answer = await client_for(px.url).chat.completions.create(**chat("and now?"))
         assert answer.choices[0].message.content == "echo: and now?"
         events = read_events(px.url)
@@ -159,13 +160,13 @@ def _stream_text(url: str, key: str, prompt: str, out: dict[str, Any]) -> None:
 
 
 def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake, keys_path: Path, tmp_path: Path) -> None:
-    upstream, upstream_url = fake
+    _, upstream_url = fake
     record = tmp_path / "record.parquet"
     command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0", "--slots", "2",
                "--keys", str(keys_path), "--record", str(record), "--shutdown-grace", "3"]
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        first = proc.stderr.readline()  # type: ignore[union-attr]
+        first = proc.stderr.readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
         assert "listening on http://" in first, first
         url = first.split("listening on ")[1].split()[0]
         quick, slow, queued = "[slow] " + " ".join(f"q{n}" for n in range(13)), "[slow] " + " ".join(f"w{n}" for n in range(80)), "waits"
@@ -173,7 +174,7 @@ def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake,
         for n, (user, prompt) in enumerate((("bob", slow), ("alice", quick), ("carol", queued))):
             threading.Thread(target=_stream_text, args=(url, KEY_OF[user], prompt, outs[prompt]), name=f"client-{n}").start()
             if n < 2:
-                wait_for(lambda: state(url)["inflight"] == n + 1, what="a running request")
+                wait_for(functools.partial(_inflight_is, url, n + 1), what="a running request")
         wait_for(lambda: sum(u["queued"] for u in state(url)["users"]) == 1, what="a queued request")
         proc.send_signal(signal.SIGTERM)
         # uvicorn re-raises the signal once it has shut down cleanly, so the exit status is the signal's.
@@ -182,13 +183,17 @@ def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake,
     finally:
         if proc.poll() is None:
             proc.kill()
-    output = proc.stdout.read() + first + proc.stderr.read()  # type: ignore[union-attr]
+    output = proc.stdout.read() + first + proc.stderr.read()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
     assert outs[quick] == {"text": f"echo: {quick}"}
     assert "shutting down" in outs[slow]["error"]
     assert outs[queued] == {"status": 503}
     assert not any(key in output for key in KEYS), "an API key in the proxy's output"
     trace = load_trace(record)
-    rows = dict(zip(trace.table["request_id"].to_pylist(), trace.trace.output_tokens))  # type: ignore[arg-type]
+    rows = dict(zip(trace.table["request_id"].to_pylist(), trace.trace.output_tokens))  # type: ignore[arg-type]  # a recorded trace has output_tokens
     assert len(rows) == 2  # the two that ran; the cancelled one never did
     assert sorted(rows.values()) == [-1, 15]  # the failed one has no output (null), the quick one its 15 words
     assert not any(key.encode() in record.read_bytes() for key in KEYS)
+
+
+def _inflight_is(url: str, n: int) -> bool:
+    return bool(state(url)["inflight"] == n)

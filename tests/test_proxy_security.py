@@ -14,11 +14,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, fake, keys_path, read_events, running_proxy, state  # noqa: F401 - fixtures
+from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, read_events, running_proxy, state
 from sfqtui.cli.app import app
 from sfqtui.errors import InputError
-from sfqtui.proxy.keys import load_keys
 from sfqtui.live.stream import EventStream, Status
+from sfqtui.proxy.keys import load_keys
+from sfqtui.proxy.server import ProxyServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ async def test_missing_or_unknown_key_is_401_in_openai_format(fake, keys_path: P
         client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key="sk-not-a-key", max_retries=0)
         with pytest.raises(openai.AuthenticationError) as refused:
             await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
-        assert refused.value.body["code"] == "invalid_api_key" and "sk-not-a-key" not in refused.value.message  # type: ignore[index]
+        assert refused.value.body["code"] == "invalid_api_key" and "sk-not-a-key" not in refused.value.message  # type: ignore[index]  # openai types the error body as object; the proxy sends a JSON object
         async with httpx.AsyncClient(base_url=px.url) as raw:
             missing = await raw.post("/v1/completions", json={"prompt": "hi"})
             models = await raw.get("/v1/models")
@@ -78,6 +79,7 @@ async def test_no_key_in_any_output(fake, keys_path: Path, tmp_path: Path, caplo
         outputs.append(str(read_events(px.url, EVENTS_TOKEN)))
         outputs.append(str(state(px.url, EVENTS_TOKEN)))
         outputs.append(httpx.get(f"{px.url}/metrics").text)
+        assert isinstance(px.server, ProxyServer)
         outputs.append(repr(px.server.proxy.settings))
     outputs.append(caplog.text)
     outputs += capfd.readouterr()

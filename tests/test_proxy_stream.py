@@ -7,15 +7,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import openai
 import pyarrow as pa
 from httpx_sse import connect_sse
 
-from proxy_fixtures import KEY_OF, fake, keys_path, read_events, running_proxy, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, read_events, running_proxy, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.live.stream import EventStream, Gap, Status
 from sfqtui.live.stream_log import StreamLogWriter
@@ -49,7 +50,7 @@ class Follower:
                 writer.write(item)
 
     def caught_up(self, url: str) -> None:
-        wait_for(lambda: (self.seqs() or [None])[-1] == state(url)["seq"], what="the follower to catch up")
+        wait_for(lambda: self.seqs()[-1:] == [state(url)["seq"]], what="the follower to catch up")
 
     def stop(self) -> None:
         self.stream.close()
@@ -165,7 +166,8 @@ def test_events_carry_their_seq_as_id_and_keepalives_flow(fake, keys_path: Path)
 
 def raw_frames(lines: Iterator[str]) -> list[dict[str, str]]:
     """The stream as the wire has it: each SSE frame's fields, read to the stream's end."""
-    frames, fields = [], {}
+    frames: list[dict[str, str]] = []
+    fields: dict[str, str] = {}
     for line in lines:
         if line == "":
             if fields:

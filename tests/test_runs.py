@@ -14,7 +14,8 @@ from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.lockstep import follow
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_events
-from sfqtui.runs.opening import Opening
+from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.run import Run
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.schema import LOG_FORMAT, METADATA_KEY
@@ -112,3 +113,12 @@ def test_a_log_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         assert f"log format {LOG_FORMAT + 1}" in result.output and "upgrade sfqtui" in result.output
     with pytest.raises(Exception, match="upgrade sfqtui"):
         LogFileSource(newer)
+
+
+def test_every_opening_names_itself_and_only_a_trace_reruns() -> None:
+    trace = Opening(TRACES / "seed-example.parquet", is_log=False, config=ReplayConfig("sfq"))
+    log = Opening(TRACES / "seed-example.parquet", is_log=True, config=ReplayConfig("sfq"))
+    live = LiveOpening("http://127.0.0.1:8080/v1")
+    assert trace.title == str(TRACES / "seed-example.parquet")
+    assert live.title == "live: http://127.0.0.1:8080"  # the proxy's base URL, as the stream's own title gives it
+    assert rerunnable(trace) is trace and rerunnable(log) is None and rerunnable(live) is None

@@ -9,17 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dashboard import SIZE, dashboard, settle, text_of
 
+from dashboard import SIZE, dashboard, settle, text_of
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
+from sfqtui.runs.opening import Opening
+from sfqtui.runs.run import Run
 from sfqtui.trace.eventlog import log_rows, read_log
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
-from sfqtui.runs.run import Run
-from sfqtui.runs.opening import Opening
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.status_line import StatusLine
 

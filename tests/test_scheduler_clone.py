@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Hashable
 
 import pytest
 
@@ -35,7 +36,7 @@ class Driver:
     (charged 0 or 2), and a cancellation of a request no longer queued is skipped."""
 
     def __init__(self) -> None:
-        self.running: list[tuple[int, str]] = []
+        self.running: list[tuple[int, Hashable]] = []
         self.gone: set[int] = set()  # sent or cancelled
 
     def copy(self) -> Driver:

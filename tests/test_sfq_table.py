@@ -1,9 +1,8 @@
 """The article's §2.7 table, the first acceptance test of semantics §3."""
 
 from helpers import dispatches, replay, trace_of
-
-from sfqtui.scenarios import generate
 from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.scenarios import generate
 from sfqtui.trace.load import normalise, to_core
 
 

@@ -1,14 +1,15 @@
 """The shadow re-drives the real scheduler from a log: its state is the engine's own at every step."""
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Hashable, Iterable
+from typing import Any
 
 import polars as pl
 import pytest
 
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.log.shadow import LOCAL_KEEP, LOCAL_MIN, Shadow, ShadowMismatch, charge_between
-from sfqtui.core.schedulers import DRR, VTC
+from sfqtui.core.schedulers import DRR, VTC, Scheduler
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.load import load_trace
@@ -22,9 +23,10 @@ def run_of(path: Path, scheduler: str, slots: int, quantum: float | None = None)
     return Run(Opening(path, is_log=False, config=config, slots_given=True)).load_all()
 
 
-def drr_state(drr: DRR, users: Iterable[Hashable], name_of: Callable[[Hashable], str]) -> tuple:
+def drr_state(drr: Scheduler, users: Iterable[Any], name_of: Callable[[Any], str]) -> tuple:
     """Everything a DRR pane draws, by user name: the active list, the visited user, the
     quantum, and each user's deficit and queue length."""
+    assert isinstance(drr, DRR)
     visiting = drr.visiting
     return (
         [name_of(u) for u in drr.active_list()],
@@ -64,7 +66,11 @@ def test_seeking_back_replays_at_most_every_events_and_keeps_few_copies() -> Non
     assert len(walked._checkpoints) <= 4 and walked.every > 16
     applied = []
     original = walked._apply
-    walked._apply = lambda k: (applied.append(k), original(k))  # type: ignore[method-assign]
+    def spy(k: int) -> None:  # records the steps it replays
+        applied.append(k)
+        original(k)
+
+    walked._apply = spy  # type: ignore[method-assign]  # a spy in place of the method
     for k in (len(table) // 2, 17, len(table) - 40, 3, len(table) - 1):
         applied.clear()
         sought = walked.at(k)
@@ -82,7 +88,11 @@ def test_stepping_back_event_by_event_re_drives_a_fraction_of_the_interval() -> 
     assert shadow.every >= 1024
     applied: list[int] = []
     original = shadow._apply
-    shadow._apply = lambda k: (applied.append(k), original(k))  # type: ignore[method-assign]
+    def spy(k: int) -> None:  # records the steps it replays
+        applied.append(k)
+        original(k)
+
+    shadow._apply = spy  # type: ignore[method-assign]  # a spy in place of the method
     re_drives = []
     for k in range(len(table) - 2, len(table) - 402, -1):
         applied.clear()
@@ -108,7 +118,11 @@ def test_an_adopted_shadow_seeks_far_without_re_driving_the_log_and_agrees() -> 
     assert view.reach == warmed.reach > 40
     applied = []
     original = view._apply
-    view._apply = lambda k: (applied.append(k), original(k))  # type: ignore[method-assign]
+    def spy(k: int) -> None:  # records the steps it replays
+        applied.append(k)
+        original(k)
+
+    view._apply = spy  # type: ignore[method-assign]  # a spy in place of the method
     for k in (len(table) - 1, 41, len(table) // 2):
         applied.clear()
         sought = view.at(k)

@@ -5,9 +5,9 @@ After a deliberate change of the screen, review the report of a failing run befo
 """
 
 import pytest
-from dashboard import TRACES, dashboard, settle
 from textual.pilot import Pilot
 
+from dashboard import TRACES, dashboard, settle
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
@@ -22,7 +22,7 @@ STEPS = {
 
 
 @pytest.mark.parametrize("name", list(STEPS))
-def test_seed_example(name: str, snap_compare) -> None:  # noqa: ANN001
+def test_seed_example(name: str, snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         for key in STEPS[name]:
@@ -32,7 +32,7 @@ def test_seed_example(name: str, snap_compare) -> None:  # noqa: ANN001
     assert snap_compare(dashboard("seed-example.parquet"), terminal_size=(120, 34), run_before=run_before)
 
 
-def test_demo_at_the_first_idle_reset_in_100_by_30(snap_compare) -> None:  # noqa: ANN001
+def test_demo_at_the_first_idle_reset_in_100_by_30(snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         await pilot.press("r")
@@ -41,7 +41,7 @@ def test_demo_at_the_first_idle_reset_in_100_by_30(snap_compare) -> None:  # noq
     assert snap_compare(dashboard("demo.parquet"), terminal_size=(100, 30), run_before=run_before)
 
 
-def test_drr_on_heavy_vs_light(snap_compare) -> None:  # noqa: ANN001
+def test_drr_on_heavy_vs_light(snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         await pilot.press("g", *"200", "enter", "n")
@@ -55,7 +55,7 @@ def side_by_side(trace: str, slots: int, *schedulers: str) -> SfqApp:
     return SfqApp(openings, lockstep="dispatch")
 
 
-def test_the_worked_example_under_sfq_and_drr_side_by_side(snap_compare) -> None:  # noqa: ANN001
+def test_the_worked_example_under_sfq_and_drr_side_by_side(snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         await pilot.press(*["n"] * 5)
@@ -64,7 +64,7 @@ def test_the_worked_example_under_sfq_and_drr_side_by_side(snap_compare) -> None
     assert snap_compare(side_by_side("seed-example.parquet", 1, "sfq", "drr"), terminal_size=(160, 44), run_before=run_before)
 
 
-def test_a_divergence_highlighted_side_by_side(snap_compare) -> None:  # noqa: ANN001
+def test_a_divergence_highlighted_side_by_side(snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await settle(pilot)
         await pilot.press(*["n"] * 16)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import random
-from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_bad_inputs import CASES
 
 from sfqtui.core.engine.chunks import WholeTrace
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -32,6 +31,7 @@ from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.load import load_trace, validate
 from sfqtui.trace.simulate import simulate
+from test_bad_inputs import CASES
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 USERS = ["a", "b", "c", "d"]
@@ -66,14 +66,14 @@ class Sliced:
     def _part(self, rows: slice) -> Trace:
         t = self.whole
 
-        def cut(column: array | None) -> array | None:
+        def cut(column: Any) -> Any:
             return None if column is None else column[rows]
 
         return Trace(
-            request_id=list(t.request_id)[rows], user=cut(t.user), users=t.users,  # type: ignore[arg-type]
-            arrival_s=cut(t.arrival_s), input_tokens=cut(t.input_tokens), max_tokens=cut(t.max_tokens),  # type: ignore[arg-type]
-            output_tokens=cut(t.output_tokens), cost=cut(t.cost), service_s=cut(t.service_s),  # type: ignore[arg-type]
-            model=cut(t.model), models=t.models, weights=t.weights,  # type: ignore[arg-type]
+            request_id=list(t.request_id)[rows], user=cut(t.user), users=t.users,
+            arrival_s=cut(t.arrival_s), input_tokens=cut(t.input_tokens), max_tokens=cut(t.max_tokens),
+            output_tokens=cut(t.output_tokens), cost=cut(t.cost), service_s=cut(t.service_s),
+            model=cut(t.model), models=t.models, weights=t.weights,
         )
 
 
@@ -120,8 +120,8 @@ def replayed(requests: Trace | Sliced, config: ReplayConfig, every: int | None =
     fields = ("t", "kind", "req", "cost", "v", "meter", "deficit", "credit", "ratio", "est_output")
     joined = {f: [x for p in parts for x in (getattr(p, f) or [None] * len(p))] for f in fields}
     if all(p.ratio is None for p in parts):
-        joined["ratio"] = joined["est_output"] = None  # type: ignore[assignment]
-    return EventColumns(0, **joined)  # type: ignore[arg-type]
+        joined["ratio"] = joined["est_output"] = None  # type: ignore[assignment]  # no estimator priced it: both columns are absent
+    return EventColumns(0, **joined)
 
 
 def plain(columns: EventColumns | str) -> object:
@@ -189,8 +189,8 @@ def test_estimated_dispatches_carry_what_priced_them(tmp_path: Path) -> None:
     simulate(open_trace(TRACES / "calibration.parquet", chunk_rows=50), config, tmp_path / "log.parquet")
     log = pl.read_parquet(tmp_path / "log.parquet")
     columns = Replay(load_trace(TRACES / "calibration.parquet").trace, config).run_all()
-    assert log["ratio"].to_list() == list(columns.ratio)  # type: ignore[arg-type]
-    assert log["est_output"].to_list() == list(columns.est_output)  # type: ignore[arg-type]
+    assert log["ratio"].to_list() == list(columns.ratio)  # type: ignore[arg-type]  # the estimator priced this replay
+    assert log["est_output"].to_list() == list(columns.est_output)  # type: ignore[arg-type]  # the estimator priced this replay
     assert log.filter(pl.col("kind") == "dispatch")["est_output"].null_count() == 0
 
 

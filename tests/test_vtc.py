@@ -1,7 +1,6 @@
 """VTC on a trace small enough to follow by hand (the worked example of docs/semantics.md)."""
 
 from helpers import replay
-
 from sfqtui.core.engine.trace import Trace
 
 # (request, user, arrival_s, input_tokens, max_tokens, output_tokens); every request holds the one slot for 1 s
@@ -44,7 +43,7 @@ def test_vtc_order_and_counters_follow_the_hand_computation() -> None:
     """
     trace = hand_trace()
     log = replay(trace, "vtc")
-    rows = [(log.t[k], log.kind[k], trace.request_id[log.request_id[k]], log.cost[k], log.meter[k]) for k in range(len(log))]
+    rows = [(log.t[k], log.kind[k], trace.request_id[code(log.request_id[k])], log.cost[k], log.meter[k]) for k in range(len(log))]
     assert [r for _, kind, r, _, _ in rows if kind == "dispatch"] == ["a1", "b1", "a2", "b2", "c1", "b3"]
     assert [(t, r, cost, meter) for t, kind, r, cost, meter in rows if kind == "dispatch"] == [
         (0.0, "a1", 10.0, 10.0), (1.0, "b1", 10.0, 10.0), (2.0, "a2", 10.0, 40.0),
@@ -66,6 +65,12 @@ def test_sfq_on_the_same_trace_charges_the_estimate_once_and_sends_a2_last() -> 
     S_C 80), b3 (v 100, S_B 150), a2 (v 210, S_A 420), then the idle reset sets v = 420."""
     trace = hand_trace()
     log = replay(trace, "sfq")
-    picks = [(trace.request_id[log.request_id[k]], log.v[k], log.meter[k]) for k in range(len(log)) if log.kind[k] == "dispatch"]
+    picks = [(trace.request_id[code(log.request_id[k])], log.v[k], log.meter[k]) for k in range(len(log)) if log.kind[k] == "dispatch"]
     assert picks == [("a1", 0.0, 210.0), ("b1", 0.0, 50.0), ("b2", 50.0, 100.0), ("c1", 50.0, 80.0), ("b3", 100.0, 150.0), ("a2", 210.0, 420.0)]
     assert [log.v[k] for k in range(len(log)) if log.kind[k] == "idle_reset"] == [420.0]
+
+
+def code(request: object) -> int:
+    """A request of a replay's rows: its index in the trace."""
+    assert isinstance(request, int)
+    return request

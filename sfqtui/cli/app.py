@@ -1,11 +1,14 @@
 """The `sfqtui` command: every subcommand registered in one place."""
 
+from typing import Annotated
+
 import typer
 
 from sfqtui.cli.attach import attach
 from sfqtui.cli.calibrate import calibrate
 from sfqtui.cli.check import check
 from sfqtui.cli.compare import compare
+from sfqtui.cli.errors import version_line
 from sfqtui.cli.explain import explain
 from sfqtui.cli.gen import GEN_HELP, gen
 from sfqtui.cli.importing import import_command
@@ -23,6 +26,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)] = False,
+) -> None:
+    pass
+
+
 app.command(help=GEN_HELP)(gen)
 app.command()(simulate)
 app.command()(check)

@@ -1,7 +1,7 @@
 """`sfqtui attach`: the dashboard on a live proxy's event stream."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,8 +13,14 @@ from sfqtui.runs.live import LiveOpening
 @refuses_bad_input
 def attach(
     url: Annotated[str, typer.Argument(help="The proxy's base URL, e.g. http://127.0.0.1:8080 (its OpenAI URL ending in /v1 works too).", show_default=False)],
-    token: Annotated[Optional[str], typer.Option("--token", help="The bearer token the proxy was started with (--events-token).", envvar="SFQTUI_EVENTS_TOKEN")] = None,
-    record: Annotated[Optional[Path], typer.Option("--record", help="Save the stream as an event log that `sfqtui replay` opens (written when the dashboard closes).")] = None,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", help="The bearer token the proxy was started with (--events-token).", envvar="SFQTUI_EVENTS_TOKEN"),
+    ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option("--record", help="Save the stream as an event log that `sfqtui replay` opens (written when the dashboard closes)."),
+    ] = None,
     window: Annotated[int, typer.Option("--window", help="Events kept in memory; older ones only in --record.")] = WINDOW,
 ) -> None:
     """Watch a live SFQ proxy (`sfqtui proxy`, or any server speaking docs/protocol.md):

@@ -1,7 +1,6 @@
 """`sfqtui calibrate`: how far the cost estimator is off, whom its errors favour, and what would do better."""
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -11,16 +10,15 @@ from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
-from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack, calibrate as measure_calibration
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
+from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
+from sfqtui.core.analysis.calibration import calibrate as measure_calibration
 from sfqtui.core.numbers import fmt
-from sfqtui.core.schedulers import REGISTRY
+from sfqtui.core.schedulers.registry import ESTIMATING, check_schedulers
 from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
 from sfqtui.sweep.runs import Row
 from sfqtui.trace.load import load_trace
 
-EstimatingScheduler = Enum(  # type: ignore[misc]
-    "EstimatingScheduler", {n.replace("-", "_"): n for n, t in REGISTRY.items() if t.charges == "estimate"}, type=str)
 SHOWN_ROWS = 20
 SPARKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 40
@@ -30,9 +28,9 @@ SPARK_WIDTH = 40
 @with_replay_options
 def calibrate(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file with output_tokens (semantics §1).", show_default=False)],
-    scheduler: Annotated[EstimatingScheduler, typer.Option("--scheduler", "-s", help="Scheduler that charges the estimate.")] = EstimatingScheduler.sfq,  # type: ignore[attr-defined]
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help=f"Scheduler that charges the estimate: {', '.join(ESTIMATING)}.")] = "sfq",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
-    replay: ReplayChoices = None,  # type: ignore[assignment]
+    replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
 ) -> None:
     """Measure the cost estimator against the actual outputs in TRACE (semantics §10).
 
@@ -44,11 +42,12 @@ def calibrate(
     Every other ratio scope and update rule is replayed too (docs/calibration.md); when
     one cuts the worst gap in actual cost, it is suggested with its figure.
     """
+    check_schedulers([scheduler], ESTIMATING)
     loaded = load_trace(trace)
     if loaded.trace.output_tokens is None:
         raise fail(f"{trace}: calibration needs actual outputs, and this trace has no output_tokens column "
                    "(record one through the proxy, or import a log that has them; semantics §10)")
-    config = replay.config(scheduler.value, loaded.suggested_slots)
+    config = replay.config(scheduler, loaded.suggested_slots)
     references = reference_runs(str(trace), config)
     charges_ratio = not config.estimator.oracle and loaded.trace.cost is None  # else no ratio prices anything
     alternatives = ratio_alternatives(str(trace), loaded.trace, config) if charges_ratio else []
@@ -150,8 +149,9 @@ def _bias_table(report: CalibrationReport) -> Table:
     return table
 
 
-def _gap_text(gap: dict | None) -> tuple[str, str, str]:
-    if gap is None:
+def _gap_text(gap: object) -> tuple[str, str, str]:
+    """A gap's figure, who and when, from its dict (a row's value; None: no gap)."""
+    if not isinstance(gap, dict):
         return "-", "-", "-"
     return fmt(gap["gap"]), f"{gap['ahead']} over {gap['behind']}", f"{fmt(gap['start_t'])}..{fmt(gap['end_t'])}"
 
@@ -166,7 +166,7 @@ def _gap_table(report: CalibrationReport, references: dict[str, Row]) -> Table:
         if row["error"]:
             table.add_row("actual cost", name, "-", str(row["error"]), "")
         else:
-            table.add_row("actual cost", name, *_gap_text(row["worst_gap_actual"]))  # type: ignore[arg-type]
+            table.add_row("actual cost", name, *_gap_text(row["worst_gap_actual"]))
     return table
 
 
@@ -175,7 +175,7 @@ def _alternatives_table(alternatives: list[Row], where: str) -> Table:
     for header in ("scope", "update", "gap", "who"):
         table.add_column(header, justify="right" if header == "gap" else "left")
     for row in sorted(alternatives, key=lambda r: (actual_gap(r) is None, actual_gap(r) or 0.0)):
-        gap, who, _ = _gap_text(row.get("worst_gap_actual"))  # type: ignore[arg-type]
+        gap, who, _ = _gap_text(row.get("worst_gap_actual"))
         table.add_row(str(row["ratio_scope"]), str(row["ratio_update"]), gap, str(row["error"] or who))
     return table
 

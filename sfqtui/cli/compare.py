@@ -1,6 +1,8 @@
 """`sfqtui compare`: replay one trace under several schedulers and compare fairness."""
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -8,13 +10,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.numbers import fmt
-from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.load import load_trace
 
 
@@ -40,24 +41,22 @@ def compare(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers to compare.")] = "sfq,drr,fifo,rr",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")] = False,
-    replay: ReplayChoices = None,  # type: ignore[assignment]
+    replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
 ) -> None:
     """Replay TRACE under each scheduler and compare, per user: the share of charged cost
     while congested (two or more users backlogged), the worst |W_i - W_j| between
     continuously backlogged users (article §3.2), Jain's index and wait p50/p99.
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
-    unknown = unknown_schedulers(names)
-    if unknown or not names:
-        raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
+    check_schedulers(names)
     loaded = load_trace(trace)
     reports = []
     config = None
-    with progress_bar("comparing", len(names) * len(loaded.trace)) as update:
+    total = len(names) * len(loaded.trace)
+    with progress_bar("comparing", total) as update:
         for k, name in enumerate(names):
             config = replay.config(name, loaded.suggested_slots)
-            done = k * len(loaded.trace)
-            reports.append(fairness_of_replay(loaded.trace, config, lambda arrived: update(done + arrived, len(names) * len(loaded.trace))))
+            reports.append(fairness_of_replay(loaded.trace, config, functools.partial(_progress, update, k * len(loaded.trace), total)))
     assert config is not None
     if as_json:
         payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}
@@ -67,3 +66,8 @@ def compare(
     console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {config.slots} slots")
     for report in reports:
         console.print(_table(report))
+
+
+def _progress(update: Callable[[int, int], None], done: int, total: int, arrived: int) -> None:
+    """One replay's progress as part of all of them: ``done`` requests were replayed before it."""
+    update(done + arrived, total)

@@ -1,14 +1,26 @@
-"""Bad input ends a command with one line on stderr and exit status 2, never a traceback."""
+"""Bad input ends a command with one line on stderr and exit status 2, never a traceback;
+anything else is a bug and shows as one: its traceback, then how to report it."""
 
 import functools
+import platform
 import sys
-from typing import Any, Callable, TypeVar
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import typer
+from typer.exceptions import TyperException
 
+from sfqtui import __version__
 from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
+BUG_EXIT = 1  # what Python itself exits with on an uncaught exception; 2 is the user's
+
+
+def version_line() -> str:
+    """What `sfqtui --version` prints, and what a bug report needs."""
+    return f"sfqtui {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})"
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -21,7 +33,14 @@ def refuses_bad_input(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except (InputError, ValueError) as exc:
+        except InputError as exc:
             raise fail(str(exc)) from None
+        except (typer.Exit, typer.Abort, TyperException):  # the CLI's own way out: an exit status, a usage error
+            raise
+        except Exception:
+            traceback.print_exc()
+            print(f"sfqtui: this is a bug in sfqtui; please report it as a bug, with the command that caused it and this line: {version_line()}",
+                  file=sys.stderr)
+            raise typer.Exit(BUG_EXIT) from None
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)

@@ -2,22 +2,20 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
-from sfqtui.cli.simulate import SchedulerName
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import fmt
-from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
 
@@ -136,28 +134,37 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
 def explain(
     path: Annotated[Path, typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log.", show_default=False)],
     request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The request's id (the trace's request_id).", show_default=False)],
-    scheduler: Annotated[Optional[SchedulerName], typer.Option("--scheduler", "-s", help="Scheduler to replay a trace under (default sfq); a log is explained under its own.", show_default=False)] = None,
-    compare: Annotated[Optional[str], typer.Option("--compare", help="Comma-separated schedulers to replay the trace under too: when, and as which dispatch, each sends the request.", show_default=False)] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", "-s", help="Scheduler to replay a trace under (default sfq); a log is explained under its own.", show_default=False),
+    ] = None,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            help="Comma-separated schedulers to replay the trace under too: when, and as which dispatch, each sends the request.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
-    replay: ReplayChoices = None,  # type: ignore[assignment]
+    replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
 ) -> None:
     """Explain one request: when it arrived, was dispatched and completed, how long it
     waited; whose dispatches went ahead of it meanwhile (per user: count and cost); at its
     dispatch, the users waiting and why it was picked; with --compare, when the other
     schedulers would have sent it.
     """
-    names = [s.strip() for s in compare.split(",") if s.strip()] if compare is not None else []
-    unknown = unknown_schedulers(names)
-    if unknown or (compare is not None and not names):
-        raise fail(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'} for --compare; choose from {', '.join(SCHEDULERS)}")
+    if scheduler is not None:
+        check_schedulers([scheduler])
+    names = check_schedulers([s.strip() for s in compare.split(",") if s.strip()]) if compare is not None else []
     is_log = is_event_log(path)
     if is_log and names:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
-    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler.value if scheduler else "sfq", None),
+    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", None),
                       slots_given=replay.slots is not None)
     run = Run(opening).load_all()
-    if is_log and scheduler is not None and scheduler.value != run.scheduler:
-        raise fail(f"{path} is a {run.scheduler} log; it cannot be explained under {scheduler.value}")
+    if is_log and scheduler is not None and scheduler != run.scheduler:
+        raise fail(f"{path} is a {run.scheduler} log; it cannot be explained under {scheduler}")
     found = _why(run, _request_code(run.table, request_id, path))
     if names:
         found["compare"] = _compared(opening, names, request_id)

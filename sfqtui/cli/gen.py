@@ -1,7 +1,7 @@
 """`sfqtui gen`: write a synthetic scenario trace."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import polars as pl
 import typer
@@ -19,9 +19,12 @@ def gen(
     scenario: Annotated[str, typer.Argument(help="Scenario name (see the list above).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Parquet file to write.")],
     seed: Annotated[int, typer.Option(help="Random seed; the same seed always gives the same file.")] = 0,
-    users: Annotated[Optional[int], typer.Option(help="Number of users, where the scenario has a choice.")] = None,
-    requests: Annotated[Optional[int], typer.Option(help="Number of requests (about), where the scenario has a choice.")] = None,
-    with_cost: Annotated[bool, typer.Option("--with-cost", help="Add explicit cost (input + 2 x output tokens) and service_s columns to token traces.")] = False,
+    users: Annotated[int | None, typer.Option(help="Number of users, where the scenario has a choice.")] = None,
+    requests: Annotated[int | None, typer.Option(help="Number of requests (about), where the scenario has a choice.")] = None,
+    with_cost: Annotated[
+        bool,
+        typer.Option("--with-cost", help="Add explicit cost (input + 2 x output tokens) and service_s columns to token traces."),
+    ] = False,
 ) -> None:
     if scenario not in SCENARIOS:
         raise fail(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")

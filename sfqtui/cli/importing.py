@@ -2,7 +2,7 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -17,14 +17,23 @@ def import_command(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(FORMATS)}.", show_default=False)],
     sources: Annotated[list[Path], typer.Argument(metavar="SRC...", help="Source files (several share one clock).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Trace Parquet file to write.")],
-    user_from: Annotated[Optional[str], typer.Option("--user-from", help="Take users from this source column (e.g. 'Session ID', 'Model', 'Log Type').")] = None,
-    users: Annotated[Optional[int], typer.Option("--users", help="Assign N synthetic users instead.")] = None,
+    user_from: Annotated[str | None, typer.Option("--user-from", help="Take users from this source column (e.g. 'Session ID', 'Model', 'Log Type').")] = None,
+    users: Annotated[int | None, typer.Option("--users", help="Assign N synthetic users instead.")] = None,
     assign: Annotated[str, typer.Option("--assign", help=f"How synthetic users are drawn: {', '.join(ASSIGNS)}.")] = "zipf",
     seed: Annotated[int, typer.Option("--seed", help="Seed for --assign and --jitter.")] = 0,
-    max_tokens: Annotated[str, typer.Option("--max-tokens", help="none, fixed:N (a cap of N), bucket:N (the output rounded up to a multiple of N) or pow2:N (up to a power of two, at least N).")] = "none",
+    max_tokens: Annotated[
+        str,
+        typer.Option(
+            "--max-tokens",
+            help="none, fixed:N (a cap of N), bucket:N (the output rounded up to a multiple of N) or pow2:N (up to a power of two, at least N).",
+        ),
+    ] = "none",
     keep_failed: Annotated[bool, typer.Option("--keep-failed", help="burstgpt: keep failed requests (0 response tokens).")] = False,
     jitter: Annotated[float, typer.Option("--jitter", help="mooncake: spread arrivals over this many seconds after their clump's timestamp.")] = 0.0,
-    mapping: Annotated[Optional[str], typer.Option("--map", help="csv/jsonl: NAME=COLUMN pairs, e.g. arrival_s=arrived_at,input_tokens=num_prefill_tokens,output_tokens=num_decode_tokens.")] = None,
+    mapping: Annotated[
+        str | None,
+        typer.Option("--map", help="csv/jsonl: NAME=COLUMN pairs, e.g. arrival_s=arrived_at,input_tokens=num_prefill_tokens,output_tokens=num_decode_tokens."),
+    ] = None,
     time_unit: Annotated[str, typer.Option("--time-unit", help=f"csv/jsonl: the arrival column's unit: {', '.join(TIME_UNITS)}.")] = "s",
 ) -> None:
     """Convert real traces (Azure LLM inference, BurstGPT, Mooncake, or any CSV/JSONL) to a
@@ -44,7 +53,7 @@ def import_command(
     if jitter < 0:
         raise fail("--jitter must be >= 0")
     options = ImportOptions(
-        users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]
+        users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]  # Users refuses any other name
         max_tokens=MaxTokens.parse(max_tokens),
         keep_failed=keep_failed,
         jitter_s=jitter,

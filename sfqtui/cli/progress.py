@@ -1,8 +1,8 @@
 """A progress bar on stderr for long runs (quiet when stderr is not a terminal)."""
 
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -3,12 +3,12 @@
 import logging
 import socket
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from sfqtui.cli.errors import refuses_bad_input
-from sfqtui.cli.replay_options import with_estimator_options
+from sfqtui.cli.replay_options import DEFAULT_ESTIMATOR, with_estimator_options
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.errors import InputError
 
@@ -18,20 +18,123 @@ _PANEL = "Proxy"
 @refuses_bad_input
 @with_estimator_options
 def proxy(
-    upstream: Annotated[list[str], typer.Option("--upstream", help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, SGLang, ...), with or without /v1. Repeat for several; each request goes to the one with the fewest requests in flight.", show_default=False, rich_help_panel=_PANEL)],
-    keys: Annotated[Path, typer.Option("--keys", help='keys.toml: tables `[keys."<api key>"]` with `user = "name"` and optional `weight = 2.0`. Clients send the key as `Authorization: Bearer <key>`; keys are never forwarded, published or recorded.', show_default=False, rich_help_panel=_PANEL)],
-    slots: Annotated[int, typer.Option("--slots", "-n", help="Requests sent upstream at once, over all upstreams; the rest wait in their users' queues and SFQ picks the next whenever a slot frees up.", show_default=False, rich_help_panel=_PANEL)],
+    upstream: Annotated[
+        list[str],
+        typer.Option(
+            "--upstream",
+            help=(
+                "Base URL of an OpenAI-compatible server (vLLM, llama.cpp, SGLang, ...), with or without /v1. Repeat for "
+                "several; each request goes to the one with the fewest requests in flight."
+            ),
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ],
+    keys: Annotated[
+        Path,
+        typer.Option(
+            "--keys",
+            help=(
+                'keys.toml: tables `[keys."<api key>"]` with `user = "name"` and optional `weight = 2.0`. Clients send the key '
+                'as `Authorization: Bearer <key>`; keys are never forwarded, published or recorded.'
+            ),
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ],
+    slots: Annotated[
+        int,
+        typer.Option(
+            "--slots",
+            "-n",
+            help="Requests sent upstream at once, over all upstreams; the rest wait in their users' queues and SFQ picks the next whenever a slot frees up.",
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ],
     listen: Annotated[str, typer.Option("--listen", help="host:port to serve on (port 0: any free port).", rich_help_panel=_PANEL)] = "127.0.0.1:8080",
-    events_token: Annotated[Optional[str], typer.Option("--events-token", envvar="SFQTUI_EVENTS_TOKEN", help="Bearer token required by /v1/sfq/state and /v1/sfq/events (they name users). Also read from SFQTUI_EVENTS_TOKEN, which keeps it out of the process list.", show_default=False, rich_help_panel=_PANEL)] = None,
-    ring: Annotated[int, typer.Option("--ring", help="Recent events kept for clients of /v1/sfq/events that connect or resume late.", rich_help_panel=_PANEL)] = 100_000,
-    record: Annotated[Optional[Path], typer.Option("--record", help="Write every finished request to this trace (Parquet, semantics §1, with the actual output_tokens), rewritten periodically and at shutdown; open it with sfqtui replay.", show_default=False, rich_help_panel=_PANEL)] = None,
-    metrics_users: Annotated[int, typer.Option("--metrics-users", help="Users with their own label in /metrics (those with the most cost dispatched); the rest are summed as user=\"other\".", rich_help_panel=_PANEL)] = 20,
-    upstream_timeout: Annotated[float, typer.Option("--upstream-timeout", help="Seconds an upstream may stay silent (before its answer, or between two streamed chunks) before the request fails with 504.", rich_help_panel=_PANEL)] = 600.0,
-    shutdown_grace: Annotated[float, typer.Option("--shutdown-grace", help="On SIGINT/SIGTERM, seconds running requests get to finish before they are failed; queued requests get 503 at once.", rich_help_panel=_PANEL)] = 30.0,
-    state: Annotated[Optional[str], typer.Option("--state", help="redis://HOST:PORT/DB (or rediss://; Redis or Valkey): join the group of replicas sharing one SFQ there; --slots is then the group's pool. See docs/replicas.md.", show_default=False, rich_help_panel=_PANEL)] = None,
-    lease: Annotated[float, typer.Option("--lease", help="With --state: seconds after which a replica that stopped renewing its lease is presumed dead and the others settle its requests.", rich_help_panel=_PANEL)] = 5.0,
-    store_timeout: Annotated[float, typer.Option("--store-timeout", help="With --state: seconds a store call may take before the replica serves on its own (the global bound suspended).", rich_help_panel=_PANEL)] = 1.0,
-    estimator: EstimatorParams = None,  # type: ignore[assignment]
+    events_token: Annotated[
+        str | None,
+        typer.Option(
+            "--events-token",
+            envvar="SFQTUI_EVENTS_TOKEN",
+            help=(
+                "Bearer token required by /v1/sfq/state and /v1/sfq/events (they name users). Also read from "
+                "SFQTUI_EVENTS_TOKEN, which keeps it out of the process list."
+            ),
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ] = None,
+    ring: Annotated[
+        int,
+        typer.Option("--ring", help="Recent events kept for clients of /v1/sfq/events that connect or resume late.", rich_help_panel=_PANEL),
+    ] = 100_000,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            help=(
+                "Write every finished request to this trace (Parquet, semantics §1, with the actual output_tokens), rewritten "
+                "periodically and at shutdown; open it with sfqtui replay."
+            ),
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ] = None,
+    metrics_users: Annotated[
+        int,
+        typer.Option(
+            "--metrics-users",
+            help="Users with their own label in /metrics (those with the most cost dispatched); the rest are summed as user=\"other\".",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 20,
+    upstream_timeout: Annotated[
+        float,
+        typer.Option(
+            "--upstream-timeout",
+            help="Seconds an upstream may stay silent (before its answer, or between two streamed chunks) before the request fails with 504.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 600.0,
+    shutdown_grace: Annotated[
+        float,
+        typer.Option(
+            "--shutdown-grace",
+            help="On SIGINT/SIGTERM, seconds running requests get to finish before they are failed; queued requests get 503 at once.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 30.0,
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            help=(
+                "redis://HOST:PORT/DB (or rediss://; Redis or Valkey): join the group of replicas sharing one SFQ there; "
+                "--slots is then the group's pool. See docs/replicas.md."
+            ),
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ] = None,
+    lease: Annotated[
+        float,
+        typer.Option(
+            "--lease",
+            help="With --state: seconds after which a replica that stopped renewing its lease is presumed dead and the others settle its requests.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 5.0,
+    store_timeout: Annotated[
+        float,
+        typer.Option(
+            "--store-timeout",
+            help="With --state: seconds a store call may take before the replica serves on its own (the global bound suspended).",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 1.0,
+    estimator: EstimatorParams = DEFAULT_ESTIMATOR,  # with_estimator_options puts the options given here
 ) -> None:
     """Put Start-time Fair Queueing in front of OpenAI-compatible servers, and publish every decision.
 

@@ -3,40 +3,53 @@
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
-from sfqtui.cli.simulate import SchedulerName
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 
 DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
 
 
-def _opening(path: Path | None, scheduler: SchedulerName, replay: ReplayChoices) -> Opening:
+def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Opening:
     path = path or DEMO
     if not path.exists() and path == DEMO:
         raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet")
-    config = replay.config(scheduler.value, None)
+    config = replay.config(check_schedulers([scheduler])[0], None)
     return Opening(path=path, is_log=is_event_log(path), config=config, slots_given=replay.slots is not None)
 
 
 @refuses_bad_input
 @with_replay_options
 def replay(
-    path: Annotated[Optional[Path], typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False)] = None,
-    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm (for a trace).")] = SchedulerName.sfq,  # type: ignore[attr-defined]
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False),
+    ] = None,
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help=f"Scheduling algorithm (for a trace): {', '.join(SCHEDULERS)}.")] = "sfq",
     speed: Annotated[float, typer.Option(help="Events per second when playing.")] = 10.0,
     play: Annotated[bool, typer.Option("--play", help="Start playing at once.")] = False,
-    compare: Annotated[Optional[str], typer.Option("--compare", "-c", help=f"Comma-separated schedulers to step beside the main one, in panes side by side ({', '.join(SCHEDULERS)}).", show_default=False)] = None,
-    lockstep: Annotated[str, typer.Option("--lockstep", help="Step the panes together by time or by dispatch number (the k-th dispatch of each); l switches.")] = "time",
-    replay: ReplayChoices = None,  # type: ignore[assignment]
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            "-c",
+            help=f"Comma-separated schedulers to step beside the main one, in panes side by side ({', '.join(SCHEDULERS)}).",
+            show_default=False,
+        ),
+    ] = None,
+    lockstep: Annotated[
+        str,
+        typer.Option("--lockstep", help="Step the panes together by time or by dispatch number (the k-th dispatch of each); l switches."),
+    ] = "time",
+    replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
 ) -> None:
     """Open the dashboard: step the scheduler event by event and see why each request
     was dispatched when it was. With --compare, the same trace under other schedulers
@@ -55,10 +68,7 @@ def replay(
         raise fail(f"--lockstep must be one of {', '.join(MODES)}")
     openings = [_opening(path, scheduler, replay)]
     if compare:
-        names = [name.strip() for name in compare.split(",") if name.strip()]
-        unknown = unknown_schedulers(names)
-        if unknown:
-            raise fail(f"--compare: unknown scheduler(s) {', '.join(unknown)}; choose from {', '.join(SCHEDULERS)}")
+        names = check_schedulers([name.strip() for name in compare.split(",") if name.strip()])
         if not openings[0].can_rerun:
             raise fail("--compare replays a trace under other schedulers; a saved log cannot be re-run")
         openings += [openings[0].rerun(scheduler=name) for name in names]
@@ -78,7 +88,7 @@ def demo(play: Annotated[bool, typer.Option("--play/--no-play", help="Start play
 
 @refuses_bad_input
 def serve(
-    args: Annotated[Optional[list[str]], typer.Argument(help="What to pass to `sfqtui replay` (a trace or log and its options).", show_default=False)] = None,
+    args: Annotated[list[str] | None, typer.Argument(help="What to pass to `sfqtui replay` (a trace or log and its options).", show_default=False)] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "localhost",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
 ) -> None:

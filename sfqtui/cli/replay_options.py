@@ -6,15 +6,17 @@ a ready ``ReplayChoices`` as its ``replay`` argument, so each command declares t
 
 import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PANEL_EST = "Cost estimator (used when the trace has no cost column; docs/estimator.md)"
@@ -60,6 +62,8 @@ class ReplayChoices:
         )
 
 
+
+
 def _option(name: str, annotation: Any, default: Any, help: str, panel: str, *flags: str) -> inspect.Parameter:
     return inspect.Parameter(
         name,
@@ -70,16 +74,24 @@ def _option(name: str, annotation: Any, default: Any, help: str, panel: str, *fl
 
 
 _D_EST = EstimatorParams()
+DEFAULT_ESTIMATOR = _D_EST  # the estimator options' defaults
 _D_SVC = TokenServiceModel()
+NO_CHOICES = ReplayChoices(None, None, None, _D_EST, _D_SVC)  # the defaults, as if no option was given
 _PARAMS = [
-    _option("slots", Optional[int], None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1.", _PANEL_RUN, "--slots", "-n"),
-    _option("quantum", Optional[float], None, "DRR quantum Q in cost units. Default: the largest cost in the trace.", _PANEL_RUN, "--quantum"),
-    _option("renormalise_every", Optional[int], None, "SFQ: subtract v from all meters every N dispatches (§7.2). Only for explicit costs on an exact grid (e.g. whole numbers), where it provably changes no decision; docs/semantics.md.", _PANEL_RUN, "--renormalise-every"),
-    _option("estimator", EstimatorKind, EstimatorKind.ratio, "ratio: max_tokens x the learned output ratio (§6). oracle: the actual output, known in advance (needs output_tokens): the best any estimator could do (§10).", _PANEL_EST, "--estimator"),
+    _option("slots", int | None, None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1.",
+            _PANEL_RUN, "--slots", "-n"),
+    _option("quantum", float | None, None, "DRR quantum Q in cost units. Default: the largest cost in the trace.", _PANEL_RUN, "--quantum"),
+    _option("renormalise_every", int | None, None,
+            "SFQ: subtract v from all meters every N dispatches (§7.2). Only for explicit costs on an exact grid (e.g. whole numbers), "
+            "where it provably changes no decision; docs/semantics.md.", _PANEL_RUN, "--renormalise-every"),
+    _option("estimator", EstimatorKind, EstimatorKind.ratio,
+            "ratio: max_tokens x the learned output ratio (§6). oracle: the actual output, known in advance (needs output_tokens): "
+            "the best any estimator could do (§10).", _PANEL_EST, "--estimator"),
     _option("input_weight", float, _D_EST.input_weight, "a: cost per input token.", _PANEL_EST, "--input-weight"),
     _option("output_weight", float, _D_EST.output_weight, "b: cost per estimated output token.", _PANEL_EST, "--output-weight"),
     _option("ratio_scope", RatioScope, RatioScope(_D_EST.scope), "Learn the output ratio globally, per model or per user.", _PANEL_EST, "--ratio-scope"),
-    _option("ratio_update", RatioUpdate, RatioUpdate(_D_EST.update), "Ratio of sums over a sliding window, an exponential average, or over all completions.", _PANEL_EST, "--ratio-update"),
+    _option("ratio_update", RatioUpdate, RatioUpdate(_D_EST.update), "Ratio of sums over a sliding window, an exponential average, or over all completions.",
+            _PANEL_EST, "--ratio-update"),
     _option("ratio_window", int, _D_EST.window, "Completions in the sliding window.", _PANEL_EST, "--ratio-window"),
     _option("ratio_alpha", float, _D_EST.alpha, "Weight of each completion in the exponential average.", _PANEL_EST, "--ratio-alpha"),
     _option("ratio_start", float, _D_EST.start_ratio, "Ratio used before any completion is seen.", _PANEL_EST, "--ratio-start"),
@@ -117,7 +129,7 @@ def _choices(values: dict[str, Any]) -> ReplayChoices:
     )
     slots = values["slots"]
     if slots is not None and slots < 1:
-        raise ValueError("--slots must be >= 1")
+        raise InputError("--slots must be >= 1")
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service)
 
 
@@ -133,9 +145,9 @@ def _adding_options(func: F, argument: str, options: list[inspect.Parameter], bu
         return func(**{argument: build(shared)}, **kwargs)
 
     params = own + options
-    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # inspect.signature reads it; functions do not declare it
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def with_replay_options(func: F) -> F:

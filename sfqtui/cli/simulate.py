@@ -1,7 +1,6 @@
 """`sfqtui simulate`: replay a trace and write its event log."""
 
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -9,14 +8,14 @@ import typer
 
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
+from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
-
-SchedulerName = Enum("SchedulerName", {name.replace("-", "_"): name for name in SCHEDULERS}, type=str)  # type: ignore[misc]
+SCHEDULER_HELP = f"Scheduling algorithm: {', '.join(SCHEDULERS)}."
 
 
 @refuses_bad_input
@@ -24,8 +23,8 @@ SchedulerName = Enum("SchedulerName", {name.replace("-", "_"): name for name in 
 def simulate(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Event-log Parquet file to write (semantics §7).")],
-    scheduler: Annotated[SchedulerName, typer.Option("--scheduler", "-s", help="Scheduling algorithm.")] = SchedulerName.sfq,  # type: ignore[attr-defined]
-    replay: ReplayChoices = None,  # type: ignore[assignment]
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help=SCHEDULER_HELP)] = "sfq",
+    replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
 ) -> None:
     """Replay TRACE under one scheduler and write the full event log.
 
@@ -33,8 +32,9 @@ def simulate(
     trace order); then requests are dispatched one at a time while a slot is free.
     """
     started = time.perf_counter()
+    check_schedulers([scheduler])
     source = open_trace(trace)
-    config = replay.config(scheduler.value, source.suggested_slots)
+    config = replay.config(scheduler, source.suggested_slots)
     with progress_bar("replaying", len(source)) as update:
         result = run_simulation(source, config, output, progress=update)
     elapsed = time.perf_counter() - started

@@ -4,7 +4,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich import box
@@ -14,10 +14,10 @@ from rich.text import Text
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.progress import progress_bar
-from sfqtui.sweep.runs import Row
 from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import check_settings, plan_runs
 from sfqtui.sweep.results import complete_rows, write_results
+from sfqtui.sweep.runs import Row
 from sfqtui.trace.load import load_trace
 
 
@@ -36,12 +36,25 @@ def _slot_counts(text: str) -> list[int]:
 def sweep(
     traces: Annotated[list[Path], typer.Argument(help="Trace Parquet files (semantics §1).", show_default=False)],
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers.")] = "sfq,drr,fifo,rr",
-    slots: Annotated[Optional[str], typer.Option("--slots", "-n", help="Comma-separated slot counts. Default: each trace's own suggestion, else 1.", show_default=False)] = None,
+    slots: Annotated[
+        str | None,
+        typer.Option("--slots", "-n", help="Comma-separated slot counts. Default: each trace's own suggestion, else 1.", show_default=False),
+    ] = None,
     ratio_scope: Annotated[str, typer.Option("--ratio-scope", help="Comma-separated ratio scopes: global, model, user (docs/estimator.md).")] = "global",
     ratio_update: Annotated[str, typer.Option("--ratio-update", help="Comma-separated ratio update rules: window, ema, cumulative.")] = "window",
-    workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Worker processes of the local Dask cluster started for this sweep. Default: one per CPU.", show_default=False)] = None,
-    cluster: Annotated[Optional[str], typer.Option("--cluster", help="Submit the runs to the running Dask scheduler at this address (tcp://HOST:8786) instead of a local cluster; docs/sweep.md.", show_default=False)] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Parquet file to write, one row per run.", show_default=False)] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", "-w", help="Worker processes of the local Dask cluster started for this sweep. Default: one per CPU.", show_default=False),
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            help="Submit the runs to the running Dask scheduler at this address (tcp://HOST:8786) instead of a local cluster; docs/sweep.md.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Parquet file to write, one row per run.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"runs": [...]} for machines instead of a table.')] = False,
 ) -> None:
     """Replay many settings at once on Dask distributed: one row of fairness figures per run.
@@ -102,6 +115,7 @@ def _table(rows: list[Row]) -> Table:
     for header in ("Jain", "worst gap", "who", "s"):
         table.add_column(header, justify="left" if header == "who" else "right")
     for number, row in enumerate(rows, 1):
+        figures: list[str | Text]
         if row["error"]:
             figures = [Text("failed", style="red"), "-", f"run {number}, below"]
         elif row["worst_gap"] is None:

@@ -2,7 +2,7 @@
 
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ _LIST = "\n\n".join(f"**{name}** ({lesson.section}): {lesson.title}, {' against 
 
 @refuses_bad_input
 def teach(
-    lesson: Annotated[Optional[str], typer.Argument(help="The lesson to open (see the list above); without one, a menu.", show_default=False)] = None,
+    lesson: Annotated[str | None, typer.Argument(help="The lesson to open (see the list above); without one, a menu.", show_default=False)] = None,
     list_them: Annotated[bool, typer.Option("--list", help="Print the lessons and exit.")] = False,
 ) -> None:
     from sfqtui.ui.app import run_dashboard

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import polars as pl
@@ -44,22 +44,24 @@ def _check(fmt: str, path: Path, frame: pl.LazyFrame, options: ImportOptions) ->
     token_columns = [c for c in ("input_tokens", "output_tokens", "max_tokens") if c in frame.collect_schema().names()]
     checks = [pl.col("line").filter(pl.col("t").is_null()).first().alias("bad_t")]
     for column in token_columns:
-        raw = pl.col(column)
-        value = raw.cast(pl.Int64, strict=False)
-        unreadable = raw.is_not_null() & value.is_null()
-        missing = raw.is_null() if column != "max_tokens" else pl.lit(False)
+        counts = pl.col(column)
+        value = counts.cast(pl.Int64, strict=False)
+        unreadable = counts.is_not_null() & value.is_null()
+        missing = counts.is_null() if column != "max_tokens" else pl.lit(False)
         checks.append(pl.col("line").filter(unreadable | missing | (value < 0)).first().alias(f"bad_{column}"))
     try:
-        found = frame.select(*checks, pl.col("t").min().alias("first"), pl.col("t").max().alias("last"), pl.len().alias("rows")).collect(engine="streaming").row(0, named=True)
+        found = (frame.select(*checks, pl.col("t").min().alias("first"), pl.col("t").max().alias("last"), pl.len().alias("rows"))
+                 .collect(engine="streaming").row(0, named=True))
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"{path}: cannot be read as {fmt} ({str(exc).splitlines()[0]})") from None
     raw_time = _time_column(fmt, options)
-    for name, raw, rule in [("bad_t", raw_time, "is not a time")] + [(f"bad_{c}", options.mapping.get(c, c), "is not a whole number >= 0") for c in token_columns]:
+    token_rules = [(f"bad_{c}", options.mapping.get(c, c), "is not a whole number >= 0") for c in token_columns]
+    for name, raw, rule in [("bad_t", raw_time, "is not a time"), *token_rules]:
         line = found.get(name)
         if line is not None:
-            column = raw if name == "bad_t" else _source_of(fmt, raw)
-            value = frame.filter(pl.col("line") == line).select(pl.col(column)).collect().item()
-            raise InputError(f"{path}: line {line}: {column} {value!r} {rule}")
+            source = raw if name == "bad_t" else _source_of(fmt, raw)
+            found_value = frame.filter(pl.col("line") == line).select(pl.col(source)).collect().item()
+            raise InputError(f"{path}: line {line}: {source} {found_value!r} {rule}")
     if not found["rows"]:
         raise InputError(f"{path}: no rows to import")
     return found["first"], found["last"]
@@ -148,11 +150,12 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
     kinds = {type(x) for x in firsts}
     if len(kinds) > 1:
         raise InputError("the files do not share a clock: some give datetimes, others numbers")
-    t0, t_end = min(firsts), max(lasts)  # type: ignore[type-var]
+    t0, t_end = min(firsts), max(lasts)  # type: ignore[type-var]  # all numbers or all datetimes: checked just above
 
     columns = [c for c in frames[0].collect_schema().names()]
-    shared = set.intersection(*(set(f.collect_schema().names()) for f in frames))
-    combined = pl.concat([f.select(sorted(shared, key=columns.index)) for f in frames], how="vertical_relaxed").with_row_index("__row")
+    shared: set[str] = set.intersection(*(set(f.collect_schema().names()) for f in frames))
+    order = sorted(shared, key=columns.index)
+    combined = pl.concat([f.select(order) for f in frames], how="vertical_relaxed").with_row_index("__row")
     stem = pl.col("source").str.replace(r"\.[^.]*$", "")
     selected = [
         (pl.col("request_id").cast(pl.String) if "request_id" in shared else pl.format("{}:{}", stem, pl.col("line"))).alias("request_id"),
@@ -185,7 +188,7 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
         if tmp.exists():
             tmp.unlink()
     stats = pl.scan_parquet(out).select(pl.len().alias("rows"), pl.col("user").n_unique().alias("users")).collect().row(0, named=True)
-    span = (t_end - t0).total_seconds() if hasattr(t_end - t0, "total_seconds") else float(t_end - t0)  # type: ignore[operator]
+    span = (t_end - t0).total_seconds() if hasattr(t_end - t0, "total_seconds") else float(t_end - t0)  # type: ignore[operator]  # times of one clock subtract
     return ImportSummary(stats["rows"], stats["users"], len(sources), span)
 
 
@@ -194,7 +197,7 @@ def service_names(paths: list[Path]) -> dict[Path, str]:
     stems = [Path(p).stem for p in paths]
     if len(stems) < 2:
         return {p: s for p, s in zip(paths, stems)}
-    prefix = os.path.commonprefix(stems)
+    prefix = os.path.commonprefix(stems)  # noqa: RUF071 - character-wise on purpose; cut back to a whole word below
     cut = max(prefix.rfind(sep) for sep in "_-. ") + 1  # only whole words: ..._co|de is not a prefix
     short = [s[cut:] for s in stems]
     if all(short) and len(set(short)) == len(short):

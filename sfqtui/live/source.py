@@ -10,10 +10,11 @@ proxy reports. Older events live only in the ``--record`` log, if one is kept.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -21,9 +22,9 @@ import pyarrow.compute as pc
 
 from sfqtui.core.analysis.audit import GrowingAudit
 from sfqtui.core.log.table import EventBatch
-from sfqtui.protocol import gap_event
 from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, Status, proxy_base
 from sfqtui.live.stream_log import StreamLogWriter
+from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.sources import ArrowBatcher
 

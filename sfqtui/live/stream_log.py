@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from sfqtui import __version__
-from sfqtui.protocol import gap_event
 from sfqtui.live.stream import EVENT_SCHEMA, Gap, Status
+from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.schema import LOG_FORMAT
 

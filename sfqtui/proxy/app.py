@@ -6,9 +6,10 @@ import asyncio
 import hmac
 import json
 import logging
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -18,12 +19,12 @@ from starlette.routing import Route
 
 from sfqtui import __version__
 from sfqtui.core.engine.estimator import CostEstimator
+from sfqtui.protocol import Event
 from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down, unauthorized
 from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
-from sfqtui.protocol import Event
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.settings import ProxySettings
 from sfqtui.proxy.upstream import UpstreamError, UpstreamReply, Upstreams, UpstreamWatch
@@ -176,7 +177,9 @@ class Proxy:
             self.metrics.ended(user, "refused")
             return bad_request("the request body must be a JSON object")
         stream = body.get("stream") is True
-        options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+        options = body.get("stream_options")
+        if not isinstance(options, dict):
+            options = {}
         wants_usage = options.get("include_usage") is True
         if stream:
             # Ask for usage always: the actual output feeds the estimator and the record.

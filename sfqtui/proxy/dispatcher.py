@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
 from enum import Enum
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any
 
 from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.core.schedulers import make_scheduler
+from sfqtui.errors import InputError
 from sfqtui.protocol import SCHEDULER, Event
 
 
@@ -64,7 +66,7 @@ Sink = Callable[[Event, "Ticket | None"], None]
 class Dispatcher:
     def __init__(self, slots: int, weights: dict[str, float], estimator: CostEstimator, sinks: Iterable[Sink]) -> None:
         if slots < 1:
-            raise ValueError("--slots must be >= 1")
+            raise InputError("--slots must be >= 1")
         self.slots = slots
         self.inflight = 0
         self.v = 0.0
@@ -133,10 +135,10 @@ class Dispatcher:
     def _dispatch_while_free(self) -> None:
         sched = self._sched
         while self.inflight < self.slots and sched.backlogged > 0:
-            req, user, cost, v, meter, _deficit, _credit = sched.dispatch(self._price)
+            req, _user, cost, v, meter, _deficit, _credit = sched.dispatch(self._price)
             ticket = self._queued.pop(req)
-            self._queued_by_user[user] -= 1
-            self._inflight_by_user[user] += 1
+            self._queued_by_user[ticket.user] -= 1
+            self._inflight_by_user[ticket.user] += 1
             self.inflight += 1
             ticket.stage = Stage.RUNNING
             ticket.dispatched_t = self.now()

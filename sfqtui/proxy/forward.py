@@ -12,7 +12,8 @@ import asyncio
 import inspect
 import json
 import re
-from typing import Any, AsyncIterator, Awaitable, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Protocol, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -267,5 +268,5 @@ class RelayedStream(StreamingResponse):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             # The relay may be suspended where the client left; closing it runs its own cleanup first.
-            await self.body_iterator.aclose()  # type: ignore[attr-defined]
+            await self.body_iterator.aclose()  # type: ignore[attr-defined]  # starlette says AsyncIterable; ours is the relay's async generator
             await self._exchange.end()

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from collections import deque
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from sfqtui.proxy.dispatcher import Ticket
+from sfqtui.errors import InputError
 from sfqtui.protocol import Event
+from sfqtui.proxy.dispatcher import Ticket
 
 disable_created_metrics()
 OTHER = "other"
@@ -107,7 +109,7 @@ class _SchedulerGauges(Collector):
 class ProxyMetrics:
     def __init__(self, max_users: int, state: State, in_group: bool = False) -> None:
         if max_users < 1:
-            raise ValueError("--metrics-users must be >= 1")
+            raise InputError("--metrics-users must be >= 1")
         self.max_users = max_users
         self.registry = CollectorRegistry()
         self._cost = Counter("sfqtui_dispatched_cost", "Cost charged at dispatch (semantics §6), by user.", ["user"], registry=self.registry)

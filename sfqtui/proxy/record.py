@@ -21,18 +21,20 @@ from typing import Any
 
 import polars as pl
 
+from sfqtui.errors import InputError
+from sfqtui.trace.load import frame_of
 from sfqtui.trace.schema import TRACE_SCHEMA
 from sfqtui.trace.write import write_trace
 
 COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "service_s", "weight", "model"]
-SCHEMA = pl.from_arrow(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema  # type: ignore[union-attr]
+SCHEMA = frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 
 
 class TraceRecorder:
     def __init__(self, path: Path, metadata: dict[str, Any], every_s: float) -> None:
         if not every_s > 0:
-            raise ValueError("the record's flush interval must be > 0")
+            raise InputError("the record's flush interval must be > 0")
         self.path = Path(path)
         self._metadata = metadata
         self._every_s = every_s

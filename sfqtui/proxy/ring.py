@@ -17,8 +17,9 @@ import json
 import secrets
 import time
 from array import array
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
+from sfqtui.errors import InputError
 from sfqtui.protocol import BOUND, BYE, RUN, Event, gap_event
 from sfqtui.proxy.sse import KEEPALIVE, frame
 
@@ -32,7 +33,7 @@ def new_run_id() -> str:
 class EventRing:
     def __init__(self, size: int, run: str | None = None, started: float | None = None) -> None:
         if size < 1:
-            raise ValueError("the ring must hold at least 1 event")
+            raise InputError("the ring must hold at least 1 event")
         self.size = size
         self.run = run or new_run_id()
         self.started = time.time() if started is None else started

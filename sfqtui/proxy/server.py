@@ -23,7 +23,7 @@ from sfqtui.proxy.settings import ProxySettings
 BACKSTOP_S = 10.0
 # Longer than clients keep idle connections (httpx and the openai client: 5 s), so a client
 # never sends a request on a connection the proxy is closing at the same moment.
-KEEP_ALIVE_S = 75.0
+KEEP_ALIVE_S = 75
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -59,7 +59,7 @@ class ProxyServer(uvicorn.Server):
             log_level="warning",
             access_log=False,
             timeout_keep_alive=KEEP_ALIVE_S,
-            timeout_graceful_shutdown=settings.shutdown_grace_s + BACKSTOP_S,
+            timeout_graceful_shutdown=settings.shutdown_grace_s + BACKSTOP_S,  # type: ignore[arg-type]  # uvicorn says int; asyncio.wait_for takes a float
         )
         super().__init__(config)
 

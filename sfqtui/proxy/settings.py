@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.errors import InputError
 from sfqtui.proxy.keys import KeyBook
 
 
@@ -18,7 +19,7 @@ class ProxySettings:
     ring_size: int = 100_000
     record: Path | None = None
     metrics_users: int = 20
-    estimator: EstimatorParams = EstimatorParams()
+    estimator: EstimatorParams = field(default_factory=EstimatorParams)
     upstream_timeout_s: float = 600.0
     shutdown_grace_s: float = 30.0
     keepalive_s: float = 15.0
@@ -30,12 +31,12 @@ class ProxySettings:
 
     def __post_init__(self) -> None:
         if self.estimator.oracle:
-            raise ValueError("the proxy cannot use the oracle estimator: a live request's output is not known at dispatch")
+            raise InputError("the proxy cannot use the oracle estimator: a live request's output is not known at dispatch")
         if self.shutdown_grace_s < 0:
-            raise ValueError("--shutdown-grace must be >= 0")
+            raise InputError("--shutdown-grace must be >= 0")
         if self.state_url is not None and not self.state_url.startswith(("redis://", "rediss://")):
-            raise ValueError(f"--state {self.state_url!r}: expected redis://HOST:PORT/DB or rediss://HOST:PORT/DB")
+            raise InputError(f"--state {self.state_url!r}: expected redis://HOST:PORT/DB or rediss://HOST:PORT/DB")
         if not self.lease_s > 0 or not self.store_timeout_s > 0:
-            raise ValueError("--lease and --store-timeout must be > 0")
+            raise InputError("--lease and --store-timeout must be > 0")
         if self.state_url is not None and self.store_timeout_s >= self.lease_s / 2:
-            raise ValueError("--store-timeout must be under half of --lease, so a replica renews its lease in time")
+            raise InputError("--store-timeout must be under half of --lease, so a replica renews its lease in time")

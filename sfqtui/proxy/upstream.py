@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
+
+from sfqtui.errors import InputError
 
 log = logging.getLogger("sfqtui.proxy")
 KEEP_IDLE_S = 4.0
@@ -48,7 +50,7 @@ FAILURES = (aiohttp.ClientError, TimeoutError)
 def base_url(url: str) -> str:
     parsed = urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ValueError(f"--upstream {url!r}: expected an http:// or https:// URL")
+        raise InputError(f"--upstream {url!r}: expected an http:// or https:// URL")
     path = parsed.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
@@ -114,9 +116,9 @@ class UpstreamReply:
 class Upstreams:
     def __init__(self, urls: Sequence[str], timeout_s: float, watch: UpstreamWatch | None = None) -> None:
         if not urls:
-            raise ValueError("give at least one --upstream URL")
+            raise InputError("give at least one --upstream URL")
         if not timeout_s > 0:
-            raise ValueError("--upstream-timeout must be > 0")
+            raise InputError("--upstream-timeout must be > 0")
         self.bases = [base_url(u) for u in urls]
         self.labels = [label_of(b) for b in self.bases]
         self.watch = watch or UpstreamWatch(lambda _u, _s: None, lambda _u, _c: None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows, rows_from_replay

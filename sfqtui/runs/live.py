@@ -8,6 +8,7 @@ from typing import Any
 
 from sfqtui.core.log.timeline import State
 from sfqtui.live.source import WINDOW, LiveSource
+from sfqtui.live.stream import proxy_base
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,8 @@ class LiveOpening:
     window: int = WINDOW
 
     @property
-    def path(self) -> Path:
-        return Path(self.url)
+    def title(self) -> str:
+        return f"live: {proxy_base(self.url)}"
 
     can_rerun = False
     is_log = False

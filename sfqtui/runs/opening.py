@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.protocols import RunOpening
 from sfqtui.trace.eventlog import read_log_schema
 from sfqtui.trace.load import load_trace, read_parquet_header
 from sfqtui.trace.schema import LOG_COLUMNS
@@ -43,6 +45,10 @@ class Opening:
         return ReplaySource(loaded, config)
 
     @property
+    def title(self) -> str:
+        return str(self.path)
+
+    @property
     def scheduler(self) -> str:
         return self.config.scheduler
 
@@ -51,6 +57,12 @@ class Opening:
         """Only a trace can be replayed under other settings."""
         return not self.is_log
 
-    def rerun(self, **changes: object) -> Opening:
+    def rerun(self, **changes: Any) -> Opening:
+        """The same trace under other settings (``changes``: ReplayConfig fields)."""
         slots_given = self.slots_given or "slots" in changes
-        return replace(self, config=replace(self.config, **changes), slots_given=slots_given)  # type: ignore[arg-type]
+        return replace(self, config=replace(self.config, **changes), slots_given=slots_given)
+
+
+def rerunnable(opening: RunOpening) -> Opening | None:
+    """The opening as a trace that can be replayed under other settings; None for a saved log or a live stream."""
+    return opening if isinstance(opening, Opening) and opening.can_rerun else None

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, Sequence
+from typing import Any
 
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
-from sfqtui.runs.opening import Opening
+from sfqtui.live.source import Notice
+from sfqtui.runs.protocols import RunOpening
 
 _keys = count(1)
 
@@ -21,7 +23,7 @@ class Run:
 
     ``loaded`` is the fraction loaded so far, None for a source that never ends."""
 
-    opening: Opening
+    opening: RunOpening
     scheduler: str = "sfq"
     title: str = ""
     slots: int | None = None
@@ -68,6 +70,8 @@ class Run:
         self.title, self.slots, self.metadata = source.title, source.metadata.get("slots"), source.metadata
         builder = CheckpointBuilder()
         for batch, fraction in source.batches():
+            if isinstance(batch, Notice):  # a live source's word besides its events: for the dashboard
+                continue
             self.append(batch, builder.consume(batch), builder.every, fraction)
         self.loading = False
         return self

@@ -7,12 +7,13 @@ arrivals; each scenario's text says how.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import polars as pl
 
+from sfqtui.errors import InputError
 from sfqtui.scenarios.frame import backlog, concat, trace_frame, user_names
 from sfqtui.scenarios.production import production
 
@@ -169,7 +170,9 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("equal", "§7.5 (1)", "equal-cost users, all backlogged: dispatch counts stay within 1", 1, equal),
         Scenario("heavy-vs-light", "§7.5 (2)", "one user's requests cost 10x: it gets about 1/10 the dispatches", 4, heavy_vs_light),
         Scenario("idle-return", "§7.5 (3), §4.3", "a user returns after a long idle: no saved-up priority", 2, idle_return),
-        Scenario("trickle", "§2.4, §3.3, §7.5 (4)", "one user sends a request every 2 s (one outstanding if served at once) against backlogged users; shows the loophole under sfq-reset", 1, trickle),
+        Scenario("trickle", "§2.4, §3.3, §7.5 (4)",
+                 "one user sends a request every 2 s (one outstanding if served at once) against backlogged users; shows the loophole under sfq-reset",
+                 1, trickle),
         Scenario("global-idle", "§2.5, §7.5 (5)", "two bursts with an idle gap: the second starts everyone at the same v", 1, global_idle),
         Scenario("weighted", "§4.4", "backlogged users with weights 1, 2, 4: shares follow the weights", 1, weighted),
         Scenario("calibration", "§5.1, §7.4", "users whose real output is 90%, 50% and 8% of max_tokens (no cost column)", 8, calibration),
@@ -181,5 +184,5 @@ SCENARIOS: dict[str, Scenario] = {
 
 def generate(name: str, seed: int = 0, users: int | None = None, requests: int | None = None) -> pl.DataFrame:
     if name not in SCENARIOS:
-        raise ValueError(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
+        raise InputError(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
     return SCENARIOS[name].build(np.random.default_rng(seed), users, requests)

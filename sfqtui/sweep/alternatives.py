@@ -11,8 +11,8 @@ worker per CPU.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from sfqtui.core.engine.estimator import SCOPES, UPDATES
 from sfqtui.core.engine.replay import ReplayConfig
@@ -39,7 +39,7 @@ def ratio_alternatives(name: str, trace: Trace, config: ReplayConfig) -> list[Ru
     current = config.estimator
     scopes = [s for s in SCOPES if s != "model" or trace.model is not None]
     return [
-        RunSettings(name, config.scheduler, config.slots, replace(current, scope=scope, update=update), config.service)  # type: ignore[arg-type]
+        RunSettings(name, config.scheduler, config.slots, replace(current, scope=scope, update=update), config.service)
         for scope in scopes
         for update in UPDATES
         if (scope, update) != (current.scope, current.update)
@@ -65,8 +65,8 @@ def actual_gap(row: Row) -> float | None:
 
 def suggestion(current: float | None, alternatives: Sequence[Row]) -> Row | None:
     """The alternative with the smallest worst gap in actual cost, when it cuts ``current`` by MIN_CUT or more."""
-    measured = [row for row in alternatives if actual_gap(row) is not None]
+    measured = [(gap, row) for row in alternatives if (gap := actual_gap(row)) is not None]
     if current is None or not measured:
         return None
-    best = min(measured, key=actual_gap)  # type: ignore[arg-type]
-    return best if actual_gap(best) <= current * (1 - MIN_CUT) else None  # type: ignore[operator]
+    gap, best = min(measured, key=lambda measure: measure[0])
+    return best if gap <= current * (1 - MIN_CUT) else None

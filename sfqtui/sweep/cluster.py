@@ -9,8 +9,8 @@ commands import this module only when they use a cluster.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Mapping, Sequence
 
 from dask.distributed import Client, LocalCluster, as_completed
 

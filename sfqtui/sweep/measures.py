@@ -5,7 +5,7 @@ Measures run on Dask workers, so they are module-level functions (pickled by nam
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
 from sfqtui.core.analysis.fairness import fairness_of_replay
@@ -18,7 +18,8 @@ Measure = Callable[[Trace, ReplayConfig], dict[str, object]]
 def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
     """What `sfqtui compare` prints for one scheduler, flattened into one row."""
     report = fairness_of_replay(trace, config)
-    figures = report.as_dict()
+    users = report.as_dict()["users"]
+    assert isinstance(users, dict)
     gap = report.worst_gap
     return {
         "requests": len(trace),
@@ -30,7 +31,7 @@ def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
         "worst_gap_end_t": None if gap is None else gap.end_t,
         "worst_gap_exact": report.gap_exact,
         "congested_dispatches": report.congested_dispatches,
-        "users": [{"user": user, **values} for user, values in figures["users"].items()],  # type: ignore[union-attr]
+        "users": [{"user": user, **values} for user, values in users.items()],
     }
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Mapping, Sequence
 
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.service import TokenServiceModel
-from sfqtui.core.schedulers import SCHEDULERS
-from sfqtui.core.schedulers.registry import unknown_schedulers
+from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -38,16 +38,14 @@ class RunSettings:
 
 
 def check_settings(schedulers: Sequence[str], slots: Sequence[int] | None, scopes: Sequence[str], updates: Sequence[str]) -> None:
-    """ValueError naming the first bad setting, so a sweep is refused before any run starts."""
-    unknown = unknown_schedulers(schedulers)
-    if unknown or not schedulers:
-        raise ValueError(f"unknown scheduler(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCHEDULERS)}")
+    """InputError naming the first bad setting, so a sweep is refused before any run starts."""
+    check_schedulers(schedulers)
     for name, given, allowed in (("ratio scope", scopes, SCOPES), ("ratio update", updates, UPDATES)):
         wrong = [x for x in given if x not in allowed]
         if wrong or not given:
-            raise ValueError(f"unknown {name}(s) {', '.join(wrong) or '(none given)'}; choose from {', '.join(allowed)}")
+            raise InputError(f"unknown {name}(s) {', '.join(wrong) or '(none given)'}; choose from {', '.join(allowed)}")
     if slots is not None and (not slots or min(slots) < 1):
-        raise ValueError("slots must be >= 1")
+        raise InputError("slots must be >= 1")
 
 
 def plan_runs(
@@ -65,9 +63,9 @@ def plan_runs(
     """
     check_settings(schedulers, slots, scopes, updates)
     if not suggested_slots:
-        raise ValueError("a sweep needs at least one trace")
+        raise InputError("a sweep needs at least one trace")
     return [
-        RunSettings(trace, scheduler, n, EstimatorParams(scope=scope, update=update))  # type: ignore[arg-type]
+        RunSettings(trace, scheduler, n, EstimatorParams(scope=scope, update=update))  # type: ignore[arg-type]  # check_settings refused other names
         for trace, suggested in suggested_slots.items()
         for scheduler, n, scope, update in product(schedulers, slots or [suggested or 1], scopes, updates)
     ]

@@ -6,7 +6,7 @@ A run that raises is reported in its row (``error``) and the others go on.
 from __future__ import annotations
 
 import time
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sfqtui.core.engine.trace import Trace
 from sfqtui.sweep.measures import Measure

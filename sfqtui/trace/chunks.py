@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
-import polars as pl
 import pyarrow as pa
 
 from sfqtui.core.engine.trace import OPTIONAL_COLUMNS, Trace
 from sfqtui.trace.load import (
     LOG_WRITER_COLUMNS,
     TraceSummary,
+    frame_of,
     normalise,
     read_batches,
     read_parquet,
@@ -85,7 +86,7 @@ class TraceSource:
                 yield whole.slice(start, rows)
             return
         for table in _exactly(read_batches(self.path, self.summary.columns, rows), rows):
-            yield with_schema_types(pl.from_arrow(table)).to_arrow()  # type: ignore[arg-type]
+            yield with_schema_types(frame_of(table)).to_arrow()
 
 
 def _exactly(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:

@@ -8,11 +8,12 @@ import os
 import queue
 import threading
 from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -82,7 +83,7 @@ def _gathered(parts: Sequence[RequestColumns], req: np.ndarray) -> tuple[Request
         columns = [getattr(p, name) for p in parts]
         return None if columns[0] is None else pa.concat_arrays(columns)
 
-    whole = RequestColumns(0, joined("request_ids"), joined("users"), joined("weights"), joined("output_tokens"))  # type: ignore[arg-type]
+    whole = RequestColumns(0, joined("request_ids"), joined("users"), joined("weights"), joined("output_tokens"))
     return whole, pa.array(positions, mask=req < 0)
 
 
@@ -173,7 +174,8 @@ class EventLogWriter:
         while (table := self._pending.get()) is not None:
             if self._failure is None:
                 try:
-                    self._writer.write_table(table)  # type: ignore[union-attr]
+                    assert self._writer is not None, "write() opens the writer before it queues a table"
+                    self._writer.write_table(table)
                 except BaseException as exc:  # raised in the caller's thread at its next call
                     self._failure = exc
 
@@ -296,4 +298,4 @@ def rows_of(scheduler: str, events: pa.Table | pa.RecordBatch) -> LogRows:
         values, kind = events[name], _AUDITED[name]
         return (values if kind is None or values.type == kind else values.cast(kind)).to_pylist()
 
-    return LogRows(scheduler, **{name: column(name) for name in _AUDITED})  # type: ignore[arg-type]
+    return LogRows(scheduler, **{name: column(name) for name in _AUDITED})  # type: ignore[arg-type]  # each column as its own list: LogRows names their types

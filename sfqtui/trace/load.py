@@ -7,9 +7,10 @@ batch and 8 bytes a request (a hash of its id), never the whole file.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -39,6 +40,13 @@ class LoadedTrace:
     def suggested_slots(self) -> int | None:
         return suggested_slots(self.metadata)
 
+
+
+def frame_of(table: pa.Table | pa.RecordBatch) -> pl.DataFrame:
+    """A polars frame of an Arrow table or batch (polars types from_arrow as frame or series; only an array gives a series)."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 def suggested_slots(metadata: dict[str, Any]) -> int | None:
     """The slot count a trace was made for (scenarios and importers record one)."""
@@ -240,8 +248,8 @@ def validate(path: Path, batch_rows: int = 1 << 17) -> TraceSummary:
         schema = pl.read_parquet_schema(path)
     except (pa.ArrowInvalid, OSError, pl.exceptions.ComputeError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
-    batches = (pl.from_arrow(batch) for batch in read_batches(path, _present(schema), batch_rows) if batch.num_rows)
-    return _surveyed(path, schema, rows, batches)  # type: ignore[arg-type]
+    batches = (frame_of(batch) for batch in read_batches(path, _present(schema), batch_rows) if batch.num_rows)
+    return _surveyed(path, schema, rows, batches)
 
 
 def _present(schema: Mapping[str, pl.DataType]) -> tuple[str, ...]:
@@ -299,7 +307,7 @@ class ArrowStrings(Sequence[str]):
     def __len__(self) -> int:
         return len(self.column)
 
-    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]  # by index only: the core never slices request ids
         return self.column[i].as_py()
 
 
@@ -342,13 +350,15 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
     if weights is None:
         weights = {}
         if "weight" in table.column_names:
-            per_user = pl.from_arrow(table.select(["user", "weight"])).group_by("user").agg(pl.col("weight").first())  # type: ignore[union-attr]
+            per_user = frame_of(table.select(["user", "weight"])).group_by("user").agg(pl.col("weight").first())
             weights = dict(zip(per_user["user"].to_list(), per_user["weight"].to_list()))
+    arrival_s = floats("arrival_s")
+    assert arrival_s is not None, "a validated trace has arrival_s"
     return Trace(
         request_id=ArrowStrings(table["request_id"].combine_chunks()),
         user=user,
         users=users,
-        arrival_s=floats("arrival_s"),  # type: ignore[arg-type]
+        arrival_s=arrival_s,
         input_tokens=ints("input_tokens"),
         max_tokens=ints("max_tokens"),
         output_tokens=ints("output_tokens"),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -45,10 +46,10 @@ def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEnco
     if isinstance(source, TraceSource):
         def chunk_columns(chunk: RequestChunk) -> RequestColumns:
             assert isinstance(chunk, TraceChunk)
-            return RequestColumns.of(chunk.start, chunk.table, chunk.trace.output_tokens)  # type: ignore[arg-type]
+            return RequestColumns.of(chunk.start, chunk.table, chunk.trace.output_tokens)
 
         return ReplayEncoder(replay, chunk_columns)
-    whole = RequestColumns.of(0, source.table, source.trace.output_tokens)  # type: ignore[arg-type]
+    whole = RequestColumns.of(0, source.table, source.trace.output_tokens)
     return ReplayEncoder(replay, lambda _chunk: whole)
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +29,6 @@ from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
 from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.simulate import encoder_for, replay_metadata
-
 
 FIRST_ROWS = 4096
 

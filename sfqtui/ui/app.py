@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence, TypeVar
+from typing import TypeVar
 
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -15,11 +16,11 @@ from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.log.lockstep import MODES, follow
+from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
 from sfqtui.core.log.shadow import ShadowMismatch
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.runs.opening import Opening
-from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.opening import Opening, rerunnable
+from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.ui.ask import Ask
@@ -34,8 +35,8 @@ from sfqtui.ui.palette import palette_commands
 from sfqtui.ui.runs_app import CHART_EVERY_S, RunsApp
 from sfqtui.ui.shares import SharesPanel
 from sfqtui.ui.side_by_side import SideBySide
-from sfqtui.ui.teacher import Teacher
 from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.teacher import Teacher
 
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
@@ -69,10 +70,10 @@ class SfqApp(RunsApp):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, opening: Opening | LiveOpening | Sequence[Opening | LiveOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
+    def __init__(self, opening: RunOpening | Sequence[RunOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
                  lesson: Lesson | None = None) -> None:
         super().__init__(list(opening) if isinstance(opening, Sequence) else [opening], autoplay)
-        self.lockstep = lockstep
+        self.lockstep: Mode = mode_of(lockstep)
         self.speed = speed
         self.playing = False
         self._carry = 0.0
@@ -107,7 +108,7 @@ class SfqApp(RunsApp):
         # The leading run loads first, so its events are on screen as soon as they can be;
         # the others start once it has shown some (or could not open).
         self._start_loading(self.current)
-        if self.lesson is not None:
+        if self.lesson is not None and isinstance(self.current.opening, Opening):
             self._measure_outcome(self.lesson, self.current.opening.path)
 
     def run_loaded(self, run: Run) -> None:
@@ -182,7 +183,7 @@ class SfqApp(RunsApp):
 
     def _follow(self) -> None:
         """Put the other runs at the leading run's moment."""
-        follow(self.cursor, [run.cursor for run in self.runs[1:]], self.lockstep)  # type: ignore[arg-type]
+        follow(self.cursor, [run.cursor for run in self.runs[1:]], self.lockstep)
 
     # Actions
 
@@ -312,7 +313,7 @@ class SfqApp(RunsApp):
 
     def action_toggle_lockstep(self) -> None:
         """Step the runs side by side together by time, or by dispatch number."""
-        self.lockstep = MODES[(MODES.index(self.lockstep) + 1) % len(MODES)]  # type: ignore[arg-type]
+        self.lockstep = MODES[(MODES.index(self.lockstep) + 1) % len(MODES)]
         self.notify(f"lockstep by {self.lockstep}", timeout=2)
         self._moved(self.cursor.k, "")
 
@@ -331,12 +332,23 @@ class SfqApp(RunsApp):
 
     async def compare_with(self, scheduler: str) -> None:
         """Add a pane: the leading run's trace replayed under another scheduler."""
-        await self._add_run(self.opening.rerun(scheduler=scheduler))
+        opening = self._rerunnable()
+        if opening is not None:
+            await self._add_run(opening.rerun(scheduler=scheduler))
 
     async def compare_estimator(self, estimator: EstimatorParams) -> None:
         """Add a pane: the leading run's trace replayed with another estimator; the calibration view then compares them."""
-        await self._add_run(self.opening.rerun(estimator=estimator))
-        self.action_calibration()
+        opening = self._rerunnable()
+        if opening is not None:
+            await self._add_run(opening.rerun(estimator=estimator))
+            self.action_calibration()
+
+    def _rerunnable(self) -> Opening | None:
+        """The leading run's trace, or None (said on screen) for a saved log or a live stream."""
+        opening = rerunnable(self.opening)
+        if opening is None:
+            self.notify("a saved log cannot be re-run; open its trace instead", severity="warning")
+        return opening
 
     def action_calibration(self) -> None:
         self.push_screen(CalibrationScreen(self.current, estimator_twin(self.current, self.runs)))
@@ -354,11 +366,11 @@ class SfqApp(RunsApp):
 
     def rerun(self, **changes: object) -> None:
         """Replay the same trace with another scheduler, slot count or estimator."""
-        if not self.opening.can_rerun:
-            self.notify("a saved log cannot be re-run; open its trace instead", severity="warning")
+        opening = self._rerunnable()
+        if opening is None:
             return
         was = self.cursor.k
-        self.runs[0] = Run(self.opening.rerun(**changes), title=self.current.title)
+        self.runs[0] = Run(opening.rerun(**changes), title=self.current.title)
         self._start_loading(self.current)
         self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (the cursor was at seq {was:,})", timeout=4)
 
@@ -372,6 +384,6 @@ def _titled(widget: W, title: str) -> W:
     return widget
 
 
-def run_dashboard(opening: Opening | LiveOpening | Sequence[Opening | LiveOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
+def run_dashboard(opening: RunOpening | Sequence[RunOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
                   lesson: Lesson | None = None) -> None:
     SfqApp(opening, speed=speed, autoplay=autoplay, lockstep=lockstep, lesson=lesson).run()

@@ -9,8 +9,8 @@ that posts them; while a log is still loading they are taken again every few sec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from rich.text import Text
 from textual import work
@@ -19,10 +19,10 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
-from sfqtui.core.analysis.log_calibration import (OUTPUT_BIN_LABELS, LogCalibration, OrderChange, calibrate_log,
-                                                  estimator_label, order_change)
+from sfqtui.core.analysis.log_calibration import OUTPUT_BIN_LABELS, LogCalibration, OrderChange, calibrate_log, estimator_label, order_change
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.numbers import fmt
+from sfqtui.runs.opening import rerunnable
 from sfqtui.runs.run import Run
 from sfqtui.ui.columns import grid
 from sfqtui.ui.text_view import TextView
@@ -41,8 +41,8 @@ def estimator_choices(current: EstimatorParams) -> list[tuple[str, EstimatorPara
     """The estimators the palette offers to compare with: every other ratio scope and
     update rule, and the oracle."""
     base = replace(current, oracle=False)
-    choices = [(f"ratio {'global' if s == 'global' else 'per ' + s}", replace(base, scope=s)) for s in SCOPES]  # type: ignore[arg-type]
-    choices += [(f"update {u}", replace(base, update=u)) for u in UPDATES]  # type: ignore[arg-type]
+    choices = [(f"ratio {'global' if s == 'global' else 'per ' + s}", replace(base, scope=s)) for s in SCOPES]
+    choices += [(f"update {u}", replace(base, update=u)) for u in UPDATES]
     choices.append(("oracle", replace(current, oracle=True)))
     return [(title, params) for title, params in choices if params != current]
 
@@ -50,12 +50,12 @@ def estimator_choices(current: EstimatorParams) -> list[tuple[str, EstimatorPara
 def estimator_twin(run: Run, runs: Sequence[Run]) -> Run | None:
     """The latest of ``runs`` that replays the same trace as ``run`` with the same settings
     but the estimator."""
-    mine = run.opening
-    if not mine.can_rerun:  # a saved log or a live stream: its settings are not an opening's
+    mine = rerunnable(run.opening)
+    if mine is None:  # a saved log or a live stream: its settings are not an opening's
         return None
     for other in reversed(runs):
-        theirs = other.opening
-        if (other is not run and theirs.can_rerun and theirs.config.estimator != mine.config.estimator
+        theirs = rerunnable(other.opening)
+        if (other is not run and theirs is not None and theirs.config.estimator != mine.config.estimator
                 and replace(theirs, config=replace(theirs.config, estimator=mine.config.estimator)) == mine):
             return other
     return None
@@ -108,9 +108,10 @@ class CalibrationScreen(Screen[None]):
             lines.append(Text(f"{measures} (so far: the log is still loading)", "dim") if self.run.loading else Text(measures, "bold"))
         else:
             lines += _measures_lines(measures, self.run.loading)
-            if self.twin is not None and message.change is not None:
+            twin = rerunnable(self.twin.opening) if self.twin is not None else None  # estimator_twin found a trace
+            if self.twin is not None and twin is not None and message.change is not None:
                 lines += _order_lines(message.change, estimator_label(measures.estimator),
-                                      estimator_label(self.twin.opening.config.estimator.as_dict()), self.twin.loading)
+                                      estimator_label(twin.config.estimator.as_dict()), self.twin.loading)
         self.query_one(CalibrationText).set_text(lines)
         self.measured = not self._loading
         if self._loading:

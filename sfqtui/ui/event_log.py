@@ -9,7 +9,7 @@ steps redraw two rows rather than the whole log.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -17,10 +17,11 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
-from sfqtui.core.numbers import fmt
 from sfqtui.core.log.table import EventTable, number
+from sfqtui.core.numbers import fmt
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
+
 
 def header_for(table: EventTable) -> str:
     """The column titles; the scheduler's own number is titled by what it is (meter,

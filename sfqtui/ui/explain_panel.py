@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from sfqtui.core.analysis.explain import DispatchExplanation, WaitExplanation, explain_dispatch, explain_wait
-from sfqtui.core.numbers import fmt
 from sfqtui.core.log.timeline import Timeline
+from sfqtui.core.numbers import fmt
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.text_view import TextView
@@ -41,7 +41,7 @@ def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
     title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}")
     traits = frame.table.traits
     own = traits is not None and traits.reading is not None
-    what = (traits.value_symbol if frame.has_meters else traits.value_name) if own else "queued"  # type: ignore[union-attr]
+    what = (traits.value_symbol if frame.has_meters else traits.value_name) if traits is not None and own else "queued"
     shown = list(e.candidates[:CANDIDATE_ROWS])
     if not any(c.user == e.user for c in shown):
         shown[-1:] = [c for c in e.candidates if c.user == e.user]
@@ -74,7 +74,7 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
         was_queued = code < len(before.queued) and before.queued[code] > 0
         if frame.has_meters and not was_queued:
             previous = before.value[code] if code < len(before.value) else float("nan")
-            rule = table.traits.join_symbols  # type: ignore[union-attr]
+            rule = table.traits.join_symbols if table.traits is not None else "its join rule"  # has_meters: a known scheduler
             old = "new user" if previous != previous else f"S_i was {fmt(previous)}"
             return Text(f"{request} from {user} arrives to an empty queue: joins with {rule} ({old}, v = {fmt(before.v)}) "
                         f"→ {fmt(table.value[k])} (§2.4)")

@@ -9,7 +9,8 @@ a step within a frame.
 
 from __future__ import annotations
 
-from typing import ClassVar, Hashable, Iterator
+from collections.abc import Hashable, Iterator
+from typing import Any, ClassVar
 
 from rich.style import Style
 from textual.events import Resize
@@ -26,7 +27,7 @@ class LineView(ScrollView):
     called. For views whose row count changes on most steps: a new scroll range makes
     Textual lay out the whole screen again, which costs more than the step itself."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._drawn: dict[int, Strip] = {}  # row -> the line on screen (visible rows only)
         self._by_key: dict[Hashable, Strip] = {}

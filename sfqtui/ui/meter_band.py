@@ -7,7 +7,8 @@ changed, so hundreds or thousands of users scroll smoothly. Users idle for longe
 
 from __future__ import annotations
 
-from typing import Hashable, NamedTuple
+from collections.abc import Hashable
+from typing import NamedTuple
 
 from rich.segment import Segment
 from rich.style import Style

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 from textual.binding import Binding
 
 from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
+from sfqtui.runs.opening import rerunnable
 from sfqtui.ui.calibration_view import estimator_choices
 
 if TYPE_CHECKING:
@@ -22,10 +25,10 @@ def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
         assert isinstance(binding, Binding)
         name, _, arg = binding.action.partition("(")
         method = getattr(app, f"action_{name}")
-        callback = (lambda m=method, a=arg.rstrip(")"): m(int(a))) if arg else method
+        callback = functools.partial(method, int(arg.rstrip(")"))) if arg else method
         yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)
-    opening = app.opening
-    if opening.can_rerun:
+    opening = rerunnable(app.opening)
+    if opening is not None:
         for name in SCHEDULERS:
             yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}: {REGISTRY[name].title}",
                                 lambda n=name: app.rerun(scheduler=n))

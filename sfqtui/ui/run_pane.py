@@ -10,6 +10,7 @@ looks for data elsewhere.
 from __future__ import annotations
 
 from heapq import nlargest
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -87,7 +88,7 @@ class RunPane(Vertical):
     RunPane EventLog { height: 1fr; }
     """
 
-    def __init__(self, run_key: int, **kwargs: object) -> None:
+    def __init__(self, run_key: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.run_key = run_key
         self._header = ""

@@ -8,8 +8,8 @@ source delivers.
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from textual import work
 from textual.app import App
@@ -24,24 +24,36 @@ from sfqtui.core.schedulers import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.live.source import Notice
 from sfqtui.runs.audit_job import violations
-from sfqtui.runs.live import LiveOpening, seed_from_proxy
+from sfqtui.runs.live import seed_from_proxy
 from sfqtui.runs.opening import Opening
+from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.trace.load import load_trace
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.loading import (Analysed, ChartReady, ConnectionChanged, EventsLoaded, LiveAudit, LoadFailed, LoadFinished, Opened,
-                               OutcomeMeasured, RunMessage, WindowStarted)
+from sfqtui.ui.loading import (
+    Analysed,
+    ChartReady,
+    ConnectionChanged,
+    EventsLoaded,
+    LiveAudit,
+    LoadFailed,
+    LoadFinished,
+    Opened,
+    OutcomeMeasured,
+    RunMessage,
+    WindowStarted,
+)
 from sfqtui.ui.shares import SharesPanel, shares_chart
 
 CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often
 
 
 class RunsApp(App[None]):
-    def __init__(self, openings: Sequence[Opening | LiveOpening], autoplay: bool = False) -> None:
+    def __init__(self, openings: Sequence[RunOpening], autoplay: bool = False) -> None:
         super().__init__()
-        self.runs: list[Run] = [Run(o, title=str(o.path)) for o in openings]
+        self.runs: list[Run] = [Run(o, title=o.title) for o in openings]
         self._autoplay = autoplay
 
     def refresh_views(self) -> None:
@@ -60,7 +72,7 @@ class RunsApp(App[None]):
         return self.runs[0]
 
     @property
-    def opening(self) -> Opening:
+    def opening(self) -> RunOpening:
         return self.current.opening
 
     @property
@@ -157,7 +169,7 @@ class RunsApp(App[None]):
         """Once the log is complete: the audit of its invariants, if its scheduler has any."""
         worker = get_current_worker()
         traits = REGISTRY.get(run.scheduler)
-        if traits is None or traits.audit is None:
+        if traits is None or traits.audit is None or not isinstance(run.opening, Opening):  # a live stream is audited as it comes
             self.post_message(Analysed(run.key, [], checked=False))
             return
         try:

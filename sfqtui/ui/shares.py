@@ -79,6 +79,7 @@ class SharesPanel(TextView):
             self._chart_key = (upto, width)
             low = self.get_component_rich_style("shares--min-color").color
             high = self.get_component_rich_style("shares--max-color").color
+            assert low is not None and high is not None  # DEFAULT_CSS colours both
             console = self.app.console
             self._chart = [Text("share of each time bin's cost, up to the cursor", "dim", no_wrap=True, overflow="ellipsis")]
             for u in self._charted:
@@ -86,5 +87,5 @@ class SharesPanel(TextView):
                 shares = [x if b < upto else 0.0 for b, x in enumerate(self._series.get(u, []))] or [0.0]
                 bars = console.render_lines(Sparkline(shares, width=width, min_color=low, max_color=high), console.options.update_width(width))[0]
                 self._chart += [Text(frame.table.users[u], "dim", no_wrap=True, overflow="ellipsis"),
-                                Text.assemble(" ", *((seg.text, seg.style) for seg in bars), no_wrap=True, overflow="crop")]
+                                Text.assemble(" ", *((seg.text, seg.style or "") for seg in bars), no_wrap=True, overflow="crop")]
         return self._chart

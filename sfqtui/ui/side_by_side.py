@@ -8,7 +8,8 @@ positions differ so far; a pane whose current dispatch differs shows it in red.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -32,7 +33,7 @@ class DivergenceLine(TextView):
 class SideBySide(Vertical):
     DEFAULT_CSS = "SideBySide { height: 1fr; } SideBySide > Horizontal { height: 1fr; }"
 
-    def __init__(self, runs: Sequence[Run], **kwargs: object) -> None:
+    def __init__(self, runs: Sequence[Run], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._keys = [run.key for run in runs]
         self._divergences: dict[int, Divergence] = {}

@@ -8,8 +8,8 @@ core's DRR holds them. One shadow is kept per run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from threading import Lock
-from typing import Callable
 
 from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch

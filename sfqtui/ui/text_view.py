@@ -8,7 +8,7 @@ view is resized), so text of another length costs no layout.
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from rich.segment import Segment
 from rich.text import Text
@@ -50,12 +50,12 @@ class TextView(LineView):
             return
         scrolls = self._extent > height
         if not scrolls:
-            self._lines = self._render(width)
+            self._lines = self._lines_at(width)
             scrolls = len(self._lines) > height
         if scrolls:  # leave room for the scrollbar
-            self._lines = self._render(width - self.styles.scrollbar_size_vertical)
+            self._lines = self._lines_at(width - self.styles.scrollbar_size_vertical)
 
-    def _render(self, width: int) -> list[Strip]:
+    def _lines_at(self, width: int) -> list[Strip]:
         width = max(1, width)
         lines: list[Strip] = []
         for part in self._parts:

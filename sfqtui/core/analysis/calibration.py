@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Hashable, Sequence
 
 from sfqtui.core.analysis.fairness import FairnessTally, Gap
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -28,6 +28,7 @@ from sfqtui.core.engine.events import DISPATCH, EventColumns
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.errors import InputError
 
 RATIO_BINS = 40
 NO_MODEL = "(no model)"
@@ -122,7 +123,7 @@ def actual_costs(trace: Trace, params: EstimatorParams) -> array:
     Evaluated exactly as the oracle prices a request, so the oracle's bias is exactly 1.
     """
     if trace.input_tokens is None or trace.output_tokens is None:
-        raise ValueError("calibration needs the input_tokens and output_tokens columns: actual cost is "
+        raise InputError("calibration needs the input_tokens and output_tokens columns: actual cost is "
                          "a * input_tokens + b * output_tokens (semantics §10)")
     a, b = params.input_weight, params.output_weight
     return array("d", (a * max(0, n_in) + b * out if out >= 0 else math.nan
@@ -134,7 +135,7 @@ def calibrate(trace: Trace, config: ReplayConfig) -> CalibrationReport:
     actual = actual_costs(trace, config.estimator)
     run = Replay(trace, config)
     if run.traits.charges == "actual":
-        raise ValueError(f"{config.scheduler} charges actual usage: it has no estimate to calibrate")
+        raise InputError(f"{config.scheduler} charges actual usage: it has no estimate to calibrate")
     charged_gaps, actual_gaps = FairnessTally(trace.weights), FairnessTally(trace.weights)
     costs = _CostTotals(trace, actual)
     priced = _PricedDispatches(trace, config.estimator.scope)
@@ -193,7 +194,7 @@ class _CostTotals:
                 continue
             user = codes[req]
             self.dispatched[user] = self.dispatched.get(user, 0) + 1
-            self.charged[user] = self.charged.get(user, 0.0) + cost  # type: ignore[operator]
+            self.charged[user] = self.charged.get(user, 0.0) + cost  # type: ignore[operator]  # every dispatch row has a cost
             self.consumed[user] = self.consumed.get(user, 0.0) + actual[req]
 
     def users(self) -> list[UserCalibration]:
@@ -257,10 +258,10 @@ class _PricedDispatches:
         caps: dict[int, int] = {}
         if trace.max_tokens is not None and trace.output_tokens is not None:
             for req, (cap, out) in enumerate(zip(trace.max_tokens, trace.output_tokens)):
-                if cap > 0 and out >= 0:  # type: ignore[operator]
+                if cap > 0 and out >= 0:
                     key = keys[req] if keys is not None else 0
-                    outputs[key] = outputs.get(key, 0) + out  # type: ignore[operator]
-                    caps[key] = caps.get(key, 0) + cap  # type: ignore[operator]
+                    outputs[key] = outputs.get(key, 0) + out
+                    caps[key] = caps.get(key, 0) + cap
         return {key: outputs[key] / caps[key] for key in caps}
 
     def _estimator_key(self, key: int) -> Hashable:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable
 
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.engine.replay import Replay, ReplayConfig
@@ -221,7 +221,7 @@ def _worst_gap(episodes: Episodes, history: DispatchHistory) -> tuple[Gap | None
     budget = PAIR_BUDGET
     exact = True
     for a in Ranked(rise):
-        if rise[a] <= 0 or best is not None and rise[a] + largest_drop <= best.gap:
+        if rise[a] <= 0 or (best is not None and rise[a] + largest_drop <= best.gap):
             break
         ahead = episodes.user_of(a)
         for b in droppers:

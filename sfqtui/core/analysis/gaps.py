@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from heapq import nlargest
 from itertools import islice
-from typing import Iterator, Mapping, Sequence
 
 # Per user: the positions in the log of its dispatches and its cumulative charge after each.
 History = Mapping[str, tuple[Sequence[int], Sequence[float]]]
@@ -97,7 +97,7 @@ class Episodes:
         self.user = array("i")
         self.start = array("q")
         self.end = array("q")
-        self.start_label = array(label_type)
+        self.start_label: array[float] = array(label_type)  # "d" for times, "q" for positions
         self.drop = array("d")
         self.rise = array("d") if with_rise else None
         self.names: list[str] = []
@@ -114,7 +114,8 @@ class Episodes:
         self.start_label.append(start_label)
         self.drop.append(drop)
         if self.rise is not None:
-            self.rise.append(rise)  # type: ignore[arg-type]
+            assert rise is not None, "episodes kept with_rise each carry their rise"
+            self.rise.append(rise)
 
     def user_of(self, episode: int) -> str:
         return self.names[self.user[episode]]

@@ -18,11 +18,13 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from sfqtui.core.analysis.calibration import UserCalibration
 from sfqtui.core.log.table import EventTable
+from sfqtui.errors import InputError
 
 NO_OUTPUTS = "calibration needs a trace with output_tokens; this log has none"
 # actual / estimated output, in bins around the powers of two from 1/16 to 16
@@ -88,10 +90,10 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
     series, output histograms for the ``worst`` most biased users. Raises ValueError, with
     a message for people, when the log cannot be calibrated."""
     if table.traits is not None and table.traits.charges == "actual":
-        raise ValueError(f"{table.scheduler} charges actual usage after the fact: it has no estimate to calibrate")
+        raise InputError(f"{table.scheduler} charges actual usage after the fact: it has no estimate to calibrate")
     source = metadata.get("cost_source")
     if source == "column":
-        raise ValueError("this log's costs come from the trace's cost column: there is no estimator to calibrate")
+        raise InputError("this log's costs come from the trace's cost column: there is no estimator to calibrate")
     if source == "oracle":
         # its estimate is the actual output, so there is nothing to correct (its logs record no weights)
         settings: Mapping[str, Any] = metadata.get("estimator") or {"oracle": True}
@@ -99,13 +101,13 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
     else:
         settings = metadata.get("estimator") or {}
         if "output_weight" not in settings:
-            raise ValueError("this log does not record its estimator's settings: its charges cannot be turned into actual costs")
+            raise InputError("this log does not record its estimator's settings: its charges cannot be turned into actual costs")
         output_weight = float(settings["output_weight"])
     per_user = settings.get("scope", "global") == "user"
     dispatches = _loaded_dispatches(table)
     n = len(dispatches)
     if not n:
-        raise ValueError(NO_OUTPUTS)
+        raise InputError(NO_OUTPUTS)
     user, req, t, output = table.user, table.req, table.t, table.output
     users = len(table.users)
     bins_per_user = len(OUTPUT_BIN_LABELS)
@@ -143,7 +145,7 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
             histogram[u * bins_per_user + (_EXACT if o <= 0 else bins_per_user - 1)] += 1
     measured = sum(count)
     if not measured:
-        raise ValueError(NO_OUTPUTS)
+        raise InputError(NO_OUTPUTS)
 
     total_charged, total_actual = sum(charged), sum(consumed)
     by_bias = sorted(

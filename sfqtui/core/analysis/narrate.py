@@ -8,6 +8,8 @@ whose priced heads show what the visit did between the previous dispatch and thi
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.shadow import Look, Shadow
@@ -154,8 +156,9 @@ def _arrival(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | Non
         own = previous if previous == previous else 0.0
         return (f"{user} joins with {request} at {_rule(traits, user)} = {fmt(after)} "
                 f"({symbol} was {fmt(own)}, the smallest other is {fmt(min(others))})")
-    if shadow is not None and isinstance(shadow.at(k), DRR):
-        ahead = [u for u in shadow.at(k).active_list() if u != user]
+    drr = shadow.at(k) if shadow is not None else None
+    if isinstance(drr, DRR):
+        ahead = [u for u in drr.active_list() if u != user]
         behind = f", behind {_listed(ahead)}" if ahead else ""
         return f"{user} joins with {request} at the tail of the active list with deficit 0{behind}"
     return f"{user} joins with {request}: {traits.join_symbols.replace('_i', f'_{user}')}"
@@ -166,8 +169,9 @@ def _rule(traits: SchedulerTraits, user: str) -> str:
     return traits.join_symbols.split("←")[-1].strip().replace("_i", f"_{user}")
 
 
-def _listed(users: list[str]) -> str:
-    return ", ".join(users) if len(users) <= 3 else f"{', '.join(users[:3])} and {len(users) - 3} more"
+def _listed(users: Sequence[Hashable]) -> str:
+    names = [str(u) for u in users]
+    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:3])} and {len(names) - 3} more"
 
 
 def _idle_reset(table: EventTable, timeline: Timeline, k: int) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from typing import Sequence
+from collections.abc import Sequence
 
 from sfqtui.core.log.table import EventTable
 

@@ -7,8 +7,9 @@ must be possible to iterate it more than once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from typing import Protocol
 
 from sfqtui.core.engine.trace import Trace
 

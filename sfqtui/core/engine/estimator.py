@@ -14,16 +14,18 @@ request is dispatched and never corrected.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Hashable, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow
+from sfqtui.errors import InputError
 
 Scope = Literal["global", "model", "user"]
 Update = Literal["window", "ema", "cumulative"]
-SCOPES: tuple[str, ...] = ("global", "model", "user")
-UPDATES: tuple[str, ...] = ("window", "ema", "cumulative")
+SCOPES: tuple[Scope, ...] = ("global", "model", "user")
+UPDATES: tuple[Update, ...] = ("window", "ema", "cumulative")
 
 
 @dataclass(frozen=True)
@@ -42,21 +44,21 @@ class EstimatorParams:
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
-            raise ValueError(f"estimator scope must be one of {', '.join(SCOPES)}")
+            raise InputError(f"estimator scope must be one of {', '.join(SCOPES)}")
         if self.update not in UPDATES:
-            raise ValueError(f"estimator update must be one of {', '.join(UPDATES)}")
+            raise InputError(f"estimator update must be one of {', '.join(UPDATES)}")
         if self.input_weight < 0 or self.output_weight < 0:
-            raise ValueError("estimator weights must be >= 0")
+            raise InputError("estimator weights must be >= 0")
         if self.input_weight == 0 and self.output_weight == 0:
-            raise ValueError("estimator weights cannot both be 0: every cost must be > 0")
+            raise InputError("estimator weights cannot both be 0: every cost must be > 0")
         if self.window < 1:
-            raise ValueError("estimator window must be >= 1 completion")
+            raise InputError("estimator window must be >= 1 completion")
         if not 0 < self.alpha <= 1:
-            raise ValueError("estimator alpha must be in (0, 1]")
+            raise InputError("estimator alpha must be in (0, 1]")
         if not self.start_ratio > 0:
-            raise ValueError("estimator start ratio must be > 0")
+            raise InputError("estimator start ratio must be > 0")
         if self.default_output_tokens < 0:
-            raise ValueError("estimator default output tokens must be >= 0")
+            raise InputError("estimator default output tokens must be >= 0")
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -120,9 +122,9 @@ class CostEstimator:
         if requests is None:
             return
         if "input_tokens" not in columns:
-            raise ValueError("the estimator needs the input_tokens column")
+            raise InputError("the estimator needs the input_tokens column")
         if params.oracle and "output_tokens" not in columns:
-            raise ValueError("the oracle estimator needs the output_tokens column: it charges the actual output")
+            raise InputError("the oracle estimator needs the output_tokens column: it charges the actual output")
         self._window = requests
         self._has_caps = "max_tokens" in columns
         self._has_outputs = "output_tokens" in columns
@@ -178,17 +180,20 @@ class CostEstimator:
     def _row(self, req: int) -> tuple[Trace, int]:
         """The chunk holding a request, and its row there (the engine's hot paths inline this)."""
         size = self._window.size
-        return self._window.traces[req // size], req % size  # type: ignore[return-value]
+        trace = self._window.traces[req // size]
+        assert trace is not None, "a chunk retires only once its last request has completed"
+        return trace, req % size
 
     def cost(self, req: int) -> float:
         size = self._window.size
         trace, j = self._window.traces[req // size], req % size
-        cap = trace.max_tokens[j] if self._has_caps else -1  # type: ignore[index]
-        output = trace.output_tokens[j] if self._has_outputs else -1  # type: ignore[index]
-        n_in = trace.input_tokens[j]  # type: ignore[index]
-        key = trace.user[j] if self._by_user else trace.model[j] if self._by_model else None  # type: ignore[index]
-        cost, ratio, est_output = self.price(
-            n_in if n_in > 0 else 0, None if cap < 0 else cap, key, None if output < 0 else output)  # type: ignore[operator]
+        assert trace is not None and trace.input_tokens is not None  # the constructor refused a trace without input_tokens
+        caps, outputs, models = trace.max_tokens, trace.output_tokens, trace.model
+        cap = caps[j] if caps is not None else -1
+        output = outputs[j] if outputs is not None else -1
+        n_in = trace.input_tokens[j]
+        key = trace.user[j] if self._by_user else models[j] if self._by_model and models is not None else None
+        cost, ratio, est_output = self.price(n_in if n_in > 0 else 0, None if cap < 0 else cap, key, None if output < 0 else output)
         if ratio is not None:
             self._pricing.ratio[req] = ratio
         self._pricing.est_output[req] = float(est_output)
@@ -198,14 +203,15 @@ class CostEstimator:
         """A completion: learn from it when it carries both output_tokens and max_tokens."""
         if not (self._has_caps and self._has_outputs):
             return
-        size = self._window.size
-        trace, j = self._window.traces[req // size], req % size
-        cap = trace.max_tokens[j]  # type: ignore[union-attr,index]
-        output = trace.output_tokens[j]  # type: ignore[union-attr,index]
-        if cap < 0 or output < 0:  # type: ignore[operator]
+        trace, j = self._row(req)
+        caps, outputs, models = trace.max_tokens, trace.output_tokens, trace.model
+        if caps is None or outputs is None:
             return
-        key = trace.user[j] if self._by_user else trace.model[j] if self._by_model else None  # type: ignore[union-attr,index]
-        self._ratio(key).observe(output, cap)  # type: ignore[arg-type]
+        cap, output = caps[j], outputs[j]
+        if cap < 0 or output < 0:
+            return
+        key = trace.user[j] if self._by_user else models[j] if self._by_model and models is not None else None
+        self._ratio(key).observe(output, cap)
 
     def upper_bound(self, req: int) -> float:
         """A cost this request can never exceed while ratio <= max(1, start_ratio)."""
@@ -217,29 +223,43 @@ class CostEstimator:
 
     def _bound(self, trace: Trace, j: int) -> float:
         p = self.params
-        n_in = max(0, trace.input_tokens[j])  # type: ignore[index]
+        n_in = max(0, _inputs(trace)[j])
         if p.oracle:
-            return p.input_weight * n_in + p.output_weight * max(0, trace.output_tokens[j])  # type: ignore[index]
-        cap = trace.max_tokens[j] if self._has_caps else -1  # type: ignore[index]
-        if cap < 0:  # type: ignore[operator]
+            return p.input_weight * n_in + p.output_weight * max(0, _outputs(trace)[j])
+        caps = trace.max_tokens
+        cap = caps[j] if caps is not None else -1
+        if cap < 0:
             return p.input_weight * n_in + p.output_weight * p.default_output_tokens
-        return p.input_weight * n_in + p.output_weight * (cap * max(1.0, p.start_ratio))  # type: ignore[operator]
+        return p.input_weight * n_in + p.output_weight * (cap * max(1.0, p.start_ratio))
 
     def actual_cost(self, req: int) -> float | None:
         """a * input_tokens + b * output_tokens (semantics §10), when the output is known."""
         trace, j = self._row(req)
-        output = trace.output_tokens[j] if self._has_outputs else -1  # type: ignore[index]
-        if output < 0:  # type: ignore[operator]
+        outputs = trace.output_tokens
+        output = outputs[j] if outputs is not None else -1
+        if output < 0:
             return None
         p = self.params
-        return p.input_weight * max(0, trace.input_tokens[j]) + p.output_weight * output  # type: ignore[index,operator]
+        return p.input_weight * max(0, _inputs(trace)[j]) + p.output_weight * output
 
     def input_charge(self, req: int) -> float:
         """a * input_tokens: what VTC charges at dispatch (semantics §9)."""
-        size = self._window.size
-        return self.params.input_weight * max(0, self._window.traces[req // size].input_tokens[req % size])  # type: ignore[union-attr,index]
+        trace, j = self._row(req)
+        return self.params.input_weight * max(0, _inputs(trace)[j])
 
     def output_charge(self, req: int) -> float:
         """b * output_tokens: what VTC charges at completion (semantics §9)."""
-        size = self._window.size
-        return self.params.output_weight * max(0, self._window.traces[req // size].output_tokens[req % size])  # type: ignore[union-attr,index]
+        trace, j = self._row(req)
+        return self.params.output_weight * max(0, _outputs(trace)[j])
+
+
+def _inputs(trace: Trace) -> Sequence[int]:
+    """input_tokens, which the estimator refuses to work without (checked when it is made)."""
+    assert trace.input_tokens is not None
+    return trace.input_tokens
+
+
+def _outputs(trace: Trace) -> Sequence[int]:
+    """output_tokens, which the oracle and VTC's completion charge need (checked where they are chosen)."""
+    assert trace.output_tokens is not None
+    return trace.output_tokens

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap")
 ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP = range(len(KINDS))
@@ -52,8 +52,8 @@ class EventBuffer:
 
     def columns(self) -> EventColumns:
         rows = self.rows
-        t, kind, req, cost, v, meter, deficit, credit = ([row[j] for row in rows] for j in range(8))
-        return EventColumns(self.start, t, kind, req, cost, v, meter, deficit, credit)
+        return EventColumns(self.start, [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows], [row[3] for row in rows],
+                            [row[4] for row in rows], [row[5] for row in rows], [row[6] for row in rows], [row[7] for row in rows])
 
     def drain_columns(self) -> EventColumns:
         """The rows held so far as columns; the buffer starts empty after them."""

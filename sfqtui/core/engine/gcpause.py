@@ -8,8 +8,8 @@ replay forms a reference cycle, so reference counting frees everything anyway.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager

@@ -7,9 +7,9 @@ no clock, no randomness, no dict-order dependence.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
-from typing import Callable, Iterator, Sequence
 
 from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
@@ -19,6 +19,7 @@ from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow
 from sfqtui.core.schedulers import Scheduler, traits
 from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading
+from sfqtui.errors import InputError
 
 CHUNK = 1 << 16
 
@@ -35,11 +36,11 @@ class ReplayConfig:
     def __post_init__(self) -> None:
         traits(self.scheduler)
         if self.slots < 1:
-            raise ValueError("slots must be >= 1")
+            raise InputError("slots must be >= 1")
         if self.quantum is not None and not self.quantum > 0:
-            raise ValueError("quantum must be > 0")
+            raise InputError("quantum must be > 0")
         if self.renormalise_every is not None and self.renormalise_every < 1:
-            raise ValueError("renormalise_every must be >= 1 dispatch")
+            raise InputError("renormalise_every must be >= 1 dispatch")
 
 
 class Replay:
@@ -63,7 +64,7 @@ class Replay:
         if self.traits.charges == "actual":
             for column in ("input_tokens", "output_tokens"):
                 if column not in columns:
-                    raise ValueError(f"{config.scheduler} charges actual usage and needs the trace column '{column}' "
+                    raise InputError(f"{config.scheduler} charges actual usage and needs the trace column '{column}' "
                                      "(semantics §9); this trace has none")
             self.estimator = CostEstimator(config.estimator, self.window, columns)
             self._complete_charge = self.estimator.output_charge
@@ -88,7 +89,7 @@ class Replay:
         if not len(self.requests):
             return 1.0
         if self.cost_source == "column":
-            return max(max(chunk.trace.cost) for chunk in self.requests.chunks())  # type: ignore[arg-type]
+            return max(max(chunk.trace.cost) for chunk in self.requests.chunks())  # type: ignore[arg-type]  # cost_source "column": every chunk has one
         assert self.estimator is not None
         return max(self.estimator.largest_upper_bound(chunk.trace) for chunk in self.requests.chunks())
 
@@ -101,19 +102,21 @@ class Replay:
         both frames compute the same numbers, shifted, and every decision is the same.
         """
         if self.cost_source != "column":
-            raise ValueError("--renormalise-every needs explicit costs: estimated costs are not exact in floating point, "
+            raise InputError("--renormalise-every needs explicit costs: estimated costs are not exact in floating point, "
                              "so renormalising could change a decision (docs/semantics.md)")
         weights = self.requests.weights_by_code()
         largest_denominator, total = 1, 0.0
         for chunk in self.requests.chunks():
-            for user, cost in zip(chunk.trace.user, chunk.trace.cost):  # type: ignore[arg-type]
-                charge = cost / weights.get(user, 1.0)  # type: ignore[arg-type]
+            costs = chunk.trace.cost
+            assert costs is not None  # cost_source "column": every chunk has the cost column
+            for user, cost in zip(chunk.trace.user, costs):
+                charge = cost / weights.get(user, 1.0)
                 denominator = charge.as_integer_ratio()[1]
                 if denominator > largest_denominator:
                     largest_denominator = denominator
                 total += charge
         if largest_denominator > 1 << 30 or total * largest_denominator >= 2.0**53:
-            raise ValueError("--renormalise-every needs charges (cost / weight) on one exact grid, such as whole numbers: "
+            raise InputError("--renormalise-every needs charges (cost / weight) on one exact grid, such as whole numbers: "
                              "with these costs renormalising could change a decision (docs/semantics.md)")
 
     def take_requests(self) -> list[RequestChunk]:
@@ -169,7 +172,7 @@ class Replay:
                 return (), (), 0, never
             trace = entering.trace
             window.add(entering, service_times(trace, service_model))
-            return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]  # type: ignore[return-value]
+            return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]
 
         sched = self.scheduler
         arrive, reading, dispatch, idle_reset = self._operations()
@@ -203,7 +206,7 @@ class Replay:
                     if observe is not None:
                         observe(req)
                     if complete is not None:
-                        v, meter, deficit = complete(req, user, complete_charge(req))  # type: ignore[misc]
+                        v, meter, deficit = complete(req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
                     else:
                         v, meter, deficit = reading(user)
                     append((now, COMPLETE, req, None, v, meter, deficit, None))
@@ -228,7 +231,7 @@ class Replay:
                         append((now, DISPATCH, req, cost, v, meter, deficit, credit))
                         free -= 1
                         k = req // size
-                        heappush(running, (now + services[k][req % size], dispatched, req, user, k))  # type: ignore[index]
+                        heappush(running, (now + services[k][req % size], dispatched, req, user, k))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
                         dispatched += 1
                         if virtual and not sched.backlogged:
                             append((now, IDLE_RESET, -1, None, idle_reset(), None, None, None))
@@ -264,7 +267,7 @@ class Replay:
         def absolute(reading: UserReading) -> UserReading:
             v, meter, deficit = reading
             off = sched.offset
-            return v + off, (None if meter is None else meter + off), deficit  # type: ignore[operator]
+            return v + off, (None if meter is None else meter + off), deficit  # type: ignore[operator]  # a renormalisable scheduler always has v
 
         def dispatch(cost_of: CostOf) -> Dispatch:
             nonlocal count
@@ -273,11 +276,11 @@ class Replay:
             count += 1
             if count % every == 0:
                 sched.renormalise()
-            return req, user, cost, v + off, meter + off, deficit, credit  # type: ignore[operator]
+            return req, user, cost, v + off, meter + off, deficit, credit  # type: ignore[operator]  # a renormalisable scheduler reports v and the meter
 
         return (
             lambda req, user: absolute(sched.arrive(req, user)),
             lambda user: absolute(sched.reading(user)),
             dispatch,
-            lambda: sched.idle_reset() + sched.offset,  # type: ignore[operator]
+            lambda: sched.idle_reset() + sched.offset,  # type: ignore[operator]  # a renormalisable scheduler's idle reset returns v
         )

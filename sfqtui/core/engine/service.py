@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sfqtui.core.engine.trace import NULL, Trace
+from sfqtui.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,9 @@ class TokenServiceModel:
 
     def __post_init__(self) -> None:
         if not (self.overhead_s >= 0 and self.prefill_tps > 0 and self.decode_tps > 0):
-            raise ValueError("service model: overhead must be >= 0 and rates > 0")
+            raise InputError("service model: overhead must be >= 0 and rates > 0")
         if self.default_output_tokens < 0:
-            raise ValueError("service model: default output tokens must be >= 0")
+            raise InputError("service model: default output tokens must be >= 0")
 
     def times(self, trace: Trace) -> list[float]:
         inputs = trace.input_tokens or [0] * len(trace)

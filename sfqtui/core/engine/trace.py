@@ -9,21 +9,22 @@ is the tie rule of semantics §3. Token columns use -1 for null.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
-from typing import Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
 
 NULL = -1  # a missing token count
 OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model")
 
 
-def int_column(values: Sequence[int | None]) -> array:
+def int_column(values: Sequence[int | None]) -> array[int]:
     """Token counts as array('q') with -1 for null."""
     if isinstance(values, array) and values.typecode == "q":
         return values
     return array("q", (NULL if x is None else int(x) for x in values))
 
 
-def float_column(values: Sequence[float]) -> array:
+def float_column(values: Sequence[float]) -> array[float]:
     if isinstance(values, array) and values.typecode == "d":
         return values
     return array("d", values)
@@ -36,47 +37,64 @@ def codes_of(names: Sequence[str | None]) -> tuple[array, list[str]]:
     return array("i", (-1 if n is None else code[n] for n in names)), distinct
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Trace:
     """Requests sorted by (arrival_s, row order); index i is request i everywhere in the core.
 
     ``user`` may be given as names; it is then coded, with ``users`` the names by code.
     ``model`` likewise, with ``models``. Optional columns are ``None`` when the file did not
-    have them. ``weights`` maps user names to weights.
+    have them. ``weights`` maps user names to weights. The constructor takes the columns as
+    given; the attributes hold them as stored (codes, typed arrays, -1 for a null count).
     """
 
     request_id: Sequence[str]
-    user: Sequence[int] | Sequence[str]
-    arrival_s: Sequence[float]
-    input_tokens: Sequence[int | None] | None = None
-    max_tokens: Sequence[int | None] | None = None
-    output_tokens: Sequence[int | None] | None = None
-    cost: Sequence[float] | None = None
-    service_s: Sequence[float] | None = None
-    model: Sequence[int] | Sequence[str | None] | None = None
-    weights: dict[str, float] = field(default_factory=dict)
-    users: Sequence[str] = ()
-    models: Sequence[str] = ()
+    user: Sequence[int]
+    arrival_s: array[float]
+    input_tokens: array[int] | None
+    max_tokens: array[int] | None
+    output_tokens: array[int] | None
+    cost: array[float] | None
+    service_s: array[float] | None
+    model: Sequence[int] | None
+    weights: dict[str, float]
+    users: Sequence[str]
+    models: Sequence[str]
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        request_id: Sequence[str],
+        user: Sequence[int] | Sequence[str],
+        arrival_s: Sequence[float],
+        input_tokens: Sequence[int | None] | None = None,
+        max_tokens: Sequence[int | None] | None = None,
+        output_tokens: Sequence[int | None] | None = None,
+        cost: Sequence[float] | None = None,
+        service_s: Sequence[float] | None = None,
+        model: Sequence[int] | Sequence[str | None] | None = None,
+        weights: dict[str, float] | None = None,
+        users: Sequence[str] = (),
+        models: Sequence[str] = (),
+    ) -> None:
         put = object.__setattr__
-        if not self.users:
-            codes, names = codes_of(self.user)  # type: ignore[arg-type]
-            put(self, "user", codes)
-            put(self, "users", names)
-        if self.model is not None and not self.models and any(isinstance(m, str) for m in self.model):
-            codes, names = codes_of(self.model)  # type: ignore[arg-type]
-            put(self, "model", codes)
-            put(self, "models", names)
-        put(self, "arrival_s", float_column(self.arrival_s))
-        for name in ("input_tokens", "max_tokens", "output_tokens"):
-            values = getattr(self, name)
-            if values is not None:
-                put(self, name, int_column(values))
-        for name in ("cost", "service_s"):
-            values = getattr(self, name)
-            if values is not None:
-                put(self, name, float_column(values))
+        put(self, "request_id", request_id)
+        if users:
+            put(self, "user", user)
+        else:
+            user_codes, users = codes_of(cast(Sequence[str], user))  # without ``users``, ``user`` holds names
+            put(self, "user", user_codes)
+        put(self, "users", users)
+        if model is not None and not models and any(isinstance(m, str) for m in model):
+            model_codes, models = codes_of(cast(Sequence[str | None], model))
+            put(self, "model", model_codes)
+        else:
+            put(self, "model", model)
+        put(self, "models", models)
+        put(self, "arrival_s", float_column(arrival_s))
+        for name, ints in (("input_tokens", input_tokens), ("max_tokens", max_tokens), ("output_tokens", output_tokens)):
+            put(self, name, None if ints is None else int_column(ints))
+        for name, floats in (("cost", cost), ("service_s", service_s)):
+            put(self, name, None if floats is None else float_column(floats))
+        put(self, "weights", {} if weights is None else weights)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -95,4 +113,4 @@ class Trace:
         return {index[name]: w for name, w in self.weights.items() if name in index}
 
     def user_name(self, req: int) -> str:
-        return self.users[self.user[req]]  # type: ignore[index]
+        return self.users[self.user[req]]

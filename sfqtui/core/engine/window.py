@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from sfqtui.core.engine.chunks import RequestChunk
 from sfqtui.core.engine.trace import Trace
@@ -43,7 +43,9 @@ class RequestWindow:
 
     def retire(self, k: int) -> None:
         """Chunk k's last request completed."""
-        self._retired.append(self._chunks[k])  # type: ignore[arg-type]
+        chunk = self._chunks[k]
+        assert chunk is not None, f"chunk {k} retired twice"
+        self._retired.append(chunk)
         self._chunks[k] = self.traces[k] = self.services[k] = None
 
     def held(self) -> list[RequestChunk]:
@@ -58,6 +60,6 @@ class RequestWindow:
         traces, size = self.traces, self.size
 
         def cost(req: int) -> float:
-            return traces[req // size].cost[req % size]  # type: ignore[union-attr,index]
+            return traces[req // size].cost[req % size]  # type: ignore[union-attr,index]  # hot path: the chunk of a request being priced is in the window, and a cost column is why this is used
 
         return cost

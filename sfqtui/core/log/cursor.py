@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import Sequence
+from collections.abc import Sequence
 
 from sfqtui.core.log.table import EventTable
 

@@ -8,12 +8,22 @@ so the k-th decisions of two schedulers face each other even when their clocks d
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from sfqtui.core.log.cursor import Cursor
+from sfqtui.errors import InputError
 
 Mode = Literal["time", "dispatch"]
 MODES: tuple[Mode, ...] = ("time", "dispatch")
+
+
+def mode_of(name: str) -> Mode:
+    """The lockstep mode by name; InputError naming the choices otherwise."""
+    for mode in MODES:
+        if mode == name:
+            return mode
+    raise InputError(f"--lockstep must be one of {', '.join(MODES)}")
 
 
 def follow(leader: Cursor, followers: Sequence[Cursor], mode: Mode) -> None:

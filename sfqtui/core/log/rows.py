@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Hashable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sfqtui.core.engine.events import EventColumns

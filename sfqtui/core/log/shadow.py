@@ -21,8 +21,9 @@ uses (``adopt``), so the view's first far jump need not re-drive the log.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable

@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from sfqtui.core.engine.events import DISPATCH, KINDS
 from sfqtui.core.schedulers.registry import REGISTRY, SchedulerTraits

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable, Hashable, Mapping
 from copy import copy
-from typing import Callable, Hashable
+from typing import Any
 
 CostOf = Callable[[int], float]
 User = Hashable  # a name, or a small int code whose order is the names' order
+# Weights by User. Callers key them by names (str) or by codes (int); Mapping keys are
+# invariant, so Mapping[Hashable, float] would refuse both.
+Weights = Mapping[Any, float]
 
 # What every event row carries from the scheduler: (v, meter, deficit) for the event's user.
 UserReading = tuple[float | None, float | None, float | None]
@@ -26,7 +30,7 @@ class Scheduler(ABC):
 
     name: str = ""
 
-    def __init__(self, weights: dict[User, float] | None = None) -> None:
+    def __init__(self, weights: Weights | None = None) -> None:
         self._weights = weights or {}
         self._queues: dict[User, deque[int]] = {}
         self.backlogged = 0
@@ -87,6 +91,10 @@ class Scheduler(ABC):
     @abstractmethod
     def reading(self, user: User) -> UserReading:
         """The user's (v, meter, deficit) as it stands."""
+
+    def meter(self, user: User) -> float | None:
+        """The user's own number as the log's meter column records it (S_i, C_i), or None."""
+        return self.reading(user)[1]
 
     def complete(self, req: int, user: User, charge: float) -> UserReading:
         """A dispatched request finished; ``charge`` is what its actual usage costs on top

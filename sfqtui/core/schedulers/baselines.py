@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
 
 _NO_READING: UserReading = (None, None, None)
 
@@ -14,7 +14,7 @@ class FIFO(Scheduler):
 
     name = "fifo"
 
-    def __init__(self, weights: dict[User, float] | None = None) -> None:
+    def __init__(self, weights: Weights | None = None) -> None:
         super().__init__(weights)
         self._line: deque[tuple[int, User]] = deque()
 
@@ -51,7 +51,7 @@ class RoundRobin(Scheduler):
 
     name = "rr"
 
-    def __init__(self, weights: dict[User, float] | None = None) -> None:
+    def __init__(self, weights: Weights | None = None) -> None:
         super().__init__(weights)
         self._active: deque[User] = deque()
 

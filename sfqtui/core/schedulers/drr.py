@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
 
 
 class DRR(Scheduler):
@@ -17,7 +17,7 @@ class DRR(Scheduler):
 
     name = "drr"
 
-    def __init__(self, quantum: float, weights: dict[User, float] | None = None) -> None:
+    def __init__(self, quantum: float, weights: Weights | None = None) -> None:
         if not quantum > 0:
             raise ValueError("DRR quantum must be > 0")
         super().__init__(weights)

@@ -7,17 +7,18 @@ A new scheduler is one module in this package and one entry below (docs/architec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from sfqtui.core.numbers import fmt as _fmt
-from sfqtui.core.schedulers.base import Scheduler, User
+from sfqtui.core.schedulers.base import Scheduler, Weights
 from sfqtui.core.schedulers.baselines import FIFO, RoundRobin
 from sfqtui.core.schedulers.drr import DRR
 from sfqtui.core.schedulers.sfq import SFQ, SFQReset
 from sfqtui.core.schedulers.vtc import VTC
+from sfqtui.errors import InputError
 
-Weights = dict[User, float]
 # (user, value) of each candidate, smallest (value, user) first; value is the scheduler's
 # own number (meter, deficit, counter) or None.
 Ranked = Sequence[tuple[str, float | None]]
@@ -78,18 +79,19 @@ def _drr(weights: Weights, quantum: float | None) -> Scheduler:
     return DRR(quantum, weights)
 
 
-_SFQ_COMMON = dict(reading="meter", band="virtual", value_name="meter", value_symbol="S_i",
-                   pick_words="smallest meter S_i (ties by user id)", virtual_time=True, renormalisable=True, audit="sfq", picks_smallest=True)
+_SFQ = SchedulerTraits("sfq", "Start-time Fair Queueing", "§2", lambda w, _q: SFQ(w), reading="meter", band="virtual",
+                       value_name="meter", value_symbol="S_i",
+                       join_words="a user whose queue was empty joins at the larger of its own meter and v",
+                       join_symbols="S_i ← max(S_i, v)", pick_words="smallest meter S_i (ties by user id)",
+                       virtual_time=True, renormalisable=True, audit="sfq", picks_smallest=True)
+_SFQ_RESET = replace(_SFQ, name="sfq-reset", title="SFQ with the reset join (the §2.4 loophole)", section="§2.4", build=lambda w, _q: SFQReset(w),
+                     join_words="a user whose queue was empty joins at v, forgetting what it was charged", join_symbols="S_i ← v", reset_join=True)
 
 REGISTRY: dict[str, SchedulerTraits] = {
     t.name: t
     for t in (
-        SchedulerTraits("sfq", "Start-time Fair Queueing", "§2", lambda w, _q: SFQ(w),
-                        join_words="a user whose queue was empty joins at the larger of its own meter and v",
-                        join_symbols="S_i ← max(S_i, v)", **_SFQ_COMMON),  # type: ignore[arg-type]
-        SchedulerTraits("sfq-reset", "SFQ with the reset join (the §2.4 loophole)", "§2.4", lambda w, _q: SFQReset(w),
-                        join_words="a user whose queue was empty joins at v, forgetting what it was charged",
-                        join_symbols="S_i ← v", reset_join=True, **_SFQ_COMMON),  # type: ignore[arg-type]
+        _SFQ,
+        _SFQ_RESET,
         SchedulerTraits("drr", "Deficit Round Robin", "§4", _drr, reading="deficit", band="credit",
                         value_name="deficit", value_symbol="DC_i",
                         join_words="a user whose queue was empty goes to the tail of the active list with deficit 0",
@@ -112,16 +114,29 @@ REGISTRY: dict[str, SchedulerTraits] = {
 SCHEDULERS: tuple[str, ...] = tuple(REGISTRY)
 
 
+ESTIMATING: tuple[str, ...] = tuple(name for name, t in REGISTRY.items() if t.charges == "estimate")  # what `calibrate` can calibrate
+
+
 def traits(name: str) -> SchedulerTraits:
-    """The traits of a scheduler by name; ValueError naming the choices otherwise."""
+    """The traits of a scheduler by name; InputError naming the choices otherwise."""
     found = REGISTRY.get(name)
     if found is None:
-        raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(SCHEDULERS)}")
+        raise InputError(_unknown([name], SCHEDULERS))
     return found
 
 
-def unknown_schedulers(names: Sequence[str]) -> list[str]:
-    return [n for n in names if n not in REGISTRY]
+def check_schedulers(names: Sequence[str], choices: Sequence[str] = SCHEDULERS) -> list[str]:
+    """``names`` as a list, if each is one of ``choices``; otherwise the InputError every
+    command gives for unknown scheduler names (one line, naming them and the choices)."""
+    if not names or any(n not in choices for n in names):
+        raise InputError(_unknown(names, choices))
+    return list(names)
+
+
+def _unknown(names: Sequence[str], choices: Sequence[str]) -> str:
+    refused = [n for n in names if n not in choices]
+    what = "scheduler(s) not available here:" if refused and all(n in REGISTRY for n in refused) else "unknown scheduler(s)"
+    return f"{what} {', '.join(refused) or '(none given)'}; choose from {', '.join(choices)}"
 
 
 def make_scheduler(name: str, weights: Weights | None = None, quantum: float | None = None) -> Scheduler:

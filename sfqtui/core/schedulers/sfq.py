@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from heapq import heapify, heappop, heappush
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
 
 
 class SFQ(Scheduler):
@@ -20,7 +20,7 @@ class SFQ(Scheduler):
     name = "sfq"
     reset_join = False
 
-    def __init__(self, weights: dict[User, float] | None = None) -> None:
+    def __init__(self, weights: Weights | None = None) -> None:
         super().__init__(weights)
         self.v = 0.0
         self._meters: dict[User, float] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
 
 
 class VTC(Scheduler):
@@ -18,7 +18,7 @@ class VTC(Scheduler):
 
     name = "vtc"
 
-    def __init__(self, weights: dict[User, float] | None = None) -> None:
+    def __init__(self, weights: Weights | None = None) -> None:
         super().__init__(weights)
         self._counters: dict[User, float] = {}
         self._heap: list[tuple[float, User]] = []
@@ -47,7 +47,9 @@ class VTC(Scheduler):
         return None, self._counters[user], None
 
     def dispatch(self, cost_of: CostOf) -> Dispatch:
-        counter, user = self._smallest()  # type: ignore[misc]
+        smallest = self._smallest()
+        assert smallest is not None, "dispatch is only called while someone is backlogged"
+        counter, user = smallest
         heappop(self._heap)
         queue = self._queues[user]
         req = queue.popleft()

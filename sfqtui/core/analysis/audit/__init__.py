@@ -10,7 +10,7 @@ with the events it has read.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from sfqtui.core.analysis.audit.drr import DRRRules
 from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation

@@ -66,7 +66,8 @@ class SFQRules(RuleSet):
             (("§3.1 (1)",), "§3.1 (1) v never decreases"),
             (("§3.1 (2)",), "§3.1 (2) every meter <= v + c_max"),
             (("§3.1 (3)",), "§3.1 (3) every backlogged user's meter >= v"),
-            (("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"), f"§3 join {join}, pick argmin (S_i, id), charge S_i + c/w, idle reset v <- max(v, max S_i)"),
+            (("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"),
+             f"§3 join {join}, pick argmin (S_i, id), charge S_i + c/w, idle reset v <- max(v, max S_i)"),
             (("§3.2/§3.3",), "§3.2/§3.3 W_i - W_j <= 2 c_max while j stays backlogged"),
         ]
 
@@ -231,5 +232,6 @@ class SFQRules(RuleSet):
             if worst is None or gap.gap > worst.gap:
                 worst = gap
             if gap.gap > limit + self._rounding(i, behind):
-                self.findings.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {fmt(gap.gap)} over backlogged {gap.behind} between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {fmt(limit)}")
+                self.findings.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {fmt(gap.gap)} over backlogged {gap.behind} "
+                                  f"between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {fmt(limit)}")
         return worst
