@@ -19,8 +19,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -101,10 +101,10 @@ def table(replicas: list[str], scraped: list[dict[str, list[tuple[dict[str, str]
     row("group in flight / slots", [f"{one(s, 'sfqtui_inflight'):,.0f} / {one(s, 'sfqtui_slots'):,.0f}" for s in scraped])
     row("group queued", [f"{one(s, 'sfqtui_queued'):,.0f}" for s in scraped])
     for outcome in ("answered", "failed", "cancelled", "refused"):
-        row(f"requests/s {outcome}", [f"{sum(v for l, v in s['sfqtui_requests_total'] if l['outcome'] == outcome) / seconds:,.2f}"
+        row(f"requests/s {outcome}", [f"{sum(v for labels, v in s['sfqtui_requests_total'] if labels['outcome'] == outcome) / seconds:,.2f}"
                                       for s in scraped])
     for user in TRAFFIC:
-        row(f"cost/s dispatched: {user}", [f"{sum(v for l, v in s['sfqtui_dispatched_cost_total'] if l['user'] == user) / seconds:,.1f}"
+        row(f"cost/s dispatched: {user}", [f"{sum(v for labels, v in s['sfqtui_dispatched_cost_total'] if labels['user'] == user) / seconds:,.1f}"
                                           for s in scraped])
     row("store round trip p50", [ms(quantile(s["sfqtui_store_seconds_bucket"], 0.5)) for s in scraped])
     row("store round trip p99", [ms(quantile(s["sfqtui_store_seconds_bucket"], 0.99)) for s in scraped])
@@ -135,7 +135,7 @@ async def render(out: Path) -> None:
                 await asyncio.gather(*jobs)
     finally:
         store.stop()
-    console = Console(record=True, width=100, file=open("/dev/null", "w"))  # noqa: SIM115 - recorded, not shown
+    console = Console(record=True, width=100, file=open("/dev/null", "w"))
     console.print(table(replicas, scraped, seconds))
     out.parent.mkdir(parents=True, exist_ok=True)
     console.save_svg(str(out), title="sfqtui proxy metrics")

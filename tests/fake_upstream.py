@@ -20,6 +20,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -73,10 +74,14 @@ class FakeUpstream:
             self.running -= 1
             raise
         if isinstance(response, StreamingResponse):
-            response.background = _Done(self)
+            response.background = BackgroundTask(self._one_fewer)
         else:
             self.running -= 1
         return response
+
+    async def _one_fewer(self) -> None:
+        """A streamed answer is over."""
+        self.running -= 1
 
     async def _completion(self, request: Request) -> Response:
         body = await request.json()
@@ -142,16 +147,6 @@ class FakeUpstream:
         finally:
             if not finished and "[cut]" not in prompt:
                 self.closed_early[prompt] += 1
-
-
-class _Done:
-    """Run when a streamed answer is over: one fewer running."""
-
-    def __init__(self, fake: FakeUpstream) -> None:
-        self.fake = fake
-
-    async def __call__(self) -> None:
-        self.fake.running -= 1
 
 
 async def _ragged(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

@@ -89,17 +89,6 @@ def by_request(events: list[dict[str, Any]]) -> dict[str, list[str]]:
     return kinds
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[Any]:
-    """A real Redis server for the module, emptied before each use by the tests that want it so."""
-    from redis_server import RedisServer
-
-    server = RedisServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
 
 @contextlib.contextmanager
 def running_group(upstream_url: str, keys_path: Path, store_url: str, replicas: int, **settings: Any) -> Iterator[list[ServerThread]]:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import openai
 import pytest
 
 from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import KEY_OF, KEYS, by_request, keys_path, read_events, redis_server, running_group, state, wait_for  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, KEYS, by_request, read_events, running_group, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.live.stream import EventStream
 from sfqtui.live.stream_log import StreamLogWriter

@@ -9,14 +9,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import openai
 import pytest
 
 from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import KEY_OF, keys_path, read_events, redis_server, state  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, read_events, state
 from redis_server import free_port
 from test_proxy_group import audited, lifecycles_ok
 

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import KEY_OF, keys_path, redis_server, running_group, running_proxy  # noqa: F401 - fixtures
+from proxy_fixtures import KEY_OF, running_group, running_proxy
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "docs" / "grafana" / "sfqtui-proxy.json"

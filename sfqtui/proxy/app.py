@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -54,6 +54,18 @@ COMPLETION_ROUTES = ("/v1/chat/completions", "/v1/completions")
 ABORT_WAIT_S = 5.0
 
 
+class Scheduling(Protocol):
+    """What the proxy asks of its scheduler, a lone proxy's Dispatcher or a group replica's Group."""
+
+    inflight: int
+
+    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+    def weight(self, user: str) -> float: ...
+
+
 def bearer(request: Request) -> str | None:
     scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
     return credentials.strip() or None if scheme.lower() == "bearer" else None
@@ -66,15 +78,16 @@ class Proxy:
         self.settings = settings
         self.ring = EventRing(settings.ring_size)
         self.group: Group | None = None
-        self.dispatcher: Dispatcher | Group
+        self.dispatcher: Dispatcher | None = None  # a lone proxy's scheduler; a group replica's is the store
+        self.scheduling: Scheduling
         self.metrics = ProxyMetrics(settings.metrics_users, self.state, in_group=settings.state_url is not None)
         if settings.state_url is None:
-            self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
-                                         sinks=(self._publish, self.metrics.see))
+            self.dispatcher = self.scheduling = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
+                                                           sinks=(self._publish, self.metrics.see))
         else:
             from sfqtui.proxy.group import Group  # the redis client loads only for a group
 
-            self.group = self.dispatcher = Group(
+            self.group = self.scheduling = Group(
                 settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
                 settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics)
         self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s,
@@ -102,15 +115,16 @@ class Proxy:
         ticket = exchange.ticket
         self.metrics.ended(ticket.user, exchange.outcome)
         ran = ticket.stage is Stage.RUNNING
-        self.dispatcher.release(ticket, output_tokens)
+        self.scheduling.release(ticket, output_tokens)
         if ran and self.recorder is not None:
-            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.dispatcher.weight(ticket.user)))
+            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user)))
 
     def state(self) -> dict[str, Any]:
         """The §8 snapshot: a lone proxy's own; a group replica's as last read from the store (``Group.state``)."""
-        if self.group is not None:
+        if self.dispatcher is None:
+            assert self.group is not None
             return self.group.last_state
-        return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}  # type: ignore[union-attr]  # a Dispatcher here
+        return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
 
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
@@ -126,17 +140,17 @@ class Proxy:
     async def drain(self) -> None:
         """Shutdown: refuse new requests, cancel the queued ones (uncharged), give the running ones
         the grace period, then fail those still running; finally end the event stream."""
-        self.dispatcher.close()
+        self.scheduling.close()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.shutdown_grace_s
-        while self.dispatcher.inflight and loop.time() < deadline:
+        while self.scheduling.inflight and loop.time() < deadline:
             await asyncio.sleep(0.02)
-        if self.dispatcher.inflight:
-            log.warning("shutdown: failing %d request(s) still running after %g s", self.dispatcher.inflight, self.settings.shutdown_grace_s)
+        if self.scheduling.inflight:
+            log.warning("shutdown: failing %d request(s) still running after %g s", self.scheduling.inflight, self.settings.shutdown_grace_s)
             for exchange in list(self.live):
                 exchange.abort()
             deadline = loop.time() + ABORT_WAIT_S
-            while self.dispatcher.inflight and loop.time() < deadline:
+            while self.scheduling.inflight and loop.time() < deadline:
                 await asyncio.sleep(0.02)
         if self.group is not None:
             await self.group.leave()
@@ -188,9 +202,10 @@ class Proxy:
         scope = self.settings.estimator.scope
         key = user if scope == "user" else model if scope == "model" else None
         try:
-            if self.group is None:
-                ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), key)  # type: ignore[union-attr]  # a Dispatcher here
+            if self.dispatcher is not None:
+                ticket: Ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), key)
             else:
+                assert self.group is not None
                 ticket = await self.group.arrive(user, prompt_tokens(body), output_cap(body), key)
         except Closing:
             self.metrics.ended(user, "refused")

@@ -24,7 +24,8 @@ import logging
 import secrets
 import time
 from collections import Counter, defaultdict
-from typing import Any, Coroutine, Hashable
+from collections.abc import Coroutine, Hashable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from redis.exceptions import RedisError
@@ -100,8 +101,8 @@ def check_store(url: str, timeout_s: float, settings: str) -> None:
         raise InputError(f"--state {redacted(url)}: the store does not answer ({type(exc).__name__}: {exc})") from None
     finally:
         client.close()
-    if running is not None and running.decode() != settings:
-        raise InputError(f"--state {redacted(url)}: the group there runs with other settings ({running.decode()}); "
+    if running is not None and _text(running) != settings:
+        raise InputError(f"--state {redacted(url)}: the group there runs with other settings ({_text(running)}); "
                          "every replica needs the same --slots, --ring and estimator options")
 
 
@@ -183,10 +184,10 @@ class Group:
                 ticket.local, ticket.held = None, ticket in counted
         if _text(settled) == "1":
             for rid in keep:
-                ticket = self.tickets.pop(rid, None)
-                if ticket is not None and ticket.stage is Stage.RUNNING:
-                    ticket.held = True
-                    self._outside.add(ticket)
+                kept = self.tickets.pop(rid, None)
+                if kept is not None and kept.stage is Stage.RUNNING:
+                    kept.held = True
+                    self._outside.add(kept)
         late = {rid: output for rid, output in self.finished.items() if rid not in sent}
         self.finished.clear()
         for user, charge in charges.items():
@@ -208,7 +209,7 @@ class Group:
 
     async def _load_ring(self) -> None:
         """Start with the events the store still holds (the last --ring), so every replica serves the same stream."""
-        entries = await self.store.redis.xrevrange(EVENTS, count=self.ring.size)
+        entries: Any = await self.store.redis.xrevrange(EVENTS, count=self.ring.size)
         for entry_id, fields in reversed(entries):
             self._take(entry_id, fields, dispatches=False)
 
@@ -249,7 +250,7 @@ class Group:
                     await asyncio.sleep(0.05)
                     continue
                 try:
-                    reply = await reader.xread({EVENTS: self._last_id}, count=4096, block=int(READ_BLOCK_S * 1000))
+                    reply: Any = await reader.xread({EVENTS: self._last_id}, count=4096, block=int(READ_BLOCK_S * 1000))
                 except (RedisError, ConnectionError, TimeoutError, OSError):
                     await asyncio.sleep(0.1)
                     continue
@@ -459,8 +460,9 @@ class Group:
 
     def _snapshot(self, reply: list[Any]) -> dict[str, Any]:
         _, run, seq, t, v, slots, inflight, replicas, rows = reply
-        users = sorted(({"user": _text(u), "meter": float(_text(m)), "weight": float(_text(w)), "queued": int(q), "inflight": int(r)}
-                        for u, m, w, q, r in rows), key=lambda row: row["user"])
+        users: list[dict[str, Any]] = [{"user": _text(u), "meter": float(_text(m)), "weight": float(_text(w)), "queued": int(q), "inflight": int(r)}
+                                       for u, m, w, q, r in rows]
+        users.sort(key=lambda row: str(row["user"]))
         return {"run": _text(run), "seq": int(seq), "t": float(_text(t)), "scheduler": SCHEDULER, "v": float(_text(v)),
                 "slots": int(slots), "inflight": int(inflight), "bound": GLOBAL, "replicas": len(replicas), "users": users}
 

@@ -124,7 +124,7 @@ class ProxyMetrics:
                                     registry=self.registry if in_group else None)
         self.fairness = FairnessWindow()
         self.registry.register(_SchedulerGauges(self, state))
-        self._total_cost: Tally[str] = Tally()
+        self._total_cost: dict[str, float] = {}
         self._labelled: set[str] = set()
 
     def label(self, user: str) -> str:
@@ -144,7 +144,7 @@ class ProxyMetrics:
         label = self.label(user)
         self._cost.labels(label).inc(cost)
         self._wait.labels(label).observe(wait_s)
-        self._total_cost[user] += cost
+        self._total_cost[user] = self._total_cost.get(user, 0.0) + cost
 
     def ended(self, user: str | None, outcome: str) -> None:
         """A completion request is over (or was refused)."""

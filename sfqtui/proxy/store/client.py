@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib.resources import files
-from typing import Any, Callable
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
