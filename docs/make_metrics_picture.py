@@ -13,13 +13,10 @@ tests/test_proxy_metrics.py runs it into a temporary folder, so the script keeps
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -28,24 +25,13 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "docs")]
+from make_screenshots import _server  # noqa: E402 - the other pictures' way of running a server
+
 from redis_server import RedisServer, free_port  # noqa: E402 - the tests' Redis helper
 
 OUT = ROOT / "docs" / "img" / "metrics" / "group-metrics.svg"
 TRAFFIC = {"batch-team": (8, 24, 400), "chat-app": (10, 4, 64), "notebook": (6, 6, 96)}  # requests, words, max_tokens
-
-
-@contextlib.contextmanager
-def _server(command: list[str], url_on_stderr: bool) -> Iterator[str]:
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]
-        if "http://" not in line:
-            raise RuntimeError(f"{command[1:4]} did not start: {line}")
-        yield "http://" + line.split("http://")[1].split()[0]
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 async def _ask(url: str, user: str, n: int, words: int, cap: int) -> None:

@@ -40,3 +40,10 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def store(redis_server: RedisServer) -> RedisServer:
+    """The module's Redis server, emptied (and its statistics reset) for this test."""
+    redis_server.flush()
+    return redis_server

@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
+from typer.testing import CliRunner
 
-from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import KEY_OF, KEYS, by_request, read_events, running_group, state, wait_for
+from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.live.stream import EventStream
 from sfqtui.live.stream_log import StreamLogWriter
@@ -25,17 +25,6 @@ from test_proxy import log_rows as rows_of
 USERS = ("alice", "bob", "carol")
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[FakeUpstream, str]]:
-    fake = FakeUpstream(chunk_delay_s=0.002)
-    with fake_server(fake) as server:
-        yield fake, server.url
-
-
-@pytest.fixture
-def store(redis_server: Any) -> Any:
-    redis_server.flush()
-    return redis_server
 
 
 async def ask(url: str, user: str, n: int, stream: bool = False, prompt: str = "") -> str:
@@ -73,9 +62,9 @@ def audited(events: list[dict[str, Any]]) -> None:
     lifecycles_ok(events)
 
 
-async def test_three_replicas_are_one_sfq_with_one_stream_and_one_pool(upstream, keys_path: Path, store: Any, tmp_path: Path) -> None:
-    fake, upstream_url = upstream
-    fake.most_running = 0
+async def test_three_replicas_are_one_sfq_with_one_stream_and_one_pool(fake, keys_path: Path, store: Any, tmp_path: Path) -> None:
+    upstream, upstream_url = fake
+    upstream.most_running = 0
     saved = tmp_path / "group.parquet"
     with running_group(upstream_url, keys_path, store.url, 3, slots=2) as replicas:
         follower = EventStream(replicas[2].url)
@@ -99,7 +88,7 @@ async def test_three_replicas_are_one_sfq_with_one_stream_and_one_pool(upstream,
         streams = [raw_stream(r.url, last) for r in replicas]
         events = read_events(replicas[1].url)
     assert all(answer.startswith("echo: ") for answer in answers)
-    assert fake.most_running <= 2, "more requests in flight than the group's slots"
+    assert upstream.most_running <= 2, "more requests in flight than the group's slots"
     assert streams[0] == streams[1] == streams[2] and streams[0].count(b"id: ") == last + 1
     assert len({json.dumps({k: v for k, v in s.items() if k != "t"}, sort_keys=True) for s in final}) == 1
     assert final[0]["bound"] == "global" and final[0]["replicas"] == 3 and final[0]["inflight"] == 0
@@ -109,23 +98,25 @@ async def test_three_replicas_are_one_sfq_with_one_stream_and_one_pool(upstream,
     df, _ = read_log(saved)
     report = audit(log_rows(df))
     assert report.violation_count == 0 and df.height == last + 1
+    checked = CliRunner().invoke(app, ["check", str(saved)])
+    assert checked.exit_code == 0, checked.output
 
 
-async def test_two_replicas_racing_for_the_last_slot(upstream, keys_path: Path, store: Any) -> None:
-    fake, upstream_url = upstream
-    fake.most_running = 0
+async def test_two_replicas_racing_for_the_last_slot(fake, keys_path: Path, store: Any) -> None:
+    upstream, upstream_url = fake
+    upstream.most_running = 0
     with running_group(upstream_url, keys_path, store.url, 2, slots=1) as replicas:
         jobs = [ask(replicas[k % 2].url, USERS[k % 3], k) for k in range(12)]
         await asyncio.wait_for(asyncio.gather(*jobs), 60)
         events = read_events(replicas[0].url)
-    assert fake.most_running == 1
+    assert upstream.most_running == 1
     dispatches = [e for e in events if e["kind"] == "dispatch"]
     assert len(dispatches) == 12 and {e["replica"] for e in dispatches} == {0, 1}
     audited(events)
 
 
-async def test_a_slow_store_still_one_sfq(upstream, keys_path: Path, store: Any) -> None:
-    _, upstream_url = upstream
+async def test_a_slow_store_still_one_sfq(fake, keys_path: Path, store: Any) -> None:
+    _, upstream_url = fake
     relay = TcpRelay(store.port, delay_s=0.005)
     try:
         slow_url = relay.url.replace("http://", "redis://") + "/0"
@@ -140,9 +131,9 @@ async def test_a_slow_store_still_one_sfq(upstream, keys_path: Path, store: Any)
     audited(events)
 
 
-def test_meters_round_trip_exactly(store: Any, upstream, tmp_path: Path) -> None:
+def test_meters_round_trip_exactly(store: Any, fake, tmp_path: Path) -> None:
     """Awkward weights make every charge c / w a float with all 53 bits used; the store keeps them exactly."""
-    _, upstream_url = upstream
+    _, upstream_url = fake
     keys = tmp_path / "keys.toml"
     weights = {"u1": 3.0, "u2": 0.7, "u3": 1e-3, "u4": 7.1e5}
     keys.write_text("".join(f'[keys."sk-{u}-93f0a1"]\nuser = "{u}"\nweight = {w!r}\n' for u, w in weights.items()))
@@ -164,8 +155,8 @@ def test_meters_round_trip_exactly(store: Any, upstream, tmp_path: Path) -> None
     assert any(m != round(m, 6) for m in last_meter.values())
 
 
-async def test_no_api_key_in_the_store(store: Any, upstream, keys_path: Path) -> None:
-    _, upstream_url = upstream
+async def test_no_api_key_in_the_store(store: Any, fake, keys_path: Path) -> None:
+    _, upstream_url = fake
     with running_group(upstream_url, keys_path, store.url, 2, slots=1) as replicas:
         await asyncio.gather(*(ask(replicas[k % 2].url, USERS[k % 3], k) for k in range(6)))
     with store.client() as client:
@@ -176,12 +167,12 @@ async def test_no_api_key_in_the_store(store: Any, upstream, keys_path: Path) ->
         assert key.encode() not in dump
 
 
-def test_a_replica_with_other_settings_is_refused(store: Any, upstream, keys_path: Path) -> None:
+def test_a_replica_with_other_settings_is_refused(store: Any, fake, keys_path: Path) -> None:
     from sfqtui.core.engine.estimator import EstimatorParams
     from sfqtui.errors import InputError
     from sfqtui.proxy.group import check_store, group_settings
 
-    _, upstream_url = upstream
+    _, upstream_url = fake
     with running_group(upstream_url, keys_path, store.url, 1, slots=2):
         check_store(store.url, 1.0, group_settings(2, 100_000, EstimatorParams()))
         with pytest.raises(InputError, match="other settings"):

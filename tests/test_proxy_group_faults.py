@@ -9,14 +9,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import openai
-import pytest
 
-from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import KEY_OF, read_events, state
 from redis_server import free_port
 from test_proxy_group import audited, lifecycles_ok
@@ -25,17 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LEASE_S = 1.5
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[FakeUpstream, str]]:
-    fake = FakeUpstream(chunk_delay_s=0.002)
-    with fake_server(fake) as server:
-        yield fake, server.url
-
-
-@pytest.fixture
-def store(redis_server: Any) -> Any:
-    redis_server.flush()
-    return redis_server
 
 
 class Replica:
@@ -78,8 +64,8 @@ async def settle(jobs: list[Any]) -> list[Any]:
     return await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), 60)
 
 
-async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_answering(upstream, keys_path: Path, store: Any) -> None:
-    _, upstream_url = upstream
+async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_answering(fake, keys_path: Path, store: Any) -> None:
+    _, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 2), Replica(upstream_url, keys_path, store.url, 2)
     try:
         hung = [asyncio.ensure_future(client(b.url, "bob").chat.completions.create(**chat(f"[hang] {n}"))) for n in range(2)]
@@ -109,8 +95,8 @@ async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_ans
     audited(events)
 
 
-async def test_the_store_paused_then_restarted_answers_go_on(upstream, keys_path: Path, store: Any) -> None:
-    _, upstream_url = upstream
+async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Path, store: Any) -> None:
+    _, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 2), Replica(upstream_url, keys_path, store.url, 2)
     try:
         await settle([client(r.url, u).chat.completions.create(**chat(f"before {u}")) for r in (a, b) for u in ("alice", "bob")])
@@ -145,8 +131,8 @@ async def test_the_store_paused_then_restarted_answers_go_on(upstream, keys_path
     audited(new_events)
 
 
-async def test_sigterm_drains_only_its_own_requests(upstream, keys_path: Path, store: Any) -> None:
-    _, upstream_url = upstream
+async def test_sigterm_drains_only_its_own_requests(fake, keys_path: Path, store: Any) -> None:
+    _, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 1), Replica(upstream_url, keys_path, store.url, 1)
     try:
         slow = {**chat("[slow] " + " ".join(f"w{k}" for k in range(20))), "max_tokens": 20}  # 2 s
@@ -171,8 +157,8 @@ async def test_sigterm_drains_only_its_own_requests(upstream, keys_path: Path, s
     audited(events)
 
 
-async def test_a_restarted_replica_and_a_new_one_join_the_running_group(upstream, keys_path: Path, store: Any) -> None:
-    _, upstream_url = upstream
+async def test_a_restarted_replica_and_a_new_one_join_the_running_group(fake, keys_path: Path, store: Any) -> None:
+    _, upstream_url = fake
     a = Replica(upstream_url, keys_path, store.url, 2)
     b = Replica(upstream_url, keys_path, store.url, 2)
     try:
