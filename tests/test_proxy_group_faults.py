@@ -32,7 +32,7 @@ class Replica:
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--keys", str(keys), "--slots", str(slots),
                         "--listen", f"127.0.0.1:{self.port}", "--state", store_url, "--lease", str(LEASE_S),
-                        "--store-timeout", "0.3", "--shutdown-grace", "5"]
+                        "--store-timeout", "0.5", "--shutdown-grace", "5"]
         self.proc = subprocess.Popen(self.command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()  # type: ignore[union-attr]
         assert "listening on" in line, line + self.proc.stderr.read()  # type: ignore[union-attr]
@@ -122,10 +122,10 @@ async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Pa
     assert not [x for x in answers if isinstance(x, Exception)], answers
     assert [s["bound"] for s in suspended] == ["suspended", "suspended"]
     assert sum(s["slots"] for s in suspended) == 2  # each on its share of the pool
-    assert resumed["run"] == run
+    assert resumed["run"] == run and resumed["bound"] == "global", resumed
     merged = {u["user"]: u["meter"] for u in resumed["users"]}
     assert all(merged[user] >= meter for user, meter in before.items()), "a merge lowered a meter"
-    assert merged["carol"] > 0 and merged["alice"] > before["alice"]  # the suspended charges were kept
+    assert merged["carol"] > 0 and merged["alice"] > before["alice"], (before, resumed)  # the suspended charges were kept
     lifecycles_ok(events)
     assert renewed["run"] != run and new_events[0]["seq"] == 0
     audited(new_events)
@@ -144,8 +144,8 @@ async def test_sigterm_drains_only_its_own_requests(fake, keys_path: Path, store
         a.proc.send_signal(signal.SIGTERM)
         done = await settle([first, waiting_a, waiting_b])
         a.proc.wait(30)
+        await until(lambda: state(b.url)["replicas"] == 1, timeout=LEASE_S + 5, what="a to leave the group")  # at once, unless its leave timed out
         events = read_events(b.url)
-        assert state(b.url)["replicas"] == 1
     finally:
         for replica in (a, b):
             if replica.proc.poll() is None:
