@@ -102,6 +102,7 @@ async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Pa
         await settle([client(r.url, u).chat.completions.create(**chat(f"before {u}")) for r in (a, b) for u in ("alice", "bob")])
         before = {u["user"]: u["meter"] for u in state(a.url)["users"]}
         run = state(a.url)["run"]
+        await asyncio.sleep(LEASE_S)  # a replica learns the group's size when it renews its lease (every quarter of it)
         store.pause()
         answers = await settle([client(r.url, u).chat.completions.create(**chat(f"paused {u}")) for r in (a, b) for u in ("alice", "carol")])
         suspended = [state(r.url) for r in (a, b)]
