@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
@@ -23,11 +24,20 @@ def _fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _table(report: FairnessReport) -> Table:
+def _headline(report: FairnessReport) -> list[str]:
     gap = report.worst_gap
     gap_text = "-" if gap is None else f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(gap.start_t)}..{fmt(gap.end_t)})"
-    title = f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"
-    table = Table(title=title, title_justify="left")
+    lines = [f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"]
+    gain = report.worst_gain
+    if gain is not None:
+        within = "within" if gain.gain <= gain.bound else "over"
+        lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {fmt(gain.gain)} ({gain.ahead} over {gain.behind}, "
+                     f"t {fmt(gain.start_t)}..{fmt(gain.end_t)}), {within} 2 c_max = {fmt(gain.bound)}")
+    return lines
+
+
+def _table(report: FairnessReport) -> Table:
+    table = Table()
     for header in ("user", "dispatched", "charged", "share congested", "wait p50 s", "wait p99 s"):
         table.add_column(header, justify="left" if header == "user" else "right")
     for user, f in sorted(report.users.items()):
@@ -45,7 +55,9 @@ def compare(
 ) -> None:
     """Replay TRACE under each scheduler and compare, per user: the share of charged cost
     while congested (two or more users backlogged), the worst |W_i - W_j| between
-    continuously backlogged users (article §3.2), Jain's index and wait p50/p99.
+    continuously backlogged users (article §3.2), Jain's index and wait p50/p99. For sfq
+    and sfq-reset also the worst W_i - W_j of any user over one that stays backlogged
+    (§3.3) against 2 c_max, as `sfqtui check` finds it in the same log (JSON: worst_gain).
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     check_schedulers(names)
@@ -56,8 +68,10 @@ def compare(
     with progress_bar("comparing", total) as update:
         for k, name in enumerate(names):
             config = replay.config(name, loaded.suggested_slots)
-            reports.append(fairness_of_replay(loaded.trace, config, functools.partial(_progress, update, k * len(loaded.trace), total)))
+            reports.append(fairness_of_replay(loaded.trace, config, functools.partial(_progress, update, k * len(loaded.trace), total),
+                                              gains=True))
     assert config is not None
+    note_one_slot(trace, loaded.suggested_slots, replay.slots, replay.service)
     if as_json:
         payload = {"trace": str(trace), "slots": config.slots, "schedulers": {r.scheduler: r.as_dict() for r in reports}}
         typer.echo(json.dumps(payload, indent=2))
@@ -65,6 +79,8 @@ def compare(
     console = Console()
     console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {config.slots} slots")
     for report in reports:
+        for line in _headline(report):
+            console.print(line, markup=False)
         console.print(_table(report))
 
 

@@ -11,6 +11,7 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.replay_options import DEFAULT_ESTIMATOR, with_estimator_options
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.errors import InputError
+from sfqtui.paths import check_output
 
 _PANEL = "Proxy"
 
@@ -154,8 +155,8 @@ def proxy(
     host, port = parse_listen(listen)
     if events_token is not None and not events_token.strip():
         raise InputError("--events-token cannot be empty")
-    if record is not None and not record.parent.is_dir():
-        raise InputError(f"--record {record}: the folder {record.parent} does not exist")
+    if record is not None:
+        check_output(record, "--record")
     book = load_keys(keys)
     sock = listen_socket(host, port)
     if state is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,7 +28,7 @@ from sfqtui.ui.ask import Ask
 from sfqtui.ui.calibration_view import CalibrationScreen, estimator_twin
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.frame import Frame
+from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import ShadowWarmed
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
@@ -38,6 +39,7 @@ from sfqtui.ui.side_by_side import SideBySide
 from sfqtui.ui.status_line import StatusLine
 from sfqtui.ui.teacher import Teacher
 
+BACK_TO_LESSONS = "lessons"  # what the dashboard of a lesson returns when escape leaves it for the menu
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
 W = TypeVar("W", bound=Widget)
@@ -67,6 +69,7 @@ class SfqApp(RunsApp):
         Binding("l", "toggle_lockstep", "Lockstep", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
         Binding("question_mark", "toggle_help", "Help"),
+        Binding("escape", "lesson_menu", "Lessons"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -79,6 +82,8 @@ class SfqApp(RunsApp):
         self._carry = 0.0
         self.teacher = Teacher()
         self.lesson = lesson
+        self.options = ViewOptions()
+        self._remeasured = False  # a redraw after views were resized is already due
 
     # Layout
 
@@ -113,9 +118,9 @@ class SfqApp(RunsApp):
 
     def run_loaded(self, run: Run) -> None:
         if self.side_by_side and self.teacher.follows(run):
-            self._warm_shadow(run)
+            self.works_for(run, self._warm_shadow(run))
 
-    @work(thread=True, group="shadow")
+    @work(thread=True, group="shadow", exit_on_error=False, description="following the scheduler's state")
     def _warm_shadow(self, run: Run) -> None:
         """Drive a shadow of the run's scheduler through its whole log, so that the pane's
         first far jump takes its copies instead of re-driving the log from the start."""
@@ -155,6 +160,7 @@ class SfqApp(RunsApp):
             playing=self.playing or (run.loaded is None and run.following),
             connection=run.connection,
             speed=self.speed,
+            options=self.options,
         )
 
     def refresh_views(self) -> None:
@@ -169,10 +175,25 @@ class SfqApp(RunsApp):
             return
         band = self.main.query_one(MeterBand)
         band.show(frame)
-        self.main.query_one(MeterHeader).show(frame, band.band_width, band.sort)
+        self.main.query_one(MeterHeader).show(frame, band.band_width)
+        log_box = self.main.query_one("#log-box")
+        title = f"event log: {listed}" if (listed := self.options.log_description) else "event log"
+        if log_box.border_title != title:  # setting it repaints the box, even to the same text
+            log_box.border_title = title
         self.main.query_one(EventLog).show(frame)
         self.main.query_one(ExplainPanel).show(frame, self.timeline)
         self.main.query_one(SharesPanel).show(frame)
+
+    def on_line_view_remeasured(self) -> None:
+        """Views were resized (the terminal, the help panel, a new layout): once the screen
+        has them at their new sizes, redraw every view, so headers, bands and logs fit."""
+        if not self._remeasured:
+            self._remeasured = True
+            self.call_after_refresh(self._redraw_remeasured)
+
+    def _redraw_remeasured(self) -> None:
+        self._remeasured = False
+        self.refresh_views()
 
     def _moved(self, k: int | None, nothing: str) -> None:
         if k is None:
@@ -276,40 +297,27 @@ class SfqApp(RunsApp):
 
         self.push_screen(Ask("Run until the next dispatch of user:", self._current_user(), self.table.users), go)
 
+    def _use_options(self, options: ViewOptions) -> None:
+        """Change what the views list or how they order it, in every pane alike."""
+        self.options = options
+        self.refresh_views()
+
     def action_filter_user(self) -> None:
-        current = self.main.query(EventLog).first().user_filter
-
         def go(answer: str | None) -> None:
-            if answer is None:
-                return
-            for log in self.main.query(EventLog):
-                log.user_filter = answer.strip() or None
-            self._relist_logs()
+            if answer is not None:
+                self._use_options(replace(self.options, user_filter=answer.strip() or None))
 
-        self.push_screen(Ask("Show the events of user (empty: everyone):", current or self._current_user(), self.table.users), go)
+        current = self.options.user_filter or self._current_user()
+        self.push_screen(Ask("Show the events of user (empty: everyone):", current, self.table.users), go)
 
     def action_toggle_dispatches(self) -> None:
-        for log in self.main.query(EventLog):
-            log.dispatches_only = not log.dispatches_only
-        self._relist_logs()
-
-    def _relist_logs(self) -> None:
-        """After a change of what the logs list: recompute their rows, say what they show, redraw."""
-        for log in self.main.query(EventLog):
-            log.rebuild_rows()
-        if not self.side_by_side:
-            self.main.query_one("#log-box").border_title = f"event log: {self.main.query_one(EventLog).description}"
-        self.refresh_views()
+        self._use_options(replace(self.options, dispatches_only=not self.options.dispatches_only))
 
     def action_cycle_sort(self) -> None:
-        for band in self.main.query(MeterBand):
-            band.sort = SORTS[(SORTS.index(band.sort) + 1) % len(SORTS)]
-        self.refresh_views()
+        self._use_options(replace(self.options, sort=SORTS[(SORTS.index(self.options.sort) + 1) % len(SORTS)]))
 
     def action_toggle_folded(self) -> None:
-        for band in self.main.query(MeterBand):
-            band.show_folded = not band.show_folded
-        self.refresh_views()
+        self._use_options(replace(self.options, show_folded=not self.options.show_folded))
 
     def action_toggle_lockstep(self) -> None:
         """Step the runs side by side together by time, or by dispatch number."""
@@ -323,6 +331,9 @@ class SfqApp(RunsApp):
         while len(self.screen_stack) > 1:
             await self.pop_screen()
         await self.recompose()
+        progress = self.main.query_one("#progress", ProgressBar)
+        progress.update(progress=self.current.loaded or 0.0)
+        progress.set_class(not self.current.loading, "-done")
 
     async def _add_run(self, opening: Opening) -> None:
         run = Run(opening, title=self.current.title)
@@ -358,6 +369,13 @@ class SfqApp(RunsApp):
         await self._relayout()
         self.refresh_views()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.lesson is not None if action == "lesson_menu" else True
+
+    def action_lesson_menu(self) -> None:
+        """Leave a lesson for the menu of lessons (sfqtui teach opens it again)."""
+        self.exit(BACK_TO_LESSONS)
+
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()
@@ -371,6 +389,8 @@ class SfqApp(RunsApp):
             return
         was = self.cursor.k
         self.runs[0] = Run(opening.rerun(**changes), title=self.current.title)
+        if self.side_by_side:
+            self.call_later(self._relayout)  # the leading pane draws another run now
         self._start_loading(self.current)
         self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (the cursor was at seq {was:,})", timeout=4)
 
@@ -385,5 +405,6 @@ def _titled(widget: W, title: str) -> W:
 
 
 def run_dashboard(opening: RunOpening | Sequence[RunOpening], speed: float = 10.0, autoplay: bool = False, lockstep: str = "time",
-                  lesson: Lesson | None = None) -> None:
-    SfqApp(opening, speed=speed, autoplay=autoplay, lockstep=lockstep, lesson=lesson).run()
+                  lesson: Lesson | None = None) -> str | None:
+    """Run the dashboard until it quits; BACK_TO_LESSONS when a lesson was left for the menu."""
+    return SfqApp(opening, speed=speed, autoplay=autoplay, lockstep=lockstep, lesson=lesson).run()

@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
+from textual.worker import Worker
 
 from sfqtui.core.analysis.log_calibration import OUTPUT_BIN_LABELS, LogCalibration, OrderChange, calibrate_log, estimator_label, order_change
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
@@ -25,6 +26,7 @@ from sfqtui.core.numbers import fmt
 from sfqtui.runs.opening import rerunnable
 from sfqtui.runs.run import Run
 from sfqtui.ui.columns import grid
+from sfqtui.ui.runs_app import RunsApp
 from sfqtui.ui.text_view import TextView
 
 RATIO_BINS = 60  # one chart column per time bin
@@ -92,7 +94,7 @@ class CalibrationScreen(Screen[None]):
     def _loading(self) -> bool:
         return self.run.loading or (self.twin is not None and self.twin.loading)
 
-    @work(thread=True, exclusive=True, group="calibration")
+    @work(thread=True, exclusive=True, group="calibration", exit_on_error=False, description="measuring the calibration")
     def _measure(self) -> None:
         try:
             measures: LogCalibration | str = calibrate_log(self.run.table, self.run.metadata, bins=RATIO_BINS)
@@ -100,6 +102,10 @@ class CalibrationScreen(Screen[None]):
             measures = str(exc)
         change = order_change(self.run.table, self.twin.table) if self.twin is not None else None
         self.post_message(CalibrationMeasured(measures, change))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if isinstance(self.app, RunsApp):  # a screen's workers report to it: the app's one handler says what failed
+            self.app.on_worker_state_changed(event)
 
     def on_calibration_measured(self, message: CalibrationMeasured) -> None:
         measures = message.measures

@@ -1,9 +1,10 @@
 """The dispatch log: every event (or dispatches only, or one user's), a Line API view.
 
 Only the visible rows are drawn, from the columnar table, so a log of millions of
-events scrolls without lag. The row of the current event is highlighted and stays in the
-middle half of the view: the view turns half a page when the cursor leaves it, so most
-steps redraw two rows rather than the whole log.
+events scrolls without lag. What it lists comes with each frame (the app's view
+options). The row of the current event is highlighted and stays in the middle half of
+the view: the view turns half a page when the cursor leaves it, so most steps redraw two
+rows rather than the whole log.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from textual.widgets import Static
 from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.numbers import fmt
-from sfqtui.ui.frame import Frame
+from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.line_view import LineView
 
 
@@ -73,16 +74,11 @@ class EventLog(LineView, can_focus=True):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.table: EventTable | None = None
-        self.dispatches_only = False
-        self.user_filter: str | None = None
+        self._options = ViewOptions()  # what the rows were listed for
+        self._listed = 0  # how many of the table's events the rows cover
         self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
         self._cursor_row = -1
         self._differs = False
-
-    @property
-    def description(self) -> str:
-        what = "dispatches" if self.dispatches_only else "all events"
-        return what + (f" of {self.user_filter}" if self.user_filter else "")
 
     def row_count(self) -> int:
         if self.table is None:
@@ -96,22 +92,28 @@ class EventLog(LineView, can_focus=True):
         """List the events of another table (a newly opened log or a re-run)."""
         self.table = table
         self.forget_lines()
-        self.rebuild_rows()
+        self._rows = None
+        self._list(self._options)
 
-    def rebuild_rows(self) -> None:
-        """Recompute which events are listed (after a toggle, a filter, or new events)."""
+    def _list(self, options: ViewOptions) -> None:
+        """Work out which events are listed. The table's own indices grow with it; one
+        user's events (a list of our own) are extended by the events loaded since."""
         table = self.table
-        if table is None:
-            return
-        code = table.user_code.get(self.user_filter) if self.user_filter else None
-        if self.user_filter and code is None:
+        assert table is not None
+        grown = options == self._options and isinstance(self._rows, list)
+        self._options, start, self._listed = options, self._listed if grown else 0, len(table)
+        name = options.user_filter
+        code = table.user_code.get(name) if name else None
+        if name and code is None:
             self._rows = []
-        elif code is not None and self.dispatches_only:
+        elif code is not None and options.dispatches_only:
             self._rows = table.user_dispatches[code]
         elif code is not None:
-            users, n = table.user, len(table)
-            self._rows = [k for k in range(n) if users[k] == code]
-        elif self.dispatches_only:
+            users, rows = table.user, self._rows if grown else []
+            assert isinstance(rows, list)
+            rows.extend(k for k in range(start, self._listed) if users[k] == code)
+            self._rows = rows
+        elif options.dispatches_only:
             self._rows = table.dispatches
         else:
             self._rows = None
@@ -123,7 +125,10 @@ class EventLog(LineView, can_focus=True):
         """Draw around the frame's event; ``differs``: mark it as a dispatch that the other
         run stepped beside this one sent differently."""
         if frame.table is not self.table:
+            self._options = frame.options
             self.use(frame.table)
+        elif frame.options != self._options or len(frame.table) != self._listed:
+            self._list(frame.options)
         if self._rows is None:
             row = frame.k
         else:
@@ -131,6 +136,10 @@ class EventLog(LineView, can_focus=True):
         self._cursor_row = row
         self._differs = differs
         self.redraw(top=page_top(row, self.scrollable_content_region.height))
+
+    def resized(self) -> None:
+        if self.table is not None:  # another height turns pages elsewhere: keep the cursor in view
+            self.redraw(top=page_top(self._cursor_row, self.scrollable_content_region.height))
 
     def row_key(self, row: int, width: int) -> Hashable:
         return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs

@@ -13,7 +13,6 @@ from typing import NamedTuple
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.reactive import reactive
 from textual.strip import Strip
 
 from sfqtui.core.numbers import fmt
@@ -43,7 +42,7 @@ def band_cells(width: int) -> int:
 class MeterHeader(TextView):
     DEFAULT_CSS = "MeterHeader { height: 2; color: $text-muted; overflow: hidden hidden; }"
 
-    def show(self, frame: Frame, band_width: int, sort: str) -> None:
+    def show(self, frame: Frame, band_width: int) -> None:
         traits = frame.table.traits
         what = "queued"
         if traits is not None and traits.reading:
@@ -58,15 +57,12 @@ class MeterHeader(TextView):
         labels = (left + " " * max(1, band_width - len(left) - len(right)) + right)[:band_width]
         scale = "├" + "─" * max(0, band_width - 2) + "┤"
         first = f"{'user':<{NAME_W}} {labels} {what:>{NUM_W}} {'queued':>6} {'w':>4} {'share':>6}"
-        second = f"{('by ' + sort)[:NAME_W]:<{NAME_W}} {scale}"
+        second = f"{('by ' + frame.options.sort)[:NAME_W]:<{NAME_W}} {scale}"
         self.set_text([Text(first, "bold", no_wrap=True, overflow="crop"), Text(second, "dim", no_wrap=True, overflow="crop")])
 
 
 class MeterBand(LineView, can_focus=True):
     DEFAULT_CSS = "MeterBand { height: 1fr; }"
-
-    sort: reactive[str] = reactive("meter")
-    show_folded: reactive[bool] = reactive(False)
 
     GROW_ONLY = True  # users fold and unfold on most steps of a long trace
 
@@ -86,6 +82,8 @@ class MeterBand(LineView, can_focus=True):
         if self._frame is not None and frame.table is not self._frame.table:
             self.reset_extent()
             self.forget_lines()  # user codes name other users now
+        elif self._frame is not None and frame.options.show_folded != self._frame.options.show_folded:
+            self.reset_extent()  # folding takes rows away for good
         self._frame = frame
         self._values = self._shown_values(frame)
         self._most_queued = max(frame.state.queued, default=0) or 1
@@ -94,15 +92,6 @@ class MeterBand(LineView, can_focus=True):
 
     def row_count(self) -> int:
         return len(self._rows) + (1 if self._folded else 0)
-
-    def watch_sort(self) -> None:
-        if self._frame is not None:
-            self.show(self._frame)
-
-    def watch_show_folded(self) -> None:
-        self.reset_extent()
-        if self._frame is not None:
-            self.show(self._frame)
 
     @staticmethod
     def _shown_values(frame: Frame) -> list[float]:
@@ -117,7 +106,7 @@ class MeterBand(LineView, can_focus=True):
     def _order(self, frame: Frame) -> tuple[list[int], int]:
         s, table = frame.state, frame.table
         last_event, queued, inflight_of, times, now = s.last_event, s.queued, s.inflight_of, table.t, s.t
-        show_folded = self.show_folded
+        show_folded, sort = frame.options.show_folded, frame.options.sort
         visible, folded = [], 0
         for u in table.users_by_name():  # in name order: the stable sorts below break ties by name
             last = last_event[u] if u < len(last_event) else -1
@@ -129,9 +118,9 @@ class MeterBand(LineView, can_focus=True):
                 folded += 1
             else:
                 visible.append(u)
-        if self.sort == "share":
+        if sort == "share":
             visible.sort(key=s.charged.__getitem__, reverse=True)
-        elif self.sort == "meter":  # backlogged users first, each group by meter
+        elif sort == "meter":  # backlogged users first, each group by meter
             visible.sort(key=self._values.__getitem__)
             visible.sort(key=[q == 0 for q in queued].__getitem__)
         return visible, folded

@@ -24,6 +24,8 @@ def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
     for binding in app.BINDINGS:
         assert isinstance(binding, Binding)
         name, _, arg = binding.action.partition("(")
+        if not app.check_action(name, ()):
+            continue  # not here (the lesson menu outside a lesson)
         method = getattr(app, f"action_{name}")
         callback = functools.partial(method, int(arg.rstrip(")"))) if arg else method
         yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)
@@ -33,7 +35,7 @@ def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
             yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}: {REGISTRY[name].title}",
                                 lambda n=name: app.rerun(scheduler=n))
             yield SystemCommand(f"Compare with {name}", f"Add a pane: this trace under {name}, stepped beside the others",
-                                lambda n=name: app.run_worker(app.compare_with(n)))
+                                lambda n=name: app.run_worker(app.compare_with(n), exit_on_error=False, description="adding a pane"))
         for slots in SLOT_CHOICES:
             yield SystemCommand(f"Re-run with {slots} slot{'s' if slots > 1 else ''}", "Replay with another slot count",
                                 lambda s=slots: app.rerun(slots=s))
@@ -46,7 +48,7 @@ def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
                                 lambda u=update: app.rerun(estimator=replace(estimator, update=u)))
         for title, params in estimator_choices(estimator):
             yield SystemCommand(f"Compare estimator: {title}", "Add a pane: this trace priced by another estimator; the calibration view says who moved",
-                                lambda p=params: app.run_worker(app.compare_estimator(p)))
+                                lambda p=params: app.run_worker(app.compare_estimator(p), exit_on_error=False, description="adding a pane"))
     for run in app.runs[1:]:
         yield SystemCommand(f"Drop the {run.scheduler} pane", "Stop comparing with this run",
-                            lambda k=run.key: app.run_worker(app.drop_pane(k)))
+                            lambda k=run.key: app.run_worker(app.drop_pane(k), exit_on_error=False, description="dropping a pane"))

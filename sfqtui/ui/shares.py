@@ -17,10 +17,11 @@ ROWS = 6
 CHARTED = 3
 
 
-def shares_chart(table: EventTable) -> tuple[list[int], list[float], dict[int, list[float]]]:
-    """The charted users (the top spenders), bin edges and each one's share per bin."""
-    users = top_users(None, table, CHARTED)
-    edges, series = share_series(table, users)
+def shares_chart(table: EventTable, events: int) -> tuple[list[int], list[float], dict[int, list[float]]]:
+    """The charted users (the top spenders), bin edges and each one's share per bin, over the
+    log's first ``events`` events (on a worker: the table may grow meanwhile)."""
+    users = top_users(None, table, CHARTED, events)
+    edges, series = share_series(table, users, events)
     return users, edges, series
 
 
