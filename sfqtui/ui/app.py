@@ -18,7 +18,7 @@ from textual.worker import get_current_worker
 
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
-from sfqtui.core.log.shadow import ShadowMismatch
+from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.protocols import RunOpening
@@ -181,7 +181,7 @@ class SfqApp(RunsApp):
         if log_box.border_title != title:  # setting it repaints the box, even to the same text
             log_box.border_title = title
         self.main.query_one(EventLog).show(frame)
-        self.main.query_one(ExplainPanel).show(frame, self.timeline)
+        self._explain(frame)
         self.main.query_one(SharesPanel).show(frame)
 
     def on_line_view_remeasured(self) -> None:
@@ -194,6 +194,17 @@ class SfqApp(RunsApp):
     def _redraw_remeasured(self) -> None:
         self._remeasured = False
         self.refresh_views()
+
+    def _explain(self, frame: Frame) -> None:
+        """The why panel, with DRR's visits told from a shadow of the scheduler when its log can be followed."""
+        run, panel = self.current, self.main.query_one(ExplainPanel)
+        broken = run.broken.get(frame.k, ())
+        shadow: Shadow | None = self.teacher.shadow(run) if self.teacher.follows(run) else None
+        try:
+            panel.show(frame, self.timeline, shadow, broken)
+        except ShadowMismatch as mismatch:
+            self.teacher.refuse(run, mismatch)
+            panel.show(frame, self.timeline, None, broken)
 
     def _moved(self, k: int | None, nothing: str) -> None:
         if k is None:
@@ -239,6 +250,8 @@ class SfqApp(RunsApp):
             self.notify(why, timeout=3)
             return
         self._moved(self.cursor.next_violation(), "no later invariant violation")
+        for v in run.broken.get(self.cursor.k, ()) if self.cursor.k >= 0 else ():
+            self.notify(v.message, title=f"seq {v.seq:,} breaks {v.rule}", severity="warning", timeout=10)
 
     def action_toggle_play(self) -> None:
         if self.current.loaded is None:  # a live stream: space pauses and resumes following it
