@@ -29,6 +29,7 @@ from sfqtui.ui.calibration_view import CalibrationScreen, estimator_twin
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame, ViewOptions
+from sfqtui.ui.help import KeysHelp
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import ShadowWarmed
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
@@ -42,6 +43,7 @@ from sfqtui.ui.teacher import Teacher
 BACK_TO_LESSONS = "lessons"  # what the dashboard of a lesson returns when escape leaves it for the menu
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
+STEP, DISPATCH, SPEED = Binding.Group("Step"), Binding.Group("Dispatch"), Binding.Group("Speed")
 W = TypeVar("W", bound=Widget)
 
 
@@ -49,24 +51,25 @@ class SfqApp(RunsApp):
     TITLE = "sfqtui"
     CSS_PATH = Path(__file__).with_name("app.tcss")
     BINDINGS = [
-        Binding("right", "step(1)", "Step"),
-        Binding("left", "step(-1)", "Back"),
-        Binding("n,shift+right", "next_dispatch", "Next dispatch"),
-        Binding("p,shift+left", "previous_dispatch", "Prev dispatch"),
+        # the footer shows a group's keys under one word
+        Binding("right", "step(1)", "Step", group=STEP),
+        Binding("left", "step(-1)", "Back", group=STEP),
+        Binding("n,shift+right", "next_dispatch", "Next dispatch", group=DISPATCH),
+        Binding("p,shift+left", "previous_dispatch", "Prev dispatch", group=DISPATCH),
         Binding("space", "toggle_play", "Play/pause"),
-        Binding("plus,equals_sign,right_square_bracket", "faster", "Faster"),
-        Binding("minus,left_square_bracket", "slower", "Slower"),
+        Binding("plus,equals_sign,right_square_bracket", "faster", "Faster", group=SPEED),
+        Binding("minus,left_square_bracket", "slower", "Slower", group=SPEED),
         Binding("home", "home", "Start", show=False),
         Binding("end", "end", "End", show=False),
         Binding("g", "goto", "Go to"),
-        Binding("u", "until_user", "Until user"),
+        Binding("u", "until_user", "Until user", show=False),
         Binding("r", "next_idle_reset", "Idle reset"),
-        Binding("x", "next_violation", "Violation", show=False),
+        Binding("x", "next_violation", "Next violation", show=False),
         Binding("d", "toggle_dispatches", "Dispatches only", show=False),
-        Binding("f", "filter_user", "Filter", show=False),
-        Binding("o", "cycle_sort", "Sort", show=False),
-        Binding("a", "toggle_folded", "Idle users", show=False),
-        Binding("l", "toggle_lockstep", "Lockstep", show=False),
+        Binding("f", "filter_user", "Filter by user", show=False),
+        Binding("o", "cycle_sort", "Sort meters", show=False),
+        Binding("a", "toggle_folded", "Show idle users", show=False),
+        Binding("l", "toggle_lockstep", "Lockstep by time or dispatch", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("escape", "lesson_menu", "Lessons"),
@@ -394,6 +397,11 @@ class SfqApp(RunsApp):
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
+
+    def action_show_help_panel(self) -> None:
+        """The help panel, with the keys in force grouped (help.py); also the palette's "Keys"."""
+        if not self.screen.query("HelpPanel"):
+            self.screen.mount(KeysHelp())
 
     def rerun(self, **changes: object) -> None:
         """Replay the same trace with another scheduler, slot count or estimator."""
