@@ -13,9 +13,11 @@ from typing import NamedTuple
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.events import Click
 from textual.strip import Strip
 
 from sfqtui.core.numbers import fmt
+from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
 from sfqtui.ui.text_view import TextView
@@ -66,6 +68,7 @@ class MeterHeader(TextView):
 
 class MeterBand(LineView, can_focus=True):
     DEFAULT_CSS = "MeterBand { height: 1fr; }"
+    HELP = "Click a user to show only that user's events in the log (again: everyone)."
 
     GROW_ONLY = True  # users fold and unfold on most steps of a long trace
 
@@ -99,6 +102,11 @@ class MeterBand(LineView, can_focus=True):
 
     def row_count(self) -> int:
         return len(self._rows) + (1 if self._folded else 0)
+
+    def on_click(self, event: Click) -> None:
+        hit = self.row_at(event)
+        if hit is not None and hit[0] < len(self._rows) and self._frame is not None:
+            self.post_message(UserClicked(self, self._frame.table.users[self._rows[hit[0]]]))
 
     @staticmethod
     def _shown_values(frame: Frame) -> list[float]:

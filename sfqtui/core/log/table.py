@@ -34,6 +34,13 @@ class RequestNames(Protocol):
     def find(self, name: str) -> int | None:
         """The code of a request id, if the source has seen it."""
 
+    def containing(self, text: str) -> Sequence[int]:
+        """The codes of the request ids that contain ``text``, ignoring case, ascending."""
+
+    def take(self, codes: Sequence[int]) -> Sequence[str | None]:
+        """The request ids of many codes at once, None for a negative code (for an export:
+        the Arrow store gives an Arrow string array, without a Python object per id)."""
+
 
 @dataclass(frozen=True)
 class EventBatch:
