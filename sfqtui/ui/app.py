@@ -498,7 +498,8 @@ class SfqApp(RunsApp):
         self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (the cursor was at seq {was:,})", timeout=4)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's "Screenshot" saves where the terminal's driver decides; ours asks and says where
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Screenshot")
         yield from palette_commands(self)
 
 
