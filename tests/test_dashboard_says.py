@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from dashboard import SIZE, TRACES, dashboard, settle, text_of
 from proxy_fixtures import fake, keys_path, running_proxy, state  # noqa: F401 - fixtures
@@ -76,6 +77,15 @@ async def test_the_help_lists_every_key_of_the_app_grouped_and_no_scroll_keys_ov
         assert "Scroll Right" not in text_of(app.screen.query_one("Footer"))
 
 
+def test_the_help_panel(snap_compare) -> None:
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark", "n")  # a step after: the panes fit the narrower screen
+        await pilot.pause()
+
+    assert snap_compare(dashboard(), terminal_size=(140, 52), run_before=run_before)
+
+
 async def test_right_steps_even_when_a_narrow_log_that_scrolls_sideways_has_the_focus() -> None:
     openings = [Opening(TRACES / "seed-example.parquet", is_log=False, config=ReplayConfig(s, 1), slots_given=True) for s in ("sfq", "drr")]
     app = SfqApp(openings, lockstep="dispatch")
@@ -119,7 +129,7 @@ async def test_the_drr_why_panel_labels_each_number() -> None:
         await pilot.press("g", *"200", "enter", "n")
         why = " ".join(app.query_one(ExplainPanel).text.split())
         assert "deficit before" in why
-        assert "deficit of light-0: before 600 · + 0 (its visit goes on: no new quantum) · = credit 600 · − charge 100 · = after 500" in why
+        assert "deficit of light-0: before 600 · + 0 (no new quantum) · = credit 600 · − charge 100 · = after 500" in why
         await pilot.press("g", *"100", "enter", *"nnnn")
         why = " ".join(app.query_one(ExplainPanel).text.split())
         assert "first heavy's head (1,000) > its deficit 0: the visit ends" in why

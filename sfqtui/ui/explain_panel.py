@@ -80,7 +80,7 @@ def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
 
 def _visit(user: str, v: DrrVisit) -> Text:
     """The winner's deficit through the dispatch, each number labelled."""
-    quantum = "+ 0 (its visit goes on: no new quantum)" if not v.visits else f"+ quantum {fmt(v.quantum)}"
+    quantum = "+ 0 (no new quantum)" if not v.visits else f"+ quantum {fmt(v.quantum)}"
     if v.visits > 1:
         quantum += f" ({v.visits} visits)"
     if v.emptied:

@@ -164,7 +164,7 @@ def _drr_dispatch(table: EventTable, k: int, shadow: Shadow, candidates: list[Ca
 
 def _drr_reason(user: str, visit: DrrVisit) -> str:
     if not visit.visits:
-        return f"DRR visit: {user}'s visit goes on, no new quantum: its head request ({fmt(visit.charge)}) fits the deficit left, {fmt(visit.credit)}"
+        return f"DRR visit: {user}'s visit goes on: its head request ({fmt(visit.charge)}) fits the deficit left, {fmt(visit.credit)}"
     gets = "a quantum" if visit.visits == 1 else f"{visit.visits} quanta"
     return (f"DRR visit: {user} gets {gets}: its head request ({fmt(visit.charge)}) fits its deficit "
             f"{fmt(visit.before)} + {fmt(visit.quantum)} = {fmt(visit.credit)}")
