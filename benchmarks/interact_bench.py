@@ -14,11 +14,14 @@ Usage: python benchmarks/interact_bench.py [--log LOG] [--requests N]
 from __future__ import annotations
 
 import argparse
+import functools
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -26,6 +29,8 @@ from sfqtui.runs.run import Run
 from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.export import LogRows, log_frame, write
 from sfqtui.ui.search import LogSearch
+
+T = TypeVar("T")
 
 
 def made_log(requests: int, folder: Path) -> Path:
@@ -35,7 +40,7 @@ def made_log(requests: int, folder: Path) -> Path:
     return log
 
 
-def timed(what: str, action):  # noqa: ANN001, ANN201 - a benchmark helper
+def timed(what: str, action: Callable[[], T]) -> T:
     start = time.perf_counter()
     result = action()
     print(f"{what:<58} {1000 * (time.perf_counter() - start):9.1f} ms")
@@ -53,20 +58,21 @@ def main() -> None:
         table = run.table
         print(f"{log}: {len(table):,} events, {len(table.users):,} users")
         k = len(table) // 2
-        request, user = table.request_id(table.dispatches[len(table.dispatches) // 2]), table.users[len(table.users) // 2]
-        for text in (request, user, "r0"):
+        request = table.request_id(table.dispatches[len(table.dispatches) // 2])
+        assert request is not None
+        for text in (request, table.users[len(table.users) // 2], "r0"):
             search = LogSearch()
             search.text = text
-            found = timed(f"/ {text}: first search (finds the matches)", lambda s=search: s.step(table, None, k, 1))
+            found = timed(f"/ {text}: first search (finds the matches)", functools.partial(search.step, table, None, k, 1))
             assert found is not None
-            timed(f"  N ({found.count:,} matches)", lambda s=search, f=found: s.step(table, None, f.k, 1))
+            timed(f"  N ({found.count:,} matches)", functools.partial(search.step, table, None, found.k, 1))
         events = EventLog()
         events.use(table)
         rows = timed("export: fixed on the main thread", lambda: LogRows.of(events))
         data = timed("export: the columns gathered on the worker", lambda: log_frame(rows))
         for suffix in (".csv", ".parquet"):
             path = Path(folder) / f"export{suffix}"
-            timed(f"export: {data.height:,} rows written as {suffix[1:]}", lambda p=path: write(data, p))
+            timed(f"export: {data.height:,} rows written as {suffix[1:]}", functools.partial(write, data, path))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from dashboard import SIZE, TRACES, dashboard, settle, text_of
-from proxy_fixtures import fake, keys_path, running_proxy, state  # noqa: F401 - fixtures
+from dashboard import SIZE, TRACES, dashboard, settle, text_of, until
+from proxy_fixtures import running_proxy, state
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.analysis.log_calibration import calibrate_log
 from sfqtui.core.engine.replay import ReplayConfig
@@ -28,7 +28,7 @@ from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.help import GROUPS, KeysTable, key_groups
 from sfqtui.ui.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.shares import SharesPanel
-from test_attach import seen, until
+from test_attach import seen
 from test_proxy_stream import ask
 
 
@@ -208,7 +208,7 @@ def test_a_log_without_estimator_settings_is_measured_in_output_tokens() -> None
     assert by_user["padder"].bias > 2 > 1 > by_user["honest"].bias  # type: ignore[operator]
 
 
-async def test_the_calibration_view_on_a_live_stream_says_what_the_stream_tells(fake, keys_path: Path) -> None:  # noqa: F811
+async def test_the_calibration_view_on_a_live_stream_says_what_the_stream_tells(fake: tuple[object, str], keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path) as px:
         app = SfqApp(LiveOpening(px.url))

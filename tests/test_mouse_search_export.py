@@ -10,7 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from dashboard import SIZE, TRACES, dashboard, settle, text_of
+from dashboard import SIZE, TRACES, dashboard, settle, text_of, until
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
@@ -102,10 +102,7 @@ async def test_a_click_in_a_following_pane_puts_every_pane_at_that_moment() -> N
     app = SfqApp(openings, lockstep="dispatch")
     async with app.run_test(size=(160, 44)) as pilot:
         await settle(pilot)
-        for _ in range(100):  # both panes loaded
-            if not app.loading:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: not app.loading, "both panes to load")
         await pilot.press(*["n"] * 10)
         follower = app.query_one(f"#pane-{app.runs[1].key} EventLog", EventLog)
         rows = text_of(follower).splitlines()
@@ -224,7 +221,7 @@ async def test_the_shares_table_and_a_screenshot_export_and_say_where(tmp_path: 
     assert any(str(svg) in m for m in said(app))
 
 
-@pytest.mark.parametrize("where, why", [("/no/such/dir/x.csv", "no such directory"), (".", "is a directory")])
+@pytest.mark.parametrize("where, why", [("/no/such/dir/x.csv", "the folder /no/such/dir does not exist"), (".", "is a directory")])
 async def test_a_bad_export_path_is_refused_before_any_work(tmp_path: Path, where: str, why: str) -> None:
     app = dashboard()
     async with app.run_test(size=SIZE) as pilot:

@@ -1,16 +1,15 @@
 """Export what the dashboard shows, from the palette: the event log's rows as listed (after
 `d` and `f`), the shares table at the cursor, to CSV or Parquet; and a screenshot (SVG).
 
-The path is asked for and checked before any work starts. What to write is fixed on the
-main thread, at once (the table's length and the rows listed, which only ever grow or
-are replaced); the columns are then gathered and written on a worker, so a log of
-millions of rows does not stop the screen. A file is written beside its final name and
-renamed into place, so a failed export leaves nothing behind.
+The path is asked for and checked before any work starts (sfqtui.paths, as every
+command's outputs). What to write is fixed on the main thread, at once (the table's
+length and the rows listed, which only ever grow or are replaced); the columns are then
+gathered and written on a worker, so a log of millions of rows does not stop the screen,
+and a failed write leaves nothing behind (atomic_output).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ import polars as pl
 from sfqtui.core.engine.events import KINDS
 from sfqtui.core.log.table import EventTable
 from sfqtui.errors import InputError
+from sfqtui.paths import atomic_output, check_output
 from sfqtui.ui.ask import Ask
 from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.frame import Frame
@@ -36,17 +36,12 @@ FORMATS = ("csv", "parquet")
 def checked_output(text: str, suffix: str) -> Path:
     """The file to write, from what the user typed (``suffix`` added when it has none):
     InputError saying what is wrong with it before anything is done."""
-    path = Path(text.strip()).expanduser()
     if not text.strip():
         raise InputError("no file name given")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory")
-    path = path if path.suffix else path.with_suffix(suffix)
-    if not path.parent.is_dir():
-        raise InputError(f"{path.parent}: no such directory")
-    if not os.access(path.parent, os.W_OK):
-        raise InputError(f"{path.parent}: cannot write there")
-    return path.resolve()
+    path = Path(text.strip()).expanduser()
+    if not path.suffix and not path.is_dir():
+        path = path.with_suffix(suffix)
+    return check_output(path, option="export to").resolve()
 
 
 @dataclass(frozen=True)
@@ -118,16 +113,12 @@ def shares_frame(frame: Frame) -> pl.DataFrame:
 
 
 def write(data: pl.DataFrame, path: Path) -> None:
-    """Write beside ``path``, then rename into place (nothing is left behind on failure)."""
-    part = path.with_name(path.name + ".part")
-    try:
+    """Parquet for a .parquet file, else CSV; nothing is left behind on failure."""
+    with atomic_output(path) as tmp:
         if path.suffix == ".parquet":
-            data.write_parquet(part)
+            data.write_parquet(tmp)
         else:
-            data.write_csv(part)
-        part.replace(path)
-    finally:
-        part.unlink(missing_ok=True)
+            data.write_csv(tmp)
 
 
 def _stamp(app: SfqApp) -> str:
@@ -193,7 +184,7 @@ def _write_in_background(app: SfqApp, build: Callable[[], pl.DataFrame], path: P
     """On a worker: gather and write, then say where (or why not) in a notification."""
     try:
         write(build(), path)
-    except OSError as exc:
-        app.notify(f"{path}: {exc.strerror or exc}", title="export failed", severity="error", timeout=10)
+    except InputError as exc:  # the system refused the write (a full disk, a folder gone)
+        app.notify(str(exc), title="export failed", severity="error", timeout=10)
         return
     app.notify(f"{what} → {path}", title="exported", timeout=8)

@@ -10,6 +10,8 @@ under "Other", so a new binding is never missing from the help.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich import box
 from rich.table import Table
 from rich.text import Text
@@ -34,7 +36,7 @@ MOUSE = (
 _GROUP_OF = {action: title for title, actions in GROUPS for action in actions}
 
 
-def key_groups(app: App[object], focused: Widget | None) -> dict[str, list[tuple[str, Text]]]:
+def key_groups(app: App[Any], focused: Widget | None) -> dict[str, list[tuple[str, Text]]]:
     """(keys, description) per heading, from the bindings active on the app's screen now."""
     rows: dict[tuple[str, str], tuple[list[str], Binding]] = {}
     for active in app.screen.active_bindings.values():

@@ -72,7 +72,7 @@ class SharesPanel(TextView):
         s, table = frame.state, frame.table
         backlogged_weight = sum(table.weight(u) for u in s.backlogged())
         total, busy = s.charged_total or 1.0, s.busy_total or 1.0
-        rows = []
+        rows: list[tuple[tuple[str, ...], str]] = []
         self._user_at = {}
         for u in top_users(s.charged, table, ROWS):
             if s.charged[u] == 0 and s.queued[u] == 0:
