@@ -75,26 +75,26 @@ async def test_clicking_a_user_filters_the_log_and_clicking_again_shows_everyone
         log, band = app.query_one(EventLog), app.query_one(MeterBand)
         first = text_of(band).splitlines()[0].split()[0]
         await pilot.click(band, offset=(1, 0))
-        assert log.user_filter == first
+        assert app.options.user_filter == first
         assert all(f" {first} " in line for line in text_of(log).splitlines() if line.strip())
         assert f"of {first}" in str(app.query_one("#log-box").border_title)
         await pilot.click(band, offset=(1, 0))
-        assert log.user_filter is None
+        assert app.options.user_filter is None
         # the shares table (in its border): its first row under the header
         shares = app.query_one(SharesPanel)
         top = text_of(shares).splitlines()[2].strip("│").split()[0]
         await pilot.click(shares, offset=(2, 2))
-        assert log.user_filter == top
+        assert app.options.user_filter == top
         await pilot.click(shares, offset=(2, 1))  # the header: nothing
-        assert log.user_filter == top
+        assert app.options.user_filter == top
         # a name in the log: the user cell of a row (and the cursor goes to that row)
         await pilot.click(shares, offset=(2, 2))
         row = text_of(log).splitlines()[2]
         name = row.split()[3]
         await pilot.click(log, offset=(row.index(f" {name} ") + 1, 2))
-        assert log.user_filter == name and app.table.user_name(app.cursor.k) == name
+        assert app.options.user_filter == name and app.table.user_name(app.cursor.k) == name
         await pilot.click(log, offset=(2, 0))  # elsewhere on a row: only the cursor moves
-        assert log.user_filter == name
+        assert app.options.user_filter == name
 
 
 async def test_a_click_in_a_following_pane_puts_every_pane_at_that_moment() -> None:

@@ -148,11 +148,11 @@ def export_log(app: SfqApp, suffix: str) -> None:
         app.notify("nothing to export yet: the log is empty", timeout=4)
         return
     rows = LogRows.of(log)
-    what = f"the event log ({log.description})"
+    what = f"the event log ({app.options.log_description or 'all events'})"
 
     def start(path: Path) -> None:
         app.run_worker(lambda: _write_in_background(app, lambda: log_frame(rows), path, f"{rows.count:,} rows of {what}"),
-                       thread=True, group="export")
+                       thread=True, group="export", exit_on_error=False, description="exporting")
 
     _ask_path(app, what, suffix, start)
 
@@ -163,7 +163,7 @@ def export_shares(app: SfqApp, suffix: str) -> None:
     def start(path: Path) -> None:
         data = shares_frame(frame)  # one row per user: quick, and it reads the live state
         app.run_worker(lambda: _write_in_background(app, lambda: data, path, f"the shares of {data.height:,} users"),
-                       thread=True, group="export")
+                       thread=True, group="export", exit_on_error=False, description="exporting")
 
     _ask_path(app, "the shares table", suffix, start)
 

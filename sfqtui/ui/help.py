@@ -26,7 +26,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Find", ("search", "next_match", "previous_match", "next_idle_reset", "next_violation")),
     ("Play", ("toggle_play", "faster", "slower")),
     ("Show", ("toggle_dispatches", "filter_user", "cycle_sort", "toggle_folded", "toggle_lockstep", "calibration")),
-    ("App", ("command_palette", "toggle_help", "quit")),
+    ("App", ("command_palette", "toggle_help", "lesson_menu", "quit")),
 )
 MOUSE = (
     ("click a row", "go to its event (event log)"),
