@@ -13,9 +13,11 @@ from typing import NamedTuple
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.events import Click
 from textual.strip import Strip
 
 from sfqtui.core.numbers import fmt
+from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
 from sfqtui.ui.text_view import TextView
@@ -52,6 +54,9 @@ class MeterHeader(TextView):
             left, right = "v", "v+c_max"
         elif frame.band == "credit":
             left, right = "0", "c_max"
+        elif frame.band == "lowest" and traits is not None:
+            lowest = "min " + traits.value_symbol.split("_")[0]  # min C: the lowest among the waiting
+            left, right = lowest, f"{lowest}+c_max"
         else:
             left, right = "0", "most queued"
         labels = (left + " " * max(1, band_width - len(left) - len(right)) + right)[:band_width]
@@ -63,6 +68,7 @@ class MeterHeader(TextView):
 
 class MeterBand(LineView, can_focus=True):
     DEFAULT_CSS = "MeterBand { height: 1fr; }"
+    HELP = "Click a user to show only that user's events in the log (again: everyone)."
 
     GROW_ONLY = True  # users fold and unfold on most steps of a long trace
 
@@ -72,6 +78,7 @@ class MeterBand(LineView, can_focus=True):
         self._rows: list[int] = []
         self._values: list[float] = []
         self._most_queued = 1
+        self._lowest = 0.0  # band "lowest": the smallest number among the waiting users
         self._folded = 0
 
     @property
@@ -87,11 +94,19 @@ class MeterBand(LineView, can_focus=True):
         self._frame = frame
         self._values = self._shown_values(frame)
         self._most_queued = max(frame.state.queued, default=0) or 1
+        if frame.band == "lowest":
+            waiting = [self._values[u] for u in frame.state.backlogged()]
+            self._lowest = min(waiting or [x for x in self._values if x != INF] or [0.0])
         self._rows, self._folded = self._order(frame)
         self.redraw()
 
     def row_count(self) -> int:
         return len(self._rows) + (1 if self._folded else 0)
+
+    def on_click(self, event: Click) -> None:
+        hit = self.row_at(event)
+        if hit is not None and hit[0] < len(self._rows) and self._frame is not None:
+            self.post_message(UserClicked(self, self._frame.table.users[self._rows[hit[0]]]))
 
     @staticmethod
     def _shown_values(frame: Frame) -> list[float]:
@@ -153,6 +168,10 @@ class MeterBand(LineView, can_focus=True):
         elif kind == "credit" and s.c_max > 0 and value != INF:
             mark_at = max(0, min(band - 1, round(value / s.c_max * (band - 1))))
             mark = "●" if waiting else "○"
+        elif kind == "lowest" and s.c_max > 0 and value != INF:
+            position = (value - self._lowest) / s.c_max
+            mark_at = 0 if position < 0 else min(band - 1, round(position * (band - 1)))
+            mark = "◂" if position < 0 else "▸" if position > 1 else ("●" if waiting else "○")
         elif kind == "queue":
             fill = round(s.queued[u] / self._most_queued * band)
         share = s.charged[u] / (s.charged_total or 1.0)
