@@ -13,6 +13,7 @@ from textual.widget import Widget
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
+from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
@@ -22,6 +23,15 @@ SIZE = (120, 34)
 def dashboard(trace: str | Path = "seed-example.parquet", scheduler: str = "sfq", is_log: bool = False) -> SfqApp:
     path = trace if isinstance(trace, Path) else TRACES / trace
     return SfqApp(Opening(path, is_log=is_log, config=ReplayConfig(scheduler)))
+
+
+def lesson_dashboard(folder: Path, name: str = "worked-example") -> SfqApp:
+    """The dashboard of a lesson, as `sfqtui teach NAME` opens it (its trace written to ``folder``)."""
+    lesson = LESSONS[name]
+    trace = folder / f"{name}.parquet"
+    lesson.write(trace)
+    openings = [Opening(trace, is_log=False, config=lesson.config(s), slots_given=True) for s in lesson.schedulers]
+    return SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
 
 
 SETTLE_S = 30.0  # generous: the machine may be busy; a dashboard that gets there sooner costs nothing

@@ -161,13 +161,13 @@ async def test_dispatches_only_and_user_filter() -> None:
         await settle(pilot)
         log = app.query_one(EventLog)
         await pilot.press("d")
-        assert log.dispatches_only and "dispatch" in text_of(log) and "arrive" not in text_of(log)
+        assert app.options.dispatches_only and "dispatch" in text_of(log) and "arrive" not in text_of(log)
         await pilot.press("f", *"A", "enter")
-        assert log.user_filter == "A"
+        assert app.options.user_filter == "A" and app.query_one("#log-box").border_title == "event log: dispatches of A"
         assert all(" A " in line for line in text_of(log).splitlines() if line.strip())
         await pilot.press("f")
         await pilot.press(*["backspace"] * 3, "enter")
-        assert log.user_filter is None
+        assert app.options.user_filter is None
 
 
 async def test_sort_and_fold() -> None:
@@ -178,9 +178,9 @@ async def test_sort_and_fold() -> None:
         await pilot.press("n", "n")
         assert text_of(band).splitlines()[0].startswith("B")  # smallest meter first
         await pilot.press("o")
-        assert band.sort == "name" and text_of(band).splitlines()[0].startswith("A")
+        assert app.options.sort == "name" and text_of(band).splitlines()[0].startswith("A")
         await pilot.press("o", "o", "a")
-        assert band.sort == "meter" and band.show_folded
+        assert app.options.sort == "meter" and app.options.show_folded
 
 
 async def test_help_opens_and_closes() -> None:

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from pathlib import Path
 
 from rich.segment import Segment
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.strip import Strip
 
-from sfqtui.ui.event_log import page_top
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.log.timeline import Timeline
+from sfqtui.trace.load import load_trace
+from sfqtui.trace.sources import ReplaySource
+from sfqtui.ui.event_log import EventLog, page_top
+from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.line_view import LineView
 from sfqtui.ui.text_view import TextView
+
+TRACES = Path(__file__).resolve().parents[1] / "traces"
 
 
 class Rows(LineView):
@@ -120,3 +129,25 @@ def test_the_log_cursor_stays_in_the_middle_half_and_the_view_turns_half_a_page(
         assert top <= row < top + height
         assert row < height // 4 or height // 4 <= row - top < height // 4 + height // 2
     assert len(set(tops)) == 1 + (499 - height // 4) // (height // 2)
+
+
+async def test_a_log_of_one_user_grows_with_the_table() -> None:
+    """Listed while the log loads batch by batch, one user's events are the same as listed at once."""
+    source = ReplaySource(load_trace(TRACES / "heavy-vs-light.parquet"), ReplayConfig("sfq", 4), chunk=500)
+    table, log = EventTable("sfq"), EventLog()
+    options = ViewOptions(user_filter="heavy")
+    async with Holder(log).run_test(size=(100, 20)) as pilot:
+        batches = 0
+        for batch, _ in source.batches():
+            table.append(batch)
+            batches += 1
+            k = len(table) - 1
+            log.show(Frame(table, Timeline(table).state_at(k), k, "", 4, 1.0, False, False, 1.0, options=options))
+        await pilot.pause()
+        heavy = [k for k in range(len(table)) if table.user_name(k) == "heavy"]
+        shown = [int(line.split()[0]) for line in view_text(log).splitlines() if line.strip()]
+        assert batches > 3 and shown and shown == heavy[-len(shown):]
+
+
+def view_text(view: LineView) -> str:
+    return "\n".join(view.render_line(y).text.rstrip() for y in range(view.scrollable_content_region.height))

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import settle, until
+from dashboard import lesson_dashboard, settle, text_of, until
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
-from sfqtui.scenarios.lessons import LESSONS
+from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.lesson import LessonPanel
+from sfqtui.ui.meter_band import band_cells
 from sfqtui.ui.run_pane import PaneHead, QueueOrder, RunPane
 from sfqtui.ui.side_by_side import DivergenceLine
 
@@ -23,6 +24,72 @@ S_A_S_B = [(3, 0), (3, 1), (3, 2), (3, 3), (6, 3), (6, 4), (6, 5), (6, 6)]  # th
 def side_by_side(trace: str, *schedulers: str, slots: int = 1, lockstep: str = "dispatch") -> SfqApp:
     openings = [Opening(TRACES / trace, is_log=False, config=ReplayConfig(name, slots), slots_given=True) for name in schedulers]
     return SfqApp(openings, lockstep=lockstep)
+
+
+def pane(app: SfqApp, run: Run) -> RunPane:
+    return app.query_one(f"#pane-{run.key}", RunPane)
+
+
+def log_rows(pane: RunPane) -> list[int]:
+    """The event numbers the pane's log shows on screen."""
+    return [int(line.split()[0]) for line in text_of(pane.events).splitlines() if line.strip()]
+
+
+def fits(pane: RunPane) -> bool:
+    """The pane's meter scale spans its band as drawn now (it is drawn for the width at its last redraw)."""
+    scale = pane.band_header.text.splitlines()[1].split()[-1]
+    return len(scale) == band_cells(pane.band.scrollable_content_region.width)
+
+
+async def test_every_pane_loads_and_draws_its_log_before_any_key() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="time")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for run in app.runs:
+            assert len(run.table) > 3000
+            assert pane(app, run).head.text.startswith(f"seq -/{len(run.table) - 1:,} start")
+            assert log_rows(pane(app, run))[:3] == [0, 1, 2]
+
+
+async def test_after_a_jump_each_pane_scrolls_its_log_to_its_own_cursor() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="time")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", *"900", "enter")
+        sfq, drr = app.runs
+        assert drr.cursor.k != sfq.cursor.k  # each pane its own event, so each log its own rows
+        for run in app.runs:
+            assert run.cursor.k in log_rows(pane(app, run))
+
+
+async def test_after_a_resize_or_the_help_every_pane_fits_without_a_key() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="time")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", *"900", "enter")
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        for run in app.runs:
+            assert fits(pane(app, run)) and run.cursor.k in log_rows(pane(app, run))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.query("HelpPanel")
+        for run in app.runs:
+            assert fits(pane(app, run)) and run.cursor.k in log_rows(pane(app, run))
+
+
+async def test_a_re_run_from_the_palette_redraws_every_pane() -> None:
+    app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="dispatch")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.rerun(scheduler="fifo")
+        await settle(pilot)
+        await pilot.press("n", "n")
+        fifo, drr = app.runs
+        assert fifo.scheduler == "fifo" and len(app.query(RunPane)) == 2
+        assert str(pane(app, fifo).border_title).startswith("fifo") and fifo.cursor.dispatch_number == drr.cursor.dispatch_number == 1
+        for run in app.runs:
+            assert run.cursor.k in log_rows(pane(app, run))
 
 
 async def test_the_worked_example_steps_sfq_and_drr_dispatch_by_dispatch() -> None:
@@ -103,12 +170,31 @@ async def test_panes_are_added_and_dropped_from_the_palette() -> None:
         assert app.cursor.dispatch_number == 2 and "Dispatch B" in app.query_one(ExplainPanel).text  # numbered from 0
 
 
+def dispatches_only(log_text: str) -> bool:
+    kinds = [line.split()[2] for line in log_text.splitlines() if line.strip()]
+    return bool(kinds) and set(kinds) == {"dispatch"}
+
+
+async def test_view_options_are_the_apps_and_outlive_panes_added_and_dropped() -> None:
+    app = side_by_side("seed-example.parquet", "sfq")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("o", "d", "n")
+        await app.compare_with("drr")
+        await settle(pilot)
+        await pilot.press("n")
+        for run in app.runs:  # the new pane and the leader's new one alike
+            assert "by name" in pane(app, run).band_header.text and dispatches_only(text_of(pane(app, run).events))
+        await pilot.press("o")
+        assert all("by share" in pane(app, run).band_header.text for run in app.runs)
+        await app.drop_pane(app.runs[1].key)
+        await pilot.pause()
+        assert "by share" in text_of(app.query_one("#band-header")) and dispatches_only(text_of(app.query_one("#log")))
+        assert app.query_one("#log-box").border_title == "event log: dispatches"
+
+
 async def test_a_lesson_introduces_itself_and_ends_with_its_measured_outcome(tmp_path: Path) -> None:
-    lesson = LESSONS["worked-example"]
-    trace = tmp_path / "lesson.parquet"
-    lesson.write(trace)
-    openings = [Opening(trace, is_log=False, config=lesson.config(name), slots_given=True) for name in lesson.schedulers]
-    app = SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
+    app = lesson_dashboard(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         panel = app.query_one(LessonPanel)
@@ -116,6 +202,22 @@ async def test_a_lesson_introduces_itself_and_ends_with_its_measured_outcome(tmp
         await until(pilot, lambda: panel.outcome is not None, "the lesson's measured outcome")
         await pilot.press("end")
         assert "outcome, measured" in panel.text and "sfq: shares" in panel.text and "drr:" in panel.text
+
+
+async def test_a_lesson_steps_its_panes_through_the_same_moments_at_t_0(tmp_path: Path) -> None:
+    """§2.7: every request arrives at t = 0; by dispatch or by time, both panes show the same arrival."""
+    app = lesson_dashboard(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        sfq, drr = app.runs
+        await pilot.press("right", "right", "right")
+        assert sfq.cursor.k == drr.cursor.k == 2 and sfq.table.t[2] == 0.0
+        assert "lockstep by dispatch (the n-th dispatch of each" in app.query_one(DivergenceLine).text
+        await pilot.press("l", "right")
+        assert sfq.cursor.k == drr.cursor.k == 3
+        assert "lockstep by time (same t, as many dispatches at it" in app.query_one(DivergenceLine).text
+        for run in app.runs:
+            assert pane(app, run).head.text.startswith("seq 3/")
 
 
 async def test_a_drr_log_the_shadow_cannot_follow_still_steps() -> None:

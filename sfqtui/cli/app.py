@@ -11,6 +11,7 @@ from sfqtui.cli.compare import compare
 from sfqtui.cli.errors import version_line
 from sfqtui.cli.explain import explain
 from sfqtui.cli.gen import GEN_HELP, gen
+from sfqtui.cli.help import FlagCommand, FlagGroup
 from sfqtui.cli.importing import import_command
 from sfqtui.cli.proxy import proxy
 from sfqtui.cli.replay import demo, replay, serve
@@ -20,6 +21,7 @@ from sfqtui.cli.teach import TEACH_HELP, teach
 
 app = typer.Typer(
     name="sfqtui",
+    cls=FlagGroup,
     help="Replay, explain and compare Start-time Fair Queueing for LLM load balancers.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -41,20 +43,20 @@ def _root(
     pass
 
 
-app.command(help=GEN_HELP)(gen)
-app.command()(simulate)
-app.command()(check)
-app.command()(compare)
-app.command()(explain)
-app.command()(calibrate)
-app.command()(sweep)
-app.command(name="import")(import_command)
-app.command()(replay)
-app.command()(demo)
-app.command()(serve)
-app.command(help=TEACH_HELP)(teach)
-app.command()(attach)
-app.command()(proxy)
+app.command(help=GEN_HELP, cls=FlagCommand)(gen)
+app.command(cls=FlagCommand)(simulate)
+app.command(cls=FlagCommand)(check)
+app.command(cls=FlagCommand)(compare)
+app.command(cls=FlagCommand)(explain)
+app.command(cls=FlagCommand)(calibrate)
+app.command(cls=FlagCommand)(sweep)
+app.command(name="import", cls=FlagCommand)(import_command)
+app.command(cls=FlagCommand)(replay)
+app.command(cls=FlagCommand)(demo)
+app.command(cls=FlagCommand)(serve)
+app.command(help=TEACH_HELP, cls=FlagCommand)(teach)
+app.command(cls=FlagCommand)(attach)
+app.command(cls=FlagCommand)(proxy)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.live.source import WINDOW
+from sfqtui.paths import check_output
 from sfqtui.runs.live import LiveOpening
 
 
@@ -35,4 +36,6 @@ def attach(
         raise fail(f"{url!r} is not an http(s) URL; give the proxy's base URL, e.g. http://127.0.0.1:8080")
     if window < 1000:
         raise fail("--window must be at least 1000 events")
+    if record is not None:
+        check_output(record, "--record")
     run_dashboard(LiveOpening(url, token, record, window))

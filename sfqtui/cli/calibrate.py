@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
@@ -56,6 +57,7 @@ def calibrate(
         report = measure_calibration(loaded.trace, config)
         update(1, 1 + len(runs))
         rows, where = run_alternatives(runs, loaded.trace, lambda done, total: update(1 + done, 1 + total))
+    note_one_slot(trace, loaded.suggested_slots, replay.slots, replay.service)
     reference_rows = dict(zip(references, rows))
     alternative_rows = rows[len(references):]
     suggested = suggestion(_gap_of(report.gap_actual), alternative_rows)

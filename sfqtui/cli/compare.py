@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
@@ -24,12 +25,21 @@ def _fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> Table:
-    """``measures``: a replicated run's, which add each user's p99 wait under one scheduler."""
+def _headline(report: FairnessReport) -> list[str]:
     gap = report.worst_gap
     gap_text = "-" if gap is None else f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(gap.start_t)}..{fmt(gap.end_t)})"
-    title = f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"
-    table = Table(title=title, title_justify="left")
+    lines = [f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"]
+    gain = report.worst_gain
+    if gain is not None:
+        within = "within" if gain.gain <= gain.bound else "over"
+        lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {fmt(gain.gain)} ({gain.ahead} over {gain.behind}, "
+                     f"t {fmt(gain.start_t)}..{fmt(gain.end_t)}), {within} 2 c_max = {fmt(gain.bound)}")
+    return lines
+
+
+def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> Table:
+    """``measures``: a replicated run's, which add each user's p99 wait under one scheduler."""
+    table = Table()
     headers = ["user", "dispatched", "charged", "share congested", "wait p50 s", "wait p99 s"]
     if measures is not None:
         headers.append("one scheduler p99 s")
@@ -68,11 +78,14 @@ def compare(
 ) -> None:
     """Replay TRACE under each scheduler and compare, per user: the share of charged cost
     while congested (two or more users backlogged), the worst |W_i - W_j| between
-    continuously backlogged users (article §3.2), Jain's index and wait p50/p99.
+    continuously backlogged users (article §3.2), Jain's index and wait p50/p99. For sfq
+    and sfq-reset also the worst W_i - W_j of any user over one that stays backlogged
+    (§3.3) against 2 c_max, as `sfqtui check` finds it in the same log (JSON: worst_gain).
 
     With --replicas K, each scheduler runs as K replicas and is measured against one
     scheduler with the same slots (semantics §11): worst gap and drift in c_max,
-    stranded capacity, makespan ratio and each user's p99 wait under both.
+    stranded capacity, makespan ratio and each user's p99 wait under both (the §3.3
+    gain is one scheduler's figure: not given for a replicated run).
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     check_schedulers(names)
@@ -89,10 +102,11 @@ def compare(
             if replicated:
                 report, measured = replica_measures(loaded.trace, config, progress)
             else:
-                report, measured = fairness_of_replay(loaded.trace, config, progress), None
+                report, measured = fairness_of_replay(loaded.trace, config, progress, gains=True), None
             reports.append(report)
             measures.append(measured)
     slots = configs[0].slots
+    note_one_slot(trace, loaded.suggested_slots, replay.slots, replay.service)
     if as_json:
         typer.echo(json.dumps(_payload(trace, slots, reports, measures, replay), indent=2))
         return
@@ -100,6 +114,8 @@ def compare(
     where = f", {replay.replicas.describe()}" if replicated else ""
     console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {slots} slots{where}")
     for report, measured in zip(reports, measures):
+        for line in _headline(report):
+            console.print(line, markup=False)
         console.print(_table(report, measured))
         if measured is not None:
             console.print(_replicas_table(measured, report.scheduler, replay.replicas.describe()))

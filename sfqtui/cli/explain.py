@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
+from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
@@ -162,6 +164,8 @@ def explain(
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
     opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", None),
                       slots_given=replay.slots is not None)
+    for trace, source in check_openings([opening]).items():
+        note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     run = Run(opening).load_all()
     if is_log and scheduler is not None and scheduler != run.scheduler:
         raise fail(f"{path} is a {run.scheduler} log; it cannot be explained under {scheduler}")

@@ -8,7 +8,9 @@ import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.paths import check_output
 from sfqtui.scenarios import SCENARIOS, generate
+from sfqtui.trace.offered_load import service_seconds
 from sfqtui.trace.write import write_trace
 
 _LIST = "\n\n".join(f"**{s.name}** ({s.section}): {s.summary}" for s in SCENARIOS.values())
@@ -31,12 +33,12 @@ def gen(
     for name, value in (("--users", users), ("--requests", requests)):
         if value is not None and value < 1:
             raise fail(f"{name} must be >= 1")
+    check_output(output)
     frame = generate(scenario, seed=seed, users=users, requests=requests)
     if with_cost and "cost" not in frame.columns and "output_tokens" in frame.columns:
-        model = TokenServiceModel()
         frame = frame.with_columns(
             cost=(pl.col("input_tokens") + 2 * pl.col("output_tokens")).cast(pl.Float64),
-            service_s=model.overhead_s + pl.col("input_tokens") / model.prefill_tps + pl.col("output_tokens") / model.decode_tps,
+            service_s=service_seconds(TokenServiceModel(), frame.columns),
         )
     info = SCENARIOS[scenario]
     write_trace(frame, output, {"scenario": scenario, "seed": seed, "slots": info.slots, "section": info.section})

@@ -10,6 +10,8 @@ from rich.console import Console
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.importers.convert import FORMATS, import_trace
 from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
+from sfqtui.paths import check_output
+from sfqtui.trace.offered_load import HEADROOM
 
 
 @refuses_bad_input
@@ -52,6 +54,7 @@ def import_command(
         raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")
     if jitter < 0:
         raise fail("--jitter must be >= 0")
+    check_output(output, not_one_of=sources)
     options = ImportOptions(
         users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]  # Users refuses any other name
         max_tokens=MaxTokens.parse(max_tokens),
@@ -65,5 +68,8 @@ def import_command(
     with console.status("importing") as status:
         summary = import_trace(fmt, sources, output, options, progress=lambda message: status.update(message))
     typer.echo(f"wrote {output}: {summary.rows:,} requests from {summary.users:,} users, {summary.files} file(s), {summary.span_s:,.1f} s of arrivals")
+    if summary.slots is not None and summary.offered_load is not None:
+        typer.echo(f"replays use {summary.slots:,} slots unless --slots is given: the trace keeps {summary.offered_load:,.1f} busy "
+                   f"on average (the default service model), plus {HEADROOM - 1:.0%} headroom; docs/traces.md")
     if summary.users == 1:
         typer.echo("note: every request has the same user; --users N or --user-from COLUMN gives SFQ someone to be fair between", err=True)

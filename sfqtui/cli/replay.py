@@ -8,12 +8,16 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
+from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.errors import InputError
 from sfqtui.runs.opening import Opening, is_event_log
+from sfqtui.trace.write import read_metadata
 
 DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
 
@@ -26,9 +30,34 @@ def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Openin
     return Opening(path=path, is_log=is_event_log(path), config=config, slots_given=replay.slots is not None)
 
 
+# The dashboard's own options; every other option of `replay` says how to replay a trace.
+_DASHBOARD_OPTIONS = ("path", "speed", "play", "lockstep")
+
+
+def _given(ctx: typer.Context, ignored: tuple[str, ...]) -> list[str]:
+    """The options given on the command line (or by environment), by their long names."""
+    given = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        if param.name not in ignored and source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            given.append(next((o for o in param.opts if o.startswith("--")), param.opts[0]))
+    return given
+
+
+def _refuse_trace_options(ctx: typer.Context, log: Path) -> None:
+    """A saved log is fixed: options that would replay it otherwise are refused, not ignored."""
+    given = _given(ctx, _DASHBOARD_OPTIONS)
+    if given:
+        trace = read_metadata(log).get("trace")
+        made_from = f" ({trace})" if isinstance(trace, str) else ""
+        raise InputError(f"{log} is an event log, fixed when it was written: {', '.join(given)} "
+                         f"{'applies' if len(given) == 1 else 'apply'} to a trace; replay the trace it was made from{made_from} with them")
+
+
 @refuses_bad_input
 @with_replicated_replay_options
 def replay(
+    ctx: typer.Context,
     path: Annotated[
         Path | None,
         typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False),
@@ -67,11 +96,13 @@ def replay(
     if lockstep not in MODES:
         raise fail(f"--lockstep must be one of {', '.join(MODES)}")
     openings = [_opening(path, scheduler, replay)]
+    if openings[0].is_log:
+        _refuse_trace_options(ctx, openings[0].path)
     if compare:
         names = check_schedulers([name.strip() for name in compare.split(",") if name.strip()])
-        if not openings[0].can_rerun:
-            raise fail("--compare replays a trace under other schedulers; a saved log cannot be re-run")
         openings += [openings[0].rerun(scheduler=name) for name in names]
+    for trace, source in check_openings(openings).items():
+        note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     run_dashboard(openings, speed=speed, autoplay=play, lockstep=lockstep)
 
 
@@ -83,7 +114,9 @@ def demo(play: Annotated[bool, typer.Option("--play/--no-play", help="Start play
 
     if not DEMO.exists():
         raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet && sfqtui replay demo.parquet")
-    run_dashboard(Opening(path=DEMO, is_log=False, config=ReplayConfig()), autoplay=play)
+    opening = Opening(path=DEMO, is_log=False, config=ReplayConfig())
+    check_openings([opening])
+    run_dashboard(opening, autoplay=play)
 
 
 @refuses_bad_input

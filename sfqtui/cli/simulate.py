@@ -7,12 +7,14 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.numbers import fmt
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.paths import check_output
 from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
@@ -36,10 +38,12 @@ def simulate(
     """
     started = time.perf_counter()
     check_schedulers([scheduler])
+    check_output(output, not_one_of=[trace])
     source = open_trace(trace)
     config = replay.config(scheduler, source.suggested_slots)
     with progress_bar("replaying", len(source)) as update:
         result = run_simulation(source, config, output, progress=update)
+    note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     elapsed = time.perf_counter() - started
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     quantum = f", quantum {fmt(result.quantum)}" if result.quantum is not None else ""

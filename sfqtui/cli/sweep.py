@@ -13,8 +13,10 @@ from rich.table import Table
 from rich.text import Text
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.core.numbers import fmt
+from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import ReplicaGrid, check_settings, plan_runs
 from sfqtui.sweep.results import complete_rows, write_results
@@ -106,9 +108,11 @@ def sweep(
         raise fail("--workers and --cluster exclude each other: a running cluster already has its workers")
     if workers is not None and workers < 1:
         raise fail("--workers must be >= 1")
-    if output is not None and not output.parent.is_dir():
-        raise fail(f"{output.parent}: no such directory for --output")
+    if output is not None:
+        check_output(output, not_one_of=traces)
     loaded = {str(path): load_trace(path) for path in traces}
+    for path, trace in loaded.items() if slot_counts is None else ():
+        note_one_slot(Path(path), trace.suggested_slots, None)
     runs = plan_runs({name: trace.suggested_slots for name, trace in loaded.items()}, scheduler_names, slot_counts, scopes, updates, grid)
     cores = {name: trace.trace for name, trace in loaded.items()}
     from sfqtui.sweep.cluster import dask_client, run_on_dask  # see its docstring: imported only when needed

@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.openings import check_openings
 from sfqtui.runs.opening import Opening
-from sfqtui.scenarios.lessons import LESSONS
+from sfqtui.scenarios.lessons import LESSONS, Lesson
 
 _LIST = "\n\n".join(f"**{name}** ({lesson.section}): {lesson.title}, {' against '.join(lesson.schedulers)}" for name, lesson in LESSONS.items())
 
@@ -18,30 +19,41 @@ def teach(
     lesson: Annotated[str | None, typer.Argument(help="The lesson to open (see the list above); without one, a menu.", show_default=False)] = None,
     list_them: Annotated[bool, typer.Option("--list", help="Print the lessons and exit.")] = False,
 ) -> None:
-    from sfqtui.ui.app import run_dashboard
     from sfqtui.ui.lesson import LessonMenu
 
     if list_them:
         for name, each in LESSONS.items():
             typer.echo(f"{name:<20} {each.section:<12} {each.title}: {' | '.join(each.schedulers)}, {each.slots} slot(s), by {each.lockstep}")
         return
-    if lesson is None:
-        lesson = LessonMenu().run()
-        if lesson is None:
-            return
-    chosen = LESSONS.get(lesson)
-    if chosen is None:
+    if lesson is not None and lesson not in LESSONS:
         raise fail(f"unknown lesson {lesson!r}; choose one of {', '.join(LESSONS)}")
+    last = lesson
+    while True:
+        if lesson is None:
+            lesson = LessonMenu(last).run()
+            if lesson is None:
+                return  # quit from the menu
+        if not _open(LESSONS[lesson]):
+            return  # quit from the lesson
+        last, lesson = lesson, None  # escape: back to the menu
+
+
+def _open(lesson: Lesson) -> bool:
+    """Open a lesson in the dashboard; whether the learner went back to the menu."""
+    from sfqtui.ui.app import BACK_TO_LESSONS, run_dashboard
+
     with tempfile.TemporaryDirectory(prefix="sfqtui-lesson-") as folder:
-        trace = Path(folder) / f"{chosen.name}.parquet"
-        chosen.write(trace)
-        openings = [Opening(trace, is_log=False, config=chosen.config(name), slots_given=True) for name in chosen.schedulers]
-        run_dashboard(openings, lockstep=chosen.lockstep, lesson=chosen)
+        trace = Path(folder) / f"{lesson.name}.parquet"
+        lesson.write(trace)
+        openings = [Opening(trace, is_log=False, config=lesson.config(name), slots_given=True) for name in lesson.schedulers]
+        check_openings(openings)
+        return run_dashboard(openings, lockstep=lesson.lockstep, lesson=lesson) == BACK_TO_LESSONS
 
 
 TEACH_HELP = f"""Learn SFQ beside DRR and VTC on the article's cases: each lesson opens a scenario
 under two schedulers in panes side by side, stepped together, with a narration of every
-step, and ends with the measured outcome (shares, waits, worst gap).
+step, and ends with the measured outcome (shares, waits, worst gap). Escape leaves a
+lesson for the menu of lessons.
 
 {_LIST}
 """

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.errors import InputError
 from sfqtui.importers.options import ImportOptions, Users
 from sfqtui.importers.readers import READERS, unit_interval
+from sfqtui.paths import atomic_output
+from sfqtui.trace.offered_load import service_seconds, suggested_slots_for
 from sfqtui.trace.schema import METADATA_KEY
 
 FORMATS = tuple(READERS)
@@ -33,16 +36,21 @@ class ImportSummary:
     users: int
     files: int
     span_s: float
+    slots: int | None  # the slot count the trace suggests (None: its arrivals span no time)
+    offered_load: float | None  # slots kept busy on average by the default service model
 
 
 def _time_column(fmt: str, options: ImportOptions) -> str:
     return TIME_COLUMN.get(fmt) or options.mapping["arrival_s"]
 
 
-def _check(fmt: str, path: Path, frame: pl.LazyFrame, options: ImportOptions) -> tuple[object, object]:
-    """Refuse the first unparseable time or token count; return the file's first and last time."""
+def _check(fmt: str, path: Path, frame: pl.LazyFrame, options: ImportOptions, shared: Collection[str]) -> tuple[object, object, float]:
+    """Refuse the first unparseable time or token count; return the file's first and last
+    time and its total service time (the default service model on the ``shared`` columns,
+    those the trace will have)."""
     token_columns = [c for c in ("input_tokens", "output_tokens", "max_tokens") if c in frame.collect_schema().names()]
-    checks = [pl.col("line").filter(pl.col("t").is_null()).first().alias("bad_t")]
+    checks = [pl.col("line").filter(pl.col("t").is_null()).first().alias("bad_t"),
+              service_seconds(TokenServiceModel(), shared).sum().alias("service")]
     for column in token_columns:
         counts = pl.col(column)
         value = counts.cast(pl.Int64, strict=False)
@@ -64,7 +72,7 @@ def _check(fmt: str, path: Path, frame: pl.LazyFrame, options: ImportOptions) ->
             raise InputError(f"{path}: line {line}: {source} {found_value!r} {rule}")
     if not found["rows"]:
         raise InputError(f"{path}: no rows to import")
-    return found["first"], found["last"]
+    return found["first"], found["last"], found["service"]
 
 
 def _source_of(fmt: str, column: str) -> str:
@@ -136,24 +144,28 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
         raise InputError("give at least one source file")
     say = progress or (lambda _message: None)
     frames = []
-    firsts, lasts = [], []
     names = service_names(sources)
     for path in sources:
-        say(f"checking {path.name}")
         frame = READERS[fmt](Path(path), options)
         if fmt == "azure":  # each file is a service: its model, and by default its user
             frame = frame.with_columns(model=pl.lit(names[path]), user=pl.lit(names[path]))
-        first, last = _check(fmt, Path(path), frame, options)
         frames.append(frame)
+    columns = [c for c in frames[0].collect_schema().names()]
+    shared: set[str] = set.intersection(*(set(f.collect_schema().names()) for f in frames))
+    firsts, lasts, service = [], [], 0.0
+    for path, frame in zip(sources, frames):
+        say(f"checking {path.name}")
+        first, last, file_service = _check(fmt, Path(path), frame, options, shared)
         firsts.append(first)
         lasts.append(last)
+        service += file_service
     kinds = {type(x) for x in firsts}
     if len(kinds) > 1:
         raise InputError("the files do not share a clock: some give datetimes, others numbers")
     t0, t_end = min(firsts), max(lasts)  # type: ignore[type-var]  # all numbers or all datetimes: checked just above
+    span = (t_end - t0).total_seconds() if hasattr(t_end - t0, "total_seconds") else float(t_end - t0)  # type: ignore[operator]  # times of one clock subtract
+    slots = suggested_slots_for(service, span)
 
-    columns = [c for c in frames[0].collect_schema().names()]
-    shared: set[str] = set.intersection(*(set(f.collect_schema().names()) for f in frames))
     order = sorted(shared, key=columns.index)
     combined = pl.concat([f.select(order) for f in frames], how="vertical_relaxed").with_row_index("__row")
     stem = pl.col("source").str.replace(r"\.[^.]*$", "")
@@ -176,20 +188,17 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
     selected.append(pl.col("source"))
     lazy = combined.select(selected)
 
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.part")
+    metadata: dict[str, object] = {"format": fmt, "sources": [str(p) for p in sources], "options": _options_dict(options)}
+    if slots is not None:  # what replays use when --slots is not given
+        metadata.update(slots=slots, offered_load=service / span)
     say(f"writing {out.name}")
     try:
-        lazy.sink_parquet(tmp, compression="zstd", row_group_size=1 << 18)
-        _attach_metadata(tmp, {"format": fmt, "sources": [str(p) for p in sources], "options": _options_dict(options)})
-        os.replace(tmp, out)
+        with atomic_output(out) as tmp:
+            lazy.sink_parquet(tmp, compression="zstd", row_group_size=1 << 18, metadata={METADATA_KEY.decode(): json.dumps(metadata)})
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"cannot import: {str(exc).splitlines()[0]}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     stats = pl.scan_parquet(out).select(pl.len().alias("rows"), pl.col("user").n_unique().alias("users")).collect().row(0, named=True)
-    span = (t_end - t0).total_seconds() if hasattr(t_end - t0, "total_seconds") else float(t_end - t0)  # type: ignore[operator]  # times of one clock subtract
-    return ImportSummary(stats["rows"], stats["users"], len(sources), span)
+    return ImportSummary(stats["rows"], stats["users"], len(sources), span, slots, service / span if span > 0 else None)
 
 
 def service_names(paths: list[Path]) -> dict[Path, str]:
@@ -209,14 +218,3 @@ def _options_dict(options: ImportOptions) -> dict[str, object]:
     return json.loads(json.dumps(asdict(options), default=str))
 
 
-def _attach_metadata(path: Path, metadata: dict[str, object]) -> None:
-    """Rewrite the footer's key-value metadata (the row groups are copied as they are)."""
-    import pyarrow.parquet as pq
-
-    parquet = pq.ParquetFile(path)
-    schema = parquet.schema_arrow.with_metadata({**(parquet.schema_arrow.metadata or {}), METADATA_KEY: json.dumps(metadata).encode()})
-    final = path.with_name(path.name + ".meta")
-    with pq.ParquetWriter(final, schema, compression="zstd") as writer:
-        for i in range(parquet.num_row_groups):
-            writer.write_table(parquet.read_row_group(i).replace_schema_metadata(schema.metadata))
-    os.replace(final, path)

@@ -70,7 +70,7 @@ class Lesson:
         lines = []
         for scheduler in self.schedulers:
             config = self.config(scheduler)
-            report = fairness_of_replay(trace, config)
+            report = fairness_of_replay(trace, config, gains=True)
             lines += [_shares(report), _waits(report), _worst_gap(report)]
             if self.in_actual_cost:
                 lines[-1] += f"; in actual cost {_gap(worst_gap_in_actual_cost(trace, config).gap)}"
@@ -94,7 +94,12 @@ def _waits(report: FairnessReport) -> str:
 
 
 def _worst_gap(report: FairnessReport) -> str:
-    return f"{report.scheduler}: worst |W_i - W_j| in {_charged(report)} {_gap(report.worst_gap)}"
+    line = f"{report.scheduler}: worst |W_i - W_j| in {_charged(report)} {_gap(report.worst_gap)}"
+    gain = report.worst_gain
+    if gain is not None:  # §3.3: the loophole shows here, not in the gap between two backlogged users
+        line += (f"; of any user over a backlogged one (§3.3) {fmt(gain.gain)} ({gain.ahead} over {gain.behind}), "
+                 f"{'within' if gain.gain <= gain.bound else 'over'} 2 c_max = {fmt(gain.bound)}")
+    return line
 
 
 def _gap(gap: Gap | None) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sfqtui.paths import atomic_output
 from sfqtui.sweep.runs import Row
 
 USER_FIGURES = pl.Struct({
@@ -30,4 +31,5 @@ def complete_rows(rows: Sequence[Row]) -> list[Row]:
 
 
 def write_results(rows: Sequence[Row], path: Path) -> None:
-    pl.DataFrame(complete_rows(rows), schema=SCHEMA).write_parquet(path)
+    with atomic_output(path) as tmp:
+        pl.DataFrame(complete_rows(rows), schema=SCHEMA).write_parquet(tmp)

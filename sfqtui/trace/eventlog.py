@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import queue
 import threading
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -25,7 +25,8 @@ from sfqtui.core.engine.estimator import Pricing
 from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, EventRow
 from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
-from sfqtui.trace.load import read_parquet, read_parquet_header
+from sfqtui.paths import atomic_output
+from sfqtui.trace.load import read_batches, read_parquet, read_parquet_header, readable
 from sfqtui.trace.schema import LOG_COLUMNS, LOG_EXTRAS, LOG_SCHEMA, METADATA_KEY, NEWEST_LOG_FORMAT
 from sfqtui.trace.write import read_metadata
 
@@ -177,12 +178,13 @@ class EventLogWriter:
 
     Row groups are compressed and written on a thread of their own (Arrow releases the GIL
     for that), so a replay goes on while the last chunk is written; at most one waits.
-    ``write`` takes a table, or a function that builds one on that thread.
+    ``write`` takes a table, or a function that builds one on that thread (the first is
+    built at once: the file is opened with its schema).
     """
 
     def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
         self.path = Path(path)
-        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+        self._output: AbstractContextManager[str] | None = None  # where the file is written until it is whole
         self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
         self._writer: pq.ParquetWriter | None = None
         self._pending: queue.Queue[pa.Table | Callable[[], pa.Table] | None] = queue.Queue(maxsize=1)
@@ -190,19 +192,29 @@ class EventLogWriter:
         self._failure: BaseException | None = None
 
     def write(self, table: pa.Table | Callable[[], pa.Table]) -> None:
-        if not self._thread.is_alive() and self._thread.ident is None:
-            self._thread.start()
+        if self._writer is None:
+            if not isinstance(table, pa.Table):
+                table = table()
+            self._open(table.schema.with_metadata(self._metadata))
         self._raise_failure()
         self._pending.put(table)
+
+    def _open(self, schema: pa.Schema) -> None:
+        output = atomic_output(self.path)
+        try:
+            self._writer = pq.ParquetWriter(output.__enter__(), schema, compression="zstd")
+        except BaseException as exc:
+            output.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._output = output
+        self._thread.start()
 
     def _write_pending(self) -> None:
         while (item := self._pending.get()) is not None:
             if self._failure is None:
                 try:
-                    table = item if isinstance(item, pa.Table) else item()
-                    if self._writer is None:
-                        self._writer = pq.ParquetWriter(self._tmp, table.schema.with_metadata(self._metadata), compression="zstd")
-                    self._writer.write_table(table)
+                    assert self._writer is not None, "write() opens the writer before it queues a table"
+                    self._writer.write_table(item if isinstance(item, pa.Table) else item())
                 except BaseException as exc:  # raised in the caller's thread at its next call
                     self._failure = exc
 
@@ -214,15 +226,17 @@ class EventLogWriter:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._thread.ident is not None:
+        if self._output is None:
+            return
+        try:
             self._pending.put(None)
             self._thread.join()
-        if self._writer is not None:
-            self._writer.close()
-        if exc_type is None and self._failure is None and self._writer is not None:
-            os.replace(self._tmp, self.path)
-        elif self._tmp.exists():
-            self._tmp.unlink()
+            self._writer.close()  # type: ignore[union-attr]  # set together with _output
+        except BaseException as error:  # e.g. the disk filled up while the footer was written
+            self._failure = self._failure or error
+        failure = exc or self._failure
+        # Moves the file into place, or (given the failure) removes it; either way nothing partial stays.
+        self._output.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)
         if exc_type is None:
             self._raise_failure()
 
@@ -275,6 +289,28 @@ def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
     return metadata, columns, scheduler
 
 
+def validate_log(path: Path | str, batch_rows: int = 1 << 17) -> None:
+    """Read an event log once, the columns a dashboard shows, and raise InputError for what
+    it could not show: missing columns, wrong types, a newer format, an unreadable page, an
+    unknown event kind, more than one scheduler. Violations of the scheduler's rules are not
+    refused here: showing them is what the dashboard and `check` are for."""
+    path = Path(path)
+    _metadata, columns, _first = read_log_schema(path)
+    _check_types(path, pl.read_parquet_schema(path))
+    schedulers: set[str] = set()
+    rows = 0
+    for batch in read_batches(path, columns, batch_rows):
+        unknown = pc.is_null(pc.index_in(batch["kind"].cast(pa.string()), value_set=KIND_NAMES))
+        if pc.any(unknown).as_py():
+            row = pc.index(unknown, True).as_py()
+            raise InputError(f"{path}: row {rows + row} (counting from 0): unknown event kind {batch['kind'][row].as_py()!r}; "
+                             f"known kinds: {', '.join(KINDS)} (semantics §7)")
+        schedulers.update(pc.unique(batch["scheduler"].cast(pa.string())).drop_null().to_pylist())
+        rows += batch.num_rows
+    if len(schedulers) > 1:
+        raise InputError(f"{path}: an event log must hold one scheduler's events; this one has {', '.join(sorted(schedulers))}")
+
+
 def output_weight_of(metadata: dict[str, Any]) -> float | None:
     """The estimator's output weight b a log was made with (VTC's completion charge, §9),
     when its metadata records one."""
@@ -307,7 +343,7 @@ def iter_log_rows(path: Path | str, batch_rows: int = 1 << 17) -> Iterator[LogRo
         for group in range(parquet.num_row_groups)
         # One reader per row group: a reader over the whole file keeps memory for every row
         # group it has read until it is dropped (pyarrow 26), so the whole log would add up.
-        for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[group], columns=audited)
+        for batch in readable(path, parquet.iter_batches(batch_size=batch_rows, row_groups=[group], columns=audited))
     )
 
 

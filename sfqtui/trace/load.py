@@ -80,11 +80,13 @@ def read_parquet_header(path: Path, what: str = "trace") -> pq.FileMetaData:
         raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
 
 
-def read_parquet(path: Path, what: str = "trace") -> pl.DataFrame:
-    """Read a Parquet file or raise InputError naming what is wrong with it."""
+def read_parquet(path: Path, what: str = "trace", trace_columns: bool = False) -> pl.DataFrame:
+    """Read a Parquet file (with ``trace_columns``, only those of semantics §1 it has) or
+    raise InputError naming what is wrong with it."""
     read_parquet_header(path, what)
     try:
-        return pl.read_parquet(path)
+        columns = list(_present(pl.read_parquet_schema(path))) if trace_columns else None
+        return pl.read_parquet(path, columns=columns)
     except (pa.ArrowInvalid, OSError, pl.exceptions.ComputeError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
 
@@ -95,9 +97,18 @@ def _where(path: Path, column: str, row: int) -> str:
 
 def read_batches(path: Path, columns: Sequence[str], rows: int) -> Iterator[pa.RecordBatch]:
     """The file's rows in file order, at most ``rows`` a batch, reading little more than a batch at a time."""
-    try:
+    def batches() -> Iterator[pa.RecordBatch]:
         parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
         yield from parquet.iter_batches(batch_size=rows, columns=list(columns))
+
+    return readable(path, batches())
+
+
+def readable(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches`` of the file at ``path``, with a page that cannot be read (corrupt, cut
+    short) refused as InputError when it is reached."""
+    try:
+        yield from batches
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
 
@@ -374,9 +385,9 @@ LOG_WRITER_COLUMNS = ("request_id", "user", "weight")  # what the log writer tak
 
 
 def load_trace(path: Path | str) -> LoadedTrace:
-    """Validate a trace file and hold it whole, in replay order."""
+    """Validate a trace file and hold it whole, in replay order (extra columns are not read)."""
     path = Path(path)
-    df = read_parquet(path)
+    df = read_parquet(path, trace_columns=True)
     summary = _surveyed(path, df.schema, df.height, [df.select(_present(df.schema))])
     table = normalise(df).to_arrow()
     del df

@@ -1,9 +1,11 @@
 """The dispatch log: every event (or dispatches only, or one user's), a Line API view.
 
 Only the visible rows are drawn, from the columnar table, so a log of millions of
-events scrolls without lag. The row of the current event is highlighted and stays in the
-middle half of the view: the view turns half a page when the cursor leaves it, so most
-steps redraw two rows rather than the whole log.
+events scrolls without lag. What it lists comes with each frame (the app's view
+options). The row of the current event is highlighted and stays in the middle half of
+the view: the view turns half a page when the cursor leaves it, so most steps redraw two
+rows rather than the whole log. A click on a row says which event it shows, and whether
+it fell on the user's name; the text of a search is marked in the rows that contain it.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from collections.abc import Hashable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
+from textual.events import Click
 from textual.strip import Strip
 from textual.widgets import Static
 
 from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.numbers import fmt
-from sfqtui.ui.frame import Frame
+from sfqtui.ui.clicks import EventClicked
+from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.line_view import LineView
 
 
@@ -38,6 +43,7 @@ _DISPATCH = Style(bold=True)
 _RESET = Style(color="yellow", bold=True)
 _GAP = Style(color="red", bold=True)  # events lost from a live stream
 _OTHER = Style(dim=True)
+_FOUND = Style(color="black", bgcolor="yellow", bold=True)  # the text of a search, where a row contains it
 
 
 def _time(t: float) -> str:
@@ -69,20 +75,17 @@ def page_top(row: int, height: int) -> int:
 
 class EventLog(LineView, can_focus=True):
     DEFAULT_CSS = "EventLog { height: 1fr; }"
+    HELP = "Click a row to go to its event; click a user's name to show only that user's events (again: everyone)."
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.table: EventTable | None = None
-        self.dispatches_only = False
-        self.user_filter: str | None = None
+        self._options = ViewOptions()  # what the rows were listed for
+        self._listed = 0  # how many of the table's events the rows cover
+        self.search_text = ""  # marked where a row's user or request contains it
         self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
         self._cursor_row = -1
         self._differs = False
-
-    @property
-    def description(self) -> str:
-        what = "dispatches" if self.dispatches_only else "all events"
-        return what + (f" of {self.user_filter}" if self.user_filter else "")
 
     def row_count(self) -> int:
         if self.table is None:
@@ -92,26 +95,54 @@ class EventLog(LineView, can_focus=True):
     def _event_at(self, row: int) -> int:
         return row if self._rows is None else self._rows[row]
 
+    @property
+    def listed(self) -> Sequence[int] | None:
+        """The events listed, ascending (None: every event of the table)."""
+        return self._rows
+
+    def mark(self, text: str) -> None:
+        """Mark ``text`` in the rows that contain it (empty: mark nothing)."""
+        if text != self.search_text:
+            self.search_text = text
+            self.forget_lines()
+
+    def on_click(self, event: Click) -> None:
+        hit = self.row_at(event)
+        if hit is None or self.table is None:
+            return
+        row, x = hit
+        k = self._event_at(row)
+        user = self.table.user_name(k)
+        start = header_for(self.table).index("user")  # the name is drawn from where its title starts
+        on_user = user is not None and start <= x < start + len(_cut(user, 10).rstrip())
+        self.post_message(EventClicked(self, k, user if on_user else None))
+
     def use(self, table: EventTable) -> None:
         """List the events of another table (a newly opened log or a re-run)."""
         self.table = table
         self.forget_lines()
-        self.rebuild_rows()
+        self._rows = None
+        self._list(self._options)
 
-    def rebuild_rows(self) -> None:
-        """Recompute which events are listed (after a toggle, a filter, or new events)."""
+    def _list(self, options: ViewOptions) -> None:
+        """Work out which events are listed. The table's own indices grow with it; one
+        user's events (a list of our own) are extended by the events loaded since."""
         table = self.table
-        if table is None:
-            return
-        code = table.user_code.get(self.user_filter) if self.user_filter else None
-        if self.user_filter and code is None:
+        assert table is not None
+        grown = options == self._options and isinstance(self._rows, list)
+        self._options, start, self._listed = options, self._listed if grown else 0, len(table)
+        name = options.user_filter
+        code = table.user_code.get(name) if name else None
+        if name and code is None:
             self._rows = []
-        elif code is not None and self.dispatches_only:
+        elif code is not None and options.dispatches_only:
             self._rows = table.user_dispatches[code]
         elif code is not None:
-            users, n = table.user, len(table)
-            self._rows = [k for k in range(n) if users[k] == code]
-        elif self.dispatches_only:
+            users, rows = table.user, self._rows if grown else []
+            assert isinstance(rows, list)
+            rows.extend(k for k in range(start, self._listed) if users[k] == code)
+            self._rows = rows
+        elif options.dispatches_only:
             self._rows = table.dispatches
         else:
             self._rows = None
@@ -123,7 +154,10 @@ class EventLog(LineView, can_focus=True):
         """Draw around the frame's event; ``differs``: mark it as a dispatch that the other
         run stepped beside this one sent differently."""
         if frame.table is not self.table:
+            self._options = frame.options
             self.use(frame.table)
+        elif frame.options != self._options or len(frame.table) != self._listed:
+            self._list(frame.options)
         if self._rows is None:
             row = frame.k
         else:
@@ -132,8 +166,12 @@ class EventLog(LineView, can_focus=True):
         self._differs = differs
         self.redraw(top=page_top(row, self.scrollable_content_region.height))
 
+    def resized(self) -> None:
+        if self.table is not None:  # another height turns pages elsewhere: keep the cursor in view
+            self.redraw(top=page_top(self._cursor_row, self.scrollable_content_region.height))
+
     def row_key(self, row: int, width: int) -> Hashable:
-        return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs
+        return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs, self.search_text
 
     def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         table = self.table
@@ -149,4 +187,20 @@ class EventLog(LineView, can_focus=True):
             f"{table.first_seq + k:>7} {_time(table.t[k])} {kind_name:<8} {_cut(user, 10)} "
             f"{fmt(number(table.cost_at(k)), 7)} {fmt(number(table.v[k]), 8)} {fmt(number(table.value[k]), 8)} {request}"
         )
-        return Strip([Segment(text, self.base_style + style)])
+        if not self.search_text:
+            return Strip([Segment(text, self.base_style + style)])
+        line = Text(text, self.base_style + style)
+        start = header_for(table).index("user")
+        for cell in (range(start, start + len(_cut(user, 10))), range(len(text) - len(request), len(text))):
+            _mark(line, cell, self.search_text)
+        return Strip(line.render(self.app.console))
+
+
+def _mark(line: Text, cell: range, text: str) -> None:
+    """Mark every occurrence of ``text`` (ignoring case) inside one cell of the line."""
+    inside = line.plain[cell.start : cell.stop].casefold()
+    wanted = text.casefold()
+    at = inside.find(wanted)
+    while at >= 0:
+        line.stylize(_FOUND, cell.start + at, cell.start + at + len(wanted))
+        at = inside.find(wanted, at + 1)

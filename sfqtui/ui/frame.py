@@ -1,4 +1,4 @@
-"""What every view draws: one run's rebuilt state at its cursor, and how the app is running."""
+"""What every view draws: one run's rebuilt state at its cursor, how the app is running, and the view options."""
 
 from __future__ import annotations
 
@@ -7,6 +7,25 @@ from dataclasses import dataclass
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """What the views list and in which order, as the keys set them: the app's state, handed
+    to every view in its frame, so every pane and any new layout show the same."""
+
+    sort: str = "meter"  # the meter band's order (meter_band.SORTS)
+    show_folded: bool = False  # the band lists users idle for long too
+    dispatches_only: bool = False  # the log lists dispatches only
+    user_filter: str | None = None  # the log lists this user's events only
+
+    @property
+    def log_description(self) -> str:
+        """What the log lists, if not every event ("" when it does)."""
+        if not self.dispatches_only and not self.user_filter:
+            return ""
+        what = "dispatches" if self.dispatches_only else "all events"
+        return what + (f" of {self.user_filter}" if self.user_filter else "")
 
 
 @dataclass(frozen=True)
@@ -21,6 +40,7 @@ class Frame:
     playing: bool
     speed: float
     connection: str | None = None  # a live source's: "connecting", "live", "reconnecting", "lost", "closed"
+    options: ViewOptions = ViewOptions()
 
     @property
     def picked(self) -> int | None:
@@ -32,7 +52,8 @@ class Frame:
     @property
     def band(self) -> str:
         """How the scheduler's per-user number is drawn: "virtual" ([v, v + c_max]),
-        "credit" ([0, c_max]) or "queue" (queue lengths), from the scheduler registry."""
+        "credit" ([0, c_max]), "lowest" ([lowest waiting, + c_max]) or "queue" (queue lengths),
+        from the scheduler registry."""
         traits = self.table.traits
         return traits.band if traits is not None else "queue"
 

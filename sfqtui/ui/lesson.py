@@ -27,16 +27,22 @@ class LessonPanel(TextView):
             self.set_text([Text("The outcome, measured on this trace:", "bold"), *(Text(line) for line in self.outcome)])
         else:
             watch = Text(self.lesson.introduction)
-            hint = Text(f"→ steps all panes by {self.lesson.lockstep} (l switches), space plays; the outcome shows at the end (end key)", "dim")
+            hint = Text(f"→ steps all panes by {self.lesson.lockstep} (l switches), space plays; the outcome shows at the end (end key); "
+                        "escape: back to the lessons", "dim")
             self.set_text([watch, hint])
 
 
 class LessonMenu(App[str]):
-    """Pick a lesson; the app returns its name (nothing when quit)."""
+    """Pick a lesson; the app returns its name (nothing when quit). ``current``: the lesson
+    the learner comes back from, highlighted."""
 
     TITLE = "sfqtui teach"
     BINDINGS = [Binding("q,escape", "quit", "Quit")]
     CSS = "Static { padding: 1 2; } OptionList { height: 1fr; margin: 0 2; }"
+
+    def __init__(self, current: str | None = None) -> None:
+        super().__init__()
+        self.current = current
 
     def compose(self) -> ComposeResult:
         yield Static("The article's cases, each a scenario stepped under two schedulers side by side. Enter opens one.")
@@ -44,6 +50,10 @@ class LessonMenu(App[str]):
                                         (lesson.introduction, "dim")), id=name) for name, lesson in LESSONS.items()]
         yield OptionList(*options)
         yield Footer()
+
+    def on_mount(self) -> None:
+        if self.current in LESSONS:
+            self.query_one(OptionList).highlighted = list(LESSONS).index(self.current)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.exit(event.option.id)

@@ -5,6 +5,10 @@ app calls `redraw`, which draws the visible rows, compares each with the line on
 and refreshes only those that differ (the way dolphie's refresh loop updates only the
 rows that changed). Textual then renders and sends just those lines, which is what keeps
 a step within a frame.
+
+A view that is resized (the terminal, the help panel, a pane added or dropped) draws its
+lines afresh at the new width and says so with a `Remeasured` message, so the app can
+redraw whatever depends on a view's size without waiting for the next step.
 """
 
 from __future__ import annotations
@@ -13,15 +17,32 @@ from collections.abc import Hashable, Iterator
 from typing import Any, ClassVar
 
 from rich.style import Style
-from textual.events import Resize
+from textual.binding import Binding, BindingType
+from textual.events import MouseEvent, Resize
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 KEPT_LINES = 64  # per view: a few screens; every kept line is ~20 objects the garbage collector walks
 
 
-class LineView(ScrollView):
+class LineView(ScrollView, can_focus=False, inherit_bindings=False):
+    """Not focusable unless a subclass says so (the dashboard's keys are the app's), and with
+    only the vertical scroll keys: ScrollView's left/right/home/end would shadow the app's
+    step, back, first and last keys whenever a view is focused, in the help panel too, and
+    take them over when a narrow view scrolls sideways."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "scroll_up", "Scroll up", show=False),
+        Binding("down", "scroll_down", "Scroll down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+    ]
+
+    class Remeasured(Message):
+        """The view's size changed (posted after it redrew itself at the new size)."""
+
     GROW_ONLY: ClassVar[bool] = False
     """Keep the scroll range from shrinking until the view is resized or `reset_extent` is
     called. For views whose row count changes on most steps: a new scroll range makes
@@ -83,6 +104,8 @@ class LineView(ScrollView):
         self.forget_lines()
         self._extent = 0
         self.resized()
+        self.refresh()  # the screen may have been painted at the new size with the old lines
+        self.post_message(self.Remeasured())
 
     def watch_scroll_x(self, old_value: float, new_value: float) -> None:
         self.forget_lines()
@@ -102,7 +125,9 @@ class LineView(ScrollView):
         if top is None and self.scroll_offset.y > last_top:
             top = last_top  # never scrolled past the last row into a kept, empty extent
         if top is not None:
-            self.scroll_to(y=top, animate=False, immediate=True)
+            # forced: until the next layout Textual does not know the view has grown
+            # scrollable, and would leave a view that had no rows at its top
+            self.scroll_to(y=top, animate=False, immediate=True, force=True)
         x, top = self.scroll_offset
         drawn = {row: self._line(row, count, x, width) for row in range(top, top + height)}
         changed = [row for row, strip in drawn.items() if self._drawn.get(row) != strip]
@@ -110,11 +135,22 @@ class LineView(ScrollView):
         for first, rows in _runs(changed):
             self.refresh_lines(first, rows)
 
+    def row_at(self, event: MouseEvent) -> tuple[int, int] | None:
+        """The row under the mouse and the column in it (scrolled sideways too), or None
+        when the pointer is off the rows (on a scrollbar or past the last row)."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return None
+        x, top = self.scroll_offset
+        row = top + offset.y
+        return (row, x + offset.x) if row < self.row_count() else None
+
     def render_line(self, y: int) -> Strip:
         x, top = self.scroll_offset
+        width = self.scrollable_content_region.width
         strip = self._drawn.get(top + y)
-        if strip is None:
-            strip = self._drawn[top + y] = self._line(top + y, self.row_count(), x, self.scrollable_content_region.width)
+        if strip is None or strip.cell_length != width:  # drawn before a resize this view has not heard of yet
+            strip = self._drawn[top + y] = self._line(top + y, self.row_count(), x, width)
         return strip
 
     def _line(self, row: int, count: int, x: int, width: int) -> Strip:

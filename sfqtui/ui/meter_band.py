@@ -13,10 +13,11 @@ from typing import NamedTuple
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.reactive import reactive
+from textual.events import Click
 from textual.strip import Strip
 
 from sfqtui.core.numbers import fmt
+from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
 from sfqtui.ui.text_view import TextView
@@ -43,7 +44,7 @@ def band_cells(width: int) -> int:
 class MeterHeader(TextView):
     DEFAULT_CSS = "MeterHeader { height: 2; color: $text-muted; overflow: hidden hidden; }"
 
-    def show(self, frame: Frame, band_width: int, sort: str) -> None:
+    def show(self, frame: Frame, band_width: int) -> None:
         traits = frame.table.traits
         what = "queued"
         if traits is not None and traits.reading:
@@ -53,20 +54,21 @@ class MeterHeader(TextView):
             left, right = "v", "v+c_max"
         elif frame.band == "credit":
             left, right = "0", "c_max"
+        elif frame.band == "lowest" and traits is not None:
+            lowest = "min " + traits.value_symbol.split("_")[0]  # min C: the lowest among the waiting
+            left, right = lowest, f"{lowest}+c_max"
         else:
             left, right = "0", "most queued"
         labels = (left + " " * max(1, band_width - len(left) - len(right)) + right)[:band_width]
         scale = "├" + "─" * max(0, band_width - 2) + "┤"
         first = f"{'user':<{NAME_W}} {labels} {what:>{NUM_W}} {'queued':>6} {'w':>4} {'share':>6}"
-        second = f"{('by ' + sort)[:NAME_W]:<{NAME_W}} {scale}"
+        second = f"{('by ' + frame.options.sort)[:NAME_W]:<{NAME_W}} {scale}"
         self.set_text([Text(first, "bold", no_wrap=True, overflow="crop"), Text(second, "dim", no_wrap=True, overflow="crop")])
 
 
 class MeterBand(LineView, can_focus=True):
     DEFAULT_CSS = "MeterBand { height: 1fr; }"
-
-    sort: reactive[str] = reactive("meter")
-    show_folded: reactive[bool] = reactive(False)
+    HELP = "Click a user to show only that user's events in the log (again: everyone)."
 
     GROW_ONLY = True  # users fold and unfold on most steps of a long trace
 
@@ -76,6 +78,7 @@ class MeterBand(LineView, can_focus=True):
         self._rows: list[int] = []
         self._values: list[float] = []
         self._most_queued = 1
+        self._lowest = 0.0  # band "lowest": the smallest number among the waiting users
         self._folded = 0
 
     @property
@@ -86,23 +89,24 @@ class MeterBand(LineView, can_focus=True):
         if self._frame is not None and frame.table is not self._frame.table:
             self.reset_extent()
             self.forget_lines()  # user codes name other users now
+        elif self._frame is not None and frame.options.show_folded != self._frame.options.show_folded:
+            self.reset_extent()  # folding takes rows away for good
         self._frame = frame
         self._values = self._shown_values(frame)
         self._most_queued = max(frame.state.queued, default=0) or 1
+        if frame.band == "lowest":
+            waiting = [self._values[u] for u in frame.state.backlogged()]
+            self._lowest = min(waiting or [x for x in self._values if x != INF] or [0.0])
         self._rows, self._folded = self._order(frame)
         self.redraw()
 
     def row_count(self) -> int:
         return len(self._rows) + (1 if self._folded else 0)
 
-    def watch_sort(self) -> None:
-        if self._frame is not None:
-            self.show(self._frame)
-
-    def watch_show_folded(self) -> None:
-        self.reset_extent()
-        if self._frame is not None:
-            self.show(self._frame)
+    def on_click(self, event: Click) -> None:
+        hit = self.row_at(event)
+        if hit is not None and hit[0] < len(self._rows) and self._frame is not None:
+            self.post_message(UserClicked(self, self._frame.table.users[self._rows[hit[0]]]))
 
     @staticmethod
     def _shown_values(frame: Frame) -> list[float]:
@@ -117,7 +121,7 @@ class MeterBand(LineView, can_focus=True):
     def _order(self, frame: Frame) -> tuple[list[int], int]:
         s, table = frame.state, frame.table
         last_event, queued, inflight_of, times, now = s.last_event, s.queued, s.inflight_of, table.t, s.t
-        show_folded = self.show_folded
+        show_folded, sort = frame.options.show_folded, frame.options.sort
         visible, folded = [], 0
         for u in table.users_by_name():  # in name order: the stable sorts below break ties by name
             last = last_event[u] if u < len(last_event) else -1
@@ -129,9 +133,9 @@ class MeterBand(LineView, can_focus=True):
                 folded += 1
             else:
                 visible.append(u)
-        if self.sort == "share":
+        if sort == "share":
             visible.sort(key=s.charged.__getitem__, reverse=True)
-        elif self.sort == "meter":  # backlogged users first, each group by meter
+        elif sort == "meter":  # backlogged users first, each group by meter
             visible.sort(key=self._values.__getitem__)
             visible.sort(key=[q == 0 for q in queued].__getitem__)
         return visible, folded
@@ -164,6 +168,10 @@ class MeterBand(LineView, can_focus=True):
         elif kind == "credit" and s.c_max > 0 and value != INF:
             mark_at = max(0, min(band - 1, round(value / s.c_max * (band - 1))))
             mark = "●" if waiting else "○"
+        elif kind == "lowest" and s.c_max > 0 and value != INF:
+            position = (value - self._lowest) / s.c_max
+            mark_at = 0 if position < 0 else min(band - 1, round(position * (band - 1)))
+            mark = "◂" if position < 0 else "▸" if position > 1 else ("●" if waiting else "○")
         elif kind == "queue":
             fill = round(s.queued[u] / self._most_queued * band)
         share = s.charged[u] / (s.charged_total or 1.0)

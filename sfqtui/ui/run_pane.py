@@ -106,7 +106,7 @@ class RunPane(Vertical):
             self.border_title = title
         self.head.show(frame, narration, differs)
         self.band.show(frame)
-        self.band_header.show(frame, self.band.band_width, self.band.sort)
+        self.band_header.show(frame, self.band.band_width)
         self.serving.show(frame, order)
         header = header_for(frame.table)
         if header != self._header:  # a Static's update lays the pane out again

@@ -2,12 +2,12 @@
 
 ``SfqApp`` (app.py) adds the views and the keys; this part owns ``runs`` (the first is
 the one the keys move) and keeps each one's table, timeline and audit up to date as its
-source delivers.
+source delivers. Every worker runs with ``exit_on_error=False``: one that fails is
+reported by ``on_worker_state_changed`` (what failed, for which run) and the app goes on.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,8 +15,9 @@ from textual import work
 from textual.app import App
 from textual.screen import Screen
 from textual.widgets import ProgressBar
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
+from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
@@ -50,17 +51,22 @@ from sfqtui.ui.shares import SharesPanel, shares_chart
 CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often
 
 
-class RunsApp(App[None]):
+class RunsApp(App[str]):
     def __init__(self, openings: Sequence[RunOpening], autoplay: bool = False) -> None:
         super().__init__()
         self.runs: list[Run] = [Run(o, title=o.title) for o in openings]
         self._autoplay = autoplay
+        self._work_for: dict[Worker[None], int] = {}  # running workers, by the key of the run they work for
 
     def refresh_views(self) -> None:
         """Draw what the runs hold now (the dashboard's views)."""
         raise NotImplementedError
 
     def action_toggle_play(self) -> None:
+        raise NotImplementedError
+
+    def _follow(self) -> None:
+        """Put the other runs at the leading run's moment (the dashboard's lockstep)."""
         raise NotImplementedError
 
     def run_loaded(self, run: Run) -> None:
@@ -114,9 +120,13 @@ class RunsApp(App[None]):
         run.started = True
         if run is self.current:
             self.main.query_one("#progress", ProgressBar).remove_class("-done")
-        self._load(run)
+        self.works_for(run, self._load(run))
 
-    @work(thread=True)
+    def works_for(self, run: Run, worker: Worker[None]) -> None:
+        """Note the run a worker works for, so that its failure can say which and stop the waiting."""
+        self._work_for[worker] = run.key
+
+    @work(thread=True, group="load", exit_on_error=False, description="loading")
     def _load(self, run: Run) -> None:
         worker = get_current_worker()
         try:
@@ -154,17 +164,20 @@ class RunsApp(App[None]):
             seed = builder.new_window(seed_from_proxy(notice.state, notice.users) if notice.state else None)
             self.post_message(WindowStarted(run.key, notice.window, seed, notice.new_users, added))
 
-    @work(thread=True, group="chart")
     def _chart(self, run: Run) -> None:
         """Bin the shares chart over the log loaded so far (it may still be growing)."""
-        self.post_message(ChartReady(run.key, *shares_chart(run.table)))
+        self.works_for(run, self._bin_chart(run, run.table, len(run.table)))  # the bound: taken on the thread that appends
+
+    @work(thread=True, group="chart", exit_on_error=False, description="binning the shares chart")
+    def _bin_chart(self, run: Run, table: EventTable, events: int) -> None:
+        self.post_message(ChartReady(run.key, *shares_chart(table, events)))
 
     def _chart_growing_runs(self) -> None:
         for run in self.runs:
             if run.loading and len(run.table):
                 self._chart(run)
 
-    @work(thread=True, group="audit")
+    @work(thread=True, group="audit", exit_on_error=False, description="checking the invariants")
     def _audit(self, run: Run) -> None:
         """Once the log is complete: the audit of its invariants, if its scheduler has any."""
         worker = get_current_worker()
@@ -180,9 +193,34 @@ class RunsApp(App[None]):
         if found is not None:
             self.post_message(Analysed(run.key, found, checked=True))
 
-    @work(thread=True, group="lesson")
+    @work(thread=True, group="lesson", exit_on_error=False, description="measuring the lesson's outcome")
     def _measure_outcome(self, lesson: Lesson, trace: Path) -> None:
         self.post_message(OutcomeMeasured(lesson.outcome(load_trace(trace).trace)))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place where background work that failed is reported: a notification says
+        what failed and for which run, that run stops waiting for it, and the app goes on."""
+        if event.state not in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return
+        key = self._work_for.pop(event.worker, None)
+        if event.state == WorkerState.ERROR and self.screen_stack:
+            self.worker_failed(event.worker, next((run for run in self.runs if run.key == key), None))
+
+    def worker_failed(self, worker: Worker[object], run: Run | None) -> None:
+        error = worker.error
+        what = f"{worker.description or worker.name}{f' {run.title}' if run is not None else ''}"
+        said = f"{what} failed: {type(error).__name__}: {error}"
+        self.notify(f"{said}\n(a bug in sfqtui: the rest goes on)", title="background work failed", severity="error", timeout=30)
+        if run is None:
+            return
+        if worker.group == "load":
+            run.loading = False
+            if run is self.current:
+                self._start_followers()
+                self.main.query_one("#progress", ProgressBar).add_class("-done")
+        elif worker.group == "audit":
+            run.checked, run.audit_failure = False, said
+        self.refresh_views()
 
     def on_outcome_measured(self, message: OutcomeMeasured) -> None:
         self.main.query_one(LessonPanel).outcome = message.lines
@@ -226,19 +264,14 @@ class RunsApp(App[None]):
             return
         run.live_violations = message.violations
         run.checked = True
-        self._place_live_violations(run)
-        self.notify(f"{len(message.violations)} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
-
-    @staticmethod
-    def _place_live_violations(run: Run) -> None:
-        first = run.table.first_seq
-        run.cursor.violations = [seq - first for seq in run.live_violations if 0 <= seq - first < len(run.table) + 100_000]
+        run.place_violations(run.live_violations, before=len(run.table) + 100_000)
+        self.notify(f"{len(run.cursor.violations)} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
 
     def on_window_started(self, message: WindowStarted) -> None:
         run = self._run(message)
         if run is not None:
             run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
-            self._place_live_violations(run)
+            run.place_violations(run.live_violations, before=len(run.table) + 100_000)
 
     def on_events_loaded(self, message: EventsLoaded) -> None:
         run = self._run(message)
@@ -250,17 +283,15 @@ class RunsApp(App[None]):
             self._start_followers()
         if message.fraction is None and run.following:
             run.cursor.end()
-        # Long-lived objects now sit in the table; keep the cyclic collector from walking
-        # them on every full collection (reference counting still frees them).
-        gc.freeze()
-        if run is not self.current or not self.screen_stack:
+        keep_out_of_collections()  # long-lived objects now sit in the table
+        if not self.screen_stack:
             return
-        if message.fraction is not None:
+        if run is self.current and message.fraction is not None:
             self.main.query_one("#progress", ProgressBar).update(progress=message.fraction)
-        for log in self.main.query(EventLog):
-            log.rebuild_rows()
+        if self.side_by_side:
+            self._follow()  # a pane whose events arrive draws at the leader's moment without a key
         self.refresh_views()
-        if first and self._autoplay:
+        if first and run is self.current and self._autoplay:
             self.action_toggle_play()
 
     def on_load_finished(self, message: LoadFinished) -> None:
@@ -275,7 +306,7 @@ class RunsApp(App[None]):
         self.run_loaded(run)
         if run is self.current:
             self.main.query_one("#progress", ProgressBar).add_class("-done")
-            self.refresh_views()
+        self.refresh_views()
 
     def _start_followers(self) -> None:
         for run in self.runs[1:]:
@@ -294,10 +325,10 @@ class RunsApp(App[None]):
         run = self._run(message)
         if run is None:
             return
-        run.cursor.violations = message.violations
+        run.place_violations(message.violations)
         run.checked = message.checked
         run.audit_failure = message.failure
         if message.failure:
             self.notify(message.failure, title="could not check the log's invariants", severity="error", timeout=30)
         if message.violations:
-            self.notify(f"{len(message.violations)} event(s) break an invariant: x jumps to the next", severity="warning")
+            self.notify(f"{len(run.cursor.violations)} event(s) break an invariant: x jumps to the next", severity="warning")

@@ -1,9 +1,10 @@
 """Runs side by side: one pane per run, stepped in lockstep, with where their orders part.
 
 The first run leads; the app moves its cursor and puts the others at the same moment
-(by time or by dispatch number). Above the panes, one line says how the lockstep goes
-and where each other run's dispatch order first differs from the leader's, and how many
-positions differ so far; a pane whose current dispatch differs shows it in red.
+(by time or by dispatch number). Above the panes, one line says how the panes are paired
+(and where a pane's log has no such moment), where each other run's dispatch order first
+differs from the leader's, and how many positions differ so far; a pane whose current
+dispatch differs shows it in red.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.divergence import Divergence
+from sfqtui.core.log.lockstep import HOW, Mode, pair
 from sfqtui.runs.run import Run
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.run_pane import RunPane
@@ -51,11 +53,13 @@ class SideBySide(Vertical):
             found = self._divergences[other.key] = Divergence(leader.table, other.table)
         return found
 
-    def show(self, runs: Sequence[Run], frame_of: Callable[[Run], Frame], lockstep: str,
+    def show(self, runs: Sequence[Run], frame_of: Callable[[Run], Frame], lockstep: Mode,
              narrate: Narrator, order: Orderer) -> None:
+        if any(run.key not in self._panes for run in runs):
+            return  # a run was replaced (a re-run): the app lays the panes out again
         leader = runs[0]
         n = leader.cursor.dispatch_number
-        lines = [Text.assemble(("lockstep ", "dim"), (f"by {lockstep}", "bold"), (" (l switches)  ", "dim"),
+        lines = [Text.assemble(("lockstep ", "dim"), (f"by {lockstep}", "bold"), (f" ({HOW[lockstep]}; l switches)  ", "dim"),
                                f"leader {leader.scheduler} at dispatch #{n + 1:,}" if n >= 0 else f"leader {leader.scheduler}",
                                no_wrap=True, overflow="ellipsis")]
         differing: dict[int, bool] = {}
@@ -69,6 +73,9 @@ class SideBySide(Vertical):
             else:
                 said = (f"{other.scheduler}: orders first differ at dispatch #{first + 1:,}; "
                         f"{count:,} of {n + 1:,} positions differ so far")
+            missing = pair(leader.table, leader.cursor.k, other.table, lockstep).missing
+            if missing:
+                said += f"; its nearest moment ({missing})"
             lines.append(Text(said, style="bold red" if differing[other.key] else "", no_wrap=True, overflow="ellipsis"))
         differing[leader.key] = any(differing.values()) and _at_dispatch(leader, n)
         self._line.set_text([Text(" · ").join(lines)])

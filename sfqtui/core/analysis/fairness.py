@@ -7,6 +7,9 @@
 - Jain's index over each user's charge (c / w) per congested dispatch it was backlogged
   for: 1.0 when every backlogged user progresses at the same weighted rate.
 - wait p50 / p99 per user: dispatch time minus arrival time.
+- worst gain (on request, for the schedulers whose audit bounds it: sfq and sfq-reset):
+  the largest W_i - W_j over intervals in which only j stays backlogged (§3.3, any i),
+  against 2 c_max, computed by the audit `sfqtui check` runs, so the figures agree.
 
 The worst gap uses a reference f that advances at each dispatch by the charge divided by
 the total weight backlogged (the progress of a fair fluid share). With y_i = C_i - f,
@@ -22,10 +25,12 @@ from array import array
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
+from sfqtui.core.analysis.audit import GrowingAudit
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, chunks_of, rows_from_replay
+from sfqtui.core.schedulers import traits
 
 PAIR_BUDGET = 50_000
 
@@ -37,6 +42,24 @@ class Gap:
     start_t: float
     end_t: float
     gap: float
+
+
+@dataclass(frozen=True)
+class WorstGain:
+    """The audit's worst W_i - W_j while j stayed backlogged (§3.3), where and against what bound."""
+
+    ahead: str
+    behind: str
+    start_seq: int
+    end_seq: int
+    start_t: float
+    end_t: float
+    gain: float
+    bound: float  # 2 c_max
+
+    def as_dict(self) -> dict[str, object]:
+        return {"gap": self.gain, "ahead": self.ahead, "behind": self.behind, "start_t": self.start_t, "end_t": self.end_t,
+                "start_seq": self.start_seq, "end_seq": self.end_seq, "bound": self.bound}
 
 
 @dataclass
@@ -62,6 +85,7 @@ class FairnessReport:
     jain: float | None
     worst_gap: Gap | None
     gap_exact: bool
+    worst_gain: WorstGain | None = None  # measured on request (fairness_of_replay(gains=True)) for sfq and sfq-reset
 
     def share(self, user: str) -> float:
         total = sum(f.congested_charged for f in self.users.values())
@@ -76,6 +100,7 @@ class FairnessReport:
                 "gap": gap.gap, "ahead": gap.ahead, "behind": gap.behind, "start_t": gap.start_t, "end_t": gap.end_t,
                 "exact": self.gap_exact,
             },
+            "worst_gain": None if self.worst_gain is None else self.worst_gain.as_dict(),
             "users": {
                 u: {
                     "dispatched": f.dispatched,
@@ -110,8 +135,12 @@ class FairnessTally:
     yet dispatched, each user's dispatch history and backlog episodes in typed arrays.
     """
 
-    def __init__(self, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, weights: dict[str, float] | None = None, gains_of: str | None = None) -> None:
+        """``gains_of``: the scheduler whose audit to run alongside for the worst gain (None: not measured)."""
         self.weights = weights or {}
+        self._audit = GrowingAudit(gains_of) if gains_of is not None else None
+        self._times = array("d")  # with the audit: each event's t, to say when its worst gain was
+        self._first_seq = 0
         self.figures: dict[str, UserFigures] = {}
         self.arrived: dict[Hashable, float] = {}  # requests queued: their arrival time
         self.queued: dict[str, int] = {}
@@ -126,6 +155,11 @@ class FairnessTally:
 
     def feed(self, rows: LogRows) -> None:
         first = self.rows
+        if self._audit is not None and len(rows):
+            if not first:
+                self._first_seq = rows.seq[0]
+            self._audit.feed(rows)
+            self._times.extend(rows.t)
         for k, (kind, user, rid, t) in enumerate(zip(rows.kind, rows.user, rows.request_id, rows.t)):
             if user is None:
                 continue
@@ -198,7 +232,18 @@ class FairnessTally:
             if f.congested_backlogged
         ]
         jain = (sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))) if rates and any(rates) else None
-        return FairnessReport(scheduler, self.figures, self.congested, jain, worst, exact)
+        return FairnessReport(scheduler, self.figures, self.congested, jain, worst, exact, self._worst_gain())
+
+    def _worst_gain(self) -> WorstGain | None:
+        if self._audit is None:
+            return None
+        audited = self._audit.report()
+        found = audited.worst_gap
+        if found is None:
+            return None
+        t = self._times
+        return WorstGain(found.user, found.behind, found.start_seq, found.end_seq, t[found.start_seq - self._first_seq],
+                         t[found.end_seq - self._first_seq], found.gap, 2 * audited.c_max)
 
 
 def fairness(log: LogRows | Iterable[LogRows], weights: dict[str, float] | None = None) -> FairnessReport:
@@ -243,12 +288,15 @@ def _worst_gap(episodes: Episodes, history: DispatchHistory) -> tuple[Gap | None
     return best, exact
 
 
-def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[int], None] | None = None) -> FairnessReport:
+def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[int], None] | None = None,
+                       gains: bool = False) -> FairnessReport:
     """Replay ``trace`` under ``config`` and compute its fairness figures (what `compare`
     prints for one scheduler), chunk by chunk as the replay goes. ``progress`` gets the
-    number of requests arrived so far."""
+    number of requests arrived so far. With ``gains``, also the worst gain of §3.3 where
+    the scheduler's audit bounds it (only SFQ's rules measure it)."""
     run = Replay(trace, config)
-    tally = FairnessTally(trace.weights)
+    measured = gains and traits(config.scheduler).audit == "sfq"
+    tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None)
     for columns, arrived in run.chunks():
         tally.feed(rows_from_replay(columns, trace, config.scheduler))
         if progress is not None:

@@ -6,7 +6,6 @@ no clock, no randomness, no dict-order dependence.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
@@ -14,6 +13,7 @@ from heapq import heappop, heappush
 from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
+from sfqtui.core.engine.gcpause import CollectorPause
 from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.engine.service import TokenServiceModel, service_times
 from sfqtui.core.engine.trace import Trace
@@ -195,8 +195,8 @@ class Replay:
         j = 0  # its row in the chunk being read
         dispatched = self.dispatched
         yield_at = len(rows) + chunk  # the length of rows at which to hand over
-        collecting = gc.isenabled()
-        gc.disable()  # see sfqtui.core.engine.gcpause; restored whenever control returns to the caller
+        pause = CollectorPause()
+        pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
         try:
             arrivals, users, m, next_arrival = enter()
             size = window.size
@@ -245,17 +245,15 @@ class Replay:
 
                 if len(rows) >= yield_at:
                     self.dispatched = dispatched
-                    if collecting:
-                        gc.enable()
+                    pause.release()
                     yield i
-                    gc.disable()
+                    pause.hold()
                     rows = log.rows
                     append = rows.append
                     yield_at = len(rows) + chunk  # the length of rows at which to hand over
         finally:
             self.dispatched = dispatched
-            if collecting:
-                gc.enable()
+            pause.release()
         yield i
 
     def _operations(self) -> tuple[Callable[[int, User], UserReading], Callable[[User], UserReading], Callable[[CostOf], Dispatch], Callable[[], float | None]]:

@@ -14,7 +14,6 @@ scheduler over the whole trace; the tests check both against `Replay`.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from heapq import heappop, heappush
@@ -23,6 +22,7 @@ from typing import cast
 from sfqtui.core.engine.chunks import RequestChunks
 from sfqtui.core.engine.estimator import CostEstimator, Pricing
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, SYNC, EventBuffer, ReplicaEventRow
+from sfqtui.core.engine.gcpause import CollectorPause
 from sfqtui.core.engine.replay import CHUNK, Replay, ReplayConfig
 from sfqtui.core.engine.replication import ONE_REPLICA
 from sfqtui.core.engine.routers import LeastLoadedRouter, StaticRouter, router_for
@@ -113,8 +113,8 @@ class ReplicatedReplay(Replay):
         i = j = 0  # the next request to arrive, over the whole trace and in its chunk
         dispatched = self.dispatched
         next_yield = log.start + len(rows) + chunk
-        collecting = gc.isenabled()
-        gc.disable()  # see sfqtui.core.engine.gcpause; restored whenever control returns to the caller
+        pause = CollectorPause()
+        pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
         try:
             arrivals, users, routes, m, next_arrival = enter()
             size = window.size
@@ -192,17 +192,15 @@ class ReplicatedReplay(Replay):
 
                 if log.start + len(rows) >= next_yield:
                     self.dispatched = dispatched
-                    if collecting:
-                        gc.enable()
+                    pause.release()
                     yield i
-                    gc.disable()
+                    pause.hold()
                     rows = log.rows
                     append = cast(Callable[[ReplicaEventRow], None], rows.append)
                     next_yield = log.start + len(rows) + chunk
         finally:
             self.dispatched = dispatched
-            if collecting:
-                gc.enable()
+            pause.release()
         yield i
 
     def _exchange_until(self, now: float) -> None:

@@ -41,6 +41,10 @@ class Cursor:
         target = max(-1, min(self.k + n, self.last))
         return None if target == self.k else self._go(target)
 
+    def at_event(self, k: int) -> int | None:
+        """Go to event k (-1: before the first), as far as the log goes."""
+        return self._go(k)
+
     def home(self) -> int | None:
         return self._go(-1)
 
