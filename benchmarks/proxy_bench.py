@@ -13,7 +13,15 @@ contention: every chunk crosses three Python processes when proxied, two when no
 With `--pin`, the proxy runs on a core of its own and the load and the upstream share
 the others, as when the proxy has a machine (or cores) of its own.
 
+With `--replicas N --state redis://HOST:PORT/DB`, it compares one proxy alone with N replicas
+sharing one SFQ through that store (whose database it empties first): the streamed first-byte
+overhead as above, the requests per second of non-streamed completions through one proxy and
+through the N replicas (the load spread over them), and the store's own time per dispatch
+from its command statistics (INFO commandstats, reset before the run). With `--pin`, each
+proxy gets a core of its own when there are enough (the last N cores), the rest share the others.
+
 Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx] [--pin]
+       python benchmarks/proxy_bench.py --replicas 2 --state redis://127.0.0.1:6379/15 [--pin] [--throughput-requests 4000]
 """
 
 from __future__ import annotations
@@ -115,6 +123,46 @@ async def measure(url: str, concurrency: int, rounds: int, words: int, pace: flo
     return latencies
 
 
+async def throughput(urls: list[str], concurrency: int, requests: int) -> float:
+    """Non-streamed chat completions per second, ``concurrency`` at a time, spread over ``urls``."""
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=120))
+    left = concurrency  # warm up first: one request per client, to open the connections
+
+    async def worker(n: int) -> None:
+        nonlocal left
+        url, key = urls[n % len(urls)], f"bench-key-{n % USERS}"
+        body = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": f"w{n} a b c"}]}
+        while left > 0:
+            left -= 1
+            async with session.post(f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}) as response:
+                response.raise_for_status()
+                await response.read()
+
+    await asyncio.gather(*(worker(n) for n in range(concurrency)))
+    left = requests
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(n) for n in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    await session.close()
+    return requests / elapsed
+
+
+def store_figures(url: str) -> tuple[float, float, int, float]:
+    """(script µs per call, µs of the commands replicas send, script calls) since the last reset, from
+    INFO commandstats. A script's time includes the commands it runs (listed too), so only the
+    commands replicas send count: EVALSHA and the stream reads (XREAD). Those times are the
+    server's wall clock, which a busy machine stretches; the last figure is the server's CPU
+    seconds so far (INFO cpu), which it does not."""
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        stats = client.info("commandstats")
+        cpu = client.info("cpu")
+    scripts = stats.get("cmdstat_evalsha", {"usec": 0, "calls": 0})
+    sent = sum(stats.get(f"cmdstat_{name}", {"usec": 0})["usec"] for name in ("evalsha", "xread"))
+    return scripts["usec"] / max(1, scripts["calls"]), float(sent), int(scripts["calls"]), cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) a process has used so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -133,7 +181,15 @@ def main() -> None:
     parser.add_argument("--paces", type=float, nargs="+", default=[0.1, 0.05, 0.02], help="seconds between streamed words upstream")
     parser.add_argument("--client", choices=sorted(LOADS), default="aiohttp", help="the load generator's HTTP client")
     parser.add_argument("--pin", action="store_true", help="the proxy on the last core, the load and the upstream on the others")
+    parser.add_argument("--replicas", type=int, default=0, help="compare one proxy with this many replicas sharing --state")
+    parser.add_argument("--state", help="redis://HOST:PORT/DB for --replicas (the database is emptied first)")
+    parser.add_argument("--throughput-requests", type=int, default=4000, help="non-streamed requests per throughput run")
     args = parser.parse_args()
+    if args.replicas:
+        if not args.state:
+            raise SystemExit("--replicas needs --state redis://HOST:PORT/DB")
+        replicas_bench(args)
+        return
     pin: list[str] = []
     if args.pin:
         cores = sorted(os.sched_getaffinity(0))
@@ -170,6 +226,87 @@ def main() -> None:
             print(f"{'':>8} {'ratio':>8} " + " ".join(f"{b / a:9.2f}x" for a, b in zip(d, p)))
             streams = args.concurrency * (args.rounds + 1)
             print(f"{'':>8} proxy CPU {1000 * proxy_cpu / streams:.2f} ms per stream ({1e6 * proxy_cpu / (streams * (args.words + 2)):.0f} us per chunk)")
+
+
+async def spread(urls: list[str], args: argparse.Namespace, pace: float) -> list[tuple[float, float]]:
+    """The streamed load, its clients spread evenly over the proxies."""
+    count = len(urls)
+    parts = await asyncio.gather(*(measure(url, args.concurrency // count + (1 if k < args.concurrency % count else 0), args.rounds,
+                                           args.words, pace, args.client) for k, url in enumerate(urls)))
+    return [pair for part in parts for pair in part]
+
+
+def _proxies(count: int, upstream_url: str, keys: Path, slots: int, state: str | None, pins: list[list[str]]) -> list[tuple[subprocess.Popen[str], str]]:
+    extra = ["--state", state, "--lease", "5", "--store-timeout", "1"] if state else []
+    return [start([*pins[k % len(pins)], sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0",
+                   "--slots", str(slots), "--keys", str(keys), *extra], on_stderr=True) for k in range(count)]
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        proc.terminate()
+        proc.wait(30)
+
+
+def replicas_bench(args: argparse.Namespace) -> None:
+    import redis
+
+    cores = sorted(os.sched_getaffinity(0))
+    pins: list[list[str]] = [[]]
+    if args.pin:
+        own = cores[-args.replicas:] if len(cores) > args.replicas else cores[-1:]
+        rest = [c for c in cores if c not in own] or cores[:1]
+        os.sched_setaffinity(0, rest)
+        pins = [["taskset", "-c", str(core)] for core in own]
+        print(f"proxies on core(s) {own}; the load, the upstream and the store share {rest}")
+    pace = args.paces[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        keys = Path(tmp) / "keys.toml"
+        keys.write_text("".join(f'[keys."bench-key-{n}"]\nuser = "user{n}"\n' for n in range(USERS)))
+        upstream, upstream_url = start([sys.executable, "tests/fake_upstream.py", "--chunk-delay", str(pace)], on_stderr=False)
+        fast, fast_url = start([sys.executable, "tests/fake_upstream.py"], on_stderr=False)
+        try:
+            store = redis.Redis.from_url(args.state)
+            print(f"first byte, {args.concurrency} streams, {pace * 1000:g} ms between chunks   (ms: p50 p99)")
+            direct = uvloop.run(measure(upstream_url, args.concurrency, args.rounds, args.words, pace, args.client))
+            results = {"direct": direct}
+            for name, count, state in (("one proxy", 1, None), (f"{args.replicas} replicas", args.replicas, args.state)):
+                store.flushdb()
+                procs = _proxies(count, upstream_url, keys, args.concurrency, state, pins)
+                try:
+                    pairs = uvloop.run(spread([url for _, url in procs], args, pace))
+                    results[name] = pairs
+                finally:
+                    _stop([proc for proc, _ in procs])
+            base = ms([p[0] for p in direct], 50)
+            for name, pairs in results.items():
+                first = [p[0] for p in pairs]
+                print(f"{name:>12} {ms(first, 50):8.2f} {ms(first, 99):8.2f}   overhead p50 {ms(first, 50) - base:6.2f}")
+            print(f"non-streamed requests per second, {args.concurrency} at a time, {args.throughput_requests:,} requests")
+            rates = {}
+            for name, count, state in (("one proxy", 1, None), (f"{args.replicas} replicas", args.replicas, args.state)):
+                store.flushdb()
+                procs = _proxies(count, fast_url, keys, args.concurrency, state, pins)
+                try:
+                    if state:
+                        store.config_resetstat()
+                        store_cpu = store_figures(args.state)[3]
+                    cpu = sum(cpu_seconds(proc.pid) for proc, _ in procs)
+                    rates[name] = uvloop.run(throughput([url for _, url in procs], args.concurrency, args.throughput_requests))
+                    cpu = sum(cpu_seconds(proc.pid) for proc, _ in procs) - cpu
+                    dispatches = args.throughput_requests + args.concurrency  # the warm-up's too
+                    if state:
+                        per_call, total_us, calls, store_cpu_after = store_figures(args.state)
+                        store_cpu = store_cpu_after - store_cpu
+                finally:
+                    _stop([proc for proc, _ in procs])
+                print(f"{name:>12} {rates[name]:10,.0f}/s   proxy CPU {1e6 * cpu / dispatches:,.0f} µs per request (all its processes)")
+            names = list(rates)
+            print(f"{'ratio':>12} {rates[names[1]] / rates[names[0]]:10.2f}x")
+            print(f"store: {per_call:.1f} µs per script call ({calls:,} calls); {total_us / max(1, dispatches):.1f} µs per dispatch "
+                  f"(scripts and stream reads, {dispatches:,} dispatches); server CPU {1e6 * store_cpu / dispatches:.1f} µs per dispatch")
+        finally:
+            _stop([upstream, fast])
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ async def publish(rate: float) -> None:
         await asyncio.sleep(0.01)
     print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
     dispatcher, ring = server.proxy.dispatcher, server.proxy.ring
+    assert dispatcher is not None  # a lone proxy
     loop = asyncio.get_running_loop()
     started, n = loop.time(), 0
     while not server.should_exit:

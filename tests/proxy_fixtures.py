@@ -87,3 +87,12 @@ def by_request(events: list[dict[str, Any]]) -> dict[str, list[str]]:
         if event["request_id"] is not None:
             kinds.setdefault(event["request_id"], []).append(event["kind"])
     return kinds
+
+
+
+@contextlib.contextmanager
+def running_group(upstream_url: str, keys_path: Path, store_url: str, replicas: int, **settings: Any) -> Iterator[list[ServerThread]]:
+    """``replicas`` proxies sharing one SFQ through the store, each on 127.0.0.1 in a thread."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(running_proxy(upstream_url, keys_path, state_url=store_url, replica_name=f"test/{k}", **settings))
+               for k in range(replicas)]

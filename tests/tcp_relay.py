@@ -1,14 +1,17 @@
-"""A loopback TCP relay the tests can cut: drop every connection through it, and refuse new ones for a while."""
+"""A loopback TCP relay the tests can cut (drop every connection through it, and refuse new ones for a
+while) or slow down (every piece of data waits ``delay_s`` before it is passed on)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 
 class TcpRelay:
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, delay_s: float = 0.0) -> None:
         self._target = ("127.0.0.1", target_port)
+        self.delay_s = delay_s
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._open: list[socket.socket] = []
@@ -28,13 +31,16 @@ class TcpRelay:
             upstream = socket.create_connection(self._target)
             with self._lock:
                 self._open += [client, upstream]
+            for sock in (client, upstream):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             for src, dst in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                if self.delay_s:
+                    time.sleep(self.delay_s)
                 dst.sendall(data)
         except OSError:
             pass

@@ -8,7 +8,7 @@ import pytest
 
 import sfqtui.runs.audit_job as audit_job
 from dashboard import SIZE, dashboard, settle
-from sfqtui.core.analysis.audit import audit
+from sfqtui.core.analysis.audit import Violation, audit, by_seq
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.audit_job import audit_in_child
 from sfqtui.runs.opening import Opening
@@ -20,9 +20,9 @@ TRICKLE = Path(__file__).resolve().parents[1] / "traces" / "trickle.parquet"
 LOOPHOLE = ReplayConfig("sfq-reset", 1)  # sfq-reset breaks the §3.3 bound on this trace
 
 
-def whole_log_violations(log: Path) -> list[int]:
+def whole_log_violations(log: Path) -> list[Violation]:
     """The violations found by auditing the whole log read at once."""
-    return sorted({v.seq for v in audit(log_rows(read_log(log)[0])).violations})
+    return by_seq(audit(log_rows(read_log(log)[0])).violations)
 
 
 @pytest.fixture
@@ -54,4 +54,5 @@ async def test_the_dashboard_audits_a_big_log_in_a_child(loophole_log: Path, mon
     app = dashboard(loophole_log, is_log=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.checked and app.cursor.violations == expected
+        assert app.checked and app.cursor.violations == sorted({v.seq for v in expected})
+        assert [v for k in app.cursor.violations for v in app.current.broken[k]] == expected

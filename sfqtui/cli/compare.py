@@ -84,7 +84,8 @@ def compare(
 
     With --replicas K, each scheduler runs as K replicas and is measured against one
     scheduler with the same slots (semantics §11): worst gap and drift in c_max,
-    stranded capacity, makespan ratio and each user's p99 wait under both.
+    stranded capacity, makespan ratio and each user's p99 wait under both (the §3.3
+    gain is one scheduler's figure: not given for a replicated run).
     """
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     check_schedulers(names)

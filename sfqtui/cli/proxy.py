@@ -1,6 +1,7 @@
 """`sfqtui proxy`: an SFQ proxy in front of OpenAI-compatible servers that publishes every decision."""
 
 import logging
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -106,6 +107,34 @@ def proxy(
             rich_help_panel=_PANEL,
         ),
     ] = 30.0,
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            help=(
+                "redis://HOST:PORT/DB (or rediss://; Redis or Valkey): join the group of replicas sharing one SFQ there; "
+                "--slots is then the group's pool. See docs/replicas.md."
+            ),
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ] = None,
+    lease: Annotated[
+        float,
+        typer.Option(
+            "--lease",
+            help="With --state: seconds after which a replica that stopped renewing its lease is presumed dead and the others settle its requests.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 5.0,
+    store_timeout: Annotated[
+        float,
+        typer.Option(
+            "--store-timeout",
+            help="With --state: seconds a store call may take before the replica serves on its own (the global bound suspended).",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 1.0,
     estimator: EstimatorParams = DEFAULT_ESTIMATOR,  # with_estimator_options puts the options given here
 ) -> None:
     """Put Start-time Fair Queueing in front of OpenAI-compatible servers, and publish every decision.
@@ -129,15 +158,22 @@ def proxy(
     if record is not None:
         check_output(record, "--record")
     book = load_keys(keys)
+    sock = listen_socket(host, port)
+    if state is not None:
+        from sfqtui.proxy.group import check_store, group_settings, redacted
+
+        check_store(state, store_timeout, group_settings(slots, ring, estimator))
     settings = ProxySettings(upstreams=tuple(upstream), slots=slots, keys=book, events_token=events_token, ring_size=ring,
                              record=record, metrics_users=metrics_users, estimator=estimator,
-                             upstream_timeout_s=upstream_timeout, shutdown_grace_s=shutdown_grace)
+                             upstream_timeout_s=upstream_timeout, shutdown_grace_s=shutdown_grace, state_url=state,
+                             replica_name=f"{socket.gethostname()}/{host}:{sock.getsockname()[1]}", lease_s=lease,
+                             store_timeout_s=store_timeout)
     server = ProxyServer(settings)
-    sock = listen_socket(host, port)
     logging.basicConfig(level=logging.WARNING, format="sfqtui proxy: %(message)s")
     logging.getLogger("sfqtui.proxy").setLevel(logging.INFO)
     shown_host = f"[{host}]" if ":" in host else host
     typer.echo(f"sfqtui proxy: listening on http://{shown_host}:{sock.getsockname()[1]} ({len(book.users)} users, "
                f"{slots} slot{'s' if slots != 1 else ''}, {len(upstream)} upstream{'s' if len(upstream) != 1 else ''}; "
-               f"events {'need the token' if events_token else 'are open to anyone who can connect'})", err=True)
+               f"events {'need the token' if events_token else 'are open to anyone who can connect'}"
+               + (f"; one SFQ with the group at {redacted(state)}" if state else "") + ")", err=True)
     server.run(sockets=[sock])

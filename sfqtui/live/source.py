@@ -20,7 +20,7 @@ import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sfqtui.core.analysis.audit import GrowingAudit
+from sfqtui.core.analysis.audit import GrowingAudit, Violation
 from sfqtui.core.log.table import EventBatch
 from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, Status, proxy_base
 from sfqtui.live.stream_log import StreamLogWriter
@@ -42,7 +42,7 @@ class Notice:
     state: dict[str, Any] | None = None
     new_users: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)  # every user by code, at the window's start
-    violations: list[int] | None = None  # seqs of the events that break an invariant, found so far
+    violations: list[Violation] | None = None  # the invariant violations found so far, by seq
     audit_stopped: str | None = None  # why the audit of the stream stopped
 
 
@@ -77,7 +77,7 @@ class LiveSource:
         in_window = 0
         last_t = 0.0
         audit: GrowingAudit | None = GrowingAudit(self.scheduler)
-        found: list[int] = []
+        found: list[Violation] = []
         with ExitStack() as files:
             record = files.enter_context(StreamLogWriter(self._record, self.url)) if self._record else None
             self._stream = stream = files.enter_context(EventStream(self.url, self._token))

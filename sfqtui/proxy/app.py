@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -20,22 +20,50 @@ from starlette.routing import Route
 from sfqtui import __version__
 from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.protocol import Event
-from sfqtui.proxy.dispatcher import Closing, Dispatcher, Ticket
+from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down, unauthorized
 from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.settings import ProxySettings
-from sfqtui.proxy.upstream import UpstreamError, Upstreams
+from sfqtui.proxy.upstream import UpstreamError, UpstreamReply, Upstreams, UpstreamWatch
 
 if TYPE_CHECKING:
+    from sfqtui.proxy.group import Group
     from sfqtui.proxy.record import TraceRecorder
+
+
+def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float) -> dict[str, Any]:
+    """A finished request as a row of the --record trace (semantics §1)."""
+    return {
+        "request_id": ticket.request_id,
+        "user": ticket.user,
+        "arrival_s": ticket.arrived_t,
+        "input_tokens": ticket.input_tokens if prompt_tokens is None else prompt_tokens,
+        "max_tokens": ticket.max_tokens,
+        "output_tokens": output_tokens,
+        "service_s": max(1e-6, (ticket.finished_t or 0.0) - (ticket.dispatched_t or 0.0)),
+        "weight": weight,
+        "model": model,
+    }
 
 log = logging.getLogger("sfqtui.proxy")
 COMPLETION_ROUTES = ("/v1/chat/completions", "/v1/completions")
 # How long shutdown waits for aborted requests to wind down before it ends the event stream anyway.
 ABORT_WAIT_S = 5.0
+
+
+class Scheduling(Protocol):
+    """What the proxy asks of its scheduler, a lone proxy's Dispatcher or a group replica's Group."""
+
+    inflight: int
+
+    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+    def weight(self, user: str) -> float: ...
 
 
 def bearer(request: Request) -> str | None:
@@ -49,10 +77,21 @@ class Proxy:
     def __init__(self, settings: ProxySettings) -> None:
         self.settings = settings
         self.ring = EventRing(settings.ring_size)
-        self.metrics = ProxyMetrics(settings.metrics_users, self.state)
-        self.dispatcher = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
-                                     sinks=(self._publish, self.metrics.see))
-        self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s)
+        self.group: Group | None = None
+        self.dispatcher: Dispatcher | None = None  # a lone proxy's scheduler; a group replica's is the store
+        self.scheduling: Scheduling
+        self.metrics = ProxyMetrics(settings.metrics_users, self.state, in_group=settings.state_url is not None)
+        if settings.state_url is None:
+            self.dispatcher = self.scheduling = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
+                                                           sinks=(self._publish, self.metrics.see))
+        else:
+            from sfqtui.proxy.group import Group  # the redis client loads only for a group
+
+            self.group = self.scheduling = Group(
+                settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
+                settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics)
+        self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s,
+                                   UpstreamWatch(self.metrics.upstream_answered, self.metrics.upstream_failed))
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
             from sfqtui.proxy.record import TraceRecorder  # polars and pyarrow load only for a recording
@@ -67,11 +106,30 @@ class Proxy:
     def _publish(self, event: Event, _ticket: Ticket | None) -> None:
         self.ring.publish(event)
 
+
+    async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
+        return await self.upstreams.open("POST", path, payload, stream)
+
+    def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
+        self.live.discard(exchange)
+        ticket = exchange.ticket
+        self.metrics.ended(ticket.user, exchange.outcome)
+        ran = ticket.stage is Stage.RUNNING
+        self.scheduling.release(ticket, output_tokens)
+        if ran and self.recorder is not None:
+            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user)))
+
     def state(self) -> dict[str, Any]:
+        """The §8 snapshot: a lone proxy's own; a group replica's as last read from the store (``Group.state``)."""
+        if self.dispatcher is None:
+            assert self.group is not None
+            return self.group.last_state
         return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
 
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        if self.group is not None:
+            await self.group.start()
         if self.recorder is not None:
             self._recording = asyncio.create_task(self.recorder.run())
         try:
@@ -82,18 +140,20 @@ class Proxy:
     async def drain(self) -> None:
         """Shutdown: refuse new requests, cancel the queued ones (uncharged), give the running ones
         the grace period, then fail those still running; finally end the event stream."""
-        self.dispatcher.close()
+        self.scheduling.close()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.shutdown_grace_s
-        while self.dispatcher.inflight and loop.time() < deadline:
+        while self.scheduling.inflight and loop.time() < deadline:
             await asyncio.sleep(0.02)
-        if self.dispatcher.inflight:
-            log.warning("shutdown: failing %d request(s) still running after %g s", self.dispatcher.inflight, self.settings.shutdown_grace_s)
+        if self.scheduling.inflight:
+            log.warning("shutdown: failing %d request(s) still running after %g s", self.scheduling.inflight, self.settings.shutdown_grace_s)
             for exchange in list(self.live):
                 exchange.abort()
             deadline = loop.time() + ABORT_WAIT_S
-            while self.dispatcher.inflight and loop.time() < deadline:
+            while self.scheduling.inflight and loop.time() < deadline:
                 await asyncio.sleep(0.02)
+        if self.group is not None:
+            await self.group.leave()
         self.ring.close()
 
     async def close(self) -> None:
@@ -116,6 +176,7 @@ class Proxy:
         key = bearer(request)
         user = self.settings.keys.user_of(key)
         if user is None:
+            self.metrics.ended(None, "refused")
             return unauthorized("missing API key: send Authorization: Bearer <key>" if key is None else "unknown API key")
         try:
             raw = await request.body()
@@ -124,8 +185,10 @@ class Proxy:
         try:
             body = json.loads(raw)
         except ValueError:
+            self.metrics.ended(user, "refused")
             return bad_request("the request body must be JSON")
         if not isinstance(body, dict):
+            self.metrics.ended(user, "refused")
             return bad_request("the request body must be a JSON object")
         stream = body.get("stream") is True
         options = body.get("stream_options")
@@ -137,9 +200,15 @@ class Proxy:
             body["stream_options"] = {**options, "include_usage": True}
         model = model_of(body)
         scope = self.settings.estimator.scope
+        key = user if scope == "user" else model if scope == "model" else None
         try:
-            ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), user if scope == "user" else model if scope == "model" else None)
+            if self.dispatcher is not None:
+                ticket: Ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), key)
+            else:
+                assert self.group is not None
+                ticket = await self.group.arrive(user, prompt_tokens(body), output_cap(body), key)
         except Closing:
+            self.metrics.ended(user, "refused")
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
         self.live.add(exchange)
@@ -157,7 +226,7 @@ class Proxy:
     async def sfq_state(self, request: Request) -> Response:
         if not self._may_watch(request):
             return unauthorized("this proxy's state needs its events token: Authorization: Bearer <token>")
-        return JSONResponse(self.state())
+        return JSONResponse(self.state() if self.group is None else await self.group.state())
 
     async def sfq_events(self, request: Request) -> Response:
         if not self._may_watch(request):
@@ -171,6 +240,8 @@ class Proxy:
                                  headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
     async def prometheus(self, _request: Request) -> Response:
+        if self.group is not None:
+            await self.group.state()
         return Response(self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

@@ -184,6 +184,15 @@ class Dispatcher:
         elif ticket.stage is Stage.RUNNING:
             self.finish(ticket, output_tokens)
 
+    def occupy(self, n: int) -> None:
+        """``n`` slots are taken by requests this dispatcher does not run (a group replica's,
+        dispatched by the store before it went away); ``free_slot`` gives one back."""
+        self.inflight += n
+
+    def free_slot(self) -> None:
+        self.inflight -= 1
+        self._dispatch_while_free()
+
     def close(self) -> None:
         """Refuse new requests and cancel every queued one (their waiters see stage CANCELLED)."""
         self.closing = True

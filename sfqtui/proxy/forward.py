@@ -13,7 +13,7 @@ import inspect
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -23,9 +23,6 @@ from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
 from sfqtui.proxy.sse import EMPTY_LINES, EventTooLong, WholeEvents, data_of, events_of
 from sfqtui.proxy.upstream import FAILURES, UpstreamError, UpstreamReply, upstream_error
-
-if TYPE_CHECKING:
-    from sfqtui.proxy.app import Proxy
 
 T = TypeVar("T")
 # An event that may carry usage; a match inside a string value is impossible (its quotes
@@ -73,9 +70,18 @@ def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
     return UpstreamError(502, f"upstream_http_{status}", message)
 
 
+class Host(Protocol):
+    """What an exchange needs from the proxy that holds it: an upstream, and someone to tell when it is over."""
+
+    async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply: ...
+
+    def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
+        """The request is over: free its slot (or cancel it, if still queued) and record it. Called once."""
+
+
 class Exchange:
-    def __init__(self, proxy: Proxy, request: Request, ticket: Ticket, model: str | None, keep_usage: bool) -> None:
-        self.proxy = proxy
+    def __init__(self, host: Host, request: Request, ticket: Ticket, model: str | None, keep_usage: bool) -> None:
+        self.host = host
         self.request = request
         self.ticket = ticket
         self.model = model
@@ -87,6 +93,7 @@ class Exchange:
         self._streaming = False
         self._watcher: asyncio.Future[None] | None = None
         self._ended = False
+        self.outcome = "answered"  # or failed, cancelled (the metrics' outcomes)
 
     def abort(self) -> None:
         """Interrupt whatever this request is waiting for (shutdown's grace is over)."""
@@ -137,6 +144,7 @@ class Exchange:
             if not self.ticket.settled.done():
                 await self._interruptible(asyncio.shield(self.ticket.settled))
             if self.ticket.stage is Stage.CANCELLED:
+                self.outcome = "cancelled"
                 return shutting_down()
             await self._interruptible(self._open(path, payload, stream))
             assert self.reply is not None
@@ -151,13 +159,19 @@ class Exchange:
             self._streaming = True
             return RelayedStream(self)
         except ClientGone:
+            self.outcome = "cancelled"
             return Response(status_code=CLIENT_GONE)
         except Aborted:
+            self.outcome = "cancelled"
             return shutting_down()
         except FAILURES as exc:
+            self.outcome = "failed"
             failure = upstream_error(exc)
+            if self.reply is not None:
+                self.reply.failed(failure.code)
             return error_response(failure.status, failure.message, "upstream_error", failure.code)
         except UpstreamError as failure:
+            self.outcome = "failed"
             return error_response(failure.status, failure.message, "upstream_error", failure.code)
         finally:
             if not self._streaming:
@@ -165,7 +179,7 @@ class Exchange:
 
     async def _open(self, path: str, payload: bytes, stream: bool) -> None:
         # Kept as soon as it exists, so that end() closes it whatever interrupts run() next.
-        self.reply = await self.proxy.upstreams.open("POST", path, payload, stream)
+        self.reply = await self.host.open_upstream(path, payload, stream)
 
     def _relayed(self, block: bytes) -> bytes:
         """Whole upstream events as the client gets them: as they came, but the usage chunk
@@ -210,39 +224,28 @@ class Exchange:
             if out:
                 yield out
         except ClientGone:
-            pass
+            self.outcome = "cancelled"
         except Aborted:
+            self.outcome = "cancelled"
             yield error_frame(*SHUTTING_DOWN)
         except EventTooLong as exc:
+            self.outcome = "failed"
+            self.reply.failed("upstream_event_too_long")
             yield error_frame(f"the upstream server sent {exc}", "upstream_error", "upstream_event_too_long")
         except FAILURES as exc:
+            self.outcome = "failed"
             failure = upstream_error(exc)
+            self.reply.failed(failure.code)
             yield error_frame(failure.message, "upstream_error", failure.code)
 
     async def end(self) -> None:
-        """Free the slot (or cancel, if still queued), record, close the upstream response; only the first call acts."""
+        """Tell the host (which frees the slot, or cancels if still queued, and records), close the
+        upstream response; only the first call acts."""
         if self._ended:
             return
         self._ended = True
         self._stop_watching()
-        self.proxy.live.discard(self)
-        ticket = self.ticket
-        ran = ticket.stage is Stage.RUNNING
-        output = _tokens(self.usage, "completion_tokens")
-        prompt = _tokens(self.usage, "prompt_tokens")
-        self.proxy.dispatcher.release(ticket, output)
-        if ran and self.proxy.recorder is not None:
-            self.proxy.recorder.add({
-                "request_id": ticket.request_id,
-                "user": ticket.user,
-                "arrival_s": ticket.arrived_t,
-                "input_tokens": ticket.input_tokens if prompt is None else prompt,
-                "max_tokens": ticket.max_tokens,
-                "output_tokens": output,
-                "service_s": max(1e-6, (ticket.finished_t or 0.0) - (ticket.dispatched_t or 0.0)),
-                "weight": self.proxy.dispatcher.weight(ticket.user),
-                "model": self.model,
-            })
+        self.host.ended(self, _tokens(self.usage, "completion_tokens"), _tokens(self.usage, "prompt_tokens"))
         if self.reply is not None:
             await self.reply.aclose()
 

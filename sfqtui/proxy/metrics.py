@@ -6,15 +6,21 @@ among them). Labels are re-chosen right after each scrape, so every increment is
 exported under the label it was counted with; a user that loses its label loses its
 series, and one that gains a label starts a new series from 0, which Prometheus'
 ``rate`` and ``increase`` read as a counter reset.
+
+Counters count this process's own requests; the scheduler's gauges (queues, meters, in
+flight) read the state, which for a group replica (``--state``) is the group's, from the
+store. The fairness gauge is Jain's index over the cost per weight of the last
+``JAIN_WINDOW`` dispatches (the group's, for a replica). No ``_created`` series.
 """
 
 from __future__ import annotations
 
 from collections import Counter as Tally
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -22,9 +28,41 @@ from sfqtui.errors import InputError
 from sfqtui.protocol import Event
 from sfqtui.proxy.dispatcher import Ticket
 
+disable_created_metrics()
 OTHER = "other"
+UNKNOWN = "unknown"  # the user of a request refused before its key was known
+OUTCOMES = ("answered", "failed", "cancelled", "refused")
 WAIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+FIRST_BYTE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+JAIN_WINDOW = 1000
 State = Callable[[], dict[str, Any]]
+
+
+class FairnessWindow:
+    """Cost per weight of the last ``size`` dispatches, by user, and Jain's index over it:
+    (sum x)^2 / (n sum x^2), 1 when every user in the window got the same."""
+
+    def __init__(self, size: int = JAIN_WINDOW) -> None:
+        self._recent: deque[tuple[str, float]] = deque()
+        self._size = size
+        self._sums: dict[str, float] = {}
+
+    def add(self, user: str, charge: float) -> None:
+        self._recent.append((user, charge))
+        self._sums[user] = self._sums.get(user, 0.0) + charge
+        if len(self._recent) > self._size:
+            old, amount = self._recent.popleft()
+            left = self._sums[old] - amount
+            if left <= 0.0 or not any(u == old for u, _ in self._recent):
+                del self._sums[old]
+            else:
+                self._sums[old] = left
+
+    def jain(self) -> float | None:
+        values = list(self._sums.values())
+        squares = sum(x * x for x in values)
+        return None if not values or squares == 0.0 else sum(values) ** 2 / (len(values) * squares)
 
 
 class _SchedulerGauges(Collector):
@@ -56,36 +94,70 @@ class _SchedulerGauges(Collector):
         yield GaugeMetricFamily("sfqtui_worst_meter_lead", "The largest S_i - v over all users: how far ahead the most served user is.",
                                 value=max(leads.values(), default=0.0))
         yield GaugeMetricFamily("sfqtui_virtual_time", "SFQ virtual time v.", value=v)
-        yield GaugeMetricFamily("sfqtui_inflight", "Requests holding a slot.", value=state["inflight"])
+        yield GaugeMetricFamily("sfqtui_inflight", "Requests holding a slot (a group replica: the group's).", value=state["inflight"])
+        yield GaugeMetricFamily("sfqtui_queued", "Requests waiting (a group replica: the group's).", value=sum(depths.values()))
         yield GaugeMetricFamily("sfqtui_slots", "Slots (requests sent upstream at once).", value=state["slots"])
+        jain = self._metrics.fairness.jain()
+        if jain is not None:
+            yield GaugeMetricFamily("sfqtui_jain_index", f"Jain's fairness index over the cost per weight of the last {JAIN_WINDOW:,} dispatches.", value=jain)
+        if "bound" in state:
+            yield GaugeMetricFamily("sfqtui_global_bound", "1 while the group's SFQ bound holds; 0 while this replica serves on its own (store away).",
+                                    value=1.0 if state["bound"] == "global" else 0.0)
+            yield GaugeMetricFamily("sfqtui_replicas", "Replicas in the group.", value=state["replicas"])
 
 
 class ProxyMetrics:
-    def __init__(self, max_users: int, state: State) -> None:
+    def __init__(self, max_users: int, state: State, in_group: bool = False) -> None:
         if max_users < 1:
             raise InputError("--metrics-users must be >= 1")
         self.max_users = max_users
         self.registry = CollectorRegistry()
         self._cost = Counter("sfqtui_dispatched_cost", "Cost charged at dispatch (semantics §6), by user.", ["user"], registry=self.registry)
         self._wait = Histogram("sfqtui_wait_seconds", "Seconds from arrival to dispatch, by user.", ["user"], buckets=WAIT_BUCKETS, registry=self.registry)
+        self._requests = Counter("sfqtui_requests", "Completion requests by user and outcome: answered (the upstream's answer, "
+                                 "4xx included), failed (upstream unreachable, 5xx, timeout, broken stream), cancelled (the client "
+                                 "left, or shutdown), refused (bad key or body, or shutting down).", ["user", "outcome"], registry=self.registry)
+        self._upstream_errors = Counter("sfqtui_upstream_errors", "Upstream failures by upstream and code.", ["upstream", "code"], registry=self.registry)
+        self._first_byte = Histogram("sfqtui_upstream_first_byte_seconds", "Seconds from sending a request upstream to its status and headers.",
+                                     ["upstream"], buckets=FIRST_BYTE_BUCKETS, registry=self.registry)
+        self._store_rtt = Histogram("sfqtui_store_seconds", "Round trip of a script call to the group's store.", buckets=STORE_BUCKETS,
+                                    registry=self.registry if in_group else None)
+        self.fairness = FairnessWindow()
         self.registry.register(_SchedulerGauges(self, state))
-        self._total_cost: Tally[str] = Tally()
+        self._total_cost: dict[str, float] = {}
         self._labelled: set[str] = set()
 
     def label(self, user: str) -> str:
         return user if user in self._labelled else OTHER
 
     def see(self, event: Event, ticket: Ticket | None) -> None:
-        """A dispatcher sink: count dispatches."""
+        """A lone proxy's dispatcher sink: count dispatches."""
         if event["kind"] != "dispatch" or ticket is None:
             return
-        user = ticket.user
+        self.count_dispatch(ticket.user, event["cost"], event["t"] - ticket.arrived_t)
+        self.fairness.add(ticket.user, event["cost"] / event["weight"])
+
+    def count_dispatch(self, user: str, cost: float, wait_s: float) -> None:
+        """One of this process's requests was dispatched, charged ``cost`` after waiting ``wait_s``."""
         if user not in self._labelled and len(self._labelled) < self.max_users:
             self._labelled.add(user)
         label = self.label(user)
-        self._cost.labels(label).inc(event["cost"])
-        self._wait.labels(label).observe(event["t"] - ticket.arrived_t)
-        self._total_cost[user] += event["cost"]
+        self._cost.labels(label).inc(cost)
+        self._wait.labels(label).observe(wait_s)
+        self._total_cost[user] = self._total_cost.get(user, 0.0) + cost
+
+    def ended(self, user: str | None, outcome: str) -> None:
+        """A completion request is over (or was refused)."""
+        self._requests.labels(UNKNOWN if user is None else self.label(user), outcome).inc()
+
+    def upstream_answered(self, upstream: str, seconds: float) -> None:
+        self._first_byte.labels(upstream).observe(seconds)
+
+    def upstream_failed(self, upstream: str, code: str) -> None:
+        self._upstream_errors.labels(upstream, code).inc()
+
+    def store_call(self, seconds: float) -> None:
+        self._store_rtt.observe(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition; then the labels are re-chosen for the next scrape."""
@@ -98,6 +170,11 @@ class ProxyMetrics:
         for user in self._labelled - busiest:
             self._cost.remove(user)
             self._wait.remove(user)
+            for outcome in OUTCOMES:
+                try:
+                    self._requests.remove(user, outcome)
+                except KeyError:
+                    pass
         for user in busiest - self._labelled:
             self._cost.labels(user)
             self._wait.labels(user)

@@ -20,7 +20,7 @@ from array import array
 from collections.abc import AsyncIterator
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import BYE, RUN, Event, gap_event
+from sfqtui.protocol import BOUND, BYE, RUN, Event, gap_event
 from sfqtui.proxy.sse import KEEPALIVE, frame
 
 MAX_FRAMES_PER_WRITE = 4096
@@ -39,6 +39,9 @@ class EventRing:
         self.started = time.time() if started is None else started
         self.next_seq = 0
         self.closed = False
+        self._floor = 0  # with events put by seq (a group's stream), the first seq this ring ever held
+        self._bound: bytes | None = None  # a group replica's latest bound event
+        self._bound_version = 0
         self._frames: list[bytes] = []
         self._times = array("d")
         self._changed = asyncio.Event()
@@ -46,7 +49,7 @@ class EventRing:
     @property
     def first_seq(self) -> int:
         """The oldest seq still held (``next_seq`` when none is)."""
-        return max(0, self.next_seq - self.size)
+        return max(self._floor, self.next_seq - self.size)
 
     @property
     def last_seq(self) -> int:
@@ -64,6 +67,38 @@ class EventRing:
             self._frames[seq % self.size] = data
             self._times[seq % self.size] = event["t"]
         self.next_seq = seq + 1
+        self._wake()
+
+    def put(self, seq: int, t: float, data: bytes) -> None:
+        """Keep an event numbered elsewhere (a group's store), given as its JSON; seqs come in
+        order, and a jump (events the store trimmed before this replica read them) leaves a gap."""
+        if seq < self.next_seq:
+            return
+        if seq > self.next_seq:
+            self._floor = seq
+            self._frames, self._times = [b""] * self.size, array("d", bytes(8 * self.size))
+        position = seq % self.size
+        body = b"id: %d\ndata: %s\n\n" % (seq, data)
+        if position < len(self._frames):
+            self._frames[position] = body
+            self._times[position] = t
+        else:
+            self._frames.append(body)
+            self._times.append(t)
+        self.next_seq = seq + 1
+        self._wake()
+
+    def restart(self, run: str, started: float) -> None:
+        """A new run (a group's store lost its data): the connections of the old one end with
+        a bye; what is held is dropped."""
+        self.run, self.started = run, started
+        self.next_seq, self._floor = 0, 0
+        self._frames, self._times = [], array("d")
+        self._wake()
+
+    def set_bound(self, bound: str, reason: str) -> None:
+        self._bound = frame(json.dumps({"run": self.run, "bound": bound, "reason": reason}), event=BOUND)
+        self._bound_version += 1
         self._wake()
 
     def close(self) -> None:
@@ -93,8 +128,15 @@ class EventRing:
         before everything, the bye event after the last event once the ring is closed.
         """
         yield self.run_frame()
+        run, bound_sent = self.run, 0
         cursor = self.first_seq if after is None else after + 1
         while True:
+            if self.run != run:
+                yield self.bye_frame("new_run")
+                return
+            if self._bound_version != bound_sent and self._bound is not None:
+                bound_sent = self._bound_version
+                yield self._bound
             if cursor < self.first_seq or cursor > self.next_seq:
                 first = self.first_seq
                 t = self._times[first % self.size] if first < self.next_seq else None

@@ -24,9 +24,19 @@ class ProxySettings:
     shutdown_grace_s: float = 30.0
     keepalive_s: float = 15.0
     record_every_s: float = 10.0
+    state_url: str | None = None  # a group's store (redis:// or rediss://); None: a lone proxy
+    replica_name: str | None = None  # the replica's identity in the group: host and listen address
+    lease_s: float = 5.0
+    store_timeout_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.estimator.oracle:
             raise InputError("the proxy cannot use the oracle estimator: a live request's output is not known at dispatch")
         if self.shutdown_grace_s < 0:
             raise InputError("--shutdown-grace must be >= 0")
+        if self.state_url is not None and not self.state_url.startswith(("redis://", "rediss://")):
+            raise InputError(f"--state {self.state_url!r}: expected redis://HOST:PORT/DB or rediss://HOST:PORT/DB")
+        if not self.lease_s > 0 or not self.store_timeout_s > 0:
+            raise InputError("--lease and --store-timeout must be > 0")
+        if self.state_url is not None and self.store_timeout_s >= self.lease_s / 2:
+            raise InputError("--store-timeout must be under half of --lease, so a replica renews its lease in time")

@@ -14,7 +14,8 @@ plain asyncio streams cost about a quarter of httpx's CPU per streamed chunk
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -56,6 +57,21 @@ def base_url(url: str) -> str:
     return urlunsplit((parsed.scheme, parsed.netloc, path, "", ""))
 
 
+def label_of(base: str) -> str:
+    """An upstream as metrics name it: host, port and path, never credentials in the URL."""
+    parsed = urlsplit(base)
+    host = f"[{parsed.hostname}]" if parsed.hostname and ":" in parsed.hostname else parsed.hostname or ""
+    return host + (f":{parsed.port}" if parsed.port else "") + parsed.path
+
+
+class UpstreamWatch:
+    """What the proxy's metrics hear from the upstreams: first-byte times and failures, by upstream label."""
+
+    def __init__(self, answered: Callable[[str, float], None], failed: Callable[[str, str], None]) -> None:
+        self.answered = answered
+        self.failed = failed
+
+
 class UpstreamReply:
     """An upstream response being read. Closed exactly once, which also gives back its upstream's place."""
 
@@ -77,6 +93,10 @@ class UpstreamReply:
     def is_event_stream(self) -> bool:
         return self.response.content_type == "text/event-stream"
 
+    def failed(self, code: str) -> None:
+        """The answer broke off (timeout, connection) after it had begun."""
+        self._upstreams.watch.failed(self._upstreams.labels[self._index], code)
+
     def interrupt(self, exc: Exception) -> None:
         """Make the read waiting on this response (if any) raise ``exc`` now."""
         self.response.content.set_exception(exc)
@@ -94,12 +114,14 @@ class UpstreamReply:
 
 
 class Upstreams:
-    def __init__(self, urls: Sequence[str], timeout_s: float) -> None:
+    def __init__(self, urls: Sequence[str], timeout_s: float, watch: UpstreamWatch | None = None) -> None:
         if not urls:
             raise InputError("give at least one --upstream URL")
         if not timeout_s > 0:
             raise InputError("--upstream-timeout must be > 0")
         self.bases = [base_url(u) for u in urls]
+        self.labels = [label_of(b) for b in self.bases]
+        self.watch = watch or UpstreamWatch(lambda _u, _s: None, lambda _u, _c: None)
         self.inflight = [0] * len(self.bases)
         self._turn = 0
         connect = min(timeout_s, 10.0)  # name lookup and connection together, then the connection alone
@@ -129,6 +151,7 @@ class Upstreams:
         session = self._client()
         for index in self._order():
             self.inflight[index] += 1
+            sent = time.perf_counter()
             try:
                 # A redirect is not followed: it would turn a POST into a GET, or send the prompt elsewhere.
                 response = await session.request(method, self.bases[index] + path, data=body, headers=headers, allow_redirects=False)
@@ -136,10 +159,16 @@ class Upstreams:
                 self.inflight[index] -= 1
                 if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)):
                     log.warning("upstream %s refused a connection: %s", self.bases[index], exc)
+                    self.watch.failed(self.labels[index], "refused")
                     continue
                 if isinstance(exc, FAILURES):
-                    raise upstream_error(exc) from exc
+                    failure = upstream_error(exc)
+                    self.watch.failed(self.labels[index], failure.code)
+                    raise failure from exc
                 raise
+            self.watch.answered(self.labels[index], time.perf_counter() - sent)
+            if response.status >= 500:
+                self.watch.failed(self.labels[index], f"http_{response.status}")
             return UpstreamReply(self, index, response)
         raise UpstreamError(502, "upstream_unreachable", "no upstream server accepted the connection")
 

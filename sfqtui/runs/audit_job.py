@@ -1,11 +1,11 @@
-"""The invariant audit behind `x` (next violation), run in a child process for big logs.
+"""The invariant audit behind `x` (next violation, and the rule it breaks), run in a child process for big logs.
 
 Auditing a million-request log is tens of seconds of pure Python. On a thread it would
 share the interpreter lock with the UI and slow every step until it finished; a child
 process runs on another core instead. It reads the same file in batches, or replays the
 same trace chunk by chunk (replays are deterministic, so it rebuilds the log on screen),
-so its memory does not grow with the log, and it sends back only the event numbers that
-break an invariant. Small logs are audited on the caller's thread: starting a process
+so its memory does not grow with the log, and it sends back only the violations (the
+rule, the event, what broke). Small logs are audited on the caller's thread: starting a process
 costs more than their audit.
 """
 
@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 
-from sfqtui.core.analysis.audit import Replicas, audit
+from sfqtui.core.analysis.audit import Replicas, Violation, audit, by_seq
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.runs.opening import Opening
@@ -26,8 +26,8 @@ from sfqtui.trace.sources import ReplaySource
 IN_CHILD_FROM = 200_000  # events; below this the audit takes well under a second
 
 
-def violations_of(opening: Opening) -> list[int]:
-    """The event numbers at which what ``opening`` opens breaks an invariant, ascending."""
+def violations_of(opening: Opening) -> list[Violation]:
+    """Where what ``opening`` opens breaks an invariant, and which, by event."""
     if opening.is_log:
         metadata = read_log_schema(opening.path)[0]
         output_weight = output_weight_of(metadata)
@@ -35,17 +35,17 @@ def violations_of(opening: Opening) -> list[int]:
     else:
         output_weight = opening.config.estimator.output_weight
         replicas = Replicas(opening.config.replicas)  # the slots may be the trace's suggestion: not checked
-    return sorted({v.seq for v in audit(_rows(opening), output_weight, replicas).violations})
+    return by_seq(audit(_rows(opening), output_weight, replicas).violations)
 
 
-def violations(opening: Opening, events: int, cancelled: Callable[[], bool]) -> list[int] | None:
+def violations(opening: Opening, events: int, cancelled: Callable[[], bool]) -> list[Violation] | None:
     """The violations of a loaded log of ``events`` events (None: cancelled)."""
     if events < IN_CHILD_FROM:
         return violations_of(opening)
     return audit_in_child(opening, cancelled)
 
 
-def audit_in_child(opening: Opening, cancelled: Callable[[], bool]) -> list[int] | None:
+def audit_in_child(opening: Opening, cancelled: Callable[[], bool]) -> list[Violation] | None:
     """Audit what ``opening`` opens in a child process; None if cancelled first (the child is
     then stopped). A failure in the child is raised here as a RuntimeError.
 

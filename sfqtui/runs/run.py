@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
+from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.replica_states import ReplicaStates
@@ -36,7 +37,8 @@ class Run:
     started: bool = False  # its loading has begun
     connection: str | None = None  # a live source's connection state
     following: bool = True  # a live run's cursor follows the newest event
-    live_violations: list[int] = field(default_factory=list)  # seqs, from a live stream's audit
+    live_violations: list[Violation] = field(default_factory=list)  # from a live stream's audit, by seq
+    broken: dict[int, list[Violation]] = field(default_factory=dict)  # event index -> the invariants it breaks
     checked: bool = False
     audit_failure: str | None = None
 
@@ -95,3 +97,15 @@ class Run:
     @property
     def violations(self) -> Sequence[int]:
         return self.cursor.violations
+
+    def place_violations(self, found: Sequence[Violation], before: int | None = None) -> None:
+        """Mark the events of this table that break an invariant (``found`` by seq), for `x`
+        and for the rule it names; ``before``: only events below that index (a live
+        window's, which the stream's audit may be ahead of)."""
+        first = self.table.first_seq
+        self.broken = {}
+        for v in found:
+            k = v.seq - first
+            if k >= 0 and (before is None or k < before):
+                self.broken.setdefault(k, []).append(v)
+        self.cursor.violations = sorted(self.broken)

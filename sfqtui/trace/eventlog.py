@@ -178,7 +178,8 @@ class EventLogWriter:
 
     Row groups are compressed and written on a thread of their own (Arrow releases the GIL
     for that), so a replay goes on while the last chunk is written; at most one waits.
-    ``write`` takes a table, or a function that builds one on that thread.
+    ``write`` takes a table, or a function that builds one on that thread (the first is
+    built at once: the file is opened with its schema).
     """
 
     def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
@@ -191,13 +192,14 @@ class EventLogWriter:
         self._failure: BaseException | None = None
 
     def write(self, table: pa.Table | Callable[[], pa.Table]) -> None:
-        if self._thread.ident is None:
-            self._thread.start()
+        if self._writer is None:
+            if not isinstance(table, pa.Table):
+                table = table()
+            self._open(table.schema.with_metadata(self._metadata))
         self._raise_failure()
         self._pending.put(table)
 
     def _open(self, schema: pa.Schema) -> None:
-        """On the writer's thread, with the first table's schema."""
         output = atomic_output(self.path)
         try:
             self._writer = pq.ParquetWriter(output.__enter__(), schema, compression="zstd")
@@ -205,15 +207,14 @@ class EventLogWriter:
             output.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._output = output
+        self._thread.start()
 
     def _write_pending(self) -> None:
         while (item := self._pending.get()) is not None:
             if self._failure is None:
                 try:
-                    table = item if isinstance(item, pa.Table) else item()
-                    if self._writer is None:
-                        self._open(table.schema.with_metadata(self._metadata))
-                    self._writer.write_table(table)  # type: ignore[union-attr]  # _open set it
+                    assert self._writer is not None, "write() opens the writer before it queues a table"
+                    self._writer.write_table(item if isinstance(item, pa.Table) else item())
                 except BaseException as exc:  # raised in the caller's thread at its next call
                     self._failure = exc
 
@@ -225,19 +226,17 @@ class EventLogWriter:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._thread.ident is None:
+        if self._output is None:
             return
         try:
             self._pending.put(None)
             self._thread.join()
-            if self._writer is not None:
-                self._writer.close()
+            self._writer.close()  # type: ignore[union-attr]  # set together with _output
         except BaseException as error:  # e.g. the disk filled up while the footer was written
             self._failure = self._failure or error
         failure = exc or self._failure
-        if self._output is not None:
-            # Moves the file into place, or (given the failure) removes it; either way nothing partial stays.
-            self._output.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)
+        # Moves the file into place, or (given the failure) removes it; either way nothing partial stays.
+        self._output.__exit__(type(failure) if failure else None, failure, failure.__traceback__ if failure else None)
         if exc_type is None:
             self._raise_failure()
 

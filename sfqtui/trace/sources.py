@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -69,6 +69,16 @@ class ArrowRequestNames:
             if at >= 0:
                 return start + at
         return None
+
+    def containing(self, text: str) -> np.ndarray:
+        found = [np.asarray(pc.indices_nonzero(pc.match_substring(chunk, text, ignore_case=True)), np.int64) + start
+                 for start, chunk in zip(list(self._starts), list(self._chunks))]
+        return np.concatenate(found) if found else np.empty(0, np.int64)
+
+    def take(self, codes: Collection[int]) -> pa.ChunkedArray:
+        wanted = np.asarray(codes, np.int64)
+        whole = pa.chunked_array(list(self._chunks), pa.string())
+        return whole.take(pa.array(wanted, mask=wanted < 0))
 
 
 def _typed(typecode: str, values: np.ndarray) -> array:

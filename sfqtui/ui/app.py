@@ -19,7 +19,7 @@ from textual.worker import get_current_worker
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
 from sfqtui.core.log.replica_states import ReplicaStates
-from sfqtui.core.log.shadow import ShadowMismatch
+from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.protocols import RunOpening
@@ -27,14 +27,18 @@ from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.ui.ask import Ask
 from sfqtui.ui.calibration_view import CalibrationScreen, estimator_twin
+from sfqtui.ui.clicks import EventClicked, UserClicked
 from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.frame import Frame, ViewOptions
+from sfqtui.ui.help import KeysHelp
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import ShadowWarmed
 from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
 from sfqtui.ui.palette import palette_commands
+from sfqtui.ui.run_pane import RunPane
 from sfqtui.ui.runs_app import CHART_EVERY_S, RunsApp
+from sfqtui.ui.search import LogSearch, closest_users
 from sfqtui.ui.shares import SharesPanel
 from sfqtui.ui.side_by_side import SideBySide
 from sfqtui.ui.status_line import StatusLine
@@ -43,6 +47,8 @@ from sfqtui.ui.teacher import Teacher
 BACK_TO_LESSONS = "lessons"  # what the dashboard of a lesson returns when escape leaves it for the menu
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
+LOG_MOUSE = "click: go to a row · a name: only that user"
+STEP, DISPATCH, SPEED = Binding.Group("Step"), Binding.Group("Dispatch"), Binding.Group("Speed")
 INDEX_STEP = 16_384  # events a replica-indexing worker takes at a time (the screen waits at most that long for it)
 W = TypeVar("W", bound=Widget)
 
@@ -51,25 +57,29 @@ class SfqApp(RunsApp):
     TITLE = "sfqtui"
     CSS_PATH = Path(__file__).with_name("app.tcss")
     BINDINGS = [
-        Binding("right", "step(1)", "Step"),
-        Binding("left", "step(-1)", "Back"),
-        Binding("n,shift+right", "next_dispatch", "Next dispatch"),
-        Binding("p,shift+left", "previous_dispatch", "Prev dispatch"),
+        # the footer shows a group's keys under one word
+        Binding("right", "step(1)", "Step", group=STEP),
+        Binding("left", "step(-1)", "Back", group=STEP),
+        Binding("n,shift+right", "next_dispatch", "Next dispatch", group=DISPATCH),
+        Binding("p,shift+left", "previous_dispatch", "Prev dispatch", group=DISPATCH),
         Binding("space", "toggle_play", "Play/pause"),
-        Binding("plus,equals_sign,right_square_bracket", "faster", "Faster"),
-        Binding("minus,left_square_bracket", "slower", "Slower"),
+        Binding("plus,equals_sign,right_square_bracket", "faster", "Faster", group=SPEED),
+        Binding("minus,left_square_bracket", "slower", "Slower", group=SPEED),
         Binding("home", "home", "Start", show=False),
         Binding("end", "end", "End", show=False),
         Binding("g", "goto", "Go to"),
-        Binding("u", "until_user", "Until user"),
+        Binding("slash", "search", "Search"),
+        Binding("N", "next_match", "Next match", show=False),
+        Binding("P", "previous_match", "Prev match", show=False),
+        Binding("u", "until_user", "Until user", show=False),
         Binding("r", "next_idle_reset", "Idle reset"),
-        Binding("x", "next_violation", "Violation", show=False),
+        Binding("x", "next_violation", "Next violation", show=False),
         Binding("d", "toggle_dispatches", "Dispatches only", show=False),
-        Binding("f", "filter_user", "Filter", show=False),
-        Binding("o", "cycle_sort", "Sort", show=False),
-        Binding("a", "toggle_folded", "Idle users", show=False),
-        Binding("l", "toggle_lockstep", "Lockstep", show=False),
-        Binding("k", "cycle_replica", "Replica", show=False),
+        Binding("f", "filter_user", "Filter by user", show=False),
+        Binding("o", "cycle_sort", "Sort meters", show=False),
+        Binding("a", "toggle_folded", "Show idle users", show=False),
+        Binding("l", "toggle_lockstep", "Lockstep by time or dispatch", show=False),
+        Binding("k", "cycle_replica", "Show one replica or all", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("escape", "lesson_menu", "Lessons"),
@@ -88,6 +98,7 @@ class SfqApp(RunsApp):
         self.options = ViewOptions()
         self._remeasured = False  # a redraw after views were resized is already due
         self._log_header = ""  # what the event log's header says
+        self.search = LogSearch()
 
     # Layout
 
@@ -104,7 +115,7 @@ class SfqApp(RunsApp):
                     yield MeterBand(id="band")
                 yield _titled(ExplainPanel(id="explain"), "why")
             with Horizontal(id="bottom"):
-                with _titled(Vertical(id="log-box"), "event log"):
+                with _titled(Vertical(id="log-box"), "event log", LOG_MOUSE):
                     yield EventLogHeader(header_for(self.table), id="log-header")
                     yield EventLog(id="log")
                 yield _titled(SharesPanel(id="shares"), "cost shares")
@@ -203,7 +214,7 @@ class SfqApp(RunsApp):
             self._log_header = header
             self.main.query_one(EventLogHeader).update(header)
         self.main.query_one(EventLog).show(frame)
-        self.main.query_one(ExplainPanel).show(frame, self.timeline)
+        self._explain(frame)
         self.main.query_one(SharesPanel).show(frame)
 
     def on_line_view_remeasured(self) -> None:
@@ -216,6 +227,17 @@ class SfqApp(RunsApp):
     def _redraw_remeasured(self) -> None:
         self._remeasured = False
         self.refresh_views()
+
+    def _explain(self, frame: Frame) -> None:
+        """The why panel, with DRR's visits told from a shadow of the scheduler when its log can be followed."""
+        run, panel = self.current, self.main.query_one(ExplainPanel)
+        broken = run.broken.get(frame.k, ())
+        shadow: Shadow | None = self.teacher.shadow(run) if self.teacher.follows(run) else None
+        try:
+            panel.show(frame, self.timeline, shadow, broken)
+        except ShadowMismatch as mismatch:
+            self.teacher.refuse(run, mismatch)
+            panel.show(frame, self.timeline, None, broken)
 
     def _moved(self, k: int | None, nothing: str) -> None:
         if k is None:
@@ -261,6 +283,8 @@ class SfqApp(RunsApp):
             self.notify(why, timeout=3)
             return
         self._moved(self.cursor.next_violation(), "no later invariant violation")
+        for v in run.broken.get(self.cursor.k, ()) if self.cursor.k >= 0 else ():
+            self.notify(v.message, title=f"seq {v.seq:,} breaks {v.rule}", severity="warning", timeout=10)
 
     def action_toggle_play(self) -> None:
         if self.current.loaded is None:  # a live stream: space pauses and resumes following it
@@ -327,10 +351,84 @@ class SfqApp(RunsApp):
     def action_filter_user(self) -> None:
         def go(answer: str | None) -> None:
             if answer is not None:
-                self._use_options(replace(self.options, user_filter=answer.strip() or None))
+                self._filter(answer.strip() or None)
 
         current = self.options.user_filter or self._current_user()
         self.push_screen(Ask("Show the events of user (empty: everyone):", current, self.table.users), go)
+
+    def _filter(self, user: str | None) -> None:
+        """List only ``user``'s events in every log (None: everyone's). A user who is not in
+        the log leaves the filter as it was, and the closest names are offered."""
+        if user is not None and user not in self.table.user_code:
+            closest = closest_users(self.table, user)
+            offer = f"; did you mean {' or '.join(closest)}?" if closest else ""
+            self.notify(f"no user {user!r} in this log{offer} The log still shows {self._listed()}.", title="filter unchanged",
+                        severity="warning", timeout=8)
+            return
+        self._use_options(replace(self.options, user_filter=user))
+
+    def _listed(self) -> str:
+        """What the logs list, in words."""
+        return self.options.log_description or "all events"
+
+    def on_user_clicked(self, message: UserClicked) -> None:
+        """A click on a user shows only that user's events; on the same user again, everyone's."""
+        self._filter(None if self.options.user_filter == message.user else message.user)
+
+    def on_event_clicked(self, message: EventClicked) -> None:
+        """A click on an event row puts the cursor there (in a pane that follows, the leader
+        goes to the same moment); on the row's user, it also filters by that user."""
+        pane = next((node for node in message.view.ancestors_with_self if isinstance(node, RunPane)), None)
+        run = next((r for r in self.runs if pane is not None and r.key == pane.run_key), self.current)
+        run.cursor.goto(str(message.k))
+        if run is not self.current:
+            follow(run.cursor, [self.cursor], self.lockstep)
+        self._moved(self.cursor.k, "")
+        if message.user is not None:
+            self.on_user_clicked(UserClicked(message.view, message.user))
+
+    def action_search(self) -> None:
+        def go(answer: str | None) -> None:
+            if answer is None:
+                return
+            self.search.text = answer.strip()
+            for log in self.main.query(EventLog):
+                log.mark(self.search.text)
+            if self.search.text:
+                self._search_step(+1)
+            else:
+                self._say_found("")
+                self.refresh_views()
+
+        self.push_screen(Ask("Search request ids and users (then N: next match, P: previous):", self.search.text), go)
+
+    def action_next_match(self) -> None:
+        self._search_step(+1)
+
+    def action_previous_match(self) -> None:
+        self._search_step(-1)
+
+    def _search_step(self, direction: int) -> None:
+        text = self.search.text
+        if not text:
+            self.notify("no search yet: / searches request ids and users", timeout=3)
+            return
+        log = self.main.query(EventLog).first()  # the leading run's
+        found = self.search.step(self.table, log.listed, self.cursor.k, direction)
+        if found is None:
+            self._say_found(f"/{text}: no match")
+            self.notify(f"no request id or user in {self._listed()} contains {text!r}", timeout=4)
+            self.refresh_views()
+            return
+        wrapped = (" (from the start)" if direction > 0 else " (from the end)") if found.wrapped else ""
+        self._say_found(f"/{text}: match {found.position:,} of {found.count:,}{wrapped} · N next, P previous")
+        self._moved(self.cursor.goto(str(found.k)), "")
+
+    def _say_found(self, said: str) -> None:
+        """Where a search stands, on the border under the leading log (its mouse keys when no search is on)."""
+        box = self.main.query(EventLog).first().parent
+        if isinstance(box, Widget):
+            box.border_subtitle = said or (LOG_MOUSE if box.id == "log-box" else "")
 
     def action_toggle_dispatches(self) -> None:
         self._use_options(replace(self.options, dispatches_only=not self.options.dispatches_only))
@@ -414,6 +512,11 @@ class SfqApp(RunsApp):
         else:
             self.action_show_help_panel()
 
+    def action_show_help_panel(self) -> None:
+        """The help panel, with the keys in force grouped (help.py); also the palette's "Keys"."""
+        if not self.screen.query("HelpPanel"):
+            self.screen.mount(KeysHelp())
+
     def rerun(self, **changes: object) -> None:
         """Replay the same trace with another scheduler, slot count or estimator."""
         opening = self._rerunnable()
@@ -427,12 +530,14 @@ class SfqApp(RunsApp):
         self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (the cursor was at seq {was:,})", timeout=4)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's "Screenshot" saves where the terminal's driver decides; ours asks and says where
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Screenshot")
         yield from palette_commands(self)
 
 
-def _titled(widget: W, title: str) -> W:
+def _titled(widget: W, title: str, subtitle: str = "") -> W:
     widget.border_title = title
+    widget.border_subtitle = subtitle
     return widget
 
 

@@ -4,7 +4,10 @@ Rebuilt from the run's log (semantics §10, core/analysis/log_calibration.py): c
 actual cost per user with bias, the learned ratio over time, actual vs estimated output
 as a histogram and, when another run replays the same trace with another estimator, how
 many dispatch positions changed and who moved up or down. The measures run on a worker
-that posts them; while a log is still loading they are taken again every few seconds.
+that posts them; while a log is still loading, or a live stream goes on, they are taken
+again every few seconds. A live stream does not say its estimator's settings: the view
+then measures what the stream carries, estimated against actual output tokens per user,
+over the requests completed so far.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class CalibrationMeasured(Message):
         self.measures, self.change = measures, change
 
 
-class CalibrationText(TextView):
+class CalibrationText(TextView, can_focus=True):
     DEFAULT_CSS = "CalibrationText { height: 1fr; padding: 0 1; }"
 
 
@@ -110,10 +113,12 @@ class CalibrationScreen(Screen[None]):
     def on_calibration_measured(self, message: CalibrationMeasured) -> None:
         measures = message.measures
         lines = [self._title()]
+        live = self.run.loaded is None
         if isinstance(measures, str):
-            lines.append(Text(f"{measures} (so far: the log is still loading)", "dim") if self.run.loading else Text(measures, "bold"))
+            so_far = "the stream goes on: measured again every few seconds" if live else "the log is still loading"
+            lines.append(Text(f"{measures} (so far: {so_far})", "dim") if self.run.loading else Text(measures, "bold"))
         else:
-            lines += _measures_lines(measures, self.run.loading)
+            lines += _measures_lines(measures, self.run.loading, live)
             twin = rerunnable(self.twin.opening) if self.twin is not None else None  # estimator_twin found a trace
             if self.twin is not None and twin is not None and message.change is not None:
                 lines += _order_lines(message.change, estimator_label(measures.estimator),
@@ -128,22 +133,30 @@ class CalibrationScreen(Screen[None]):
         return Text.assemble(("calibration of ", "bold"), self.run.title, (f"   {keys}", "dim"), no_wrap=True, overflow="ellipsis")
 
 
-def _measures_lines(m: LogCalibration, loading: bool) -> list[Text]:
+def _measures_lines(m: LogCalibration, loading: bool, live: bool) -> list[Text]:
     settings = m.estimator
-    weights = "" if settings.get("oracle") else f" (a = {fmt(settings.get('input_weight'))}, b = {fmt(settings.get('output_weight'))})"
-    so_far = " loaded so far" if loading else ""
-    unmeasured = f"; {m.unmeasured:,} without an actual output, left out" if m.unmeasured else ""
-    return [Text(f"estimator: {estimator_label(settings)}{weights}; {m.dispatches:,} dispatches{so_far}{unmeasured}"),
-            Text(), *_user_lines(m), Text(), *_ratio_lines(m), Text(), *_histogram_lines(m)]
+    so_far = " so far (more as the stream goes on)" if live else " loaded so far" if loading else ""
+    unmeasured = f"; {m.unmeasured:,} {'still running or ' if live else ''}without an actual output, left out" if m.unmeasured else ""
+    if not settings:
+        said = Text(f"estimator: settings not recorded{' (a live stream does not send them)' if live else ''}, so charges cannot be "
+                    f"turned into costs: measured on output tokens, estimated vs actual; {m.dispatches:,} dispatches{so_far}{unmeasured}")
+    else:
+        weights = "" if settings.get("oracle") else f" (a = {fmt(settings.get('input_weight'))}, b = {fmt(settings.get('output_weight'))})"
+        said = Text(f"estimator: {estimator_label(settings)}{weights}; {m.dispatches:,} dispatches{so_far}{unmeasured}")
+    return [said, Text(), *_user_lines(m), Text(), *_ratio_lines(m), Text(), *_histogram_lines(m)]
 
 
 def _user_lines(m: LogCalibration) -> list[Text]:
     rows = [((u.user, f"{u.dispatched:,}", f"{u.charged:,.0f}", f"{u.actual:,.0f}", "-" if u.bias is None else f"{u.bias:.2f}",
               f"{u.share_charged:.1%}", f"{u.share_actual:.1%}", f"{u.share_gain * 100:+.1f}"), "")
             for u in m.users[:SHOWN_USERS]]
-    lines = [Text("charged vs actual cost per user, worst bias first (bias > 1: overcharged; gain: actual % − charged %)", "bold"),
-             *grid(("user", *(f"  {h}" for h in ("dispatches", "charged", "actual", "bias", "charged %", "actual %", "gain pp"))),
-                   rows, (False, *[True] * 7))]
+    if m.unit == "cost":
+        title, columns = "charged vs actual cost per user", ("dispatches", "charged", "actual", "bias", "charged %", "actual %", "gain pp")
+    else:
+        title, columns = "estimated vs actual output tokens per user", ("completed", "estimated", "actual", "bias", "est. %", "actual %", "gain pp")
+    over = "overcharged" if m.unit == "cost" else "overestimated"
+    lines = [Text(f"{title}, worst bias first (bias > 1: {over}; gain: actual % − {columns[1]} %)", "bold"),
+             *grid(("user", *(f"  {h}" for h in columns)), rows, (False, *[True] * 7))]
     if len(m.users) > SHOWN_USERS:
         lines.append(Text(f"… {len(m.users) - SHOWN_USERS:,} more users", "dim"))
     return lines
@@ -159,6 +172,8 @@ def _ratio_lines(m: LogCalibration) -> list[Text]:
                          "ideal: sum of output / sum of max_tokens over the key's dispatches", "dim")]
     if m.ratio_scope == "model":
         lines.append(Text("scope model: the log has no model column, so all models' ratios are charted together", "dim"))
+    elif m.ratio_scope == "unknown":
+        lines.append(Text("the ratio's scope is not recorded, so all users' ratios are charted together", "dim"))
     width = max(len(s.key) for s in shown)
     for s in shown:
         ideal = "-" if s.ideal is None else f"{s.ideal:.3f}"

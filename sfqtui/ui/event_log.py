@@ -4,7 +4,8 @@ Only the visible rows are drawn, from the columnar table, so a log of millions o
 events scrolls without lag. What it lists comes with each frame (the app's view
 options). The row of the current event is highlighted and stays in the middle half of
 the view: the view turns half a page when the cursor leaves it, so most steps redraw two
-rows rather than the whole log.
+rows rather than the whole log. A click on a row says which event it shows, and whether
+it fell on the user's name; the text of a search is marked in the rows that contain it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
+from textual.events import Click
 from textual.strip import Strip
 from textual.widgets import Static
 
 from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.numbers import fmt
+from sfqtui.ui.clicks import EventClicked
 from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.line_view import LineView
 
@@ -40,6 +44,7 @@ _DISPATCH = Style(bold=True)
 _RESET = Style(color="yellow", bold=True)
 _GAP = Style(color="red", bold=True)  # events lost from a live stream
 _OTHER = Style(dim=True)
+_FOUND = Style(color="black", bgcolor="yellow", bold=True)  # the text of a search, where a row contains it
 
 
 def _events(table: EventTable, start: int, end: int, user: int | None, dispatches_only: bool, replica: int | None) -> Iterator[int]:
@@ -84,12 +89,14 @@ def page_top(row: int, height: int) -> int:
 
 class EventLog(LineView, can_focus=True):
     DEFAULT_CSS = "EventLog { height: 1fr; }"
+    HELP = "Click a row to go to its event; click a user's name to show only that user's events (again: everyone)."
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.table: EventTable | None = None
         self._options = ViewOptions()  # what the rows were listed for
         self._listed = 0  # how many of the table's events the rows cover
+        self.search_text = ""  # marked where a row's user or request contains it
         self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
         self._cursor_row = -1
         self._differs = False
@@ -101,6 +108,28 @@ class EventLog(LineView, can_focus=True):
 
     def _event_at(self, row: int) -> int:
         return row if self._rows is None else self._rows[row]
+
+    @property
+    def listed(self) -> Sequence[int] | None:
+        """The events listed, ascending (None: every event of the table)."""
+        return self._rows
+
+    def mark(self, text: str) -> None:
+        """Mark ``text`` in the rows that contain it (empty: mark nothing)."""
+        if text != self.search_text:
+            self.search_text = text
+            self.forget_lines()
+
+    def on_click(self, event: Click) -> None:
+        hit = self.row_at(event)
+        if hit is None or self.table is None:
+            return
+        row, x = hit
+        k = self._event_at(row)
+        user = self.table.user_name(k)
+        start = header_for(self.table).index("user")  # the name is drawn from where its title starts
+        on_user = user is not None and start <= x < start + len(_cut(user, 10).rstrip())
+        self.post_message(EventClicked(self, k, user if on_user else None))
 
     def use(self, table: EventTable) -> None:
         """List the events of another table (a newly opened log or a re-run)."""
@@ -155,7 +184,7 @@ class EventLog(LineView, can_focus=True):
             self.redraw(top=page_top(self._cursor_row, self.scrollable_content_region.height))
 
     def row_key(self, row: int, width: int) -> Hashable:
-        return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs
+        return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs, self.search_text
 
     def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         table = self.table
@@ -172,4 +201,20 @@ class EventLog(LineView, can_focus=True):
             f"{table.first_seq + k:>7} {_time(table.t[k])} {kind_name:<8} {replica}{_cut(user, 10)} "
             f"{fmt(number(table.cost_at(k)), 7)} {fmt(number(table.v[k]), 8)} {fmt(number(table.value[k]), 8)} {request}"
         )
-        return Strip([Segment(text, self.base_style + style)])
+        if not self.search_text:
+            return Strip([Segment(text, self.base_style + style)])
+        line = Text(text, self.base_style + style)
+        start = header_for(table).index("user")
+        for cell in (range(start, start + len(_cut(user, 10))), range(len(text) - len(request), len(text))):
+            _mark(line, cell, self.search_text)
+        return Strip(line.render(self.app.console))
+
+
+def _mark(line: Text, cell: range, text: str) -> None:
+    """Mark every occurrence of ``text`` (ignoring case) inside one cell of the line."""
+    inside = line.plain[cell.start : cell.stop].casefold()
+    wanted = text.casefold()
+    at = inside.find(wanted)
+    while at >= 0:
+        line.stylize(_FOUND, cell.start + at, cell.start + at + len(wanted))
+        at = inside.find(wanted, at + 1)

@@ -1,4 +1,5 @@
-"""Why: the candidates of the current dispatch and why the winner won; and the wait of its request.
+"""Why: the invariants this event breaks, if any; the candidates of the current dispatch and
+why the winner won; and the wait of its request.
 
 In a run of several replicas: the replica that held the request, its own candidates, and
 the users then waiting on other replicas with smaller meters (who would have gone first
@@ -6,11 +7,15 @@ under one SFQ, and by how much)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 
 from sfqtui.core.analysis.across_replicas import AcrossReplicas, across_replicas
-from sfqtui.core.analysis.explain import DispatchExplanation, WaitExplanation, explain_dispatch, explain_wait
+from sfqtui.core.analysis.audit import Violation
+from sfqtui.core.analysis.explain import DispatchExplanation, DrrVisit, WaitExplanation, explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.numbers import fmt
 from sfqtui.ui.columns import grid
@@ -22,17 +27,19 @@ CANDIDATE_ROWS = 10
 ELSEWHERE_ROWS = 3
 
 
-class ExplainPanel(TextView):
-    def show(self, frame: Frame, timeline: Timeline) -> None:
+class ExplainPanel(TextView, can_focus=True):
+    def show(self, frame: Frame, timeline: Timeline, shadow: Shadow | None = None, broken: Sequence[Violation] = ()) -> None:
+        """Explain the frame's event; ``shadow``: the scheduler re-driven from the log (tells
+        DRR's visits; may raise ShadowMismatch); ``broken``: the invariants the event breaks."""
         table, k = frame.table, frame.k
-        parts: list[Text] = []
+        parts: list[Text] = [_broken(v) for v in broken]
         if k < 0:
             parts.append(Text("Before the first event. → steps forward, space plays, ? shows every key."))
         else:
             kind = table.kind_name(k)
             replicas = frame.replicas
             if kind == "dispatch":
-                explanation = explain_dispatch(table, timeline, k, frame.state, replicas)
+                explanation = explain_dispatch(table, timeline, k, frame.state, shadow, replicas)
                 assert explanation is not None
                 across = across_replicas(timeline, replicas, k) if replicas is not None else None
                 parts += _dispatch(explanation, frame, across)
@@ -48,12 +55,18 @@ class ExplainPanel(TextView):
         self.set_text(parts)
 
 
+def _broken(v: Violation) -> Text:
+    return Text.assemble(("✗ breaks ", "bold red"), (v.rule, "bold red reverse"), " ", (v.message, "red"))
+
+
 def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | None) -> list[Text]:
     held = "" if e.replica is None else f"  on replica {e.replica}"
     title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}{held}")
     traits = frame.table.traits
     own = traits is not None and traits.reading is not None
     what = (traits.value_symbol if frame.has_meters else traits.value_name) if traits is not None and own else "queued"
+    if e.visit is not None:
+        what += " before"  # DRR's own deficits, as they stood before this dispatch
     shown = list(e.candidates[:CANDIDATE_ROWS])
     if not any(c.user == e.user for c in shown):
         shown[-1:] = [c for c in e.candidates if c.user == e.user]
@@ -72,6 +85,10 @@ def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | Non
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
         parts.append(Text(f"charge: v ← S_{e.user} = {fmt(e.v)}; S_{e.user} ← {fmt(e.v)} + {fmt(e.cost)}/w = {fmt(e.value_after)}{where}"))
+    if e.visit is not None:
+        parts += [Text(f"first {user}'s head ({fmt(cost)}) > its deficit {fmt(credit)}: the visit ends, {user} goes to the tail", "dim")
+                  for user, cost, credit in e.visit.ended[:CANDIDATE_ROWS]]
+        parts.append(_visit(e.user, e.visit))
     return parts
 
 
@@ -87,6 +104,20 @@ def _across(across: AcrossReplicas | None) -> list[Text]:
             rows.append(((f"… {len(across.elsewhere) - ELSEWHERE_ROWS} more", "", "", "", ""), "dim"))
         parts += grid(("  would go first", "replica", "meter", "below", "queued"), rows, (False, True, True, True, True))
     return parts
+
+
+def _visit(user: str, v: DrrVisit) -> Text:
+    """The winner's deficit through the dispatch, each number labelled."""
+    quantum = "+ 0 (no new quantum)" if not v.visits else f"+ quantum {fmt(v.quantum)}"
+    if v.visits > 1:
+        quantum += f" ({v.visits} visits)"
+    if v.emptied:
+        left = v.credit - v.charge
+        after = f"after 0 (its queue is empty: {user} leaves the list" + (f", the {fmt(left)} left is dropped)" if left else ")")
+    else:
+        after = f"after {fmt(v.after)}"
+    return Text.assemble((f"deficit of {user}: ", "bold"), f"before {fmt(v.before)} · {quantum} · = credit {fmt(v.credit)}"
+                         f" · − charge {fmt(v.charge)} · = {after}")
 
 
 def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:

@@ -55,7 +55,8 @@ class Frame:
     @property
     def band(self) -> str:
         """How the scheduler's per-user number is drawn: "virtual" ([v, v + c_max]),
-        "credit" ([0, c_max]) or "queue" (queue lengths), from the scheduler registry."""
+        "credit" ([0, c_max]), "lowest" ([lowest waiting, + c_max]) or "queue" (queue lengths),
+        from the scheduler registry."""
         traits = self.table.traits
         return traits.band if traits is not None else "queue"
 

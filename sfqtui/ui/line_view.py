@@ -17,7 +17,8 @@ from collections.abc import Hashable, Iterator
 from typing import Any, ClassVar
 
 from rich.style import Style
-from textual.events import Resize
+from textual.binding import Binding, BindingType
+from textual.events import MouseEvent, Resize
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -26,7 +27,19 @@ from textual.strip import Strip
 KEPT_LINES = 64  # per view: a few screens; every kept line is ~20 objects the garbage collector walks
 
 
-class LineView(ScrollView):
+class LineView(ScrollView, can_focus=False, inherit_bindings=False):
+    """Not focusable unless a subclass says so (the dashboard's keys are the app's), and with
+    only the vertical scroll keys: ScrollView's left/right/home/end would shadow the app's
+    step, back, first and last keys whenever a view is focused, in the help panel too, and
+    take them over when a narrow view scrolls sideways."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "scroll_up", "Scroll up", show=False),
+        Binding("down", "scroll_down", "Scroll down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+    ]
+
     class Remeasured(Message):
         """The view's size changed (posted after it redrew itself at the new size)."""
 
@@ -121,6 +134,16 @@ class LineView(ScrollView):
         self._drawn = drawn
         for first, rows in _runs(changed):
             self.refresh_lines(first, rows)
+
+    def row_at(self, event: MouseEvent) -> tuple[int, int] | None:
+        """The row under the mouse and the column in it (scrolled sideways too), or None
+        when the pointer is off the rows (on a scrollbar or past the last row)."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return None
+        x, top = self.scroll_offset
+        row = top + offset.y
+        return (row, x + offset.x) if row < self.row_count() else None
 
     def render_line(self, y: int) -> Strip:
         x, top = self.scroll_offset

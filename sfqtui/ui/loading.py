@@ -11,6 +11,7 @@ from typing import Any
 
 from textual.message import Message
 
+from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.log.timeline import State
@@ -58,7 +59,7 @@ class ChartReady(RunMessage):
 class Analysed(RunMessage):
     """The audit of the complete log: the events that break an invariant (or why it failed)."""
 
-    def __init__(self, run: int, violations: list[int], checked: bool, failure: str | None = None) -> None:
+    def __init__(self, run: int, violations: list[Violation], checked: bool, failure: str | None = None) -> None:
         super().__init__(run)
         self.violations, self.checked, self.failure = violations, checked, failure
 
@@ -98,8 +99,8 @@ class WindowStarted(RunMessage):
 
 
 class LiveAudit(RunMessage):
-    """A live stream's audit so far: the seqs that break an invariant, or why it stopped."""
+    """A live stream's audit so far: the violations found (by seq), or why it stopped."""
 
-    def __init__(self, run: int, violations: list[int], stopped: str | None) -> None:
+    def __init__(self, run: int, violations: list[Violation], stopped: str | None) -> None:
         super().__init__(run)
         self.violations, self.stopped = violations, stopped

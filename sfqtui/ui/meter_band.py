@@ -14,10 +14,12 @@ from typing import NamedTuple
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.events import Click
 from textual.strip import Strip
 
 from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import fmt
+from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
 from sfqtui.ui.replicas import BandPart, band_parts
@@ -57,6 +59,9 @@ class MeterHeader(TextView):
             left, right = "v", "v+c_max"
         elif frame.band == "credit":
             left, right = "0", "c_max"
+        elif frame.band == "lowest" and traits is not None:
+            lowest = "min " + traits.value_symbol.split("_")[0]  # min C: the lowest among the waiting
+            left, right = lowest, f"{lowest}+c_max"
         else:
             left, right = "0", "most queued"
         labels = (left + " " * max(1, band_width - len(left) - len(right)) + right)[:band_width]
@@ -68,6 +73,7 @@ class MeterHeader(TextView):
 
 class MeterBand(LineView, can_focus=True):
     DEFAULT_CSS = "MeterBand { height: 1fr; }"
+    HELP = "Click a user to show only that user's events in the log (again: everyone)."
 
     GROW_ONLY = True  # users fold and unfold on most steps of a long trace
 
@@ -79,6 +85,7 @@ class MeterBand(LineView, can_focus=True):
         self._row_parts: list[int] = []  # each row's section
         self._values: list[list[float]] = []  # per section, per user
         self._most_queued = 1
+        self._lowest: list[float] = []  # band "lowest", per section: the smallest number among the waiting users
         self._folded = 0
 
     @property
@@ -96,6 +103,8 @@ class MeterBand(LineView, can_focus=True):
         self._parts = band_parts(frame) or [BandPart(None, frame.state, None)]
         self._values = [self._shown_values(frame, part.state) for part in self._parts]
         self._most_queued = max((max(part.state.queued, default=0) for part in self._parts), default=0) or 1
+        if frame.band == "lowest":
+            self._lowest = [_lowest(values, part.state) for values, part in zip(self._values, self._parts)]
         self._rows, self._row_parts, self._folded = [], [], 0
         for p, part in enumerate(self._parts):
             users, folded = self._order(frame, part.state, self._values[p])
@@ -108,6 +117,11 @@ class MeterBand(LineView, can_focus=True):
 
     def row_count(self) -> int:
         return len(self._rows) + (1 if self._folded else 0)
+
+    def on_click(self, event: Click) -> None:
+        hit = self.row_at(event)
+        if hit is not None and hit[0] < len(self._rows) and self._rows[hit[0]] != HEADING and self._frame is not None:
+            self.post_message(UserClicked(self, self._frame.table.users[self._rows[hit[0]]]))
 
     @staticmethod
     def _shown_values(frame: Frame, s: State) -> list[float]:
@@ -173,6 +187,10 @@ class MeterBand(LineView, can_focus=True):
         elif kind == "credit" and s.c_max > 0 and value != INF:
             mark_at = max(0, min(band - 1, round(value / s.c_max * (band - 1))))
             mark = "●" if waiting else "○"
+        elif kind == "lowest" and s.c_max > 0 and value != INF:
+            position = (value - self._lowest[part]) / s.c_max
+            mark_at = 0 if position < 0 else min(band - 1, round(position * (band - 1)))
+            mark = "◂" if position < 0 else "▸" if position > 1 else ("●" if waiting else "○")
         elif kind == "queue":
             fill = round(s.queued[u] / self._most_queued * band)
         overall = frame.state  # a user's share of the run's cost, whichever replicas it was charged on
@@ -205,6 +223,12 @@ class MeterBand(LineView, can_focus=True):
             segments.append(Segment("".join(cells), mark_style if c.waiting else band_style))
         segments.append(Segment(c.numbers.ljust(width - NAME_W - 1 - c.band), base))
         return Strip(segments)
+
+
+def _lowest(values: list[float], s: State) -> float:
+    """The smallest number among the waiting users (else among all that have one)."""
+    waiting = [values[u] for u in s.backlogged()]
+    return min(waiting or [x for x in values if x != INF] or [0.0])
 
 
 class RowCells(NamedTuple):

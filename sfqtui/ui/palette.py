@@ -1,4 +1,5 @@
-"""The command palette's entries: every key's action, re-runs, panes and estimators to compare."""
+"""The command palette's entries: every key's action, exports of what is on screen, re-runs,
+panes and estimators to compare."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from textual.binding import Binding
 from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
 from sfqtui.runs.opening import rerunnable
 from sfqtui.ui.calibration_view import estimator_choices
+from sfqtui.ui.export import export_log, export_shares, save_screenshot
 
 if TYPE_CHECKING:
     from sfqtui.ui.app import SfqApp
@@ -28,7 +30,14 @@ def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
             continue  # not here (the lesson menu outside a lesson)
         method = getattr(app, f"action_{name}")
         callback = functools.partial(method, int(arg.rstrip(")"))) if arg else method
-        yield SystemCommand(binding.description, f"{binding.description} (key {binding.key.split(',')[0]})", callback)
+        key = app.get_key_display(replace(binding, key=binding.key.split(",")[0]))
+        yield SystemCommand(binding.description, f"{binding.description} (key {key})", callback)
+    for title, suffix in (("CSV", ".csv"), ("Parquet", ".parquet")):
+        yield SystemCommand(f"Export the event log ({title})", "The rows the log lists now (after d and f), with its columns",
+                            functools.partial(export_log, app, suffix))
+        yield SystemCommand(f"Export the shares table ({title})", "Every user's cost shares at the cursor",
+                            functools.partial(export_shares, app, suffix))
+    yield SystemCommand("Save a screenshot (SVG)", "The screen as it is now, as an SVG file", functools.partial(save_screenshot, app))
     opening = rerunnable(app.opening)
     if opening is not None:
         for name in SCHEDULERS:

@@ -264,19 +264,14 @@ class RunsApp(App[str]):
             return
         run.live_violations = message.violations
         run.checked = True
-        self._place_live_violations(run)
-        self.notify(f"{len(message.violations)} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
-
-    @staticmethod
-    def _place_live_violations(run: Run) -> None:
-        first = run.table.first_seq
-        run.cursor.violations = [seq - first for seq in run.live_violations if 0 <= seq - first < len(run.table) + 100_000]
+        run.place_violations(run.live_violations, before=len(run.table) + 100_000)
+        self.notify(f"{len(run.cursor.violations)} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
 
     def on_window_started(self, message: WindowStarted) -> None:
         run = self._run(message)
         if run is not None:
             run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
-            self._place_live_violations(run)
+            run.place_violations(run.live_violations, before=len(run.table) + 100_000)
 
     def on_events_loaded(self, message: EventsLoaded) -> None:
         run = self._run(message)
@@ -330,10 +325,10 @@ class RunsApp(App[str]):
         run = self._run(message)
         if run is None:
             return
-        run.cursor.violations = message.violations
+        run.place_violations(message.violations)
         run.checked = message.checked
         run.audit_failure = message.failure
         if message.failure:
             self.notify(message.failure, title="could not check the log's invariants", severity="error", timeout=30)
         if message.violations:
-            self.notify(f"{len(message.violations)} event(s) break an invariant: x jumps to the next", severity="warning")
+            self.notify(f"{len(run.cursor.violations)} event(s) break an invariant: x jumps to the next", severity="warning")

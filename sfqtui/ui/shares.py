@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from rich.color import Color, blend_rgb
+from rich.style import Style
 from rich.text import Text
-from textual.renderables.sparkline import Sparkline
+from textual.events import Click
 
 from sfqtui.core.analysis.shares import share_series, top_users
 from sfqtui.core.log.table import EventTable
+from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.replicas import routed_lines
@@ -17,6 +20,7 @@ from sfqtui.ui.text_view import TextView
 
 ROWS = 6
 CHARTED = 3
+BARS = "▁▂▃▄▅▆▇█"
 
 
 def shares_chart(table: EventTable, events: int) -> tuple[list[int], list[float], dict[int, list[float]]]:
@@ -38,6 +42,8 @@ class SharesPanel(TextView):
     SharesPanel > .shares--min-color { color: $primary 30%; }
     """
 
+    HELP = "Click a user to show only that user's events in the log (again: everyone)."
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self._edges: list[float] = []
@@ -46,6 +52,13 @@ class SharesPanel(TextView):
         self._chart: list[Text] = []
         self._chart_key: tuple[int, int] | None = None
         self._frame: Frame | None = None
+        self._user_at: dict[int, int] = {}  # line -> the user code it shows
+
+    def on_click(self, event: Click) -> None:
+        hit = self.row_at(event)
+        user = self._user_at.get(hit[0]) if hit is not None else None
+        if user is not None and self._frame is not None:
+            self.post_message(UserClicked(self, self._frame.table.users[user]))
 
     def set_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
         """The whole run binned once (see shares_chart); the chart then fills in with the cursor."""
@@ -61,10 +74,13 @@ class SharesPanel(TextView):
         s, table = frame.state, frame.table
         backlogged_weight = sum(table.weight(u) for u in s.backlogged())
         total, busy = s.charged_total or 1.0, s.busy_total or 1.0
-        rows, listed = [], []
+        rows: list[tuple[tuple[str, ...], str]] = []
+        listed = []
+        self._user_at = {}
         for u in top_users(s.charged, table, ROWS):
             if s.charged[u] == 0 and s.queued[u] == 0:
                 continue
+            self._user_at[len(rows) + 1] = u  # under the header line
             listed.append(u)
             fair = f"{table.weight(u) / backlogged_weight:.1%}" if s.queued[u] and backlogged_weight else "-"
             name = table.users[u] if len(table.users[u]) <= 14 else table.users[u][:13] + "…"
@@ -73,26 +89,47 @@ class SharesPanel(TextView):
         lines += [Text()] * (ROWS + 1 - len(lines))  # the chart stays put
         routed = routed_lines(frame, listed)  # a run of several replicas: where their requests went
         if routed:
+            for i, u in enumerate(listed):
+                self._user_at[len(lines) + 1 + i] = u  # under its header line
             lines += routed + [Text()] * (ROWS + 1 - len(routed))
-        self.set_text(lines + self._chart_lines(frame))
+        chart = self._chart_lines(frame)
+        for i, u in enumerate(self._charted):
+            self._user_at[len(lines) + 1 + 2 * i] = self._user_at[len(lines) + 2 + 2 * i] = u
+        self.set_text(lines + chart)
 
     def _chart_lines(self, frame: Frame) -> list[Text]:
-        """The chart up to the cursor's time bin: it only changes when the cursor enters another."""
+        """The chart up to the bin of the cursor's last dispatch (nothing before the first):
+        it only changes when the cursor enters another bin."""
         if not self._charted:
             return []
-        upto = bisect_right(self._edges, frame.state.t) + 1 if self._edges else 0
+        last = frame.table.previous_dispatch(frame.k + 1) if frame.k >= 0 else None
+        upto = bisect_right(self._edges, frame.table.t[last]) + 1 if last is not None and self._edges else 0
         width = max(1, self.content_region.width - 1)
         if self._chart_key != (upto, width):
             self._chart_key = (upto, width)
-            low = self.get_component_rich_style("shares--min-color").color
-            high = self.get_component_rich_style("shares--max-color").color
-            assert low is not None and high is not None  # DEFAULT_CSS colours both
-            console = self.app.console
             self._chart = [Text("share of each time bin's cost, up to the cursor", "dim", no_wrap=True, overflow="ellipsis")]
+            levels = self._bar_styles()
+            bins = len(self._edges)
             for u in self._charted:
-                # bins after the cursor stay empty, so the chart fills in as the replay plays
-                shares = [x if b < upto else 0.0 for b, x in enumerate(self._series.get(u, []))] or [0.0]
-                bars = console.render_lines(Sparkline(shares, width=width, min_color=low, max_color=high), console.options.update_width(width))[0]
-                self._chart += [Text(frame.table.users[u], "dim", no_wrap=True, overflow="ellipsis"),
-                                Text.assemble(" ", *((seg.text, seg.style or "") for seg in bars), no_wrap=True, overflow="crop")]
+                # a cell shows the largest share of its bins; bins after the cursor stay
+                # blank, so the chart fills in as the replay plays; heights are 0 to 100 %
+                series = self._series.get(u, [])[:upto]
+                bars = Text(" ", no_wrap=True, overflow="crop")
+                for cell in range(width):
+                    first = cell * bins // width
+                    if first >= len(series):
+                        break
+                    share = max(series[first : max(first + 1, (cell + 1) * bins // width)])
+                    level = min(len(BARS) - 1, int(share * len(BARS)))
+                    bars.append(BARS[level], levels[level])
+                self._chart += [Text(frame.table.users[u], "dim", no_wrap=True, overflow="ellipsis"), bars]
         return self._chart
+
+    def _bar_styles(self) -> list[Style]:
+        """A colour per bar height, from the theme's faint to its full primary."""
+        low = self.get_component_rich_style("shares--min-color").color
+        high = self.get_component_rich_style("shares--max-color").color
+        if low is None or high is None:
+            return [Style(color=high)] * len(BARS)
+        return [Style(color=Color.from_triplet(blend_rgb(low.get_truecolor(), high.get_truecolor(), level / (len(BARS) - 1))))
+                for level in range(len(BARS))]

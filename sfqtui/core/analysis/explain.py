@@ -1,4 +1,12 @@
-"""Why a request was dispatched when it was, from the log and the rebuilt state."""
+"""Why a request was dispatched when it was, from the log and the rebuilt state.
+
+For DRR the log's deficits are not enough: a visit that ends without sending writes no
+row, so a user's logged deficit misses the quanta such visits gave it. Given a shadow of
+the scheduler (sfqtui.core.log.shadow), a DRR dispatch is told from the scheduler's own
+state: each waiting user's deficit before the dispatch, in visiting order, and for the
+winner the deficit before its visit, the quantum the visit added, the credit the request
+was sent against, its charge and what is left.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +16,11 @@ from dataclasses import dataclass
 
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
+from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.log.timeline import State, Timeline
+from sfqtui.core.numbers import fmt
+from sfqtui.core.schedulers import DRR
 
 
 @dataclass(frozen=True)
@@ -20,6 +31,25 @@ class Candidate:
     weight: float
     head_request: str | None
     head_cost: float | None  # the cost it was charged when dispatched (None: not yet in the log)
+
+
+@dataclass(frozen=True)
+class DrrVisit:
+    """The winner's deficit through a DRR dispatch (semantics §4): ``before`` the visit that
+    sent the request (what earlier visits left; a visit going on gets no new quantum),
+    the ``quantum`` this dispatch's visits added (``visits`` of them), the ``credit`` the
+    request was sent against, its ``charge``, and the deficit ``after``: credit - charge,
+    or 0 when the user's queue emptied and it left the active list. ``ended``: the visits
+    of this dispatch that ended first, their head not fitting: (user, head cost, deficit)."""
+
+    before: float
+    quantum: float
+    visits: int
+    credit: float
+    charge: float
+    after: float
+    emptied: bool
+    ended: tuple[tuple[str, float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -34,6 +64,7 @@ class DispatchExplanation:
     c_max: float
     candidates: tuple[Candidate, ...]
     reason: str
+    visit: DrrVisit | None = None  # DRR, when a shadow of the scheduler was at hand
     replica: int | None = None  # the replica that held the request, in a log of replicas
 
     @property
@@ -66,10 +97,12 @@ class WaitExplanation:
 
 
 def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State | None = None,
-                     replicas: ReplicaStates | None = None) -> DispatchExplanation | None:
+                     shadow: Shadow | None = None, replicas: ReplicaStates | None = None) -> DispatchExplanation | None:
     """The candidates just before dispatch k and why the winner won (``after``: the state at
-    k, if at hand). In a log of replicas each with its own scheduler (``replicas`` split),
-    the candidates are those of the replica that held the request, with its meters."""
+    k, if at hand; ``shadow``: the scheduler re-driven from the log, which tells a DRR visit;
+    it may raise ShadowMismatch). In a log of replicas each with its own scheduler
+    (``replicas`` split), the candidates are those of the replica that held the request,
+    with its meters."""
     if k < 0 or k >= len(table) or table.kind[k] != DISPATCH:
         return None
     held = table.replica_of(k) if replicas is not None and replicas.split else None
@@ -99,6 +132,10 @@ def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State
     traits = table.traits
     ranked = [(c.user, c.value) for c in candidates]
     reason = traits.reason(name, ranked, cost, value_after) if traits is not None else f"{table.scheduler} picked {name}"
+    visit = None
+    if shadow is not None and held is None and isinstance(shadow.at(k - 1), DRR):  # a shadow follows one scheduler
+        candidates, visit = _drr_dispatch(table, k, shadow, candidates, after.queued[winner] == 0)
+        reason = _drr_reason(name, visit)
     return DispatchExplanation(
         k=k,
         scheduler=table.scheduler,
@@ -111,7 +148,37 @@ def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State
         c_max=after.c_max,
         candidates=tuple(candidates),
         reason=reason,
+        visit=visit,
     )
+
+
+def _drr_dispatch(table: EventTable, k: int, shadow: Shadow, candidates: list[Candidate],
+                  emptied: bool) -> tuple[list[Candidate], DrrVisit]:
+    """The candidates with the deficits DRR held before dispatch k, in visiting order, and the
+    winner's visit."""
+    sched = shadow.at(k - 1)
+    assert isinstance(sched, DRR)
+    order = {user: i for i, user in enumerate(sched.active_list())}
+    deficits = {c.user: sched.reading(c.user)[2] for c in candidates}
+    resumed = sched.visiting
+    name = table.users[table.user[k]]
+    before = deficits.get(name) or 0.0
+    looks = shadow.looks(k)  # moves the shadow: read the state before first
+    visits = sum(1 for i, look in enumerate(looks) if look.user == name and (i > 0 or look.user != resumed))
+    credit = looks[-1].credit if looks and looks[-1].credit is not None else before
+    charge = table.cost_at(k)
+    ordered = sorted((Candidate(c.user, deficits[c.user], c.queued, c.weight, c.head_request, c.head_cost) for c in candidates),
+                     key=lambda c: order.get(c.user, len(order)))
+    ended = tuple((look.user, look.cost, look.credit or 0.0) for look in looks[:-1])
+    return ordered, DrrVisit(before, credit - before, visits, credit, charge, 0.0 if emptied else credit - charge, emptied, ended)
+
+
+def _drr_reason(user: str, visit: DrrVisit) -> str:
+    if not visit.visits:
+        return f"DRR visit: {user}'s visit goes on: its head request ({fmt(visit.charge)}) fits the deficit left, {fmt(visit.credit)}"
+    gets = "a quantum" if visit.visits == 1 else f"{visit.visits} quanta"
+    return (f"DRR visit: {user} gets {gets}: its head request ({fmt(visit.charge)}) fits its deficit "
+            f"{fmt(visit.before)} + {fmt(visit.quantum)} = {fmt(visit.credit)}")
 
 
 def _next_dispatch_on(table: EventTable, k: int, user: int, replica: int) -> int | None:

@@ -7,6 +7,12 @@ output. The log has no input tokens, but a dispatch's charge is
 a * input_tokens + b * est_output, so its actual cost a * input_tokens + b * output is
 ``cost + b * (output - est_output)``: equal to `calibrate`'s figure up to rounding.
 
+A log that does not record the estimator's settings (a live stream's: the proxy does not
+send them) cannot turn charges into costs, but its dispatches still carry the estimated
+output and its completions the actual one, and those are what the estimator gets wrong
+(the input part of a charge is exact): it is then measured in output tokens, estimated
+against actual, per user, over the requests completed so far.
+
 Limits of the log: it has no scope key column. Under scope ``user`` the dispatch's user
 is its key; under scope ``model`` every model's ratios are binned together (one series).
 It has no ``max_tokens`` either, so the ideal ratio of a key (sum of output over sum of
@@ -45,11 +51,12 @@ class RatioSeries:
 
 @dataclass(frozen=True)
 class LogCalibration:
-    estimator: Mapping[str, Any]  # the settings the log recorded
+    estimator: Mapping[str, Any]  # the settings the log recorded ({}: none)
+    unit: str  # what charged and actual count: "cost", or "output tokens" when the settings are not recorded
     dispatches: int
     unmeasured: int  # dispatches without an actual output (or without a recorded estimate)
     users: list[UserCalibration]  # worst bias first (furthest from 1 either way); dispatched counts those with a known actual cost
-    ratio_scope: str  # how the ratios are binned: "global", "user" or "model" (all models together)
+    ratio_scope: str  # how the ratios are binned: "global", "user", "model" (all models together) or "unknown" (all together)
     edges: list[float]  # time bin edges of the ratio series, one more than the bins
     ratios: list[RatioSeries]  # in the order of ``users``; empty when no ratio priced anything
     output_bins: list[int]  # dispatches per OUTPUT_BIN_LABELS bin of actual / estimated output
@@ -77,6 +84,8 @@ class OrderChange:
 
 def estimator_label(settings: Mapping[str, Any]) -> str:
     """An estimator's settings in a few words, e.g. "ratio per user, window 1000"."""
+    if not settings:
+        return "settings not recorded"
     if settings.get("oracle"):
         return "oracle"
     scope = settings.get("scope", "global")
@@ -92,6 +101,7 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
     if table.traits is not None and table.traits.charges == "actual":
         raise InputError(f"{table.scheduler} charges actual usage after the fact: it has no estimate to calibrate")
     source = metadata.get("cost_source")
+    output_weight: float | None
     if source == "column":
         raise InputError("this log's costs come from the trace's cost column: there is no estimator to calibrate")
     if source == "oracle":
@@ -100,9 +110,8 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
         output_weight = 0.0
     else:
         settings = metadata.get("estimator") or {}
-        if "output_weight" not in settings:
-            raise InputError("this log does not record its estimator's settings: its charges cannot be turned into actual costs")
-        output_weight = float(settings["output_weight"])
+        output_weight = float(settings["output_weight"]) if "output_weight" in settings else None
+    tokens = output_weight is None  # measured in output tokens: estimated against actual
     per_user = settings.get("scope", "global") == "user"
     dispatches = _loaded_dispatches(table)
     n = len(dispatches)
@@ -137,8 +146,12 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
         if o != o or e != e:
             continue
         count[u] += 1
-        charged[u] += c
-        consumed[u] += c + output_weight * (o - e)
+        if output_weight is None:
+            charged[u] += e
+            consumed[u] += o
+        else:
+            charged[u] += c
+            consumed[u] += c + output_weight * (o - e)
         if e > 0:
             histogram[u * bins_per_user + bisect_right(edges, o / e)] += 1
         else:
@@ -156,7 +169,7 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
     for key in range(keys):
         cells = range(key * bins, (key + 1) * bins)
         if any(ratio_count[c] for c in cells):
-            series.append(RatioSeries(table.users[key] if per_user else "global",
+            series.append(RatioSeries(table.users[key] if per_user else "global" if settings else "all users",
                                       [ratio_sum[c] / ratio_count[c] if ratio_count[c] else None for c in cells],
                                       output_sum[key] / cap_sum[key] if cap_sum[key] else None))
     rank = {user.user: i for i, user in enumerate(by_bias)}
@@ -166,9 +179,10 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
         start = table.user_code[x.user] * bins_per_user
         worst_bins[x.user] = histogram[start:start + bins_per_user]
     width = (last_t - first_t) / bins
-    scope = settings.get("scope", "global")
+    scope = settings.get("scope", "global" if settings else "unknown")
     return LogCalibration(
-        settings, n, n - measured, by_bias, scope if scope in ("user", "model") else "global",
+        settings, "output tokens" if tokens else "cost", n, n - measured, by_bias,
+        scope if scope in ("user", "model", "unknown") else "global",
         [first_t + width * j for j in range(bins + 1)] if series else [], series,
         [sum(histogram[u * bins_per_user + j] for u in range(users)) for j in range(bins_per_user)],
         worst_bins)

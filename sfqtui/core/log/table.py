@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,6 +33,13 @@ class RequestNames(Protocol):
 
     def find(self, name: str) -> int | None:
         """The code of a request id, if the source has seen it."""
+
+    def containing(self, text: str) -> Collection[int]:
+        """The codes of the request ids that contain ``text``, ignoring case, ascending."""
+
+    def take(self, codes: Collection[int]) -> Sequence[str | None]:
+        """The request ids of many codes at once, None for a negative code (for an export:
+        the Arrow store gives an Arrow string array, without a Python object per id)."""
 
 
 @dataclass(frozen=True)

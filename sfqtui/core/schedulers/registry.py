@@ -30,7 +30,9 @@ class SchedulerTraits:
 
     ``reading``: which §7 column its rows fill with its per-user number ("meter",
     "deficit" or None); ``band``: how a view places that number ("virtual": inside
-    [v, v + c_max]; "credit": inside [0, c_max]; "queue": queue lengths);
+    [v, v + c_max]; "credit": inside [0, c_max]; "lowest": inside [the lowest number among
+    the waiting users, that + c_max], for a scheduler that picks the lowest without a v;
+    "queue": queue lengths);
     ``charges``: "estimate" (c(r) at dispatch, never corrected) or "actual" (the input
     at dispatch, the actual output at completion); ``audit``: the rule set `check`
     applies (None: only the structure of the log).
@@ -41,7 +43,7 @@ class SchedulerTraits:
     section: str
     build: Callable[[Weights, float | None], Scheduler]
     reading: Literal["meter", "deficit"] | None
-    band: Literal["virtual", "credit", "queue"]
+    band: Literal["virtual", "credit", "lowest", "queue"]
     value_name: str  # what its per-user number is, in words
     value_symbol: str
     join_words: str
@@ -97,7 +99,7 @@ REGISTRY: dict[str, SchedulerTraits] = {
                         join_words="a user whose queue was empty goes to the tail of the active list with deficit 0",
                         join_symbols="DC_i ← 0, tail", pick_words="the visited user's head request fits its deficit",
                         needs_quantum=True, audit="drr", extra_columns=("credit",)),
-        SchedulerTraits("vtc", "Virtual Token Counter", "§6.2", lambda w, _q: VTC(w), reading="meter", band="queue",
+        SchedulerTraits("vtc", "Virtual Token Counter", "§6.2", lambda w, _q: VTC(w), reading="meter", band="lowest",
                         value_name="counter", value_symbol="C_i",
                         join_words="a user whose queue was empty is lifted to the smallest counter among the other waiting users",
                         join_symbols="C_i ← max(C_i, min C_j)", pick_words="smallest counter C_i (ties by user id)",

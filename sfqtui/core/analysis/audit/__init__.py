@@ -14,14 +14,14 @@ from collections.abc import Iterable
 
 from sfqtui.core.analysis.audit.drr import DRRRules
 from sfqtui.core.analysis.audit.replicas import PerReplicaRules, ReplicaColumnRules, Replicas
-from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation
+from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation, by_seq
 from sfqtui.core.analysis.audit.sfq import Published, SFQRules
 from sfqtui.core.analysis.audit.structure import StructureRules
 from sfqtui.core.analysis.audit.vtc import VTCRules
 from sfqtui.core.log.rows import LogRows, chunks_of
 from sfqtui.core.schedulers.registry import REGISTRY
 
-__all__ = ["AuditReport", "GrowingAudit", "Replicas", "StructureRules", "Violation", "audit"]
+__all__ = ["AuditReport", "GrowingAudit", "Replicas", "StructureRules", "Violation", "audit", "by_seq"]
 
 
 def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None, replicas: Replicas | None = None) -> AuditReport:
@@ -59,9 +59,9 @@ class GrowingAudit:
         for rule_set in self._rule_sets:
             rule_set.feed(rows)
 
-    def violations_so_far(self) -> list[int]:
-        """The seqs of the violations found so far (the first MAX_LISTED of each rule set)."""
-        return sorted({v.seq for rule_set in self._rule_sets for v in rule_set.findings.listed})
+    def violations_so_far(self) -> list[Violation]:
+        """The violations found so far (the first MAX_LISTED of each rule set), by seq."""
+        return by_seq(v for rule_set in self._rule_sets for v in rule_set.findings.listed)
 
     def report(self) -> AuditReport:
         """Finish the audit (once): the whole-log checks, and every finding."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sfqtui.core.log.rows import LogRows
@@ -19,6 +19,11 @@ class Violation:
     rule: str
     seq: int
     message: str
+
+
+def by_seq(found: Iterable[Violation]) -> list[Violation]:
+    """Violations in the order of the events that break them (then by rule)."""
+    return sorted(found, key=lambda v: (v.seq, v.rule))
 
 
 @dataclass(frozen=True)
