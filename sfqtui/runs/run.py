@@ -86,8 +86,10 @@ class Run:
 
     @property
     def replicas(self) -> ReplicaStates | None:
-        """Each replica's state, for a log of several replicas (None otherwise)."""
-        if not self.table.replicated:
+        """Each replica's state, for a replay or log of several replicas (None otherwise). A
+        live stream's events may name the replica of a group, but a group is one SFQ (semantics
+        §12): only a run whose metadata records its replicas (§11) is shown per replica."""
+        if not self.table.replicated or not ReplicaSettings.from_metadata(self.metadata.get("replicas")).replicated:
             return None
         found = self._replicas
         if found is None or found.table is not self.table:

@@ -43,7 +43,7 @@ class ExplainPanel(TextView, can_focus=True):
                 assert explanation is not None
                 across = across_replicas(timeline, replicas, k) if replicas is not None else None
                 parts += _dispatch(explanation, frame, across)
-            elif replicas is not None:  # told from the event's replica's own state
+            elif replicas is not None and replicas.split and table.replica_of(k) is not None:  # told from its replica's own state
                 parts.append(Text(narrate(table, timeline, k, replicas=replicas), style="yellow" if kind == "idle_reset" else ""))
             else:
                 parts.append(_other(frame, timeline, kind))
