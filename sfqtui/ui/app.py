@@ -79,7 +79,7 @@ class SfqApp(RunsApp):
         Binding("o", "cycle_sort", "Sort meters", show=False),
         Binding("a", "toggle_folded", "Show idle users", show=False),
         Binding("l", "toggle_lockstep", "Lockstep by time or dispatch", show=False),
-        Binding("k", "cycle_replica", "Show one replica or all", show=False),
+        Binding("k", "cycle_replica", "One replica or all", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("escape", "lesson_menu", "Lessons"),
