@@ -15,24 +15,20 @@ from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, ratio, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.load import load_trace
 
 
-def _fmt(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
 def _headline(report: FairnessReport) -> list[str]:
     gap = report.worst_gap
-    gap_text = "-" if gap is None else f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(gap.start_t)}..{fmt(gap.end_t)})"
-    lines = [f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"]
+    gap_text = "-" if gap is None else f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {seconds(gap.start_t)}..{seconds(gap.end_t)})"
+    lines = [f"{report.scheduler}: Jain {ratio(report.jain, 3)}, worst |W_i - W_j| {gap_text}"]
     gain = report.worst_gain
     if gain is not None:
         within = "within" if gain.gain <= gain.bound else "over"
-        lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {fmt(gain.gain)} ({gain.ahead} over {gain.behind}, "
-                     f"t {fmt(gain.start_t)}..{fmt(gain.end_t)}), {within} 2 c_max = {fmt(gain.bound)}")
+        lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {amount(gain.gain)} ({gain.ahead} over {gain.behind}, "
+                     f"t {seconds(gain.start_t)}..{seconds(gain.end_t)}), {within} 2 c_max = {amount(gain.bound)}")
     return lines
 
 
@@ -40,8 +36,12 @@ def _table(report: FairnessReport) -> Table:
     table = Table()
     for header in ("user", "dispatched", "charged", "share congested", "wait p50 s", "wait p99 s"):
         table.add_column(header, justify="left" if header == "user" else "right")
-    for user, f in sorted(report.users.items()):
-        table.add_row(user, f"{f.dispatched:,}", f"{f.charged:,.0f}", f"{report.share(user):.1%}", _fmt(f.wait_quantile(0.5)), _fmt(f.wait_quantile(0.99)))
+    users = sorted(report.users.items())
+    charged = Fixed.of(f.charged for _, f in users)
+    waits = {q: [f.wait_quantile(q) for _, f in users] for q in (0.5, 0.99)}
+    wait = Fixed.of([*waits[0.5], *waits[0.99]], least=SECONDS_DECIMALS)
+    for k, (user, f) in enumerate(users):
+        table.add_row(user, count(f.dispatched), charged(f.charged), percent(report.share(user)), wait(waits[0.5][k]), wait(waits[0.99][k]))
     return table
 
 
@@ -77,7 +77,7 @@ def compare(
         typer.echo(json.dumps(payload, indent=2))
         return
     console = Console()
-    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {config.slots} slots")
+    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {count(config.slots)} slots")
     for report in reports:
         for line in _headline(report):
             console.print(line, markup=False)

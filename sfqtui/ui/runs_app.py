@@ -21,6 +21,7 @@ from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
+from sfqtui.core.numbers import count
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.live.source import Notice
@@ -31,7 +32,7 @@ from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.trace.load import load_trace
-from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
+from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import (
     Analysed,
@@ -242,7 +243,6 @@ class RunsApp(App[str]):
             self.sub_title = message.title
         if not self.side_by_side and run is self.current:
             self.main.query_one(EventLog).use(run.table)
-            self.main.query_one(EventLogHeader).update(header_for(run.table))
 
     def on_connection_changed(self, message: ConnectionChanged) -> None:
         run = self._run(message)
@@ -265,7 +265,7 @@ class RunsApp(App[str]):
         run.live_violations = message.violations
         run.checked = True
         run.place_violations(run.live_violations, before=len(run.table) + 100_000)
-        self.notify(f"{len(run.cursor.violations)} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
+        self.notify(f"{count(len(run.cursor.violations))} event(s) of the stream break an invariant: x jumps to the next", severity="warning")
 
     def on_window_started(self, message: WindowStarted) -> None:
         run = self._run(message)
@@ -331,4 +331,4 @@ class RunsApp(App[str]):
         if message.failure:
             self.notify(message.failure, title="could not check the log's invariants", severity="error", timeout=30)
         if message.violations:
-            self.notify(f"{len(run.cursor.violations)} event(s) break an invariant: x jumps to the next", severity="warning")
+            self.notify(f"{count(len(run.cursor.violations))} event(s) break an invariant: x jumps to the next", severity="warning")

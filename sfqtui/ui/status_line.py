@@ -1,12 +1,20 @@
-"""One line: scheduler, time, v, c_max, the seq of the current event / the last seq and its kind, slots, play state."""
+"""One line: scheduler, time, v, c_max, the seq of the current event (and the last seq) and its kind, slots, play state."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from sfqtui.core.numbers import fmt
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.numbers import amount, count, percent, seconds
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.text_view import TextView
+
+
+def seq_position(table: EventTable, k: int) -> tuple[str, tuple[str, str], str]:
+    """Where the cursor is, as the log's seq column numbers events: ``seq 397 (last 397)``."""
+    last = len(table) - 1
+    at = count(table.first_seq + k) if k >= 0 else "-"
+    return "seq ", (at, "bold"), f" (last {count(table.first_seq + last)})" if last >= 0 else " (no events yet)"
 
 
 class StatusLine(TextView):
@@ -19,17 +27,17 @@ class StatusLine(TextView):
         kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
         text = Text.assemble(
             (f"{table.scheduler}", "bold"),
-            f"  t={fmt(s.t)}s",
-            f"  v={fmt(s.v)}" if frame.has_meters else "",
-            f"  c_max={fmt(s.c_max)}",
-            "  seq ",
-            (f"{table.first_seq + frame.k:,}" if frame.k >= 0 else "-", "bold"),
-            f"/{table.first_seq + len(table) - 1:,} ",
+            f"  t={seconds(s.t)}s",
+            f"  v={amount(s.v)}" if frame.has_meters else "",
+            f"  c_max={amount(s.c_max)}",
+            "  ",
+            *seq_position(table, frame.k),
+            " ",
             (kind, "bold reverse" if kind in ("dispatch", "idle_reset") else "bold"),
-            f"  in flight {s.inflight}/{frame.slots if frame.slots else '?'}",
-            f"  waiting {s.queued_total}",
+            f"  in flight {count(s.inflight)}/{count(frame.slots) if frame.slots else '?'}",
+            f"  waiting {count(s.queued_total)}",
             *self._play(frame),
-            (f"  loading {frame.loaded:.0%}", "yellow") if frame.loading and frame.loaded is not None else "",
+            (f"  loading {percent(frame.loaded, 0)}", "yellow") if frame.loading and frame.loaded is not None else "",
             no_wrap=True,
             overflow="ellipsis",
         )
@@ -38,7 +46,7 @@ class StatusLine(TextView):
     @staticmethod
     def _play(frame: Frame) -> tuple[tuple[str, str] | str, ...]:
         if frame.loaded is not None or frame.connection is None:
-            return (("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"), f" {fmt(frame.speed)} ev/s")
+            return (("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"), f" {amount(frame.speed)} ev/s")
         style = {"live": "bold green", "reconnecting": "bold yellow", "connecting": "yellow"}.get(frame.connection, "bold red")
         following = "  following the newest" if frame.playing else "  paused (space follows again)"
         return (f"  ● {frame.connection}", style), (following, "dim")
