@@ -84,7 +84,7 @@ class OrderChange:
 
 
 def estimator_label(settings: Mapping[str, Any]) -> str:
-    """An estimator's settings in a few words, e.g. "ratio per user, window 1000"."""
+    """An estimator's settings in a few words, e.g. "ratio per user, window 1,000"."""
     if not settings:
         return "settings not recorded"
     if settings.get("oracle"):
