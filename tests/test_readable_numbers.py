@@ -145,6 +145,34 @@ async def test_eight_digit_values_side_by_side_keep_the_band_inside_its_pane(tmp
             assert_aligned(text_of(pane.events_header), lines_of(pane.events), ("seq", "t", "cost"))
 
 
+async def test_leads_read_apart_when_v_is_below_one(tmp_path: Path) -> None:
+    """The band at v = 0.5: costs of a tenth, leads told apart to the ten-thousandth."""
+    n = 30
+    frame = pl.DataFrame({
+        "request_id": [f"r{k:03d}" for k in range(n)],
+        "user": [("ant", "bee", "cricket")[k % 3] for k in range(n)],
+        "arrival_s": [0.0] * n,
+        "cost": [(0.1, 0.125, 0.0625)[k % 3] for k in range(n)],
+        "service_s": [1.0] * n,
+    })
+    write_trace(frame, tmp_path / "small.parquet", {"slots": 1})
+    app = dashboard(tmp_path / "small.parquet")
+    async with app.run_test(size=(120, 34)) as pilot:
+        await settle(pilot)
+        for _ in range(n):
+            if app.frame().state.v >= 0.5:
+                break
+            await pilot.press("n")
+        state = app.frame().state
+        assert f"v = {state.v:g}" in text_of(app.query_one(MeterHeader))
+        rows = band_rows(app.query_one(MeterBand))
+        leads = {app.table.users[u]: state.value[u] - state.v for u in state.backlogged()}
+        shown = {user: NUMBERS.search(rows[user]).group(1) for user in leads}  # type: ignore[union-attr]
+        assert len(set(shown.values())) == len(set(leads.values())) > 1, shown
+        for user, text in shown.items():
+            assert abs(float(text) - leads[user]) < 5e-5, (user, text)
+
+
 async def test_the_status_line_and_the_pane_heads_say_which_seq_and_which_is_last() -> None:
     app = dashboard()
     async with app.run_test(size=(120, 34)) as pilot:

@@ -143,6 +143,7 @@ class EventLog(LineView, can_focus=True):
         self._listed = 0  # how many of the table's events the rows cover
         self.search_text = ""  # marked where a row's user or request contains it
         self.columns: LogColumns | None = None
+        self._fitted: tuple[range, Sequence[int] | None] | None = None  # the rows the columns were last sized to
         self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
         self._cursor_row = -1
         self._differs = False
@@ -181,6 +182,7 @@ class EventLog(LineView, can_focus=True):
         """List the events of another table (a newly opened log or a re-run)."""
         self.table = table
         self.columns = LogColumns(table)
+        self._fitted = None
         self.header.show(self.columns.header)
         self.forget_lines()
         self._rows = None
@@ -214,9 +216,10 @@ class EventLog(LineView, can_focus=True):
 
     def _fit_columns(self, top: int) -> None:
         """Size the columns to the rows from ``top`` on that fit in the view."""
-        if self.columns is None:
-            return
         rows = range(top, min(top + self.scrollable_content_region.height, self.row_count()))
+        if self.columns is None or (self._fitted is not None and self._fitted[0] == rows and self._fitted[1] is self._rows):
+            return  # the same rows as last time
+        self._fitted = rows, self._rows
         if self.columns.fit([self._event_at(row) for row in rows]):
             self.forget_lines()
         self.header.show(self.columns.header)
