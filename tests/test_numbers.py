@@ -93,7 +93,7 @@ def test_what_the_meters_of_a_production_trace_read() -> None:
 
 def test_nothing_to_show() -> None:
     for formatter in (amount, exact, seconds, percent, ratio, count, Fixed(2)):
-        assert formatter(None) == "-" and formatter(math.nan) == "-"  # type: ignore[operator]
+        assert formatter(None) == "-" and formatter(math.nan) == "-"
     assert amount(math.inf) == "∞" and Fixed(1)(-math.inf) == "-∞"
     assert Fixed(2, sign=True)(-1e-9) == "+0.00" and Fixed(0)(-0.2) == "0"
 

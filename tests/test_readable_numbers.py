@@ -10,12 +10,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dashboard import TRACES, dashboard, settle, text_of
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widget import Widget
 from typer.testing import CliRunner
 
+from dashboard import TRACES, dashboard, settle, text_of
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -110,7 +110,9 @@ def eight_digit_trace(path: Path) -> Path:
 def assert_aligned(header: str, rows: list[str], titles: tuple[str, ...]) -> None:
     """Each right-aligned column ends where its title ends, in every row."""
     for title in titles:
-        end = re.search(rf"(?<!\S){re.escape(title)}(?!\S)", header).end()  # type: ignore[union-attr]
+        found = re.search(rf"(?<!\S){re.escape(title)}(?!\S)", header)
+        assert found is not None, (title, header)
+        end = found.end()
         for row in rows:
             if len(row) >= end:
                 assert row[end - 1] != " " and (len(row) == end or row[end] == " "), (title, header, row)
@@ -124,7 +126,7 @@ async def test_eight_digit_values_keep_every_column_in_place(tmp_path: Path, siz
         await pilot.press(*["n"] * 12)
         log, header = app.query_one(EventLog), app.query_one(EventLogHeader)
         rows = lines_of(log)
-        assert any(SEPARATED.search(row) and len(SEPARATED.search(row).group()) >= 10 for row in rows)  # type: ignore[union-attr]
+        assert any(len(figure.group()) >= 10 for row in rows for figure in SEPARATED.finditer(row)), rows  # 12,345,679 and up
         assert_aligned(text_of(header), rows, ("seq", "t", "cost", "v", "meter"))
         if size == (160, 48):  # wide enough for every column: the request ids start under their title
             starts = {row.index(" r0") + 1 for row in rows}
@@ -167,7 +169,9 @@ async def test_leads_read_apart_when_v_is_below_one(tmp_path: Path) -> None:
         assert f"v = {state.v:g}" in text_of(app.query_one(MeterHeader))
         rows = band_rows(app.query_one(MeterBand))
         leads = {app.table.users[u]: state.value[u] - state.v for u in state.backlogged()}
-        shown = {user: NUMBERS.search(rows[user]).group(1) for user in leads}  # type: ignore[union-attr]
+        found = {user: NUMBERS.search(rows[user]) for user in leads}
+        shown = {user: match.group(1) for user, match in found.items() if match is not None}
+        assert len(shown) == len(found), rows
         assert len(set(shown.values())) == len(set(leads.values())) > 1, shown
         for user, text in shown.items():
             assert abs(float(text) - leads[user]) < 5e-5, (user, text)

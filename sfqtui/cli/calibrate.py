@@ -107,9 +107,9 @@ def _sparkline(samples: list[tuple[float, float]], start: float, end: float, top
     key's first and after its last priced dispatch; heights scaled to ``top``, shared by every key."""
     columns = [" "] * SPARK_WIDTH
     span = (end - start) or 1.0
-    for k, (t, ratio) in enumerate(samples):
+    for k, (t, learned) in enumerate(samples):
         until = samples[k + 1][0] if k + 1 < len(samples) else t
-        level = SPARKS[min(len(SPARKS) - 1, int(ratio / top * len(SPARKS)))] if top > 0 else SPARKS[0]
+        level = SPARKS[min(len(SPARKS) - 1, int(learned / top * len(SPARKS)))] if top > 0 else SPARKS[0]
         for c in range(int((t - start) / span * (SPARK_WIDTH - 1)), int((until - start) / span * (SPARK_WIDTH - 1)) + 1):
             columns[c] = level
     return "".join(columns).rstrip()

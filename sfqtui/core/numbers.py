@@ -27,9 +27,9 @@ infinities as "∞" / "-∞".
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Iterable
 
 NONE = "-"
 MAX_DECIMALS = 12  # down to 1e-9 with 4 significant digits
