@@ -71,7 +71,7 @@ async def test_a_cut_connection_resumes_without_loss(fake, keys_path: Path) -> N
             relay.cut(refuse=True)
             ask(px.url, 2, user="alice")
             await until(pilot, lambda: app.current.connection == "reconnecting", "the app to notice")
-            assert "reconnecting" in text_of(app.query_one(StatusLine))
+            assert "connection lost (the stream was cut), retrying" in text_of(app.query_one(StatusLine))
             relay.accept_again()
             await until(pilot, lambda: seen(app) == state(px.url)["seq"] and app.current.connection == "live", "the resume")
             assert len(app.table) == state(px.url)["seq"] + 1 and app.table.first_seq == 0  # nothing lost, nothing twice

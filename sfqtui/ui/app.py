@@ -80,6 +80,7 @@ class SfqApp(RunsApp):
         Binding("a", "toggle_folded", "Show idle users", show=False),
         Binding("l", "toggle_lockstep", "Lockstep by time or dispatch", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
+        Binding("e", "earlier_proxy_run", "Earlier proxy run", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("escape", "lesson_menu", "Lessons"),
         Binding("q", "quit", "Quit"),
@@ -172,7 +173,7 @@ class SfqApp(RunsApp):
             loaded=run.loaded,
             loading=run.loading,
             playing=self.playing or (run.loaded is None and run.following),
-            connection=run.connection,
+            connection=self.link_of(run),
             speed=self.speed,
             options=self.options,
         )

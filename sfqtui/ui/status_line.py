@@ -1,11 +1,15 @@
-"""One line: scheduler, time, v, c_max, the seq of the current event (and the last seq) and its kind, slots, play state."""
+"""One line: scheduler, time, v, c_max, the seq of the current event (and the last seq) and its kind, slots, play state,
+and for a live stream its connection (sfqtui.ui.connection)."""
 
 from __future__ import annotations
+
+import time
 
 from rich.text import Text
 
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
+from sfqtui.ui.connection import connection_part
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.text_view import TextView
 
@@ -27,6 +31,7 @@ class StatusLine(TextView):
         kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
         text = Text.assemble(
             (f"{table.scheduler}", "bold"),
+            *self._connection(frame),
             f"  t={seconds(s.t)}s",
             f"  v={amount(s.v)}" if frame.has_meters else "",
             f"  c_max={amount(s.c_max)}",
@@ -44,9 +49,17 @@ class StatusLine(TextView):
         self.set_text([text])
 
     @staticmethod
+    def _connection(frame: Frame) -> tuple[tuple[str, str], ...]:
+        """A live stream's connection, right after the scheduler's name so that any width shows it."""
+        link = frame.connection
+        if link is None:
+            return ()
+        text, style = connection_part(link, time.monotonic())
+        viewing = ((f"  {link.viewing} (e: the next);", "bold"),) if link.viewing is not None else ()
+        return (*viewing, (f"  {text}", style))
+
+    @staticmethod
     def _play(frame: Frame) -> tuple[tuple[str, str] | str, ...]:
         if frame.loaded is not None or frame.connection is None:
             return (("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"), f" {amount(frame.speed)} ev/s")
-        style = {"live": "bold green", "reconnecting": "bold yellow", "connecting": "yellow"}.get(frame.connection, "bold red")
-        following = "  following the newest" if frame.playing else "  paused (space follows again)"
-        return (f"  ● {frame.connection}", style), (following, "dim")
+        return (("  following the newest" if frame.playing else "  paused (space follows again)", "dim"),)
