@@ -1,5 +1,5 @@
-"""attach and the proxy's life: a URL where nothing listens, a clean stop against a crash,
-and a restart, which is a new run kept apart on screen and in the recording."""
+"""attach and the proxy's life: a URL where nothing listens, and a restart, which is a new
+run kept apart on screen and in the recording (a crash against a clean stop: test_attach.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from sfqtui.trace.eventlog import read_log
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.connection import WaitingForEvents, clock
 from sfqtui.ui.status_line import StatusLine
-from tcp_relay import TcpRelay
 from test_attach import SIZE, seen
 from test_proxy_stream import ask
 
@@ -47,29 +46,6 @@ async def test_a_dead_url_shows_its_state_within_seconds_and_counts_down() -> No
             await pilot.pause(0.1)
         assert any(len(values) > 1 for values in countdowns.values()), countdowns  # it counts down between attempts
         assert len(app.table) == 0
-
-
-async def test_a_clean_stop_and_a_crash_read_differently(fake, keys_path: Path) -> None:
-    _, upstream_url = fake
-    with running_proxy(upstream_url, keys_path) as px:
-        relay = TcpRelay(px.port)
-        app = SfqApp(LiveOpening(relay.url))
-        async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.current.connection == "live", "the stream to be live")
-            assert waiting(app).startswith(f"Connected to {relay.url}: no event yet.")
-            ask(px.url, 1)
-            await until(pilot, lambda: seen(app) == state(px.url)["seq"], "the events")
-            assert not app.query(WaitingForEvents)  # the log lists them now
-            relay.cut(refuse=True)  # a crash, as the client sees it: the stream cut without a bye
-            await until(pilot, lambda: app.current.connection == "reconnecting", "the cut")
-            assert "connection lost (the stream was cut), retrying" in status(app) and "stopped" not in status(app)
-            relay.accept_again()
-            await until(pilot, lambda: app.current.connection == "live", "the resume")
-            px.stop()  # a clean shutdown (SIGTERM's path): the proxy says bye before it closes the stream
-            await until(pilot, lambda: app.current.connection == "stopped", "the stop")
-            await pilot.pause(0.3)
-            assert "the proxy stopped (shutdown), retrying" in status(app) and "connection lost" not in status(app)
-        relay.close()
 
 
 async def test_a_restarted_proxy_is_a_new_run_kept_browsable_and_recorded_apart(fake, keys_path: Path, tmp_path: Path,

@@ -314,9 +314,10 @@ class RunsApp(App[str]):
         return next((run for run in (*self.runs, *self._offstage) if isinstance(run.opening, LiveOpening) and run not in self.ended_runs), None)
 
     def _tick_countdown(self) -> None:
-        """While a live stream waits to try again, its countdown moves every second."""
+        """While a live stream is not live, or has no event yet, its state is drawn again every
+        second: the countdown to the next attempt moves (and nothing else would redraw it)."""
         live = self._live_run()
-        if live is not None and live.link is not None and live.link.retry_at is not None:
+        if live is not None and live.link is not None and (live.link.state != LIVE or not len(live.table)):
             self.refresh_views()
             self._show_waiting(live)
 
