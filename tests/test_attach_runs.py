@@ -17,6 +17,7 @@ from sfqtui.runs.live import LiveOpening
 from sfqtui.trace.eventlog import read_log
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.connection import WaitingForEvents, clock
+from sfqtui.ui.shares import SharesPanel
 from sfqtui.ui.status_line import StatusLine
 from test_attach import SIZE, seen
 from test_proxy_stream import ask
@@ -62,6 +63,7 @@ async def test_a_restarted_proxy_is_a_new_run_kept_browsable_and_recorded_apart(
             ask(px.url, 3, user="bob")
             first = state(px.url)
             await until(pilot, lambda: seen(app) == first["seq"], "the first run's events")
+            await until(pilot, lambda: "share of each time bin" in text_of(app.query_one(SharesPanel)), "the run's shares chart")
         await until(pilot, lambda: app.current.connection == "stopped", "the stop")
         with running_proxy(upstream_url, keys_path, port=port) as px:  # the same address, a new run
             ask(px.url, 2, user="alice")
@@ -72,6 +74,7 @@ async def test_a_restarted_proxy_is_a_new_run_kept_browsable_and_recorded_apart(
             assert live.proxy_run is not None and live.proxy_run.started is not None
             assert f"● live 127.0.0.1:{port}  new proxy run since {clock(live.proxy_run.started)}" in status(app)
             assert app.table.first_seq == 0 and len(app.table) == second["seq"] + 1 and app.table.users == ["alice"]
+            assert "bob" not in text_of(app.query_one(SharesPanel))  # the first run's chart went with its table
             await pilot.press("e")  # the earlier run, as it was
             assert app.current is not live and len(app.table) == first["seq"] + 1 and app.table.users == ["bob"]
             assert "proxy run 1 of 2" in status(app) and "● live" in status(app)

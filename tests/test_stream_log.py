@@ -16,7 +16,7 @@ from pathlib import Path
 from sfqtui.trace.eventlog import read_log
 
 RECORD = r"""
-import json, random, resource, signal, sys
+import json, random, resource, signal, sys, time
 from pathlib import Path
 import pyarrow as pa
 from sfqtui.live import stream_log
@@ -36,10 +36,11 @@ def batches(total):
                          "user": f"u{rng.randrange(1000)}", "meter": rng.random() * 1e6, "v": rng.random() * 1e6, "weight": 1.0})
         yield pa.Table.from_pylist(rows, schema=EVENT_SCHEMA)
 
-def record(path, total):
+def record(path, total, pace_s=0.0):
     writer = stream_log.StreamLogWriter(path, "test")
     for batch in batches(total):
         writer.write(batch)
+        time.sleep(pace_s)  # events come over time, as from a stream: the writer's thread keeps up
     writer.close()
     return writer
 
@@ -47,7 +48,7 @@ folder = Path(sys.argv[1])
 one_group = record(folder / "one.parquet", stream_log.ROW_GROUP).path.stat().st_size
 _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(one_group * 1.5), hard))  # room for one row group, not two
-writer = record(folder / "x.parquet", 3 * stream_log.ROW_GROUP + 100)
+writer = record(folder / "x.parquet", 3 * stream_log.ROW_GROUP + 100, pace_s=0.01)
 print(json.dumps({"problem": writer.problem, "saved_to": str(writer.saved_to), "rows": writer.rows, "lost": writer.lost}))
 """
 

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from sfqtui import __version__
+from sfqtui.errors import InputError
 from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import EventLogWriter
@@ -30,11 +31,16 @@ from sfqtui.trace.schema import LOG_FORMAT
 ROW_GROUP = 1 << 16
 
 
-def _why(exc: OSError) -> str:
-    """The system's words for the error (Arrow's own message also names its temporary file)."""
-    if exc.errno:
-        return os.strerror(exc.errno)
-    return exc.strerror or str(exc) or type(exc).__name__
+# What a write the system refuses raises: the OSError itself, or (through sfqtui.paths.atomic_output) an InputError from it.
+WRITE_FAILURES = (OSError, InputError)
+
+
+def _why(exc: BaseException) -> str:
+    """The system's words for a failed write (Arrow's and atomic_output's own messages also name files)."""
+    cause = exc if isinstance(exc, OSError) else exc.__cause__
+    if isinstance(cause, OSError) and cause.errno:
+        return os.strerror(cause.errno)
+    return str(cause or exc) or type(exc).__name__
 
 
 class StreamLogWriter:
@@ -105,12 +111,12 @@ class StreamLogWriter:
             if self._writer is None:
                 self._writer = self._files.enter_context(EventLogWriter(self.path, self._metadata(table["scheduler"][0].as_py())))
             self._writer.write(table)
-        except OSError as exc:
+        except WRITE_FAILURES as exc:
             self._failed(exc, table)
             return
         self.rows += table.num_rows
 
-    def _failed(self, exc: OSError, table: pa.Table) -> None:
+    def _failed(self, exc: Exception, table: pa.Table) -> None:
         """The file cannot be written: what it held is lost; the rest (``table`` on) goes to a fallback file."""
         self._discard_writer(exc)
         self._failures.append((self.path, _why(exc)))
@@ -134,11 +140,11 @@ class StreamLogWriter:
         self._held, self._held_rows = [table], table.num_rows
         self._flush()
 
-    def _discard_writer(self, exc: OSError) -> None:
+    def _discard_writer(self, exc: Exception) -> None:
         files, self._files, self._writer = self._files, ExitStack(), None
         try:
             files.__exit__(type(exc), exc, exc.__traceback__)  # the writer removes its partial file
-        except OSError:
+        except WRITE_FAILURES:
             pass
 
     def _metadata(self, scheduler: str) -> dict[str, Any]:
@@ -159,7 +165,7 @@ class StreamLogWriter:
         self._flush()
         try:
             self._files.close()
-        except OSError as exc:  # the move into place, or the last row group
+        except WRITE_FAILURES as exc:  # the move into place, or the last row group
             self._files = ExitStack()
             self._failures.append((self.path, _why(exc)))
             self.lost += self.rows

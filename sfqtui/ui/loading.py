@@ -13,7 +13,7 @@ from textual.message import Message
 
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
-from sfqtui.core.log.table import EventBatch
+from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import State
 from sfqtui.live.stream import RunStarted, Status
 
@@ -50,11 +50,12 @@ class LoadFailed(RunMessage):
 
 
 class ChartReady(RunMessage):
-    """The shares chart, binned over the log loaded so far."""
+    """The shares chart, binned over the log loaded so far (of ``table``: a live run may have
+    moved on to another table since, whose user codes are not these)."""
 
-    def __init__(self, run: int, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
+    def __init__(self, run: int, table: EventTable, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
         super().__init__(run)
-        self.users, self.edges, self.series = users, edges, series
+        self.table, self.users, self.edges, self.series = table, users, edges, series
 
 
 class Analysed(RunMessage):

@@ -35,6 +35,7 @@ from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.trace.load import load_trace
 from sfqtui.ui.connection import Link, WaitingForEvents, clock, waiting_message
+from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import (
     Analysed,
@@ -203,7 +204,7 @@ class RunsApp(App[str]):
 
     @work(thread=True, group="chart", exit_on_error=False, description="binning the shares chart")
     def _bin_chart(self, run: Run, table: EventTable, events: int) -> None:
-        self.post_message(ChartReady(run.key, *shares_chart(table, events)))
+        self.post_message(ChartReady(run.key, table, *shares_chart(table, events)))
 
     def _chart_growing_runs(self) -> None:
         for run in self.runs:
@@ -260,7 +261,8 @@ class RunsApp(App[str]):
         self.refresh_views()
 
     def on_chart_ready(self, message: ChartReady) -> None:
-        if self._run(message) is self.current and self.screen_stack:
+        run = self._run(message)
+        if run is self.current and run.table is message.table and self.screen_stack:
             for panel in self.main.query(SharesPanel):
                 panel.set_chart(message.users, message.edges, message.series)
             self.refresh_views()
@@ -353,13 +355,20 @@ class RunsApp(App[str]):
         run.slots = state.get("slots") or run.slots
         run.following, run.checked, run.audit_failure, run.live_violations = True, True, None, []  # audited as it arrives
         if run is self.current and self.screen_stack and not self.side_by_side:
-            self.main.query_one(EventLog).use(run.table)
+            self._show_table(run)
         if started.restarted:
             self.notify(f"the proxy at {started.url} restarted: a new run (its seqs start again from 0)"
                         + (f"; e shows the earlier one{'s' if len(self.ended_runs) > 1 else ''}" if self.ended_runs else ""),
                         title="new proxy run", timeout=10)
         self.refresh_views()
         self._show_waiting(run)
+
+    def _show_table(self, run: Run) -> None:
+        """The views list another table (a new proxy run's, or an earlier one's): the chart of the one before goes."""
+        self.main.query_one(EventLog).use(run.table)
+        self.main.query_one(SharesPanel).set_chart([], [], {})
+        if len(run.table):
+            self._chart(run)
 
     def _keep_ended(self, run: Run) -> None:
         """Keep the live run's events as an ended proxy run, within the live window's memory."""
@@ -385,8 +394,7 @@ class RunsApp(App[str]):
         shown = order[order.index(self.current) - 1]
         self.runs[0] = shown
         self._offstage = [] if shown is live else [live]
-        self.main.query_one(EventLog).use(shown.table)
-        self._chart(shown)
+        self._show_table(shown)
         self.refresh_views()
         self._show_waiting(shown)
 
