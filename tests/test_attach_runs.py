@@ -75,6 +75,7 @@ async def test_a_restarted_proxy_is_a_new_run_kept_browsable_and_recorded_apart(
             assert f"● live 127.0.0.1:{port}  new proxy run since {clock(live.proxy_run.started)}" in status(app)
             assert app.table.first_seq == 0 and len(app.table) == second["seq"] + 1 and app.table.users == ["alice"]
             assert "bob" not in text_of(app.query_one(SharesPanel))  # the first run's chart went with its table
+            assert app.check_action("earlier_proxy_run", ())  # the key is a live stream's (a replay's help leaves it out)
             await pilot.press("e")  # the earlier run, as it was
             assert app.current is not live and len(app.table) == first["seq"] + 1 and app.table.users == ["bob"]
             assert "proxy run 1 of 2" in status(app) and "● live" in status(app)

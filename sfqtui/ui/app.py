@@ -472,7 +472,11 @@ class SfqApp(RunsApp):
         self.refresh_views()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.lesson is not None if action == "lesson_menu" else True
+        if action == "lesson_menu":
+            return self.lesson is not None
+        if action == "earlier_proxy_run":  # proxy runs are a live stream's
+            return self.live_run() is not None
+        return True
 
     def action_lesson_menu(self) -> None:
         """Leave a lesson for the menu of lessons (sfqtui teach opens it again)."""

@@ -300,7 +300,7 @@ class RunsApp(App[str]):
 
     def link_of(self, run: Run) -> Link | None:
         """What the status line says of a live run's connection (None for a replay)."""
-        live = self._live_run()
+        live = self.live_run()
         if live is None or live.link is None:
             return None
         since = live.new_run_since
@@ -312,13 +312,14 @@ class RunsApp(App[str]):
             return Link(live.link, since, f"proxy run {n} of {len(self.ended_runs) + 1}{ended}")
         return None
 
-    def _live_run(self) -> Run | None:
+    def live_run(self) -> Run | None:
+        """The run of a live stream, shown or not (None in a replay)."""
         return next((run for run in (*self.runs, *self._offstage) if isinstance(run.opening, LiveOpening) and run not in self.ended_runs), None)
 
     def _tick_countdown(self) -> None:
         """While a live stream is not live, or has no event yet, its state is drawn again every
         second: the countdown to the next attempt moves (and nothing else would redraw it)."""
-        live = self._live_run()
+        live = self.live_run()
         if live is not None and live.link is not None and (live.link.state != LIVE or not len(live.table)):
             self.refresh_views()
             self._show_waiting(live)
@@ -354,6 +355,7 @@ class RunsApp(App[str]):
         run.proxy_run = started
         run.slots = state.get("slots") or run.slots
         run.following, run.checked, run.audit_failure, run.live_violations = True, True, None, []  # audited as it arrives
+        run.broken = {}
         if run is self.current and self.screen_stack and not self.side_by_side:
             self._show_table(run)
         if started.restarted:
@@ -373,7 +375,7 @@ class RunsApp(App[str]):
     def _keep_ended(self, run: Run) -> None:
         """Keep the live run's events as an ended proxy run, within the live window's memory."""
         ended = Run(run.opening, scheduler=run.scheduler, title=run.title, slots=run.slots, metadata=run.metadata, loaded=1.0,
-                    loading=False, started=True, following=False, live_violations=run.live_violations, checked=run.checked,
+                    loading=False, started=True, following=False, live_violations=run.live_violations, broken=run.broken, checked=run.checked,
                     audit_failure=run.audit_failure, proxy_run=run.proxy_run, ended_at=time.time())
         ended.table, ended.timeline, ended.cursor = run.table, run.timeline, run.cursor
         self.ended_runs.append(ended)
@@ -383,9 +385,8 @@ class RunsApp(App[str]):
 
     def action_earlier_proxy_run(self) -> None:
         """Show the proxy run before the one shown (from the first, the live one again)."""
-        live = self._live_run()
-        if live is None:
-            self.notify("proxy runs are those of a live stream (sfqtui attach)", timeout=3)
+        live = self.live_run()
+        if live is None:  # SfqApp.check_action keeps the key to live streams
             return
         if not self.ended_runs:
             self.notify("no earlier proxy run: the proxy has not restarted since attaching", timeout=3)
