@@ -99,7 +99,7 @@ def test_a_recording_that_cannot_be_written_at_quit_says_so_and_keeps_the_events
             term.wait_for("● live")
             ask(px.url, 2)
             last = state(px.url)["seq"]
-            term.wait_for(f"/{last:,} complete")  # the status line: the last event is on screen
+            term.wait_for(f"seq {last:,} (last {last:,}) complete")  # the status line: the last event is on screen
             shutil.rmtree(folder)  # the folder is removed while attached
             _, code = term.exit_after("q")
     assert code == 1
