@@ -16,7 +16,7 @@ from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import SECONDS_DECIMALS, TIME, Fixed, amount, count, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
@@ -89,23 +89,24 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     console = Console()
     slots = found["slots"]
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else f', {slots} slot' + ('s' if slots != 1 else '')} ({path})")
-    console.print(f"  arrived     t {fmt(found['arrived'])}")
+                  f"{'' if slots is None else f', {count(slots)} slot' + ('s' if slots != 1 else '')} ({path})")
+    console.print(f"  arrived     t {seconds(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")
     else:
-        console.print(f"  dispatched  t {fmt(found['dispatched'])}, dispatch #{found['position']:,}, cost {fmt(found['cost'])}")
+        console.print(f"  dispatched  t {seconds(found['dispatched'])}, dispatch #{count(found['position'])}, cost {amount(found['cost'])}")
     if found["completed"] is not None:
-        console.print(f"  completed   t {fmt(found['completed'])}")
+        console.print(f"  completed   t {seconds(found['completed'])}")
     if found["waited"] is not None:
-        console.print(f"  waited      {fmt(found['waited'])} s")
+        console.print(f"  waited      {seconds(found['waited'])} s")
     went = sum(a["requests"] for a in found["ahead"])
     console.print(f"Went ahead of it: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
     ahead = Table()
     for header in ("user", "requests", "cost"):
         ahead.add_column(header, justify="left" if header == "user" else "right")
+    cost = Fixed.of(a["cost"] for a in found["ahead"])
     for a in found["ahead"]:
-        ahead.add_row(a["user"], f"{a['requests']:,}", fmt(a["cost"]))
+        ahead.add_row(a["user"], count(a["requests"]), cost(a["cost"]))
     console.print(ahead)
     if found["candidates"]:
         console.print(f"At its dispatch: {len(found['candidates']):,} users waiting")
@@ -113,10 +114,12 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         headers = ("user", *([value_name] if value_name else []), "queued", "weight", "head request", "head cost")
         for header in headers:
             candidates.add_column(header, justify="left" if header in ("user", "head request") else "right")
-        for c in found["candidates"]:
-            value = [fmt(c["value"])] if value_name else []
+        listed = found["candidates"]
+        value, weight, head_cost = (Fixed.of(c[key] for c in listed) for key in ("value", "weight", "head_cost"))
+        for c in listed:
             style = "bold" if c["user"] == found["user"] else ""
-            candidates.add_row(c["user"], *value, f"{c['queued']:,}", fmt(c["weight"]), c["head_request"] or "-", fmt(c["head_cost"]), style=style)
+            candidates.add_row(c["user"], *([value(c["value"])] if value_name else []), count(c["queued"]), weight(c["weight"]),
+                               c["head_request"] or "-", head_cost(c["head_cost"]), style=style)
         console.print(candidates)
         console.print(f"[green]why:[/] {found['reason']}")
         console.print(f"[green]what happened:[/] {found['narration']}")
@@ -125,9 +128,10 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         compare = Table()
         for header in ("scheduler", "dispatched t", "dispatch #", "waited s"):
             compare.add_column(header, justify="left" if header == "scheduler" else "right")
-        compare.add_row(found["scheduler"], fmt(found["dispatched"]), fmt(found["position"]), fmt(found["waited"]), style="bold")
-        for name, sent in found["compare"].items():
-            compare.add_row(name, fmt(sent["dispatched"]), fmt(sent["position"]), fmt(sent["waited"]))
+        sends = [found, *found["compare"].values()]
+        waited = Fixed.of((sent["waited"] for sent in sends), least=SECONDS_DECIMALS)
+        for name, sent in zip([found["scheduler"], *found["compare"]], sends):
+            compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), waited(sent["waited"]), style="bold" if sent is found else "")
         console.print(compare)
 
 

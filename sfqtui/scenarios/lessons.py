@@ -18,11 +18,13 @@ from sfqtui.core.analysis.fairness import FairnessReport, Gap, fairness_of_repla
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.lockstep import Mode
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import Fixed, amount, percent
 from sfqtui.core.schedulers import traits
 from sfqtui.scenarios.catalogue import generate
 from sfqtui.trace.load import normalise, to_core
 from sfqtui.trace.write import write_trace
+
+TENTHS = Fixed(1)  # the outcome lines' seconds
 
 
 @dataclass(frozen=True)
@@ -83,12 +85,12 @@ def _charged(report: FairnessReport) -> str:
 
 
 def _shares(report: FairnessReport) -> str:
-    shares = ", ".join(f"{user} {report.share(user):.1%}" for user in sorted(report.users))
+    shares = ", ".join(f"{user} {percent(report.share(user))}" for user in sorted(report.users))
     return f"{report.scheduler}: shares of {_charged(report)} while congested: {shares}"
 
 
 def _waits(report: FairnessReport) -> str:
-    waits = ", ".join(f"{user} {fmt(_rounded(f.wait_quantile(0.5)))} / {fmt(_rounded(f.wait_quantile(0.99)))} s"
+    waits = ", ".join(f"{user} {TENTHS(f.wait_quantile(0.5))} / {TENTHS(f.wait_quantile(0.99))} s"
                       for user, f in sorted(report.users.items()))
     return f"{report.scheduler}: waits p50 / p99: {waits}"
 
@@ -97,20 +99,15 @@ def _worst_gap(report: FairnessReport) -> str:
     line = f"{report.scheduler}: worst |W_i - W_j| in {_charged(report)} {_gap(report.worst_gap)}"
     gain = report.worst_gain
     if gain is not None:  # §3.3: the loophole shows here, not in the gap between two backlogged users
-        line += (f"; of any user over a backlogged one (§3.3) {fmt(gain.gain)} ({gain.ahead} over {gain.behind}), "
-                 f"{'within' if gain.gain <= gain.bound else 'over'} 2 c_max = {fmt(gain.bound)}")
+        line += (f"; of any user over a backlogged one (§3.3) {amount(gain.gain)} ({gain.ahead} over {gain.behind}), "
+                 f"{'within' if gain.gain <= gain.bound else 'over'} 2 c_max = {amount(gain.bound)}")
     return line
 
 
 def _gap(gap: Gap | None) -> str:
     if gap is None:
         return "- (never two users backlogged together)"
-    return f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(_rounded(gap.start_t))} to {fmt(_rounded(gap.end_t))})"
-
-
-def _rounded(seconds: float | None) -> float | None:
-    """Seconds to a tenth, as the outcome lines show them."""
-    return None if seconds is None else round(seconds, 1)
+    return f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {TENTHS(gap.start_t)} to {TENTHS(gap.end_t)})"
 
 
 LESSONS: dict[str, Lesson] = {

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
+from sfqtui.ui.connection import Link
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Frame:
     loading: bool
     playing: bool
     speed: float
-    connection: str | None = None  # a live source's: "connecting", "live", "reconnecting", "lost", "closed"
+    connection: Link | None = None  # a live source's connection and proxy run
     options: ViewOptions = ViewOptions()
 
     @property
