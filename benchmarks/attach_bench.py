@@ -45,7 +45,7 @@ async def attach(url: str, seconds: float, window: int) -> tuple[float, int]:
         while time.perf_counter() - started < seconds:
             await pilot.pause(0.05)
         rate = (shown(app) - start_events) / (time.perf_counter() - started)
-        behind = httpx.get(f"{url}/v1/sfq/state").json()["seq"] + 1 - shown(app)
+        behind = httpx.get(f"{url}/v1/sfq/state", timeout=60).json()["seq"] + 1 - shown(app)
     return rate, behind
 
 

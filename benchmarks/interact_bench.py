@@ -26,7 +26,7 @@ from typing import TypeVar
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.ui.event_log import EventLog
+from sfqtui.ui.event_log import EventLog, EventLogHeader
 from sfqtui.ui.export import LogRows, log_frame, write
 from sfqtui.ui.search import LogSearch
 
@@ -66,7 +66,7 @@ def main() -> None:
             found = timed(f"/ {text}: first search (finds the matches)", functools.partial(search.step, table, None, k, 1))
             assert found is not None
             timed(f"  N ({found.count:,} matches)", functools.partial(search.step, table, None, found.k, 1))
-        events = EventLog()
+        events = EventLog(EventLogHeader())
         events.use(table)
         rows = timed("export: fixed on the main thread", lambda: LogRows.of(events))
         data = timed("export: the columns gathered on the worker", lambda: log_frame(rows))

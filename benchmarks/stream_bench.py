@@ -77,7 +77,7 @@ def follow(url: str, seconds: float) -> tuple[int, float, int, float]:
             received += item.num_rows
     elapsed = time.perf_counter() - (first or time.perf_counter())
     cpu = cpu_seconds() - cpu
-    behind = httpx.get(f"{url}/v1/sfq/state").json()["seq"] - (stream.last_seq or 0)
+    behind = httpx.get(f"{url}/v1/sfq/state", timeout=60).json()["seq"] - (stream.last_seq or 0)
     return received, elapsed, behind, cpu
 
 

@@ -159,11 +159,11 @@ async def _ragged(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 
 class ServerThread:
-    """A uvicorn server on 127.0.0.1 (a free port) in a thread of its own, for a ``with`` block."""
+    """A uvicorn server on 127.0.0.1 (a free port, or ``port``) in a thread of its own, for a ``with`` block."""
 
-    def __init__(self, server: uvicorn.Server) -> None:
+    def __init__(self, server: uvicorn.Server, port: int = 0) -> None:
         self.server = server
-        self.sock = listen_socket("127.0.0.1", 0)
+        self.sock = listen_socket("127.0.0.1", port)
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._run, daemon=True)

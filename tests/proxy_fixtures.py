@@ -35,10 +35,10 @@ def write_keys(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def running_proxy(upstream_url: str, keys_path: Path, **settings: Any) -> Iterator[ServerThread]:
-    """A proxy on 127.0.0.1 in a thread; ``server.proxy`` is the Proxy object."""
+def running_proxy(upstream_url: str, keys_path: Path, port: int = 0, **settings: Any) -> Iterator[ServerThread]:
+    """A proxy on 127.0.0.1 (a free port, or ``port``) in a thread; ``server.proxy`` is the Proxy object."""
     options = {"upstreams": (upstream_url,), "slots": 2, "keys": load_keys(keys_path), **settings}
-    with ServerThread(ProxyServer(ProxySettings(**options))) as server:
+    with ServerThread(ProxyServer(ProxySettings(**options)), port) as server:
         yield server
 
 

@@ -1,5 +1,5 @@
 """A loopback TCP relay the tests can cut (drop every connection through it, and refuse new ones for a
-while) or slow down (every piece of data waits ``delay_s`` before it is passed on)."""
+while), slow down (every piece of data waits ``delay_s`` before it is passed on), or freeze (go silent)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ class TcpRelay:
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
         self.refusing = False
+        self.frozen = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -28,7 +29,11 @@ class TcpRelay:
             if self.refusing:
                 client.close()
                 continue
-            upstream = socket.create_connection(self._target)
+            try:
+                upstream = socket.create_connection(self._target)
+            except OSError:  # nothing listens behind the relay: the client is turned away
+                client.close()
+                continue
             with self._lock:
                 self._open += [client, upstream]
             for sock in (client, upstream):
@@ -41,7 +46,8 @@ class TcpRelay:
             while data := src.recv(65536):
                 if self.delay_s:
                     time.sleep(self.delay_s)
-                dst.sendall(data)
+                if not self.frozen:
+                    dst.sendall(data)
         except OSError:
             pass
         for sock in (src, dst):
@@ -60,6 +66,10 @@ class TcpRelay:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def freeze(self) -> None:
+        """Stop passing bytes on, connections left open: what a half-open connection looks like to both ends."""
+        self.frozen = True
 
     def accept_again(self) -> None:
         self.refusing = False

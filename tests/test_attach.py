@@ -17,6 +17,7 @@ from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.connection import WaitingForEvents
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.status_line import StatusLine
 from tcp_relay import TcpRelay
@@ -59,23 +60,30 @@ async def test_the_dashboard_follows_a_live_proxy(fake, keys_path: Path, tmp_pat
     assert len(replayed.table) == last + 1 and len(replayed.table.dispatches) == 6
 
 
-async def test_a_cut_connection_resumes_without_loss(fake, keys_path: Path) -> None:
+async def test_a_cut_connection_resumes_without_loss_and_a_clean_stop_reads_otherwise(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path) as px:
         relay = TcpRelay(px.port)
         app = SfqApp(LiveOpening(relay.url))
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.current.connection == "live", "the stream to be live")
+            assert str(app.query_one(WaitingForEvents).content).startswith(f"Connected to {relay.url}: no event yet.")
             ask(px.url, 2)
             await until(pilot, lambda: seen(app) == state(px.url)["seq"], "the app to catch up")
-            relay.cut(refuse=True)
+            assert not app.query(WaitingForEvents)  # the log lists the events now
+            relay.cut(refuse=True)  # a crash, as the client sees it: the stream cut without a bye
             ask(px.url, 2, user="alice")
             await until(pilot, lambda: app.current.connection == "reconnecting", "the app to notice")
-            assert "reconnecting" in text_of(app.query_one(StatusLine))
+            status = text_of(app.query_one(StatusLine))
+            assert "connection lost (the stream was cut), retrying" in status and "stopped" not in status
             relay.accept_again()
             await until(pilot, lambda: seen(app) == state(px.url)["seq"] and app.current.connection == "live", "the resume")
             assert len(app.table) == state(px.url)["seq"] + 1 and app.table.first_seq == 0  # nothing lost, nothing twice
             assert GAP not in app.table.kind
+            px.stop()  # a clean shutdown (SIGTERM's path): the proxy says bye before it closes the stream
+            await until(pilot, lambda: app.current.connection == "stopped", "the stop")
+            status = text_of(app.query_one(StatusLine))
+            assert "the proxy stopped (shutdown), retrying" in status and "connection lost" not in status
         relay.close()
 
 

@@ -89,7 +89,7 @@ async def test_c_opens_the_table_and_the_chart_and_closes() -> None:
         await settle(pilot)
         await pilot.press("c")
         text = (await measured(pilot)).query_one(CalibrationText).text
-        assert "ratio global, window 1000" in text
+        assert "ratio global, window 1,000" in text
         table = text[text.index("worst bias first"):]
         assert table.index("padder") < table.index("honest") < table.index("typical")
         assert "2.47" in table and "ideal 0.503" in text
@@ -130,7 +130,7 @@ async def test_comparing_a_per_user_ratio_from_the_palette_says_who_moved() -> N
         assert isinstance(twin, Opening) and twin.config.estimator == replace(EstimatorParams(), scope="user")
         assert screen.twin is app.runs[1]
         text = screen.query_one(CalibrationText).text
-        assert "against ratio per user, window 1000" in text
+        assert "against ratio per user, window 1,000" in text
         changed = next(line for line in text.splitlines() if "dispatch positions changed" in line)
         assert int(changed.split(" of ")[0].replace(",", "")) > 0
         moves = text[text.index("who moved"):].splitlines()

@@ -14,7 +14,7 @@ from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.meter_band import MeterBand
+from sfqtui.ui.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.status_line import StatusLine
 
 
@@ -54,7 +54,7 @@ async def test_step_forward_and_back() -> None:
         assert app.cursor.k == 2
         await pilot.press("left")
         assert app.cursor.k == 1
-        assert "seq 1/48" in text_of(app.query_one(StatusLine))
+        assert "seq 1 (last 48)" in text_of(app.query_one(StatusLine))
 
 
 async def test_next_and_previous_dispatch_and_home_end() -> None:
@@ -246,4 +246,6 @@ async def test_explain_panel_names_the_winner_at_each_step_of_the_article_table(
         assert f"= {s_a if winner == 'A' else s_b}" in panel
         band = text_of(app.query_one(MeterBand))
         rows = {line.split()[0]: line for line in band.splitlines() if line.strip()}
-        assert f" {s_a} " in rows["A"] and f" {s_b} " in rows["B"]
+        v = v_after[step]  # the band reads each meter as its lead over v, shown once above it
+        assert f" +{s_a - v} " in rows["A"] and f" +{s_b - v} " in rows["B"]
+        assert f"v = {v}" in text_of(app.query_one(MeterHeader))

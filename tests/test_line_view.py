@@ -15,7 +15,7 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource
-from sfqtui.ui.event_log import EventLog, page_top
+from sfqtui.ui.event_log import EventLog, EventLogHeader, page_top
 from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.line_view import LineView
 from sfqtui.ui.text_view import TextView
@@ -134,7 +134,7 @@ def test_the_log_cursor_stays_in_the_middle_half_and_the_view_turns_half_a_page(
 async def test_a_log_of_one_user_grows_with_the_table() -> None:
     """Listed while the log loads batch by batch, one user's events are the same as listed at once."""
     source = ReplaySource(load_trace(TRACES / "heavy-vs-light.parquet"), ReplayConfig("sfq", 4), chunk=500)
-    table, log = EventTable("sfq"), EventLog()
+    table, log = EventTable("sfq"), EventLog(EventLogHeader())
     options = ViewOptions(user_filter="heavy")
     async with Holder(log).run_test(size=(100, 20)) as pilot:
         batches = 0
@@ -145,7 +145,7 @@ async def test_a_log_of_one_user_grows_with_the_table() -> None:
             log.show(Frame(table, Timeline(table).state_at(k), k, "", 4, 1.0, False, False, 1.0, options=options))
         await pilot.pause()
         heavy = [k for k in range(len(table)) if table.user_name(k) == "heavy"]
-        shown = [int(line.split()[0]) for line in view_text(log).splitlines() if line.strip()]
+        shown = [int(line.split()[0].replace(",", "")) for line in view_text(log).splitlines() if line.strip()]
         assert batches > 3 and shown and shown == heavy[-len(shown):]
 
 

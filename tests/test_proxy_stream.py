@@ -61,7 +61,9 @@ class Follower:
         return [seq for item in self.items if isinstance(item, pa.Table) for seq in item["seq"].to_pylist()]
 
     def states(self) -> list[str]:
-        return [item.state for item in self.items if isinstance(item, Status)]
+        """The connection's states, each once in a row (a failed attempt says again when the next one comes)."""
+        states = [item.state for item in self.items if isinstance(item, Status)]
+        return [state for k, state in enumerate(states) if k == 0 or states[k - 1] != state]
 
     def gaps(self) -> list[Gap]:
         return [item for item in self.items if isinstance(item, Gap)]

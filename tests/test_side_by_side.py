@@ -12,7 +12,6 @@ from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.explain_panel import ExplainPanel
 from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.meter_band import band_cells
 from sfqtui.ui.run_pane import PaneHead, QueueOrder, RunPane
 from sfqtui.ui.side_by_side import DivergenceLine
 
@@ -32,13 +31,13 @@ def pane(app: SfqApp, run: Run) -> RunPane:
 
 def log_rows(pane: RunPane) -> list[int]:
     """The event numbers the pane's log shows on screen."""
-    return [int(line.split()[0]) for line in text_of(pane.events).splitlines() if line.strip()]
+    return [int(line.split()[0].replace(",", "")) for line in text_of(pane.events).splitlines() if line.strip()]
 
 
 def fits(pane: RunPane) -> bool:
     """The pane's meter scale spans its band as drawn now (it is drawn for the width at its last redraw)."""
-    scale = pane.band_header.text.splitlines()[1].split()[-1]
-    return len(scale) == band_cells(pane.band.scrollable_content_region.width)
+    scale = next(part for part in pane.band_header.text.splitlines()[1].split() if part.startswith("├"))
+    return len(scale) == pane.band.band_layout.fit(pane.band.scrollable_content_region.width)[1]
 
 
 async def test_every_pane_loads_and_draws_its_log_before_any_key() -> None:
@@ -47,7 +46,7 @@ async def test_every_pane_loads_and_draws_its_log_before_any_key() -> None:
         await settle(pilot)
         for run in app.runs:
             assert len(run.table) > 3000
-            assert pane(app, run).head.text.startswith(f"seq -/{len(run.table) - 1:,} start")
+            assert pane(app, run).head.text.startswith(f"seq - (last {len(run.table) - 1:,}) start")
             assert log_rows(pane(app, run))[:3] == [0, 1, 2]
 
 
@@ -217,7 +216,7 @@ async def test_a_lesson_steps_its_panes_through_the_same_moments_at_t_0(tmp_path
         assert sfq.cursor.k == drr.cursor.k == 3
         assert "lockstep by time (same t, as many dispatches at it" in app.query_one(DivergenceLine).text
         for run in app.runs:
-            assert pane(app, run).head.text.startswith("seq 3/")
+            assert pane(app, run).head.text.startswith("seq 3 (last ")
 
 
 async def test_a_drr_log_the_shadow_cannot_follow_still_steps() -> None:

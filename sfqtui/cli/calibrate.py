@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,7 +14,7 @@ from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, seconds
 from sfqtui.core.schedulers.registry import ESTIMATING, check_schedulers
 from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
 from sfqtui.sweep.runs import Row
@@ -107,9 +107,9 @@ def _sparkline(samples: list[tuple[float, float]], start: float, end: float, top
     key's first and after its last priced dispatch; heights scaled to ``top``, shared by every key."""
     columns = [" "] * SPARK_WIDTH
     span = (end - start) or 1.0
-    for k, (t, ratio) in enumerate(samples):
+    for k, (t, learned) in enumerate(samples):
         until = samples[k + 1][0] if k + 1 < len(samples) else t
-        level = SPARKS[min(len(SPARKS) - 1, int(ratio / top * len(SPARKS)))] if top > 0 else SPARKS[0]
+        level = SPARKS[min(len(SPARKS) - 1, int(learned / top * len(SPARKS)))] if top > 0 else SPARKS[0]
         for c in range(int((t - start) / span * (SPARK_WIDTH - 1)), int((until - start) / span * (SPARK_WIDTH - 1)) + 1):
             columns[c] = level
     return "".join(columns).rstrip()
@@ -125,12 +125,12 @@ def _ratio_table(report: CalibrationReport) -> Table:
                   title_justify="left", expand=True)
     for header in ("key", "first", "final", "actual"):
         table.add_column(header, justify="left" if header == "key" else "right")
-    table.add_column(f"over time, t {fmt(start)}..{fmt(end)}", min_width=SPARK_WIDTH, no_wrap=True)
+    table.add_column(f"over time, t {seconds(start)}..{seconds(end)}", min_width=SPARK_WIDTH, no_wrap=True)
     for track in tracks[:SHOWN_ROWS]:
-        table.add_row(track.key, f"{track.samples[0][1]:.3f}", f"{track.final:.3f}",
-                      "-" if track.actual is None else f"{track.actual:.3f}", _sparkline(track.samples, start, end, top))
+        table.add_row(track.key, ratio(track.samples[0][1], 3), ratio(track.final, 3), ratio(track.actual, 3),
+                      _sparkline(track.samples, start, end, top))
     if len(tracks) > SHOWN_ROWS:
-        table.caption = f"{len(tracks) - SHOWN_ROWS} more keys in --json"
+        table.caption = f"{count(len(tracks) - SHOWN_ROWS)} more keys in --json"
     return table
 
 
@@ -139,36 +139,51 @@ def _bias_table(report: CalibrationReport) -> Table:
                         "gain: actual % - charged %)", title_justify="left", expand=True)
     for header in ("user", "charged", "actual", "bias", "charged %", "actual %", "gain pp"):
         table.add_column(header, justify="left" if header == "user" else "right")
-    for u in report.users[:SHOWN_ROWS]:
-        table.add_row(u.user, f"{u.charged:,.0f}", f"{u.actual:,.0f}", "-" if u.bias is None else f"{u.bias:.2f}",
-                      f"{u.share_charged:.1%}", f"{u.share_actual:.1%}", f"{u.share_gain * 100:+.1f}")
+    shown = report.users[:SHOWN_ROWS]
+    cost, gain = Fixed.of([x for u in shown for x in (u.charged, u.actual)]), Fixed(1, sign=True)
+    for u in shown:
+        table.add_row(u.user, cost(u.charged), cost(u.actual), ratio(u.bias), percent(u.share_charged), percent(u.share_actual),
+                      gain(u.share_gain * 100))
     captions = []
     if len(report.users) > SHOWN_ROWS:
-        captions.append(f"{len(report.users) - SHOWN_ROWS} more users in --json")
+        captions.append(f"{count(len(report.users) - SHOWN_ROWS)} more users in --json")
     if report.unmeasured:
         captions.append(f"{report.unmeasured:,} requests without output_tokens left out")
     table.caption = "; ".join(captions) or None
     return table
 
 
-def _gap_text(gap: object) -> tuple[str, str, str]:
-    """A gap's figure, who and when, from its dict (a row's value; None: no gap)."""
-    if not isinstance(gap, dict):
+def _row_gap(row: Row) -> dict[str, Any] | None:
+    """A replay's worst gap in actual cost, as its row holds it (None: none, or the replay failed)."""
+    gap = row.get("worst_gap_actual")
+    return gap if isinstance(gap, dict) else None
+
+
+def _gap_text(gap: dict[str, Any] | None, fixed: Fixed) -> tuple[str, str, str]:
+    """A gap's cells; ``fixed``: the format of the table's gap column."""
+    if gap is None:
         return "-", "-", "-"
-    return fmt(gap["gap"]), f"{gap['ahead']} over {gap['behind']}", f"{fmt(gap['start_t'])}..{fmt(gap['end_t'])}"
+    return fixed(gap["gap"]), f"{gap['ahead']} over {gap['behind']}", f"{seconds(gap['start_t'])}..{seconds(gap['end_t'])}"
+
+
+def _gap_column(gaps: list[dict[str, Any] | None]) -> Fixed:
+    return Fixed.of(None if gap is None else gap["gap"] for gap in gaps)
 
 
 def _gap_table(report: CalibrationReport, references: dict[str, Row]) -> Table:
     table = Table(title="Worst |W_i - W_j| between continuously backlogged users", title_justify="left", expand=True)
     for header in ("in", "under", "gap", "who", "t"):
         table.add_column(header, justify="right" if header == "gap" else "left")
-    table.add_row("charged cost", "this estimator", *_gap_text(report.gap_charged.as_dict()))
-    table.add_row("actual cost", "this estimator", *_gap_text(report.gap_actual.as_dict()))
+    charged, actual = report.gap_charged.as_dict(), report.gap_actual.as_dict()
+    shown = {name: _row_gap(row) for name, row in references.items() if not row["error"]}
+    fixed = _gap_column([charged, actual, *shown.values()])
+    table.add_row("charged cost", "this estimator", *_gap_text(charged, fixed))
+    table.add_row("actual cost", "this estimator", *_gap_text(actual, fixed))
     for name, row in references.items():
         if row["error"]:
             table.add_row("actual cost", name, "-", str(row["error"]), "")
         else:
-            table.add_row("actual cost", name, *_gap_text(row["worst_gap_actual"]))
+            table.add_row("actual cost", name, *_gap_text(shown[name], fixed))
     return table
 
 
@@ -176,8 +191,10 @@ def _alternatives_table(alternatives: list[Row], where: str) -> Table:
     table = Table(title=f"Other ratio rules, worst gap in actual cost (ran {where})", title_justify="left", expand=True)
     for header in ("scope", "update", "gap", "who"):
         table.add_column(header, justify="right" if header == "gap" else "left")
-    for row in sorted(alternatives, key=lambda r: (actual_gap(r) is None, actual_gap(r) or 0.0)):
-        gap, who, _ = _gap_text(row.get("worst_gap_actual"))
+    rows = sorted(alternatives, key=lambda r: (actual_gap(r) is None, actual_gap(r) or 0.0))
+    fixed = _gap_column([_row_gap(row) for row in rows])
+    for row in rows:
+        gap, who, _ = _gap_text(_row_gap(row), fixed)
         table.add_row(str(row["ratio_scope"]), str(row["ratio_update"]), gap, str(row["error"] or who))
     return table
 
@@ -188,8 +205,8 @@ def _print(console: Console, trace: Path, requests: int, report: CalibrationRepo
     estimator = "oracle" if p.oracle else f"ratio, scope {p.scope}, update {p.update}"
     if report.cost_source == "column":
         estimator = "the trace's cost column"
-    console.print(f"{trace}: {requests:,} requests; {report.scheduler}, {report.slots} slots; charged: {estimator} "
-                  f"(a = {fmt(p.input_weight)}, b = {fmt(p.output_weight)})")
+    console.print(f"{trace}: {requests:,} requests; {report.scheduler}, {count(report.slots)} slots; charged: {estimator} "
+                  f"(a = {amount(p.input_weight)}, b = {amount(p.output_weight)})")
     if report.ratios:
         console.print(_ratio_table(report))
     console.print(_bias_table(report))
@@ -198,7 +215,7 @@ def _print(console: Console, trace: Path, requests: int, report: CalibrationRepo
         console.print(_alternatives_table(alternatives, where))
     current = _gap_of(report.gap_actual)
     if suggested is not None:
-        console.print(f"Suggestion: {_options(suggested)} cuts the worst gap in actual cost from {fmt(current)} "
-                      f"to {fmt(actual_gap(suggested))} (oracle: {fmt(actual_gap(references['oracle']))}).")
+        console.print(f"Suggestion: {_options(suggested)} cuts the worst gap in actual cost from {amount(current)} "
+                      f"to {amount(actual_gap(suggested))} (oracle: {amount(actual_gap(references['oracle']))}).")
     elif alternatives:
         console.print(f"No other ratio scope or update rule cuts the worst gap in actual cost by {MIN_CUT:.0%} or more.")

@@ -8,7 +8,7 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.analysis.audit import AuditReport, Replicas, audit
 from sfqtui.core.engine.replication import ReplicaSettings
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount, count
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 
 
@@ -16,29 +16,29 @@ def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = N
     made = f" ({replicas.describe()})" if replicas is not None and replicas.replicated else ""
     lines = [
         f"{path}: {report.scheduler} log{made}, {report.events:,} events, {report.dispatches:,} dispatches, "
-        f"{report.users:,} users" + (f", c_max {fmt(report.c_max)}" if report.c_max else "")
+        f"{report.users:,} users" + (f", c_max {amount(report.c_max)}" if report.c_max else "")
     ]
     for rules, text in report.checks:
         mark = "FAIL" if report.failed(rules) else "ok"
         lines.append(f"  [{mark:>4}] {text}")
     if report.upper_margin.seq >= 0:
         m = report.upper_margin
-        lines.append(f"  closest to v + c_max: seq {m.seq}: {m.detail} (slack {fmt(m.slack)})")
+        lines.append(f"  closest to v + c_max: seq {count(m.seq)}: {m.detail} (slack {amount(m.slack)})")
     if report.lower_margin.seq >= 0:
         m = report.lower_margin
-        lines.append(f"  closest to v from above: seq {m.seq}: {m.detail} (slack {fmt(m.slack)})")
+        lines.append(f"  closest to v from above: seq {count(m.seq)}: {m.detail} (slack {amount(m.slack)})")
     if report.worst_gap is not None:
         g = report.worst_gap
         where = "" if g.replica is None else f" on replica {g.replica}"
         lines.append(
-            f"  worst W_i - W_j found{where}: {g.user} gained {fmt(g.gap)} over backlogged {g.behind} "
-            f"from seq {g.start_seq} to seq {g.end_seq} (bound 2 c_max = {fmt(2 * report.c_max)})"
+            f"  worst W_i - W_j found{where}: {g.user} gained {amount(g.gap)} over backlogged {g.behind} "
+            f"from seq {count(g.start_seq)} to seq {count(g.end_seq)} (bound 2 c_max = {amount(2 * report.c_max)})"
         )
     if report.ok:
         lines.append("no violations")
     else:
         lines.append(f"{report.violation_count:,} violation(s); the first {len(report.violations)}:")
-        lines += [f"  seq {v.seq}: [{v.rule}] {v.message}" for v in report.violations]
+        lines += [f"  seq {count(v.seq)}: [{v.rule}] {v.message}" for v in report.violations]
     return "\n".join(lines)
 
 

@@ -16,24 +16,20 @@ from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, ratio, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.load import load_trace
 
 
-def _fmt(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
 def _headline(report: FairnessReport) -> list[str]:
     gap = report.worst_gap
-    gap_text = "-" if gap is None else f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(gap.start_t)}..{fmt(gap.end_t)})"
-    lines = [f"{report.scheduler}: Jain {_fmt(report.jain, 3)}, worst |W_i - W_j| {gap_text}"]
+    gap_text = "-" if gap is None else f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {seconds(gap.start_t)}..{seconds(gap.end_t)})"
+    lines = [f"{report.scheduler}: Jain {ratio(report.jain, 3)}, worst |W_i - W_j| {gap_text}"]
     gain = report.worst_gain
     if gain is not None:
         within = "within" if gain.gain <= gain.bound else "over"
-        lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {fmt(gain.gain)} ({gain.ahead} over {gain.behind}, "
-                     f"t {fmt(gain.start_t)}..{fmt(gain.end_t)}), {within} 2 c_max = {fmt(gain.bound)}")
+        lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {amount(gain.gain)} ({gain.ahead} over {gain.behind}, "
+                     f"t {seconds(gain.start_t)}..{seconds(gain.end_t)}), {within} 2 c_max = {amount(gain.bound)}")
     return lines
 
 
@@ -45,10 +41,15 @@ def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> T
         headers.append("one scheduler p99 s")
     for header in headers:
         table.add_column(header, justify="left" if header == "user" else "right")
-    for user, f in sorted(report.users.items()):
-        cells = [user, f"{f.dispatched:,}", f"{f.charged:,.0f}", f"{report.share(user):.1%}", _fmt(f.wait_quantile(0.5)), _fmt(f.wait_quantile(0.99))]
+    users = sorted(report.users.items())
+    charged = Fixed.of(f.charged for _, f in users)
+    waits = {q: [f.wait_quantile(q) for _, f in users] for q in (0.5, 0.99)}
+    reference = [None if measures is None else measures.p99_wait.get(user, (None, None))[1] for user, _ in users]
+    wait = Fixed.of([*waits[0.5], *waits[0.99], *reference], least=SECONDS_DECIMALS)
+    for k, (user, f) in enumerate(users):
+        cells = [user, count(f.dispatched), charged(f.charged), percent(report.share(user)), wait(waits[0.5][k]), wait(waits[0.99][k])]
         if measures is not None:
-            cells.append(fmt(measures.p99_wait.get(user, (None, None))[1]))
+            cells.append(wait(reference[k]))
         table.add_row(*cells)
     return table
 
@@ -58,13 +59,16 @@ def _replicas_table(measures: ReplicaMeasures, scheduler: str, replicas: str) ->
     table = Table(title=f"{scheduler}, {replicas}", title_justify="left")
     for header in ("measure", "replicated", f"one {scheduler}, same slots"):
         table.add_column(header, justify="left" if header == "measure" else "right")
-    drift_where = "" if measures.drift_user is None else f" ({measures.drift_user}, t {fmt(measures.drift_t)})"
-    table.add_row("worst |W_i - W_j| in c_max", fmt(measures.in_c_max(measures.worst_gap)), fmt(measures.in_c_max(measures.reference_worst_gap)))
-    table.add_row(f"drift in c_max{drift_where}", fmt(measures.in_c_max(measures.drift)), fmt(0))
-    table.add_row("stranded capacity %", fmt(100 * measures.stranded), fmt(0))
-    table.add_row("makespan s", fmt(measures.makespan), fmt(measures.reference_makespan))
-    table.add_row("makespan ratio", fmt(measures.makespan_ratio), fmt(1))
-    table.add_row("c_max", fmt(measures.c_max), fmt(measures.c_max))
+    drift_where = "" if measures.drift_user is None else f" ({measures.drift_user}, t {seconds(measures.drift_t)})"
+    in_c_max = Fixed.of([measures.in_c_max(measures.worst_gap), measures.in_c_max(measures.reference_worst_gap),
+                         measures.in_c_max(measures.drift)], least=2)
+    span = Fixed.of([measures.makespan, measures.reference_makespan], least=SECONDS_DECIMALS)
+    table.add_row("worst |W_i - W_j| in c_max", in_c_max(measures.in_c_max(measures.worst_gap)), in_c_max(measures.in_c_max(measures.reference_worst_gap)))
+    table.add_row(f"drift in c_max{drift_where}", in_c_max(measures.in_c_max(measures.drift)), in_c_max(0.0))
+    table.add_row("stranded capacity", percent(measures.stranded), percent(0.0))
+    table.add_row("makespan s", span(measures.makespan), span(measures.reference_makespan))
+    table.add_row("makespan ratio", ratio(measures.makespan_ratio, 3), ratio(1.0, 3))
+    table.add_row("c_max", amount(measures.c_max), amount(measures.c_max))
     return table
 
 
@@ -112,7 +116,7 @@ def compare(
         return
     console = Console()
     where = f", {replay.replicas.describe()}" if replicated else ""
-    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {slots} slots{where}")
+    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {count(slots)} slots{where}")
     for report, measured in zip(reports, measures):
         for line in _headline(report):
             console.print(line, markup=False)

@@ -19,7 +19,7 @@ from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import SECONDS_DECIMALS, TIME, Fixed, amount, count, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
@@ -115,24 +115,25 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     replicas = found.get("replicas")
     where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else f', {slots} slot' + ('s' if slots != 1 else '')}{where} ({path})")
-    console.print(f"  arrived     t {fmt(found['arrived'])}")
+                  f"{'' if slots is None else f', {count(slots)} slot' + ('s' if slots != 1 else '')}{where} ({path})")
+    console.print(f"  arrived     t {seconds(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")
     else:
-        console.print(f"  dispatched  t {fmt(found['dispatched'])}, dispatch #{found['position']:,}, cost {fmt(found['cost'])}")
+        console.print(f"  dispatched  t {seconds(found['dispatched'])}, dispatch #{count(found['position'])}, cost {amount(found['cost'])}")
     if found["completed"] is not None:
-        console.print(f"  completed   t {fmt(found['completed'])}")
+        console.print(f"  completed   t {seconds(found['completed'])}")
     if found["waited"] is not None:
-        console.print(f"  waited      {fmt(found['waited'])} s")
+        console.print(f"  waited      {seconds(found['waited'])} s")
     went = sum(a["requests"] for a in found["ahead"])
     on = f" on replica {found['replica']}" if replicas and replicas.get("share_mode") != "global" else ""
     console.print(f"Went ahead of it{on}: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
     ahead = Table()
     for header in ("user", "requests", "cost"):
         ahead.add_column(header, justify="left" if header == "user" else "right")
+    cost = Fixed.of(a["cost"] for a in found["ahead"])
     for a in found["ahead"]:
-        ahead.add_row(a["user"], f"{a['requests']:,}", fmt(a["cost"]))
+        ahead.add_row(a["user"], count(a["requests"]), cost(a["cost"]))
     console.print(ahead)
     if found["candidates"]:
         console.print(f"At its dispatch: {len(found['candidates']):,} users waiting")
@@ -140,10 +141,12 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         headers = ("user", *([value_name] if value_name else []), "queued", "weight", "head request", "head cost")
         for header in headers:
             candidates.add_column(header, justify="left" if header in ("user", "head request") else "right")
-        for c in found["candidates"]:
-            value = [fmt(c["value"])] if value_name else []
+        listed = found["candidates"]
+        value, weight, head_cost = (Fixed.of(c[key] for c in listed) for key in ("value", "weight", "head_cost"))
+        for c in listed:
             style = "bold" if c["user"] == found["user"] else ""
-            candidates.add_row(c["user"], *value, f"{c['queued']:,}", fmt(c["weight"]), c["head_request"] or "-", fmt(c["head_cost"]), style=style)
+            candidates.add_row(c["user"], *([value(c["value"])] if value_name else []), count(c["queued"]), weight(c["weight"]),
+                               c["head_request"] or "-", head_cost(c["head_cost"]), style=style)
         console.print(candidates)
         console.print(f"[green]why:[/] {found['reason']}")
         console.print(f"[green]what happened:[/] {found['narration']}")
@@ -154,14 +157,16 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         compare = Table()
         for header in ("scheduler", "dispatched t", "dispatch #", "waited s"):
             compare.add_column(header, justify="left" if header == "scheduler" else "right")
-        this = found["scheduler"]
+        names = [found["scheduler"]]
         if replicas:  # this run's settings as a run spec, as the others are named
             settings = ReplicaSettings.from_metadata(replicas)
-            this = f"{RunSpec(this, settings.count, settings.router, settings.share)} (replica {found['replica']})"
-        compare.add_row(this, fmt(found["dispatched"]), fmt(found["position"]), fmt(found["waited"]), style="bold")
+            names[0] = f"{RunSpec(names[0], settings.count, settings.router, settings.share)} (replica {found['replica']})"
         for name, sent in found["compare"].items():
-            held = f" (replica {sent['replica']})" if sent.get("replica") is not None else ""
-            compare.add_row(name + held, fmt(sent["dispatched"]), fmt(sent["position"]), fmt(sent["waited"]))
+            names.append(name + (f" (replica {sent['replica']})" if sent.get("replica") is not None else ""))
+        sends = [found, *found["compare"].values()]
+        waited = Fixed.of((sent["waited"] for sent in sends), least=SECONDS_DECIMALS)
+        for name, sent in zip(names, sends):
+            compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), waited(sent["waited"]), style="bold" if sent is found else "")
         console.print(compare)
 
 
@@ -173,8 +178,10 @@ def _print_across(console: Console, across: dict[str, Any]) -> None:
     elsewhere = Table()
     for header in ("user", "replica", "meter", "below the pick", "queued"):
         elsewhere.add_column(header, justify="left" if header == "user" else "right")
-    for e in across["elsewhere"]:
-        elsewhere.add_row(e["user"], f"{e['replica']:,}", fmt(e["meter"]), fmt(e["below"]), f"{e['queued']:,}")
+    listed = across["elsewhere"]
+    meter, below = (Fixed.of(e[key] for e in listed) for key in ("meter", "below"))
+    for e in listed:
+        elsewhere.add_row(e["user"], count(e["replica"]), meter(e["meter"]), below(e["below"]), count(e["queued"]))
     console.print(elsewhere)
 
 

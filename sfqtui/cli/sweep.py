@@ -15,7 +15,7 @@ from rich.text import Text
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import percent, ratio
 from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import ReplicaGrid, check_settings, plan_runs
@@ -148,7 +148,7 @@ def _table(rows: list[Row]) -> Table:
     replicated = any(row["replicas"] != 1 for row in rows)
     for key in varying:
         table.add_column(SETTINGS[key], justify="right" if key in ("slots", "replicas") else "left")
-    for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded %") if replicated else ()), "s"):
+    for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded") if replicated else ()), "s"):
         table.add_column(header, justify="left" if header == "who" else "right")
     for number, row in enumerate(rows, 1):
         figures: list[str | Text]
@@ -169,7 +169,7 @@ def _replica_figures(row: Row) -> list[str | Text]:
     if row["error"]:
         return ["-", "-", "-"]
     gap, drift, stranded = (_number(row[key]) for key in ("worst_gap_cmax", "drift_cmax", "stranded"))
-    return [fmt(gap), fmt(drift), fmt(None if stranded is None else 100 * stranded)]
+    return [ratio(gap, 1), ratio(drift, 1), percent(stranded)]
 
 
 def _number(x: object) -> float | None:

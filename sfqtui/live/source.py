@@ -1,75 +1,70 @@
 """A live proxy's event stream as a source for the dashboard: it never ends.
 
 It yields the same event batches as a replay or a saved log, and, between them,
-notices: the connection's state, and the start of a new window. The dashboard keeps a
-window of recent events in memory: when a window holds ``window`` events, or when
-events were lost (a gap: the proxy's ring no longer held them), the next batch starts a
-new table, seeded with the state the last one ended in or, after a gap, the state the
-proxy reports. Older events live only in the ``--record`` log, if one is kept.
+notices: the connection's state, the start of a proxy run, and the start of a new
+window. The dashboard keeps a window of recent events in memory: when a window holds
+``window`` events, or when events were lost (a gap: the proxy's ring no longer held
+them), the next batch starts a new table, seeded with the state the last one ended in
+or, after a gap, the state the proxy reports. Older events live only in the ``--record``
+log, if one is kept. A new proxy run (a restart) starts again from an empty state, seq
+0, a user coding and an audit of its own.
+
+Nothing here waits on the network: the stream's reader thread does, so ``close()``
+ends ``batches()`` at once, whatever the connection is doing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sfqtui.core.analysis.audit import GrowingAudit, Violation
 from sfqtui.core.log.table import EventBatch
-from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, Status, proxy_base
-from sfqtui.live.stream_log import StreamLogWriter
+from sfqtui.live.run_logs import RunLogs
+from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.sources import ArrowBatcher
 
 WINDOW = 1_000_000  # events kept in memory
+CLOSED = "closed"  # the connection state once the stream has ended
 
 
 @dataclass(frozen=True)
 class Notice:
-    """Not events: ``connection`` changed, or a new window starts (``window``: its first
-    seq; ``state``: the proxy's state to seed it with after a gap, else None)."""
+    """Not events: the ``connection`` changed, a proxy ``run`` starts (its events follow,
+    from an empty state), or a new window starts (``window``: its first seq; ``state``:
+    the proxy's state to seed it with after a gap, else None)."""
 
-    connection: str | None = None
-    detail: str = ""
+    connection: Status | None = None
+    run: RunStarted | None = None
     window: int | None = None
     state: dict[str, Any] | None = None
     new_users: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)  # every user by code, at the window's start
     violations: list[Violation] | None = None  # the invariant violations found so far, by seq
     audit_stopped: str | None = None  # why the audit of the stream stopped
+    record_problem: str | None = None  # the recording cannot be written where asked
 
 
 class LiveSource:
-    def __init__(self, url: str, token: str | None = None, record: Path | None = None, window: int = WINDOW) -> None:
-        self.url = proxy_base(url)
+    def __init__(self, urls: Sequence[str], token: str | None = None, record: RunLogs | None = None, window: int = WINDOW) -> None:
+        self.urls = [proxy_base(url) for url in urls]
+        self.url = self.urls[0]
         self._token = token
         self._record = record
         self._window = window
-        self._stream: EventStream | None = None
-        state = self._state()
-        self.scheduler = state.get("scheduler", "sfq") if state else "sfq"
-        self.metadata: dict[str, Any] = {"source": f"live stream {self.url}", "slots": state.get("slots") if state else None}
-        self.title = f"live: {self.url}"
-
-    def _state(self) -> dict[str, Any] | None:
-        headers = {"authorization": f"Bearer {self._token}"} if self._token else {}
-        try:
-            response = httpx.get(f"{self.url}/v1/sfq/state", headers=headers, timeout=5.0)
-            response.raise_for_status()
-            return response.json()
-        except (httpx.HTTPError, ValueError):
-            return None
+        self._stream = EventStream(self.urls, self._token)
+        self.scheduler = "sfq"  # until a run's state says otherwise
+        self.metadata: dict[str, Any] = {"source": f"live stream {', '.join(self.urls)}", "slots": None}
+        self.title = f"live: {self.url}" + (f" (+{len(self.urls) - 1} more)" if len(self.urls) > 1 else "")
 
     def close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
+        self._stream.close()
 
     def batches(self) -> Iterator[tuple[EventBatch | Notice, float | None]]:
         batcher = ArrowBatcher()
@@ -78,14 +73,21 @@ class LiveSource:
         last_t = 0.0
         audit: GrowingAudit | None = GrowingAudit(self.scheduler)
         found: list[Violation] = []
-        with ExitStack() as files:
-            record = files.enter_context(StreamLogWriter(self._record, self.url)) if self._record else None
-            self._stream = stream = files.enter_context(EventStream(self.url, self._token))
-            for item in stream:
+        record, problem = self._record, None
+        try:
+            for item in self._stream:
                 if record is not None:
                     record.write(item)
+                    if record.problem_now != problem:
+                        problem = record.problem_now
+                        yield Notice(record_problem=problem), None
                 if isinstance(item, Status):
-                    yield Notice(connection=item.state, detail=item.detail), None
+                    yield Notice(connection=item), None
+                elif isinstance(item, RunStarted):
+                    self.scheduler = (item.state or {}).get("scheduler") or self.scheduler
+                    batcher, seq, in_window, last_t = ArrowBatcher(), 0, 0, 0.0
+                    audit, found = GrowingAudit(self.scheduler), []
+                    yield Notice(run=item), None
                 elif isinstance(item, Gap):
                     if audit is not None:
                         audit = None  # what was lost cannot be checked, nor what follows it
@@ -120,5 +122,8 @@ class LiveSource:
                             yield Notice(violations=found), None
                     seq += item.num_rows
                     in_window += item.num_rows
-            yield Notice(connection="closed", detail="the stream ended"), None
-
+            yield Notice(connection=Status(CLOSED, "the stream ended", self._stream.url)), None
+        finally:
+            self._stream.close()
+            if record is not None:
+                record.close()

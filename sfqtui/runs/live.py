@@ -2,34 +2,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sfqtui.core.log.timeline import State
+from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.source import WINDOW, LiveSource
 from sfqtui.live.stream import proxy_base
 
 
 @dataclass(frozen=True)
 class LiveOpening:
-    """A proxy's base URL to attach to (semantics §8), and where to record the stream."""
+    """A proxy's base URL to attach to (semantics §8), or several (replicas of one group,
+    followed one at a time), and where to record the stream (one log per proxy run:
+    ``recording``, which says afterwards what was saved)."""
 
-    url: str
+    url: str | tuple[str, ...]
     token: str | None = None
     record: Path | None = None
     window: int = WINDOW
+    recording: RunLogs | None = field(default=None, init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.record is not None:
+            object.__setattr__(self, "recording", RunLogs(self.record, ", ".join(self.urls)))
+
+    @property
+    def urls(self) -> list[str]:
+        return [proxy_base(url) for url in ((self.url,) if isinstance(self.url, str) else self.url)]
 
     @property
     def title(self) -> str:
-        return f"live: {proxy_base(self.url)}"
+        urls = self.urls
+        return f"live: {urls[0]}" + (f" (+{len(urls) - 1} more)" if len(urls) > 1 else "")
 
     can_rerun = False
     is_log = False
     scheduler = "sfq"  # until the proxy's state says otherwise
 
     def source(self) -> LiveSource:
-        return LiveSource(self.url, self.token, self.record, self.window)
+        return LiveSource(self.urls, self.token, self.recording, self.window)
 
 
 def seed_from_proxy(state: dict[str, Any], users: list[str]) -> State:

@@ -14,6 +14,7 @@ from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
 from sfqtui.live.source import Notice
+from sfqtui.live.stream import RunStarted, Status
 from sfqtui.runs.protocols import RunOpening
 
 _keys = count(1)
@@ -35,7 +36,11 @@ class Run:
     loaded: float | None = 0.0
     loading: bool = True
     started: bool = False  # its loading has begun
-    connection: str | None = None  # a live source's connection state
+    connection: str | None = None  # a live source's connection state (link.state)
+    link: Status | None = None  # a live source's connection: the URL followed, why none is, the next attempt
+    proxy_run: RunStarted | None = None  # the proxy run a live run's events belong to
+    new_run_since: float | None = None  # when the proxy run followed started, once the proxy restarted while attached
+    ended_at: float | None = None  # an earlier proxy run: when a new one was seen
     following: bool = True  # a live run's cursor follows the newest event
     live_violations: list[Violation] = field(default_factory=list)  # from a live stream's audit, by seq
     broken: dict[int, list[Violation]] = field(default_factory=dict)  # event index -> the invariants it breaks

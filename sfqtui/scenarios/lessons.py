@@ -25,11 +25,13 @@ from sfqtui.core.engine.run_spec import RunSpec
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.lockstep import Mode
 from sfqtui.core.log.rows import rows_from_replay
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import Fixed, amount, count, percent, ratio
 from sfqtui.core.schedulers import traits
 from sfqtui.scenarios.catalogue import generate
 from sfqtui.trace.load import normalise, to_core
 from sfqtui.trace.write import write_trace
+
+TENTHS = Fixed(1)  # the outcome lines' seconds
 
 
 @dataclass(frozen=True)
@@ -105,24 +107,24 @@ def _across_replicas(trace: Trace, config: ReplayConfig, first: int | None) -> l
     if replicas.replicated:
         report, measures = replica_measures(trace, config)
         gap, stranded, makespan = measures.in_c_max(measures.worst_gap), measures.stranded, measures.makespan
-        against = f" ({fmt(round(measures.makespan_ratio or 0, 2))} × one balancer's)"
+        against = f" ({ratio(measures.makespan_ratio)} × one balancer's)"
     else:
         tally, report = tally_replay(trace, config)
         gap = report.worst_gap.gap / tally.c_max if report.worst_gap is not None and tally.c_max else None
         stranded, makespan, against = 0.0, tally.last_t, ""
     users = sorted(report.users)
-    shares = ", ".join(f"{user} {report.share(user):.1%}" for user in users)
+    shares = ", ".join(f"{user} {percent(report.share(user))}" for user in users)
     if len(users) == 2 and report.share(users[1]):
-        shares += f" ({fmt(round(report.share(users[0]) / report.share(users[1]), 1))} : 1)"
+        shares += f" ({amount(round(report.share(users[0]) / report.share(users[1]), 1))} : 1)"
     if first is not None:
         counts = _first_dispatches(trace, config, first)
-        shares += f"; first {first:,} dispatches {' : '.join(f'{counts[user]:,}' for user in users)}"
+        shares += f"; first {count(first)} dispatches {' : '.join(count(counts[user]) for user in users)}"
     return [f"{label}: shares while congested {shares}",
-            f"{label}: worst |W_i - W_j| {_gap_in_c_max(gap)}, stranded capacity {stranded:.1%}, makespan {fmt(round(makespan, 1))} s{against}"]
+            f"{label}: worst |W_i - W_j| {_gap_in_c_max(gap)}, stranded capacity {percent(stranded)}, makespan {TENTHS(makespan)} s{against}"]
 
 
 def _gap_in_c_max(gap: float | None) -> str:
-    return "- (never two users backlogged together)" if gap is None else f"{fmt(round(gap, 2))} c_max"
+    return "- (never two users backlogged together)" if gap is None else f"{amount(gap)} c_max"
 
 
 def _first_dispatches(trace: Trace, config: ReplayConfig, n: int) -> Counter[str]:
@@ -146,12 +148,12 @@ def _charged(report: FairnessReport) -> str:
 
 
 def _shares(report: FairnessReport) -> str:
-    shares = ", ".join(f"{user} {report.share(user):.1%}" for user in sorted(report.users))
+    shares = ", ".join(f"{user} {percent(report.share(user))}" for user in sorted(report.users))
     return f"{report.scheduler}: shares of {_charged(report)} while congested: {shares}"
 
 
 def _waits(report: FairnessReport) -> str:
-    waits = ", ".join(f"{user} {fmt(_rounded(f.wait_quantile(0.5)))} / {fmt(_rounded(f.wait_quantile(0.99)))} s"
+    waits = ", ".join(f"{user} {TENTHS(f.wait_quantile(0.5))} / {TENTHS(f.wait_quantile(0.99))} s"
                       for user, f in sorted(report.users.items()))
     return f"{report.scheduler}: waits p50 / p99: {waits}"
 
@@ -160,20 +162,15 @@ def _worst_gap(report: FairnessReport) -> str:
     line = f"{report.scheduler}: worst |W_i - W_j| in {_charged(report)} {_gap(report.worst_gap)}"
     gain = report.worst_gain
     if gain is not None:  # §3.3: the loophole shows here, not in the gap between two backlogged users
-        line += (f"; of any user over a backlogged one (§3.3) {fmt(gain.gain)} ({gain.ahead} over {gain.behind}), "
-                 f"{'within' if gain.gain <= gain.bound else 'over'} 2 c_max = {fmt(gain.bound)}")
+        line += (f"; of any user over a backlogged one (§3.3) {amount(gain.gain)} ({gain.ahead} over {gain.behind}), "
+                 f"{'within' if gain.gain <= gain.bound else 'over'} 2 c_max = {amount(gain.bound)}")
     return line
 
 
 def _gap(gap: Gap | None) -> str:
     if gap is None:
         return "- (never two users backlogged together)"
-    return f"{fmt(gap.gap)} ({gap.ahead} over {gap.behind}, t {fmt(_rounded(gap.start_t))} to {fmt(_rounded(gap.end_t))})"
-
-
-def _rounded(seconds: float | None) -> float | None:
-    """Seconds to a tenth, as the outcome lines show them."""
-    return None if seconds is None else round(seconds, 1)
+    return f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {TENTHS(gap.start_t)} to {TENTHS(gap.end_t)})"
 
 
 LESSONS: dict[str, Lesson] = {

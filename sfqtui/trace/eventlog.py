@@ -7,7 +7,7 @@ import math
 import queue
 import threading
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import repeat
@@ -123,16 +123,7 @@ class ChunkEncoder:
         """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``
         (ReplicaEventRows when the encoder has ``users``); ``requests``: columns covering every
         request the rows mention, in order; ``pricing``: what priced their dispatches (None: no estimator)."""
-        return self.encode_later(start, rows, lambda: requests, pricing)()
-
-    def encode_later(self, start: int, rows: list[EventRow], requests: Callable[[], Sequence[RequestColumns]],
-                     pricing: Pricing | None) -> Callable[[], pa.Table]:
-        """``encode`` in two steps: the rows become Arrow now (that needs the interpreter); the
-        table is built by the function returned, which another thread can run (Arrow's
-        compute functions release the interpreter lock), with ``requests`` called there too."""
-        n = len(rows)
-        array = pa.array(rows, type=_ROW if self._users is None else _REPLICA_ROW)
-        return lambda: self._table(start, n, array, requests(), pricing)
+        return self._table(start, len(rows), pa.array(rows, type=_ROW if self._users is None else _REPLICA_ROW), requests, pricing)
 
     def _user_names(self, kind: pa.DataType) -> pa.Array:
         """The users by code, typed as the trace's user column (so a log's user column has one type)."""
@@ -178,8 +169,6 @@ class EventLogWriter:
 
     Row groups are compressed and written on a thread of their own (Arrow releases the GIL
     for that), so a replay goes on while the last chunk is written; at most one waits.
-    ``write`` takes a table, or a function that builds one on that thread (the first is
-    built at once: the file is opened with its schema).
     """
 
     def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
@@ -187,14 +176,12 @@ class EventLogWriter:
         self._output: AbstractContextManager[str] | None = None  # where the file is written until it is whole
         self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
         self._writer: pq.ParquetWriter | None = None
-        self._pending: queue.Queue[pa.Table | Callable[[], pa.Table] | None] = queue.Queue(maxsize=1)
+        self._pending: queue.Queue[pa.Table | None] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._write_pending, name="event-log writer", daemon=True)
         self._failure: BaseException | None = None
 
-    def write(self, table: pa.Table | Callable[[], pa.Table]) -> None:
+    def write(self, table: pa.Table) -> None:
         if self._writer is None:
-            if not isinstance(table, pa.Table):
-                table = table()
             self._open(table.schema.with_metadata(self._metadata))
         self._raise_failure()
         self._pending.put(table)
@@ -210,11 +197,11 @@ class EventLogWriter:
         self._thread.start()
 
     def _write_pending(self) -> None:
-        while (item := self._pending.get()) is not None:
+        while (table := self._pending.get()) is not None:
             if self._failure is None:
                 try:
                     assert self._writer is not None, "write() opens the writer before it queues a table"
-                    self._writer.write_table(item if isinstance(item, pa.Table) else item())
+                    self._writer.write_table(table)
                 except BaseException as exc:  # raised in the caller's thread at its next call
                     self._failure = exc
 

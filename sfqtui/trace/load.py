@@ -321,6 +321,10 @@ class ArrowStrings(Sequence[str]):
     def __getitem__(self, i: int) -> str:  # type: ignore[override]  # by index only: the core never slices request ids
         return self.column[i].as_py()
 
+    def __iter__(self) -> Iterator[str]:
+        """Every id at once (a router reads a chunk's ids in one pass): far cheaper than one by one."""
+        return iter(self.column.to_pylist())
+
 
 def _codes(column: pa.Array, names: list[str] | None = None) -> tuple[array, list[str]]:
     """Int codes into ``names`` (by default the column's distinct values in code-point order), -1 for null."""

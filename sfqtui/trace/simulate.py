@@ -94,13 +94,9 @@ class ReplayEncoder:
         self._encoder = ChunkEncoder(replay.config.scheduler, credit="credit" in replay.traits.extra_columns, users=users)
 
     def encode(self, start: int, rows: list[EventRow]) -> pa.Table:
-        return self.encode_later(start, rows)()
-
-    def encode_later(self, start: int, rows: list[EventRow]) -> Callable[[], pa.Table]:
-        """``encode``, the table built by the function returned (on the log writer's thread)."""
         replay = self._replay
-        chunks, columns_of = replay.take_requests(), self._columns_of
-        return self._encoder.encode_later(start, rows, lambda: [columns_of(chunk) for chunk in chunks], replay.take_pricing())
+        requests = [self._columns_of(chunk) for chunk in replay.take_requests()]
+        return self._encoder.encode(start, rows, requests, replay.take_pricing())
 
 
 def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEncoder:
@@ -152,7 +148,7 @@ def simulate(source: LoadedTrace | TraceSource, config: ReplayConfig, out: Path,
         for arrived in replay.run(chunk=1 << 18):
             start, rows = replay.log.drain()
             if rows:
-                writer.write(encoder.encode_later(start, rows))
+                writer.write(encoder.encode(start, rows))
             if progress is not None:
                 progress(arrived, total)
     return replay

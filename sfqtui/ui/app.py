@@ -16,10 +16,12 @@ from textual.widget import Widget
 from textual.widgets import Footer, ProgressBar
 from textual.worker import get_current_worker
 
+from sfqtui.core.analysis.log_calibration import estimator_label
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
+from sfqtui.core.numbers import count
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.protocols import RunOpening
@@ -81,6 +83,7 @@ class SfqApp(RunsApp):
         Binding("l", "toggle_lockstep", "Lockstep by time or dispatch", show=False),
         Binding("k", "cycle_replica", "One replica or all", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
+        Binding("e", "earlier_proxy_run", "Earlier proxy run", show=False),
         Binding("question_mark", "toggle_help", "Help"),
         Binding("escape", "lesson_menu", "Lessons"),
         Binding("q", "quit", "Quit"),
@@ -97,7 +100,6 @@ class SfqApp(RunsApp):
         self.lesson = lesson
         self.options = ViewOptions()
         self._remeasured = False  # a redraw after views were resized is already due
-        self._log_header = ""  # what the event log's header says
         self.search = LogSearch()
 
     # Layout
@@ -116,8 +118,9 @@ class SfqApp(RunsApp):
                 yield _titled(ExplainPanel(id="explain"), "why")
             with Horizontal(id="bottom"):
                 with _titled(Vertical(id="log-box"), "event log", LOG_MOUSE):
-                    yield EventLogHeader(header_for(self.table), id="log-header")
-                    yield EventLog(id="log")
+                    header = EventLogHeader(header_for(self.table), id="log-header")
+                    yield header
+                    yield EventLog(header, id="log")
                 yield _titled(SharesPanel(id="shares"), "cost shares")
         yield ProgressBar(total=1.0, show_eta=False, id="progress")
         yield Footer()
@@ -186,7 +189,7 @@ class SfqApp(RunsApp):
             loaded=run.loaded,
             loading=run.loading,
             playing=self.playing or (run.loaded is None and run.following),
-            connection=run.connection,
+            connection=self.link_of(run),
             speed=self.speed,
             options=self.options,
             replicas=run.replicas,
@@ -204,15 +207,11 @@ class SfqApp(RunsApp):
             return
         band = self.main.query_one(MeterBand)
         band.show(frame)
-        self.main.query_one(MeterHeader).show(frame, band.band_width)
+        self.main.query_one(MeterHeader).show(frame, band.band_layout)
         log_box = self.main.query_one("#log-box")
         title = f"event log: {listed}" if (listed := self.options.log_description) else "event log"
         if log_box.border_title != title:  # setting it repaints the box, even to the same text
             log_box.border_title = title
-        header = header_for(frame.table)
-        if header != self._log_header:  # a replicated log's first events add its replica column
-            self._log_header = header
-            self.main.query_one(EventLogHeader).update(header)
         self.main.query_one(EventLog).show(frame)
         self._explain(frame)
         self.main.query_one(SharesPanel).show(frame)
@@ -500,7 +499,11 @@ class SfqApp(RunsApp):
         self.refresh_views()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.lesson is not None if action == "lesson_menu" else True
+        if action == "lesson_menu":
+            return self.lesson is not None
+        if action == "earlier_proxy_run":  # proxy runs are a live stream's
+            return self.live_run() is not None
+        return True
 
     def action_lesson_menu(self) -> None:
         """Leave a lesson for the menu of lessons (sfqtui teach opens it again)."""
@@ -527,7 +530,9 @@ class SfqApp(RunsApp):
         if self.side_by_side:
             self.call_later(self._relayout)  # the leading pane draws another run now
         self._start_loading(self.current)
-        self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in changes.items())} (the cursor was at seq {was:,})", timeout=4)
+        said = {k: estimator_label(v.as_dict()) if isinstance(v, EstimatorParams) else count(v) if isinstance(v, int) else v
+                for k, v in changes.items()}
+        self.notify(f"re-running: {', '.join(f'{k}={v}' for k, v in said.items())} (the cursor was at seq {count(was)})", timeout=4)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         # Textual's "Screenshot" saves where the terminal's driver decides; ours asks and says where

@@ -25,7 +25,7 @@ from textual.worker import Worker
 
 from sfqtui.core.analysis.log_calibration import OUTPUT_BIN_LABELS, LogCalibration, OrderChange, calibrate_log, estimator_label, order_change
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, seconds
 from sfqtui.runs.opening import rerunnable
 from sfqtui.runs.run import Run
 from sfqtui.ui.columns import grid
@@ -141,15 +141,18 @@ def _measures_lines(m: LogCalibration, loading: bool, live: bool) -> list[Text]:
         said = Text(f"estimator: settings not recorded{' (a live stream does not send them)' if live else ''}, so charges cannot be "
                     f"turned into costs: measured on output tokens, estimated vs actual; {m.dispatches:,} dispatches{so_far}{unmeasured}")
     else:
-        weights = "" if settings.get("oracle") else f" (a = {fmt(settings.get('input_weight'))}, b = {fmt(settings.get('output_weight'))})"
+        weights = "" if settings.get("oracle") else f" (a = {amount(settings.get('input_weight'))}, b = {amount(settings.get('output_weight'))})"
         said = Text(f"estimator: {estimator_label(settings)}{weights}; {m.dispatches:,} dispatches{so_far}{unmeasured}")
     return [said, Text(), *_user_lines(m), Text(), *_ratio_lines(m), Text(), *_histogram_lines(m)]
 
 
 def _user_lines(m: LogCalibration) -> list[Text]:
-    rows = [((u.user, f"{u.dispatched:,}", f"{u.charged:,.0f}", f"{u.actual:,.0f}", "-" if u.bias is None else f"{u.bias:.2f}",
-              f"{u.share_charged:.1%}", f"{u.share_actual:.1%}", f"{u.share_gain * 100:+.1f}"), "")
-            for u in m.users[:SHOWN_USERS]]
+    shown = m.users[:SHOWN_USERS]
+    cost = Fixed.of([x for u in shown for x in (u.charged, u.actual)])
+    gain = Fixed(1, sign=True)
+    rows = [((u.user, count(u.dispatched), cost(u.charged), cost(u.actual), ratio(u.bias),
+              percent(u.share_charged), percent(u.share_actual), gain(u.share_gain * 100)), "")
+            for u in shown]
     if m.unit == "cost":
         title, columns = "charged vs actual cost per user", ("dispatches", "charged", "actual", "bias", "charged %", "actual %", "gain pp")
     else:
@@ -168,7 +171,7 @@ def _ratio_lines(m: LogCalibration) -> list[Text]:
         return [title, Text("no ratio priced any dispatch (the oracle, or no request has max_tokens)", "dim")]
     shown = m.ratios[:SHOWN_RATIOS]
     top = max([x for s in shown for x in s.means if x is not None] + [s.ideal for s in shown if s.ideal is not None]) or 1.0
-    lines = [title, Text(f"t {fmt(m.edges[0])} .. {fmt(m.edges[-1])} s; height 0 .. {top:.3f}; "
+    lines = [title, Text(f"t {seconds(m.edges[0])} .. {seconds(m.edges[-1])} s; height 0 .. {ratio(top, 3)}; "
                          "ideal: sum of output / sum of max_tokens over the key's dispatches", "dim")]
     if m.ratio_scope == "model":
         lines.append(Text("scope model: the log has no model column, so all models' ratios are charted together", "dim"))
@@ -176,7 +179,7 @@ def _ratio_lines(m: LogCalibration) -> list[Text]:
         lines.append(Text("the ratio's scope is not recorded, so all users' ratios are charted together", "dim"))
     width = max(len(s.key) for s in shown)
     for s in shown:
-        ideal = "-" if s.ideal is None else f"{s.ideal:.3f}"
+        ideal = ratio(s.ideal, 3)
         lines.append(Text.assemble(s.key.ljust(width), " ", (_sparkline(s.means, top), "cyan"), f"  ideal {ideal}", no_wrap=True,
                                    overflow="ellipsis"))
     if len(m.ratios) > SHOWN_RATIOS:
@@ -201,11 +204,12 @@ def _histogram_lines(m: LogCalibration) -> list[Text]:
 def _bars(counts: list[int]) -> list[str]:
     """A bar per count, the largest BAR_WIDTH cells long, in eighths of a cell, then the count."""
     top = max(counts) or 1
+    width = max(6, len(count(top)))
     bars = []
-    for count in counts:
-        eighths = round(count / top * BAR_WIDTH * 8)
+    for n in counts:
+        eighths = round(n / top * BAR_WIDTH * 8)
         bar = "█" * (eighths // 8) + (EIGHTHS[eighths % 8] if eighths % 8 else "")
-        bars.append(f"{bar.ljust(BAR_WIDTH)} {count:>6,}")
+        bars.append(f"{bar.ljust(BAR_WIDTH)} {count(n):>{width}}")
     return bars
 
 
@@ -219,7 +223,8 @@ def _order_lines(change: OrderChange, this: str, other: str, loading: bool) -> l
               Text(f"who moved, against {this} (mean change per request; position: − earlier, + later)")]
     moves = change.moves
     shown = moves if len(moves) <= 2 * SHOWN_MOVES else [*moves[:SHOWN_MOVES], *moves[-SHOWN_MOVES:]]
-    rows = [((m.user, f"{m.requests:,}", f"{m.position:+,.1f}", f"{m.wait:+,.2f} s",
+    position, wait = Fixed(1, sign=True), Fixed(2, sign=True)
+    rows = [((m.user, count(m.requests), position(m.position), f"{wait(m.wait)} s",
               "moved up" if m.position < 0 else "moved down" if m.position > 0 else "stayed"),
              "green" if m.position < 0 else "red" if m.position > 0 else "") for m in shown]
     lines += grid(("user", "  requests", "  position", "  wait", ""), rows, (False, True, True, True, False))

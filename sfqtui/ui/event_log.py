@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -22,22 +23,86 @@ from textual.widgets import Static
 
 from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable, number
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import TIME, Fixed, count
 from sfqtui.ui.clicks import EventClicked
 from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.line_view import LineView
 
+KIND_W = 8
+USER_W = 10
+
+
+class LogColumns:
+    """The log's columns for the rows on screen: one format per number column, its
+    decimals from the magnitude of what the column shows (none if it is all whole) and its
+    width from its widest value, so that no value shifts the columns after it. The
+    scheduler's own number is titled by what it is (meter, counter, deficit), from the
+    scheduler registry. A log of replicas has an ``r`` column before the user: the replica
+    each event names (semantics §11; "-" for none)."""
+
+    def __init__(self, table: EventTable) -> None:
+        self.table = table
+        traits = table.traits
+        self.label = traits.value_name if traits is not None and traits.reading else ""
+        self.cost = self.v = self.value = Fixed()
+        self.replica_w = 1 if table.replicated else 0  # 0: no replica column
+        self.widths: tuple[int, ...] = (3, 1, 4, 1, len(self.label))  # seq, t, cost, v, value
+
+    def fit(self, events: Sequence[int]) -> bool:
+        """Size the columns to these events (ascending); whether any format or width changed."""
+        table = self.table
+        costs = [number(table.cost_at(k)) for k in events]
+        vs = [number(table.v[k]) for k in events]
+        values = [number(table.value[k]) for k in events]
+        formats = Fixed.of(costs), Fixed.of(vs), Fixed.of(values)
+        last = events[-1] if events else 0
+        widths = (max(3, len(count(table.first_seq + last))), max(1, len(TIME(table.t[last])) if events else 1),
+                  *(max(len(title), f.width(column)) for f, column, title in zip(formats, (costs, vs, values), ("cost", "v", self.label))))
+        replica_w = max([1, *(len(self._replica(k)) for k in events)]) if table.replicated else 0
+        if formats == (self.cost, self.v, self.value) and widths == self.widths and replica_w == self.replica_w:
+            return False
+        self.cost, self.v, self.value = formats
+        self.widths, self.replica_w = widths, replica_w
+        return True
+
+    def _replica(self, k: int) -> str:
+        replica = self.table.replica_of(k)
+        return "-" if replica is None else count(replica)
+
+    def _replica_cell(self, text: str) -> str:
+        return f"{text:>{self.replica_w}} " if self.replica_w else ""
+
+    @property
+    def header(self) -> str:
+        seq_w, t_w, cost_w, v_w, value_w = self.widths
+        return (f"{'seq':>{seq_w}} {'t':>{t_w}} {'kind':<{KIND_W}} {self._replica_cell('r')}{'user':<{USER_W}} {'cost':>{cost_w}} {'v':>{v_w}} "
+                f"{self.label:>{value_w}} {'request':<9}")
+
+    @property
+    def width(self) -> int:
+        return len(self.header)
+
+    @property
+    def user_start(self) -> int:
+        """Where the user column starts in a row."""
+        seq_w, t_w = self.widths[:2]
+        return seq_w + 1 + t_w + 1 + KIND_W + 1 + len(self._replica_cell(""))
+
+    def row(self, k: int) -> str:
+        table = self.table
+        seq_w, t_w, cost_w, v_w, value_w = self.widths
+        kind = "idle rst" if table.kind[k] == IDLE_RESET else table.kind_name(k)
+        replica = self._replica_cell(self._replica(k)) if self.replica_w else ""
+        return (f"{count(table.first_seq + k):>{seq_w}} {TIME(table.t[k]):>{t_w}} {kind:<{KIND_W}} "
+                f"{replica}{_cut(table.user_name(k) or '', USER_W)} {self.cost(number(table.cost_at(k))):>{cost_w}} "
+                f"{self.v(number(table.v[k])):>{v_w}} {self.value(number(table.value[k])):>{value_w}} {table.request_id(k) or ''}")
+
 
 def header_for(table: EventTable) -> str:
-    """The column titles; the scheduler's own number is titled by what it is (meter,
-    counter, deficit), from the scheduler registry."""
-    traits = table.traits
-    label = traits.value_name if traits is not None and traits.reading else ""
-    replica = f"{'r':>2} " if table.replicated else ""  # the replica each event names (semantics §11)
-    return f"{'seq':>7} {'t':>8} {'kind':<8} {replica}{'user':<10} {'cost':>7} {'v':>8} {label:>8} {'request':<9}"
+    """The column titles of a log before any row is shown."""
+    return LogColumns(table).header
 
 
-WIDTH = len(header_for(EventTable("sfq")))
 _CURSOR = Style(reverse=True, bold=True)
 _CURSOR_DIFFERS = Style(reverse=True, bold=True, color="red")  # this dispatch differs from the other run's
 _DISPATCH = Style(bold=True)
@@ -60,15 +125,6 @@ def _events(table: EventTable, start: int, end: int, user: int | None, dispatche
             yield k
 
 
-def _time(t: float) -> str:
-    """Eight characters: milliseconds while they fit, then fewer decimals."""
-    for decimals in (3, 2, 1, 0):
-        text = f"{t:>8.{decimals}f}"
-        if len(text) <= 8:
-            return text
-    return f"{t:>8.2e}"
-
-
 def _cut(text: str, width: int) -> str:
     return (text if len(text) <= width else text[: width - 1] + "…").ljust(width)
 
@@ -79,6 +135,15 @@ _ROW_STYLES = {DISPATCH: _DISPATCH, IDLE_RESET: _RESET, GAP: _GAP}
 class EventLogHeader(Static):
     DEFAULT_CSS = "EventLogHeader { height: 1; color: $text-muted; }"
 
+    def __init__(self, header: str = "", **kwargs: Any) -> None:
+        super().__init__(header, **kwargs)
+        self._header = header
+
+    def show(self, header: str) -> None:
+        if header != self._header:  # an update lays the pane out again, even to the same text
+            self._header = header
+            self.update(header)
+
 
 def page_top(row: int, height: int) -> int:
     """The first row shown when ``row`` is the cursor: a function of the row alone, so the
@@ -88,15 +153,21 @@ def page_top(row: int, height: int) -> int:
 
 
 class EventLog(LineView, can_focus=True):
+    """The log; ``header`` is the line of column titles above it, which it keeps as wide
+    as the columns of the rows it shows."""
+
     DEFAULT_CSS = "EventLog { height: 1fr; }"
     HELP = "Click a row to go to its event; click a user's name to show only that user's events (again: everyone)."
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, header: EventLogHeader, **kwargs: object) -> None:
         super().__init__(**kwargs)
+        self.header = header
         self.table: EventTable | None = None
         self._options = ViewOptions()  # what the rows were listed for
         self._listed = 0  # how many of the table's events the rows cover
         self.search_text = ""  # marked where a row's user or request contains it
+        self.columns: LogColumns | None = None
+        self._fitted: tuple[range, Sequence[int] | None] | None = None  # the rows the columns were last sized to
         self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
         self._cursor_row = -1
         self._differs = False
@@ -127,13 +198,16 @@ class EventLog(LineView, can_focus=True):
         row, x = hit
         k = self._event_at(row)
         user = self.table.user_name(k)
-        start = header_for(self.table).index("user")  # the name is drawn from where its title starts
-        on_user = user is not None and start <= x < start + len(_cut(user, 10).rstrip())
+        start = self.columns.user_start if self.columns is not None else 0
+        on_user = user is not None and start <= x < start + len(_cut(user, USER_W).rstrip())
         self.post_message(EventClicked(self, k, user if on_user else None))
 
     def use(self, table: EventTable) -> None:
         """List the events of another table (a newly opened log or a re-run)."""
         self.table = table
+        self.columns = LogColumns(table)
+        self._fitted = None
+        self.header.show(self.columns.header)
         self.forget_lines()
         self._rows = None
         self._list(self._options)
@@ -161,7 +235,21 @@ class EventLog(LineView, can_focus=True):
             self._rows = rows
 
     def virtual_width(self) -> int:
-        return WIDTH if self.table is None else len(header_for(self.table))
+        return self.columns.width if self.columns is not None else 0
+
+    def _fit_columns(self, top: int) -> None:
+        """Size the columns to the rows from ``top`` on that fit in the view."""
+        rows = range(top, min(top + self.scrollable_content_region.height, self.row_count()))
+        if self.columns is None or (self._fitted is not None and self._fitted[0] == rows and self._fitted[1] is self._rows):
+            return  # the same rows as last time
+        self._fitted = rows, self._rows
+        if self.columns.fit([self._event_at(row) for row in rows]):
+            self.forget_lines()
+        self.header.show(self.columns.header)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        self._fit_columns(round(new_value))  # scrolled by the mouse or the scrollbar: other rows, other widths
+        super().watch_scroll_y(old_value, new_value)
 
     def show(self, frame: Frame, differs: bool = False) -> None:
         """Draw around the frame's event; ``differs``: mark it as a dispatch that the other
@@ -177,11 +265,15 @@ class EventLog(LineView, can_focus=True):
             row = bisect_right(self._rows, frame.k) - 1
         self._cursor_row = row
         self._differs = differs
-        self.redraw(top=page_top(row, self.scrollable_content_region.height))
+        top = page_top(row, self.scrollable_content_region.height)
+        self._fit_columns(top)
+        self.redraw(top=top)
 
     def resized(self) -> None:
         if self.table is not None:  # another height turns pages elsewhere: keep the cursor in view
-            self.redraw(top=page_top(self._cursor_row, self.scrollable_content_region.height))
+            top = page_top(self._cursor_row, self.scrollable_content_region.height)
+            self._fit_columns(top)
+            self.redraw(top=top)
 
     def row_key(self, row: int, width: int) -> Hashable:
         return self._event_at(row), row == self._cursor_row, row == self._cursor_row and self._differs, self.search_text
@@ -193,19 +285,13 @@ class EventLog(LineView, can_focus=True):
         kind = table.kind[k]
         cursor = _CURSOR_DIFFERS if self._differs else _CURSOR
         style = cursor if row == self._cursor_row else _ROW_STYLES.get(kind, _OTHER)
-        user = table.user_name(k) or ""
-        request = table.request_id(k) or ""
-        kind_name = "idle rst" if kind == IDLE_RESET else table.kind_name(k)
-        replica = "" if not table.replicated else f"{'-' if table.replica[k] < 0 else table.replica[k]:>2} "
-        text = (
-            f"{table.first_seq + k:>7} {_time(table.t[k])} {kind_name:<8} {replica}{_cut(user, 10)} "
-            f"{fmt(number(table.cost_at(k)), 7)} {fmt(number(table.v[k]), 8)} {fmt(number(table.value[k]), 8)} {request}"
-        )
+        assert self.columns is not None
+        text = self.columns.row(k)
         if not self.search_text:
             return Strip([Segment(text, self.base_style + style)])
         line = Text(text, self.base_style + style)
-        start = header_for(table).index("user")
-        for cell in (range(start, start + len(_cut(user, 10))), range(len(text) - len(request), len(text))):
+        start, request = self.columns.user_start, table.request_id(k) or ""
+        for cell in (range(start, start + USER_W), range(len(text) - len(request), len(text))):
             _mark(line, cell, self.search_text)
         return Strip(line.render(self.app.console))
 

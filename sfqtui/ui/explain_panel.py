@@ -17,7 +17,7 @@ from sfqtui.core.analysis.explain import DispatchExplanation, DrrVisit, WaitExpl
 from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.timeline import Timeline
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import Fixed, amount, count, seconds
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.text_view import TextView
@@ -61,7 +61,7 @@ def _broken(v: Violation) -> Text:
 
 def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | None) -> list[Text]:
     held = "" if e.replica is None else f"  on replica {e.replica}"
-    title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {fmt(e.cost)}{held}")
+    title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {amount(e.cost)}{held}")
     traits = frame.table.traits
     own = traits is not None and traits.reading is not None
     what = (traits.value_symbol if frame.has_meters else traits.value_name) if traits is not None and own else "queued"
@@ -70,23 +70,29 @@ def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | Non
     shown = list(e.candidates[:CANDIDATE_ROWS])
     if not any(c.user == e.user for c in shown):
         shown[-1:] = [c for c in e.candidates if c.user == e.user]
+    values = [c.value for c in shown] if own else [float(c.queued) for c in shown]
+    # with virtual time, each candidate's lead over v (the winner's meter): only the difference matters (§7.2)
+    leads = [None if x is None else x - e.v for x in values] if frame.has_meters and e.v is not None else None
+    value, cost, weight = Fixed.of(values), Fixed.of(c.head_cost for c in shown), Fixed.of(c.weight for c in shown)
+    lead = Fixed.of(leads or (), scale=e.c_max or None, sign=True)
     rows = []
-    for c in shown:
-        value = c.value if own else float(c.queued)
+    for i, c in enumerate(shown):
         mark, style = ("▶", "bold") if c.user == e.user else (" ", "")
-        rows.append(((mark, c.user, fmt(value), fmt(c.head_cost), fmt(c.weight), str(c.queued)), style))
+        ahead = (lead(leads[i]),) if leads is not None else ()
+        rows.append(((mark, c.user, value(values[i]), *ahead, cost(c.head_cost), weight(c.weight), count(c.queued)), style))
     if len(e.candidates) > len(shown):
-        rows.append((("", f"… {len(e.candidates) - len(shown)} more", "", "", "", ""), "dim"))
-    table = grid((" ", "user", what, "head cost", "w", "queued"), rows, (False, False, True, True, True, True))
-    waiting = f"{len(e.candidates)} waiting" + (f" on replica {e.replica}:" if e.replica is not None and frame.replicas is not None
-                                                and frame.replicas.split else ":")
-    parts: list[Text] = [title, *_across(across), Text(waiting, style="dim"), *table, Text("why: " + e.reason, style="green")]
+        rows.append((("", f"… {count(len(e.candidates) - len(shown))} more", "", *(("",) if leads is not None else ()), "", "", ""), "dim"))
+    header = (" ", "user", what, *((f"{what} − v",) if leads is not None else ()), "head cost", "w", "queued")
+    table = grid(header, rows, (False, False, *[True] * (len(header) - 2)))
+    on = f" on replica {e.replica}" if e.replica is not None and frame.replicas is not None and frame.replicas.split else ""
+    waiting = Text(f"{count(len(e.candidates))} waiting{on}:", style="dim")
+    parts: list[Text] = [title, *_across(across), waiting, *table, Text("why: " + e.reason, style="green")]
     if frame.has_meters and e.v is not None and e.value_after is not None:
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
-        parts.append(Text(f"charge: v ← S_{e.user} = {fmt(e.v)}; S_{e.user} ← {fmt(e.v)} + {fmt(e.cost)}/w = {fmt(e.value_after)}{where}"))
+        parts.append(Text(f"charge: v ← S_{e.user} = {amount(e.v)}; S_{e.user} ← {amount(e.v)} + {amount(e.cost)}/w = {amount(e.value_after)}{where}"))
     if e.visit is not None:
-        parts += [Text(f"first {user}'s head ({fmt(cost)}) > its deficit {fmt(credit)}: the visit ends, {user} goes to the tail", "dim")
+        parts += [Text(f"first {user}'s head ({amount(cost)}) > its deficit {amount(credit)}: the visit ends, {user} goes to the tail", "dim")
                   for user, cost, credit in e.visit.ended[:CANDIDATE_ROWS]]
         parts.append(_visit(e.user, e.visit))
     return parts
@@ -99,25 +105,27 @@ def _across(across: AcrossReplicas | None) -> list[Text]:
     style = "bold magenta" if across.elsewhere else "dim"
     parts = [Text(across.summary(shown=0), style=style)]
     if across.elsewhere:
-        rows = [((e.user, str(e.replica), fmt(e.meter), fmt(e.below), f"{e.queued:,}"), "") for e in across.elsewhere[:ELSEWHERE_ROWS]]
+        listed = across.elsewhere[:ELSEWHERE_ROWS]
+        meter, below = Fixed.of(e.meter for e in listed), Fixed.of(e.below for e in listed)
+        rows = [((e.user, count(e.replica), meter(e.meter), below(e.below), count(e.queued)), "") for e in listed]
         if len(across.elsewhere) > ELSEWHERE_ROWS:
-            rows.append(((f"… {len(across.elsewhere) - ELSEWHERE_ROWS} more", "", "", "", ""), "dim"))
+            rows.append(((f"… {count(len(across.elsewhere) - ELSEWHERE_ROWS)} more", "", "", "", ""), "dim"))
         parts += grid(("  would go first", "replica", "meter", "below", "queued"), rows, (False, True, True, True, True))
     return parts
 
 
 def _visit(user: str, v: DrrVisit) -> Text:
     """The winner's deficit through the dispatch, each number labelled."""
-    quantum = "+ 0 (no new quantum)" if not v.visits else f"+ quantum {fmt(v.quantum)}"
+    quantum = "+ 0 (no new quantum)" if not v.visits else f"+ quantum {amount(v.quantum)}"
     if v.visits > 1:
         quantum += f" ({v.visits} visits)"
     if v.emptied:
         left = v.credit - v.charge
-        after = f"after 0 (its queue is empty: {user} leaves the list" + (f", the {fmt(left)} left is dropped)" if left else ")")
+        after = f"after 0 (its queue is empty: {user} leaves the list" + (f", the {amount(left)} left is dropped)" if left else ")")
     else:
-        after = f"after {fmt(v.after)}"
-    return Text.assemble((f"deficit of {user}: ", "bold"), f"before {fmt(v.before)} · {quantum} · = credit {fmt(v.credit)}"
-                         f" · − charge {fmt(v.charge)} · = {after}")
+        after = f"after {amount(v.after)}"
+    return Text.assemble((f"deficit of {user}: ", "bold"), f"before {amount(v.before)} · {quantum} · = credit {amount(v.credit)}"
+                         f" · − charge {amount(v.charge)} · = {after}")
 
 
 def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
@@ -125,7 +133,7 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
     user = table.user_name(k)
     request = table.request_id(k)
     if kind == "idle_reset":
-        return Text(f"Nobody is waiting: the busy period ends and v ← max(v, max S_i) = {fmt(table.v[k])} (§2.5). "
+        return Text(f"Nobody is waiting: the busy period ends and v ← max(v, max S_i) = {amount(table.v[k])} (§2.5). "
                     "The next contention starts everyone from this v.", style="yellow")
     if kind == "arrive":
         before = timeline.state_at(k - 1)
@@ -134,40 +142,44 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
         if frame.has_meters and not was_queued:
             previous = before.value[code] if code < len(before.value) else float("nan")
             rule = table.traits.join_symbols if table.traits is not None else "its join rule"  # has_meters: a known scheduler
-            old = "new user" if previous != previous else f"S_i was {fmt(previous)}"
-            return Text(f"{request} from {user} arrives to an empty queue: joins with {rule} ({old}, v = {fmt(before.v)}) "
-                        f"→ {fmt(table.value[k])} (§2.4)")
-        return Text(f"{request} from {user} arrives and queues behind {before.queued[code] if code < len(before.queued) else 0} of its own requests")
+            old = "new user" if previous != previous else f"S_i was {amount(previous)}"
+            return Text(f"{request} from {user} arrives to an empty queue: joins with {rule} ({old}, v = {amount(before.v)}) "
+                        f"→ {amount(table.value[k])} (§2.4)")
+        return Text(f"{request} from {user} arrives and queues behind {count(before.queued[code] if code < len(before.queued) else 0)} of its own requests")
     if kind == "complete":
         traits = table.traits
         if traits is not None and traits.charges == "actual":
             output = table.output[table.req[k]] if table.req[k] >= 0 else float("nan")
-            return Text(f"{request} from {user} completes: its actual output ({fmt(output)} tokens) is charged now, "
-                        f"{traits.value_symbol} → {fmt(table.value[k])} (§6.2)")
+            return Text(f"{request} from {user} completes: its actual output ({amount(output)} tokens) is charged now, "
+                        f"{traits.value_symbol} → {amount(table.value[k])} (§6.2)")
         return Text(f"{request} from {user} completes; meters do not change on completion (§2.6)")
     if kind == "gap":
-        return Text(f"Events before seq {table.first_seq + k + 1:,} were lost: the proxy's ring no longer held them. "
+        return Text(f"Events before seq {count(table.first_seq + k + 1)} were lost: the proxy's ring no longer held them. "
                     "The state was read again from the proxy; shares count from here.", style="bold red")
     return Text(f"{kind} {request or ''} {user or ''}")
 
 
 def _wait(w: WaitExplanation) -> list[Text]:
     if w.wait is None:
-        head = Text(f"{w.request} ({w.user}) arrived at t={fmt(w.arrived_t)} and is still waiting", style="bold")
+        head = Text(f"{w.request} ({w.user}) arrived at t={seconds(w.arrived_t)} and is still waiting", style="bold")
     else:
-        head = Text(f"{w.request} ({w.user}): arrived t={fmt(w.arrived_t)}, dispatched t={fmt(w.dispatched_t)}, waited {fmt(w.wait)} s", style="bold")
+        head = Text(f"{w.request} ({w.user}): arrived t={seconds(w.arrived_t)}, dispatched t={seconds(w.dispatched_t)}, waited {seconds(w.wait)} s",
+                    style="bold")
     parts: list[Text] = [Text(""), head]
     if not w.ahead:
         parts.append(Text("nothing was dispatched ahead of it", style="dim"))
         return parts
     meters = any(a.first_meter is not None for a in w.ahead)
     header = ("user", "requests", "cost") + (("picked at v",) if meters else ())
+    listed = w.ahead[:AHEAD_ROWS]
+    cost = Fixed.of(a.cost for a in listed)
+    at = Fixed.of([x for a in listed for x in (a.first_meter, a.last_meter)])
     rows = []
-    for a in w.ahead[:AHEAD_ROWS]:
-        span = fmt(a.first_meter) if a.first_meter == a.last_meter else f"{fmt(a.first_meter)}..{fmt(a.last_meter)}"
-        rows.append(((a.user, str(a.count), fmt(a.cost)) + ((span,) if meters else ()), ""))
+    for a in listed:
+        span = at(a.first_meter) if a.first_meter == a.last_meter else f"{at(a.first_meter)}..{at(a.last_meter)}"
+        rows.append(((a.user, count(a.count), cost(a.cost)) + ((span,) if meters else ()), ""))
     if len(w.ahead) > AHEAD_ROWS:
-        rows.append(((f"… {len(w.ahead) - AHEAD_ROWS} more users", "", "") + (("",) if meters else ()), "dim"))
-    parts.append(Text(f"{w.ahead_total} dispatches went ahead while it waited:", style="dim"))
+        rows.append(((f"… {count(len(w.ahead) - AHEAD_ROWS)} more users", "", "") + (("",) if meters else ()), "dim"))
+    parts.append(Text(f"{count(w.ahead_total)} dispatches went ahead while it waited:", style="dim"))
     parts += grid(header, rows, (False, True, True, True))
     return parts

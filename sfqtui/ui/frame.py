@@ -8,6 +8,7 @@ from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
+from sfqtui.ui.connection import Link
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Frame:
     loading: bool
     playing: bool
     speed: float
-    connection: str | None = None  # a live source's: "connecting", "live", "reconnecting", "lost", "closed"
+    connection: Link | None = None  # a live source's connection and proxy run
     options: ViewOptions = ViewOptions()
     replicas: ReplicaStates | None = None  # each replica's state, in a run of several replicas
 

@@ -13,8 +13,9 @@ from textual.message import Message
 
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
-from sfqtui.core.log.table import EventBatch
+from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import State
+from sfqtui.live.stream import RunStarted, Status
 
 
 class RunMessage(Message):
@@ -49,11 +50,12 @@ class LoadFailed(RunMessage):
 
 
 class ChartReady(RunMessage):
-    """The shares chart, binned over the log loaded so far."""
+    """The shares chart, binned over the log loaded so far (of ``table``: a live run may have
+    moved on to another table since, whose user codes are not these)."""
 
-    def __init__(self, run: int, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
+    def __init__(self, run: int, table: EventTable, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
         super().__init__(run)
-        self.users, self.edges, self.series = users, edges, series
+        self.table, self.users, self.edges, self.series = table, users, edges, series
 
 
 class Analysed(RunMessage):
@@ -82,11 +84,20 @@ class OutcomeMeasured(Message):
 
 
 class ConnectionChanged(RunMessage):
-    """A live source's connection: "connecting", "live", "reconnecting", "lost" or "closed"."""
+    """A live source's connection (``status.state``: one of sfqtui.live.stream.STATES, or "closed")."""
 
-    def __init__(self, run: int, state: str, detail: str) -> None:
+    def __init__(self, run: int, status: Status) -> None:
         super().__init__(run)
-        self.state, self.detail = state, detail
+        self.status = status
+
+
+class ProxyRunStarted(RunMessage):
+    """A live source follows a proxy run: the first, or a new one after a restart (its
+    events follow, from seq 0 and an empty state)."""
+
+    def __init__(self, run: int, started: RunStarted) -> None:
+        super().__init__(run)
+        self.started = started
 
 
 class WindowStarted(RunMessage):

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.log.timeline import State
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount, count
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.columns import grid
@@ -40,9 +40,9 @@ def replica_count(frame: Frame) -> int:
 
 def shown_replicas(frame: Frame) -> list[int]:
     """The replicas the views show: the selected one, or all."""
-    count = replica_count(frame)
+    replicas = replica_count(frame)
     chosen = frame.options.replica
-    return [chosen] if chosen is not None and chosen < count else list(range(count))
+    return [chosen] if chosen is not None and chosen < replicas else list(range(replicas))
 
 
 def replica_state(frame: Frame, r: int) -> State:
@@ -75,49 +75,49 @@ def band_parts(frame: Frame) -> list[BandPart] | None:
 
 
 def _heading(frame: Frame, r: int, state: State, slots: int | None) -> str:
-    flight = f"in flight {state.inflight:,}" + (f"/{slots:,}" if slots is not None else "")
+    flight = f"in flight {count(state.inflight)}" + (f"/{count(slots)}" if slots is not None else "")
     if frame.replicas is not None and not frame.replicas.split:
-        return f"replica {r} holds: {flight}, waiting {state.queued_total:,} (meters and v: the one SFQ's)"
-    own = f"v {fmt(state.v)}, " if frame.has_meters else ""
-    return f"replica {r}: {own}{flight}, waiting {state.queued_total:,}"
+        return f"replica {r} holds: {flight}, waiting {count(state.queued_total)} (meters and v: the one SFQ's)"
+    own = f"v {amount(state.v)}, " if frame.has_meters else ""
+    return f"replica {r}: {own}{flight}, waiting {count(state.queued_total)}"
 
 
 def status_text(frame: Frame) -> list[tuple[str, str] | str]:
     """The status line's part for replicas: which replica is shown (k cycles), and its v,
     slots in flight and requests waiting (for all: each replica's v)."""
-    count = replica_count(frame)
-    if not count:
+    replicas = replica_count(frame)
+    if not replicas:
         return []
     chosen = frame.options.replica
-    which = f"replica {chosen} of {count}" if chosen is not None else f"replicas: all {count}"
+    which = f"replica {chosen} of {replicas}" if chosen is not None else f"replicas: all {replicas}"
     parts: list[tuple[str, str] | str] = [("  ", ""), (which, "bold cyan"), (" (k)", "dim")]
     assert frame.replicas is not None
     split = frame.replicas.split
-    if chosen is not None and chosen < count:
+    if chosen is not None and chosen < replicas:
         state = replica_state(frame, chosen)
         slots = own_slots(frame)
-        flight = f"{state.inflight}" + (f"/{slots[chosen]}" if slots is not None else "")
-        v = f"  v={fmt(state.v)}" if frame.has_meters and split else ""
-        parts.append(f"{v}  in flight {flight}  waiting {state.queued_total:,}")
+        flight = count(state.inflight) + (f"/{count(slots[chosen])}" if slots is not None else "")
+        v = f"  v={amount(state.v)}" if frame.has_meters and split else ""
+        parts.append(f"{v}  in flight {flight}  waiting {count(state.queued_total)}")
     elif frame.has_meters and split:
-        parts.append("  v " + " ".join(f"{r}:{fmt(replica_state(frame, r).v)}" for r in range(count)))
+        parts.append("  v " + " ".join(f"{r}:{amount(replica_state(frame, r).v)}" for r in range(replicas)))
     return parts
 
 
 def routed_lines(frame: Frame, users: list[int]) -> list[Text]:
     """Where each of ``users`` sent its requests so far: one row of counts per replica
     (requests queued there or sent from there), for the shares panel."""
-    count = replica_count(frame)
-    if not count or not users:
+    replicas = replica_count(frame)
+    if not replicas or not users:
         return []
-    states = [replica_state(frame, r) for r in range(count)]
+    states = [replica_state(frame, r) for r in range(replicas)]
     names = frame.table.users
     rows = []
     for u in users:
         counts = [s.queued[u] + s.dispatched[u] if u < len(s.queued) else 0 for s in states]
-        rows.append(((names[u][:14], *(f"{n:,}" if n else "·" for n in counts)), ""))
-    header = ("requests on", *(f"r{r}" for r in range(count)))
-    return grid(header, rows, (False, *([True] * count)))
+        rows.append(((names[u][:14], *(count(n) if n else "·" for n in counts)), ""))
+    header = ("requests on", *(f"r{r}" for r in range(replicas)))
+    return grid(header, rows, (False, *([True] * replicas)))
 
 
 def run_label(run: Run) -> str:

@@ -16,12 +16,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, seconds
 from sfqtui.ui.columns import grid
-from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
+from sfqtui.ui.event_log import EventLog, EventLogHeader
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.replicas import status_text
+from sfqtui.ui.status_line import seq_position
 from sfqtui.ui.text_view import TextView
 
 SHARE_ROWS = 5
@@ -35,12 +36,12 @@ class PaneHead(TextView):
         kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
         split = frame.replicas is not None and frame.replicas.count > 0 and frame.replicas.split  # each replica has its own v
         where = Text.assemble(
-            (f"seq {frame.k:,}" if frame.k >= 0 else "seq -", "bold"),
-            f"/{len(table) - 1:,} ",
+            *seq_position(table, frame.k),
+            " ",
             (kind, "bold reverse" if kind == "dispatch" else "bold"),
-            f"  t={fmt(s.t)}s",
-            f"  v={fmt(s.v)}" if frame.has_meters and not split else "",
-            f"  dispatch #{s.dispatched_total:,}" if s.dispatched_total else "",
+            f"  t={seconds(s.t)}s",
+            f"  v={amount(s.v)}" if frame.has_meters and not split else "",
+            f"  dispatch #{count(s.dispatched_total)}" if s.dispatched_total else "",
             *status_text(frame),
             no_wrap=True, overflow="ellipsis",
         )
@@ -74,13 +75,15 @@ class PaneShares(TextView):
         s, table = frame.state, frame.table
         total = s.charged_total or 1.0
         sent = [u for u in table.users_by_name() if u < len(s.charged) and s.dispatched[u]]
-        rows = []
-        for u in nlargest(SHARE_ROWS, sent, key=s.charged.__getitem__):
+        top = nlargest(SHARE_ROWS, sent, key=s.charged.__getitem__)
+        means = []
+        for u in top:
             served, waited = table.waits_until(u, frame.k)
-            mean = waited / served if served else None
-            rows.append(((table.users[u][:14], f"{s.charged[u] / total:.1%}", f"{s.dispatched[u]:,}", fmt(mean)), ""))
+            means.append(waited / served if served else None)
+        wait = Fixed.of(means, least=SECONDS_DECIMALS)
+        rows = [((table.users[u][:14], percent(s.charged[u] / total), count(s.dispatched[u]), wait(mean)), "") for u, mean in zip(top, means)]
         if len(sent) > SHARE_ROWS:
-            rows.append(((f"… {len(sent) - SHARE_ROWS} more", "", "", ""), "dim"))
+            rows.append(((f"… {count(len(sent) - SHARE_ROWS)} more", "", "", ""), "dim"))
         self.set_text(grid(("user", "share", "sent", "mean wait s"), rows, (False, True, True, True)))
 
 
@@ -94,12 +97,12 @@ class RunPane(Vertical):
     def __init__(self, run_key: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.run_key = run_key
-        self._header = ""
 
     def compose(self) -> ComposeResult:
         # Kept as attributes: a step draws every pane, and queries would walk the DOM each time.
         self.head, self.band_header, self.band = PaneHead(), MeterHeader(), MeterBand()
-        self.serving, self.events_header, self.events, self.shares = QueueOrder(), EventLogHeader(""), EventLog(), PaneShares()
+        self.serving, self.events_header, self.shares = QueueOrder(), EventLogHeader(), PaneShares()
+        self.events = EventLog(self.events_header)
         yield from (self.head, self.band_header, self.band, self.serving, self.events_header, self.events, self.shares)
 
     def show(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> None:
@@ -111,11 +114,7 @@ class RunPane(Vertical):
             self.border_title = title
         self.head.show(frame, narration, differs)
         self.band.show(frame)
-        self.band_header.show(frame, self.band.band_width)
+        self.band_header.show(frame, self.band.band_layout)
         self.serving.show(frame, order)
-        header = header_for(frame.table)
-        if header != self._header:  # a Static's update lays the pane out again
-            self._header = header
-            self.events_header.update(header)
         self.events.show(frame, differs)
         self.shares.show(frame)

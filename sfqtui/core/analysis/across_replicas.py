@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.timeline import Timeline
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount, count
 
 
 @dataclass(frozen=True)
@@ -56,14 +56,14 @@ class AcrossReplicas:
         if self.meter is None:
             return f"{held}: this scheduler keeps no meters to compare across replicas"
         if not self.elsewhere:
-            return f"{held}: no user waiting on another replica had a meter below {self.user}'s {fmt(self.meter)}"
+            return f"{held}: no user waiting on another replica had a meter below {self.user}'s {amount(self.meter)}"
         users = "user" if len(self.elsewhere) == 1 else "users"
-        told = (f"{held}: under one SFQ, {len(self.elsewhere):,} {users} waiting on other replicas had smaller meters "
-                f"than {self.user}'s {fmt(self.meter)} and would have gone first")
+        told = (f"{held}: under one SFQ, {count(len(self.elsewhere))} {users} waiting on other replicas had smaller meters "
+                f"than {self.user}'s {amount(self.meter)} and would have gone first")
         if not shown:
             return told
-        names = ", ".join(f"{e.user} on {e.replica} ({fmt(e.below)} below)" for e in self.elsewhere[:shown])
-        more = f" and {len(self.elsewhere) - shown:,} more" if len(self.elsewhere) > shown else ""
+        names = ", ".join(f"{e.user} on {e.replica} ({amount(e.below)} below)" for e in self.elsewhere[:shown])
+        more = f" and {count(len(self.elsewhere) - shown)} more" if len(self.elsewhere) > shown else ""
         return f"{told}: {names}{more}"
 
 

@@ -19,7 +19,7 @@ from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.log.timeline import State, Timeline
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount
 from sfqtui.core.schedulers import DRR
 
 
@@ -175,10 +175,10 @@ def _drr_dispatch(table: EventTable, k: int, shadow: Shadow, candidates: list[Ca
 
 def _drr_reason(user: str, visit: DrrVisit) -> str:
     if not visit.visits:
-        return f"DRR visit: {user}'s visit goes on: its head request ({fmt(visit.charge)}) fits the deficit left, {fmt(visit.credit)}"
+        return f"DRR visit: {user}'s visit goes on: its head request ({amount(visit.charge)}) fits the deficit left, {amount(visit.credit)}"
     gets = "a quantum" if visit.visits == 1 else f"{visit.visits} quanta"
-    return (f"DRR visit: {user} gets {gets}: its head request ({fmt(visit.charge)}) fits its deficit "
-            f"{fmt(visit.before)} + {fmt(visit.quantum)} = {fmt(visit.credit)}")
+    return (f"DRR visit: {user} gets {gets}: its head request ({amount(visit.charge)}) fits its deficit "
+            f"{amount(visit.before)} + {amount(visit.quantum)} = {amount(visit.credit)}")
 
 
 def _next_dispatch_on(table: EventTable, k: int, user: int, replica: int) -> int | None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from sfqtui.core.analysis.calibration import UserCalibration
 from sfqtui.core.log.table import EventTable
+from sfqtui.core.numbers import amount, count
 from sfqtui.errors import InputError
 
 NO_OUTPUTS = "calibration needs a trace with output_tokens; this log has none"
@@ -83,14 +84,14 @@ class OrderChange:
 
 
 def estimator_label(settings: Mapping[str, Any]) -> str:
-    """An estimator's settings in a few words, e.g. "ratio per user, window 1000"."""
+    """An estimator's settings in a few words, e.g. "ratio per user, window 1,000"."""
     if not settings:
         return "settings not recorded"
     if settings.get("oracle"):
         return "oracle"
     scope = settings.get("scope", "global")
     update = settings.get("update", "window")
-    rule = {"window": f"window {settings.get('window')}", "ema": f"ema α {settings.get('alpha')}"}.get(update, update)
+    rule = {"window": f"window {count(settings.get('window'))}", "ema": f"ema α {amount(settings.get('alpha'))}"}.get(update, update)
     return f"ratio {'global' if scope == 'global' else 'per ' + scope}, {rule}"
 
 

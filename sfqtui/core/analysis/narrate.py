@@ -16,7 +16,7 @@ from sfqtui.core.log.replica_states import ReplicaStates, ReplicaTimeline
 from sfqtui.core.log.shadow import Look, Shadow
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount, count, distinct
 from sfqtui.core.schedulers import DRR
 from sfqtui.core.schedulers.registry import SchedulerTraits
 
@@ -78,22 +78,23 @@ def _smallest_pick(table: EventTable, timeline: Timeline, k: int, traits: Schedu
     symbol = _symbol(traits, winner)
     value = next(c.value for c in e.candidates if c.user == winner)
     if len(e.candidates) == 1:
-        choice = f"{winner} is chosen: the only user waiting, {symbol} = {fmt(value)}"
+        choice = f"{winner} is chosen: the only user waiting, {symbol} = {amount(value)}"
     else:
         tied = [c.user for c in e.candidates if c.value == value]
         if len(tied) > 1:
             named = " = ".join(_symbol(traits, u) for u in tied) if len(tied) <= 4 else f"{len(tied)} users' {traits.value_name}s"
-            choice = f"{winner} is chosen: {named} = {fmt(value)}, a tie broken by user id"
+            choice = f"{winner} is chosen: {named} = {amount(value)}, a tie broken by user id"
         else:
             runner = next(c for c in e.candidates if c.user != winner)
-            choice = (f"{winner} is chosen: {symbol} = {fmt(value)} is the smallest {traits.value_name} "
-                      f"(next: {_symbol(traits, runner.user)} = {fmt(runner.value)})")
+            value_text, runner_text = distinct(value, runner.value)
+            choice = (f"{winner} is chosen: {symbol} = {value_text} is the smallest {traits.value_name} "
+                      f"(next: {_symbol(traits, runner.user)} = {runner_text})")
     if traits.virtual_time:
-        choice += f", so v = {fmt(e.v)}"
+        choice += f", so v = {amount(e.v)}"
     what = "its input " if traits.charges == "actual" else ""
     weight = table.weight(table.user[k])
-    charge = fmt(e.cost) if weight == 1.0 else f"{fmt(e.cost)} / w_{winner} = {fmt(e.cost)} / {fmt(weight)} = {fmt(e.cost / weight)}"
-    return f"{choice}; charged {what}{charge}, {symbol} = {fmt(e.value_after)}"
+    charge = amount(e.cost) if weight == 1.0 else f"{amount(e.cost)} / w_{winner} = {amount(e.cost)} / {amount(weight)} = {amount(e.cost / weight)}"
+    return f"{choice}; charged {what}{charge}, {symbol} = {amount(e.value_after)}"
 
 
 def _drr_visits(table: EventTable, k: int, shadow: Shadow) -> str:
@@ -107,16 +108,16 @@ def _drr_visits(table: EventTable, k: int, shadow: Shadow) -> str:
     failed = [_failed_visit(table, look, fresh=i > 0 or look.user != resumed, grant=grants[look.user])
               for i, look in enumerate(looks[:-1])]
     if len(failed) > VISITS_SHOWN + 1:
-        failed[VISITS_SHOWN:] = [f"{len(failed) - VISITS_SHOWN} more visits end the same way"]
+        failed[VISITS_SHOWN:] = [f"{count(len(failed) - VISITS_SHOWN)} more visits end the same way"]
     sent = looks[-1]
     user = sent.user
     if len(looks) > 1 or user != resumed:
-        opening = f"{user} gets its quantum {fmt(grants[user])}, deficit {fmt(sent.credit)}"
+        opening = f"{user} gets its quantum {amount(grants[user])}, deficit {amount(sent.credit)}"
     else:
-        opening = f"{user}'s visit goes on: deficit {fmt(sent.credit)}"
-    told = f"{opening} >= {fmt(sent.cost)}, sends {_request(table, sent.request)}"
+        opening = f"{user}'s visit goes on: deficit {amount(sent.credit)}"
+    told = f"{opening} >= {amount(sent.cost)}, sends {_request(table, sent.request)}"
     if shadow.at(k).queued(user):
-        told += f", deficit {fmt(table.value[k])} left"
+        told += f", deficit {amount(table.value[k])} left"
     else:
         told += f"; its queue is empty: deficit 0, {user} leaves the list"
     return "; ".join([*failed, told])
@@ -124,8 +125,8 @@ def _drr_visits(table: EventTable, k: int, shadow: Shadow) -> str:
 
 def _failed_visit(table: EventTable, look: Look, fresh: bool, grant: float) -> str:
     user = look.user
-    head = f"{user} gets its quantum {fmt(grant)}, but its head" if fresh else f"{user}'s head"
-    return (f"{head} {_request(table, look.request)} costs {fmt(look.cost)} > deficit {fmt(look.credit)}: "
+    head = f"{user} gets its quantum {amount(grant)}, but its head" if fresh else f"{user}'s head"
+    return (f"{head} {_request(table, look.request)} costs {amount(look.cost)} > deficit {amount(look.credit)}: "
             f"the visit ends, {user} goes to the tail")
 
 
@@ -134,9 +135,9 @@ def _turn(table: EventTable, timeline: Timeline, k: int) -> str:
     user = table.users[code]
     waiting = len(timeline.state_at(k - 1).backlogged())
     how = table.traits.pick_words if table.traits is not None else f"{table.scheduler}'s pick"
-    among = f"{waiting} users waiting" if waiting > 1 else "the only user waiting"
+    among = f"{count(waiting)} users waiting" if waiting > 1 else "the only user waiting"
     left = timeline.state_at(k).queued[code]
-    rest = f"{user} has {left} more waiting" if left else f"{user} has nothing left waiting"
+    rest = f"{user} has {count(left)} more waiting" if left else f"{user} has nothing left waiting"
     return f"{user} sends {table.request_id(k)}: {how} ({among}); {rest}"
 
 
@@ -149,9 +150,9 @@ def _arrival(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | Non
     queued = before.queued[code] if code < len(before.queued) else 0
     after = table.value[k]
     if queued:
-        told = f"{request} of {user} queues behind {queued} of its own waiting request{'s' if queued > 1 else ''}"
+        told = f"{request} of {user} queues behind {count(queued)} of its own waiting request{'s' if queued > 1 else ''}"
         if traits is not None and traits.reading is not None and after == after:
-            told += f": no join, {symbol} stays {fmt(after)}"
+            told += f": no join, {symbol} stays {amount(after)}"
         return told
     if traits is None:
         return f"{user} joins with {request}"
@@ -159,18 +160,18 @@ def _arrival(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | Non
     if traits.picks_smallest and traits.virtual_time:
         v = before.v if before.v == before.v else 0.0
         if traits.reset_join:
-            forgot = f", forgetting {symbol} = {fmt(previous)} (the reset join)" if previous > after else ""
-            return f"{user} joins with {request} at v = {fmt(after)}{forgot}"
+            forgot = f", forgetting {symbol} = {amount(previous)} (the reset join)" if previous > after else ""
+            return f"{user} joins with {request} at v = {amount(after)}{forgot}"
         if previous != previous:
-            return f"{user} is new: joins with {request} at v = {fmt(after)}"
-        return f"{user} joins with {request} at {_rule(traits, user)} = {fmt(after)} ({symbol} was {fmt(previous)}, v = {fmt(v)})"
+            return f"{user} is new: joins with {request} at v = {amount(after)}"
+        return f"{user} joins with {request} at {_rule(traits, user)} = {amount(after)} ({symbol} was {amount(previous)}, v = {amount(v)})"
     if traits.picks_smallest:
         others = [before.value[u] for u in before.backlogged() if u != code]
         if not others:
-            return f"{user} joins with {request}: nobody else is waiting to lift it, {symbol} = {fmt(after)}"
+            return f"{user} joins with {request}: nobody else is waiting to lift it, {symbol} = {amount(after)}"
         own = previous if previous == previous else 0.0
-        return (f"{user} joins with {request} at {_rule(traits, user)} = {fmt(after)} "
-                f"({symbol} was {fmt(own)}, the smallest other is {fmt(min(others))})")
+        return (f"{user} joins with {request} at {_rule(traits, user)} = {amount(after)} "
+                f"({symbol} was {amount(own)}, the smallest other is {amount(min(others))})")
     drr = shadow.at(k) if shadow is not None else None
     if isinstance(drr, DRR):
         ahead = [u for u in drr.active_list() if u != user]
@@ -186,15 +187,15 @@ def _rule(traits: SchedulerTraits, user: str) -> str:
 
 def _listed(users: Sequence[Hashable]) -> str:
     names = [str(u) for u in users]
-    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:3])} and {len(names) - 3} more"
+    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:3])} and {count(len(names) - 3)} more"
 
 
 def _idle_reset(table: EventTable, timeline: Timeline, k: int) -> str:
     before = timeline.state_at(k - 1)
     meters = [m for m in before.value if m == m]
-    largest = fmt(max(meters)) if meters else "-"
-    return (f"Nobody is waiting: global idle, v = max(v, max S_i) = {fmt(table.v[k])} "
-            f"(v was {fmt(before.v)}, max S_i = {largest}); the next congestion starts everyone on one line (§2.5)")
+    largest = amount(max(meters)) if meters else "-"
+    return (f"Nobody is waiting: global idle, v = max(v, max S_i) = {amount(table.v[k])} "
+            f"(v was {amount(before.v)}, max S_i = {largest}); the next congestion starts everyone on one line (§2.5)")
 
 
 def _completion(table: EventTable, timeline: Timeline, k: int) -> str:
@@ -206,11 +207,11 @@ def _completion(table: EventTable, timeline: Timeline, k: int) -> str:
     if traits is not None and traits.charges == "actual":
         before = timeline.state_at(k - 1).value[code]
         tokens = table.output[table.req[k]]
-        what = f"its actual output ({fmt(tokens)} tokens)" if tokens == tokens else "its actual output"
-        return f"{request} of {user} completes: charged {what}, {symbol} = {fmt(before)} + {fmt(after - before)} = {fmt(after)}"
+        what = f"its actual output ({amount(tokens)} tokens)" if tokens == tokens else "its actual output"
+        return f"{request} of {user} completes: charged {what}, {symbol} = {amount(before)} + {amount(after - before)} = {amount(after)}"
     told = f"{request} of {user} completes: a slot frees"
     if traits is not None and traits.reading is not None and after == after:
-        told += f"; {symbol} stays {fmt(after)}"
+        told += f"; {symbol} stays {amount(after)}"
         if traits.virtual_time:
             told += " (charged once, at dispatch: §2.6)"
     return told
@@ -219,8 +220,8 @@ def _completion(table: EventTable, timeline: Timeline, k: int) -> str:
 def _sync(table: EventTable, timeline: Timeline, k: int) -> str:
     user = table.users[table.user[k]]
     symbol = _symbol(table.traits, user)
-    before = timeline.state_at(k - 1).value[table.user[k]]
-    return (f"sync: {symbol} rises from {fmt(before)} to {fmt(table.value[k])}, the meter published for {user} "
+    before, after = distinct(timeline.state_at(k - 1).value[table.user[k]], table.value[k])
+    return (f"sync: {symbol} rises from {before} to {after}, the meter published for {user} "
             "plus this replica's charges since (share sync)")
 
 

@@ -25,7 +25,7 @@ from typing import Literal
 
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.table import EventTable
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import seconds
 from sfqtui.errors import InputError
 
 Mode = Literal["time", "dispatch"]
@@ -70,7 +70,7 @@ def _by_time(leader: EventTable, k: int, follower: EventTable) -> Pairing:
     own = follower.dispatch_number(first)
     at_t = follower.dispatch_number(end) - own
     if n > at_t:
-        return Pairing(end - 1, f"{at_t:,} dispatch{'es' if at_t != 1 else ''} at t={fmt(t)}s, not {n:,}")
+        return Pairing(end - 1, f"{at_t:,} dispatch{'es' if at_t != 1 else ''} at t={seconds(t)}s, not {n:,}")
     anchor = follower.dispatches[own + n - 1] if n else first - 1
     limit = follower.dispatches[own + n] if n < at_t else end
     return Pairing(min(anchor + past, limit - 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from sfqtui.core.numbers import amount
 from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
 
 
@@ -73,7 +74,7 @@ class DRR(Scheduler):
 
     def serving_order(self) -> list[tuple[User, str]]:
         """The active list, each user with deficit / quantum; the visit in progress is marked."""
-        return [(user, f"{'visiting, ' if user == self._visiting else ''}DC {self._deficits[user]:g}/Q {self.quantum * self.weight(user):g}")
+        return [(user, f"{'visiting, ' if user == self._visiting else ''}DC {amount(self._deficits[user])}/Q {amount(self.quantum * self.weight(user))}")
                 for user in self._active]
 
     def active_list(self) -> list[User]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from sfqtui.core.numbers import fmt as _fmt
+from sfqtui.core.numbers import amount, distinct
 from sfqtui.core.schedulers.base import Scheduler, Weights
 from sfqtui.core.schedulers.baselines import FIFO, RoundRobin
 from sfqtui.core.schedulers.drr import DRR
@@ -66,12 +66,13 @@ class SchedulerTraits:
             smallest = ranked[0][1]
             tied = [u for u, value in ranked if value == smallest]
             if len(tied) > 1:
-                return f"tie at {self.value_name} {_fmt(smallest)} between {', '.join(tied)}: broken by user id, {winner} comes first"
+                return f"tie at {self.value_name} {amount(smallest)} between {', '.join(tied)}: broken by user id, {winner} comes first"
             runner = ranked[1]
-            return f"smallest {self.value_name}: {winner} at {_fmt(smallest)}, next {runner[0]} at {_fmt(runner[1])}"
+            smallest_text, runner_text = distinct(smallest, runner[1])
+            return f"smallest {self.value_name}: {winner} at {smallest_text}, next {runner[0]} at {runner_text}"
         if self.band == "credit":
-            left = "" if value_after is None else f", {_fmt(value_after)} left"
-            return f"DRR visit: {winner}'s head request ({_fmt(cost)}) fit its deficit{left}"
+            left = "" if value_after is None else f", {amount(value_after)} left"
+            return f"DRR visit: {winner}'s head request ({amount(cost)}) fit its deficit{left}"
         return f"{self.pick_words}: {winner} is next among {len(ranked)} waiting users"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sfqtui.core.analysis.audit.report import Checks, RuleSet
 from sfqtui.core.log.rows import LogRows
+from sfqtui.core.numbers import exact
 
 
 class DRRRules(RuleSet):
@@ -16,8 +17,8 @@ class DRRRules(RuleSet):
         add, credits = self.findings.add, rows.credit
         for k, (seq, kind, user, deficit, cost) in enumerate(zip(rows.seq, rows.kind, rows.user, rows.deficit, rows.cost)):
             if deficit is not None and deficit < 0:
-                add("§4", seq, f"{user}'s deficit {deficit!r} < 0")
+                add("§4", seq, f"{user}'s deficit {exact(deficit)} < 0")
             if kind == "dispatch" and credits is not None:
                 credit = credits[k]
                 if credit is not None and cost is not None and cost > credit:
-                    add("§4", seq, f"{user} sent cost {cost!r} against a deficit of {credit!r}")
+                    add("§4", seq, f"{user} sent cost {exact(cost)} against a deficit of {exact(credit)}")

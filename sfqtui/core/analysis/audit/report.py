@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount
 
 MAX_LISTED = 20
 
@@ -48,7 +48,7 @@ class Margin:
 
     def see(self, slack: float, seq: int, user: str, meter: float, v: float) -> None:
         if slack < self.slack:
-            self.slack, self.seq, self.detail = slack, seq, f"{user} meter {fmt(meter)}, v {fmt(v)}"
+            self.slack, self.seq, self.detail = slack, seq, f"{user} meter {amount(meter)}, v {amount(v)}"
 
 
 @dataclass

@@ -22,7 +22,7 @@ from sfqtui.core.analysis.audit.backlogged import smallest_backlogged
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, weight_at
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount, count, exact
 
 ROUNDING = 1e-9  # relative: see SFQRules._rounding
 TOP_CANDIDATES = 5
@@ -103,7 +103,7 @@ class SFQRules(RuleSet):
                 add("§3.1 (1)", seq, f"{kind} row has no v")
                 continue
             if v_row < self.v:
-                add("§3.1 (1)", seq, f"v decreased from {self.v!r} to {v_row!r}")
+                add("§3.1 (1)", seq, f"v decreased from {exact(self.v)} to {exact(v_row)}")
             if kind == "idle_reset":
                 self._idle_reset(seq, v_row)
             elif user is None or m_row is None:
@@ -123,26 +123,26 @@ class SFQRules(RuleSet):
         if self._backlogged_min() is not None:
             self.findings.add("§3 idle reset", seq, "idle_reset while users are still backlogged")
         if v_row != expected:
-            self.findings.add("§3 idle reset", seq, f"idle reset set v = {v_row!r}; max(v, max S_i) is {expected!r}")
+            self.findings.add("§3 idle reset", seq, f"idle reset set v = {exact(v_row)}; max(v, max S_i) is {exact(expected)}")
         self.v = v_row
 
     def _arrive(self, position: int, seq: int, user: str, v_row: float, m_row: float) -> None:
         add = self.findings.add
         if v_row != self.v:
-            add("§3 join", seq, f"an arrival changed v from {self.v!r} to {v_row!r}")
+            add("§3 join", seq, f"an arrival changed v from {exact(self.v)} to {exact(v_row)}")
         v = self.v = v_row
         if self.queued.get(user, 0) == 0:
             previous = self.meter.get(user)
             expected = v if (self.reset_join or previous is None or previous < v) else previous
             if m_row != expected:
                 rule = "S_i <- v" if self.reset_join else "max(S_i, v)"
-                add("§3 join", seq, f"{user} joined with meter {m_row!r}; {rule} gives {expected!r}")
+                add("§3 join", seq, f"{user} joined with meter {exact(m_row)}; {rule} gives {exact(expected)}")
             heapq.heappush(self.heap, (m_row, user))
             y = self.charged.get(user, 0.0) - v
             self.backlogs[user] = _Backlog(position, seq, run_max=y)
             self.low.setdefault(user, y)
         elif m_row != self.meter.get(user):
-            add("§3 join", seq, f"{user} was already queued but its meter moved to {m_row!r}")
+            add("§3 join", seq, f"{user} was already queued but its meter moved to {exact(m_row)}")
         self.queued[user] = self.queued.get(user, 0) + 1
         self.meter[user] = m_row
         self.max_meter = max(self.max_meter, m_row)
@@ -150,7 +150,7 @@ class SFQRules(RuleSet):
     def _dispatch(self, position: int, seq: int, user: str, v_row: float, m_row: float, cost: float | None, weight: float) -> None:
         add = self.findings.add
         if cost is None or not cost > 0:
-            add("§3 charge", seq, f"dispatch with cost {cost!r}; every cost must be > 0")
+            add("§3 charge", seq, f"dispatch with cost {exact(cost)}; every cost must be > 0")
             return
         charge = cost / weight
         c_max = self.c_max = max(self.c_max, charge)
@@ -159,12 +159,12 @@ class SFQRules(RuleSet):
         if self.queued.get(user, 0) == 0:
             add("§3 pick", seq, f"{user} was dispatched with nothing queued")
         elif top is not None and top != (meter[user], user):
-            add("§3 pick", seq, f"picked {user} at meter {meter[user]!r}; the smallest (S_i, id) was {top[1]} at {top[0]!r}")
+            add("§3 pick", seq, f"picked {user} at meter {exact(meter[user])}; the smallest (S_i, id) was {top[1]} at {exact(top[0])}")
         if v_row != meter.get(user):
-            add("§3 pick", seq, f"the pick set v = {v_row!r}; {user}'s meter was {meter.get(user)!r}")
+            add("§3 pick", seq, f"the pick set v = {exact(v_row)}; {user}'s meter was {exact(meter.get(user))}")
         expected = v_row + charge
         if m_row != expected:
-            add("§3 charge", seq, f"{user}'s meter became {m_row!r}; S_i + c/w = {expected!r}")
+            add("§3 charge", seq, f"{user}'s meter became {exact(m_row)}; S_i + c/w = {exact(expected)}")
         v_before = self.v
         v = self.v = v_row
         left = self.queued[user] = self.queued.get(user, 0) - 1
@@ -173,7 +173,7 @@ class SFQRules(RuleSet):
         if self.published is None:
             self.upper_margin.see(v + c_max - m_row, seq, user, m_row, v)
             if m_row > v + c_max:
-                add("§3.1 (2)", seq, f"{user}'s meter {m_row!r} > v + c_max = {v + c_max!r}")
+                add("§3.1 (2)", seq, f"{user}'s meter {exact(m_row)} > v + c_max = {exact(v + c_max)}")
         if left > 0:
             heapq.heappush(self.heap, (m_row, user))
         self._charge(position, seq, user, charge, v_before, left)
@@ -181,7 +181,7 @@ class SFQRules(RuleSet):
         if smallest is not None:
             self.lower_margin.see(smallest[0] - v, seq, smallest[1], smallest[0], v)
             if smallest[0] < v:
-                add("§3.1 (3)", seq, f"backlogged {smallest[1]} has meter {smallest[0]!r} < v = {v!r}")
+                add("§3.1 (3)", seq, f"backlogged {smallest[1]} has meter {exact(smallest[0])} < v = {exact(v)}")
 
     def _charge(self, position: int, seq: int, user: str, charge: float, v_before: float, left: int) -> None:
         """y = C - v around a charge: the low just before it, the high just after."""
@@ -211,15 +211,15 @@ class SFQRules(RuleSet):
             add("§11 sync", seq, "a sync row in a log whose replicas share nothing")
             return
         if v_row != self.v:
-            add("§11 sync", seq, f"a sync row changed v from {self.v!r} to {v_row!r}")
+            add("§11 sync", seq, f"a sync row changed v from {exact(self.v)} to {exact(v_row)}")
         target = self.published.target(t, user)
         previous = self.meter.get(user)
         if target is None or previous is None:
-            add("§11 sync", seq, f"a sync row moved {user}'s meter to {m_row!r}; no exchange applies a meter of {user} here at t {t!r}")
+            add("§11 sync", seq, f"a sync row moved {user}'s meter to {exact(m_row)}; no exchange applies a meter of {user} here at t {exact(t)}")
         elif not target > previous:
-            add("§11 sync", seq, f"a sync row moved {user}'s meter to {m_row!r}; it was {previous!r}, at or above the target {target!r}")
+            add("§11 sync", seq, f"a sync row moved {user}'s meter to {exact(m_row)}; it was {exact(previous)}, at or above the target {exact(target)}")
         elif m_row != target:
-            add("§11 sync", seq, f"a sync row set {user}'s meter to {m_row!r}; the published meter plus this replica's charges since is {target!r}")
+            add("§11 sync", seq, f"a sync row set {user}'s meter to {exact(m_row)}; the published meter plus this replica's charges since is {exact(target)}")
         self.meter[user] = m_row
         self.max_meter = max(self.max_meter, m_row)
         if self.queued.get(user, 0) > 0:
@@ -227,9 +227,9 @@ class SFQRules(RuleSet):
 
     def _other(self, position: int, seq: int, kind: str, user: str, v_row: float, m_row: float) -> None:
         if v_row != self.v:
-            self.findings.add("§3", seq, f"a {kind} changed v from {self.v!r} to {v_row!r}")
+            self.findings.add("§3", seq, f"a {kind} changed v from {exact(self.v)} to {exact(v_row)}")
         if m_row != self.meter.get(user):
-            self.findings.add("§3", seq, f"a {kind} changed {user}'s meter to {m_row!r}; only joins and charges move meters")
+            self.findings.add("§3", seq, f"a {kind} changed {user}'s meter to {exact(m_row)}; only joins and charges move meters")
         if kind == "cancel":
             left = self.queued[user] = self.queued.get(user, 0) - 1
             if left == 0 and user in self.backlogs:
@@ -277,6 +277,6 @@ class SFQRules(RuleSet):
             if worst is None or gap.gap > worst.gap:
                 worst = gap
             if gap.gap > limit + self._rounding(i, behind):
-                self.findings.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {fmt(gap.gap)} over backlogged {gap.behind} "
-                                  f"between seq {gap.start_seq} and {gap.end_seq}; 2 c_max = {fmt(limit)}")
+                self.findings.add("§3.2/§3.3", gap.end_seq, f"{gap.user} gained {amount(gap.gap)} over backlogged {gap.behind} "
+                                  f"between seq {count(gap.start_seq)} and {count(gap.end_seq)}; 2 c_max = {amount(limit)}")
         return worst

@@ -6,6 +6,7 @@ from collections.abc import Hashable
 
 from sfqtui.core.analysis.audit.report import Checks, RuleSet
 from sfqtui.core.log.rows import LogRows
+from sfqtui.core.numbers import count, exact
 
 
 class StructureRules(RuleSet):
@@ -31,9 +32,9 @@ class StructureRules(RuleSet):
         last_t = self.last_t
         for k, (seq, t, kind, rid) in enumerate(zip(rows.seq, rows.t, rows.kind, rows.request_id), first):
             if seq != k:
-                add("structure", seq, f"seq {seq} at row {k}: seq must count 0, 1, 2, ...")
+                add("structure", seq, f"seq {count(seq)} at row {count(k)}: seq must count 0, 1, 2, ...")
             if t < last_t:
-                add("structure", seq, f"t went back from {last_t} to {t}")
+                add("structure", seq, f"t went back from {exact(last_t)} to {exact(t)}")
             last_t = max(last_t, t)
             if kind in life and rid is not None:
                 expected, now = life[kind]

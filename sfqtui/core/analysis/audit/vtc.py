@@ -12,7 +12,7 @@ from sfqtui.core.analysis.audit.backlogged import smallest_backlogged
 from sfqtui.core.analysis.audit.report import Checks, RuleSet, weight_at
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import fmt
+from sfqtui.core.numbers import amount, exact
 
 DEFAULT_OUTPUT_WEIGHT = EstimatorParams.output_weight  # b, when a log does not record it (semantics §9)
 
@@ -34,7 +34,7 @@ class VTCRules(RuleSet):
         self.heap: list[tuple[float, str]] = []  # (counter, user) of backlogged users; stale entries skipped
 
     def checks(self) -> Checks:
-        b = fmt(self.output_weight) if self.output_weight_known else f"{fmt(self.output_weight)}, the default: the log does not record it"
+        b = amount(self.output_weight) if self.output_weight_known else f"{amount(self.output_weight)}, the default: the log does not record it"
         completion = f"C_i + b output_tokens/w (b = {b})" if self.outputs_known else "no decrease (no output_tokens in the log)"
         return [
             (("§9", "§9 join", "§9 pick", "§9 charge"),
@@ -70,26 +70,26 @@ class VTCRules(RuleSet):
             lowest = self._smallest()  # user is not backlogged: this is another user
             expected = lowest[0] if lowest is not None and lowest[0] > previous else previous
             if m_row != expected:
-                self.findings.add("§9 join", seq, f"{user} joined with counter {m_row!r}; max(C_i, min C_j) gives {expected!r}")
+                self.findings.add("§9 join", seq, f"{user} joined with counter {exact(m_row)}; max(C_i, min C_j) gives {exact(expected)}")
             heapq.heappush(self.heap, (m_row, user))
         elif m_row != self.counter.get(user):
-            self.findings.add("§9 join", seq, f"{user} was already queued but its counter moved to {m_row!r}")
+            self.findings.add("§9 join", seq, f"{user} was already queued but its counter moved to {exact(m_row)}")
         self.queued[user] = self.queued.get(user, 0) + 1
         self.counter[user] = m_row
 
     def _dispatch(self, seq: int, user: str, m_row: float, cost: float | None, weight: float) -> None:
         add, counter = self.findings.add, self.counter
         if cost is None or not cost >= 0:
-            add("§9 charge", seq, f"dispatch with cost {cost!r}; the input charge must be >= 0")
+            add("§9 charge", seq, f"dispatch with cost {exact(cost)}; the input charge must be >= 0")
             return
         top = self._smallest()
         if self.queued.get(user, 0) == 0:
             add("§9 pick", seq, f"{user} was dispatched with nothing queued")
         elif top is not None and top != (counter[user], user):
-            add("§9 pick", seq, f"picked {user} at counter {counter[user]!r}; the smallest (C_i, id) was {top[1]} at {top[0]!r}")
+            add("§9 pick", seq, f"picked {user} at counter {exact(counter[user])}; the smallest (C_i, id) was {top[1]} at {exact(top[0])}")
         expected = counter.get(user, 0.0) + cost / weight
         if m_row != expected:
-            add("§9 charge", seq, f"{user}'s counter became {m_row!r}; C_i + cost/w = {expected!r}")
+            add("§9 charge", seq, f"{user}'s counter became {exact(m_row)}; C_i + cost/w = {exact(expected)}")
         left = self.queued[user] = self.queued.get(user, 0) - 1
         counter[user] = m_row
         if left > 0:
@@ -99,18 +99,18 @@ class VTCRules(RuleSet):
         previous = self.counter.get(user, 0.0)
         if output_tokens is None:
             if m_row < previous:
-                self.findings.add("§9 charge", seq, f"{user}'s counter went down from {previous!r} to {m_row!r} at a completion")
+                self.findings.add("§9 charge", seq, f"{user}'s counter went down from {exact(previous)} to {exact(m_row)} at a completion")
         else:
             expected = previous + self.output_weight * output_tokens / weight
             if m_row != expected:
-                self.findings.add("§9 charge", seq, f"{user}'s counter became {m_row!r} at a completion; "
-                                                     f"C_i + b * output_tokens / w = {expected!r}")
+                self.findings.add("§9 charge", seq, f"{user}'s counter became {exact(m_row)} at a completion; "
+                                                     f"C_i + b * output_tokens / w = {exact(expected)}")
         self.counter[user] = m_row
         if self.queued.get(user, 0):
             heapq.heappush(self.heap, (m_row, user))
 
     def _unchanged(self, seq: int, kind: str, user: str, m_row: float) -> None:
         if m_row != self.counter.get(user):
-            self.findings.add("§9", seq, f"a {kind} changed {user}'s counter to {m_row!r}; only joins and charges move counters")
+            self.findings.add("§9", seq, f"a {kind} changed {user}'s counter to {exact(m_row)}; only joins and charges move counters")
         if kind == "cancel":
             self.queued[user] = self.queued.get(user, 0) - 1
