@@ -1,4 +1,4 @@
-"""Export the SVG screenshots used in docs/guide.md, docs/tutorial.md and docs/proxy.md, from the app itself.
+"""Export the SVG screenshots used in docs/guide.md, docs/tutorial.md, docs/proxy.md and docs/replicas.md, from the app itself.
 
 The proxy's picture is of `sfqtui attach` on a real proxy (`sfqtui proxy`, in front of
 the tests' fake upstream, both on loopback) while three users send it requests.
@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.run_spec import parse_run_specs
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
@@ -49,6 +50,28 @@ def lesson(name: str) -> Callable[[], SfqApp]:
     return make
 
 
+def replicated(specs: str, keys_trace: str = "lesson") -> Callable[[], SfqApp]:
+    """Run specs (ui: replay --compare) on the replicas lesson's trace with its 4 slots, or on
+    the Azure 2023 conversation trace (16 Zipf users) with the 32 slots of docs/replicas.md."""
+
+    def make() -> SfqApp:
+        if keys_trace == "lesson":
+            trace, slots = LESSON_TRACES / "premium-regular.parquet", 4
+            LESSONS["replicas"].write(trace)
+        else:
+            trace, slots = LESSON_TRACES / "azure2023-conv.parquet", 32
+            subprocess.run([sys.executable, "-m", "sfqtui", "import", "azure", str(AZURE_CONV), "-o", str(trace), "--users", "16",
+                            "--assign", "zipf", "--seed", "0"], check=True, capture_output=True)
+        base = ReplayConfig("sfq", slots=slots)
+        openings = [Opening(trace, is_log=False, config=spec.config(base), slots_given=True) for spec in parse_run_specs(specs)]
+        return SfqApp(openings, lockstep="dispatch")
+
+    return make
+
+
+HASHED_4 = "sfq@replicas=4,router=hash,share=none"
+AT_USER_01 = ["g", *"t=1500", "enter", "u", *"user-01", "enter"]  # replica 1 sends user-01's request while user-00 waits on replica 3
+AZURE_CONV = ROOT.parent / "shared" / "traces" / "real" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
 WIDE = (160, 46)
 # (file name, the app, keys to press, terminal size)
 SHOTS: list[tuple[str, Callable[[], SfqApp], list[str], tuple[int, int]]] = [
@@ -67,6 +90,11 @@ SHOTS: list[tuple[str, Callable[[], SfqApp], list[str], tuple[int, int]]] = [
     ("lesson-global-idle.svg", lesson("global-idle"), ["r", "n"], WIDE),
     ("lesson-weights.svg", lesson("weights"), ["n"] * 6, WIDE),
     ("lesson-estimate-vs-actual.svg", lesson("estimate-vs-actual"), ["g", *"t=300", "enter", "n"], WIDE),
+    ("lesson-replicas.svg", lesson("replicas"), ["n"] * 10, WIDE),
+    ("lesson-replicas-end.svg", lesson("replicas"), ["end"], WIDE),
+    ("replicas-dashboard.svg", replicated(HASHED_4, "azure"), AT_USER_01, WIDE),
+    ("replicas-replica-3.svg", replicated(HASHED_4, "azure"), [*AT_USER_01, *"kkkk"], WIDE),
+    ("replicas-side-by-side.svg", replicated("sfq,sfq@replicas=2,router=hash,share=none"), ["n"] * 10, WIDE),
 ]
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from sfqtui.core.engine.run_spec import RunSpec
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.scenarios import SCENARIOS
@@ -13,7 +14,8 @@ from sfqtui.trace.load import load_trace
 
 
 def test_the_issues_lessons_in_order() -> None:
-    assert list(LESSONS) == ["worked-example", "heavy-vs-light", "idle-return", "trickle", "global-idle", "weights", "estimate-vs-actual"]
+    assert list(LESSONS) == ["worked-example", "heavy-vs-light", "idle-return", "trickle", "global-idle", "weights", "estimate-vs-actual",
+                             "replicas"]
     assert [LESSONS[n].schedulers for n in ("worked-example", "trickle", "estimate-vs-actual")] == [("sfq", "drr"), ("sfq-reset", "sfq"), ("sfq", "vtc")]
 
 
@@ -23,7 +25,7 @@ def test_each_lesson_is_well_formed(lesson: Lesson) -> None:
     assert lesson.section.startswith("§") and lesson.title
     assert 2 <= len(re.findall(r"[.!?](?:\s|$)", lesson.introduction)) <= 4, lesson.introduction
     assert lesson.scenario in SCENARIOS and lesson.lockstep in MODES and lesson.slots >= 1
-    assert all(s in REGISTRY for s in lesson.schedulers) and len(lesson.compared) >= 1
+    assert all(RunSpec.parse(s).scheduler in REGISTRY for s in lesson.schedulers) and len(lesson.compared) >= 1
 
 
 @pytest.mark.parametrize("lesson", LESSONS.values(), ids=list(LESSONS))
@@ -33,6 +35,13 @@ def test_each_lessons_trace_opens_and_its_outcome_is_measured(lesson: Lesson, tm
     loaded = load_trace(path)
     assert loaded.suggested_slots == lesson.slots and len(loaded.trace) == len(lesson.frame())
     lines = lesson.outcome(loaded.trace)
+    if lesson.across_replicas:
+        assert len(lines) == 2 * len(lesson.schedulers)
+        for spec, (shares, measures) in zip(lesson.schedulers, zip(*[iter(lines)] * 2), strict=True):
+            label = f"{RunSpec.parse(spec).scheduler}, "
+            assert shares.startswith(label) and ": shares while congested " in shares and "%" in shares
+            assert measures.startswith(label) and " c_max, stranded capacity " in measures and measures.count(" s") >= 1
+        return
     assert len(lines) == 3 * len(lesson.schedulers)
     for scheduler, (shares, waits, gap) in zip(lesson.schedulers, zip(*[iter(lines)] * 3), strict=True):
         assert shares.startswith(f"{scheduler}: shares of ") and "%" in shares
@@ -53,3 +62,23 @@ def test_the_outcomes_show_what_the_introductions_promise() -> None:
     idle = LESSONS["idle-return"]
     waits = [line for line in idle.outcome(idle.trace()) if "waits" in line]
     assert waits[0].startswith("sfq: waits p50 / p99: returner 5.9 / 13.3 s") and waits[1].startswith("drr: waits p50 / p99: returner 6.9 / 14.5 s")
+
+
+def test_the_replicas_lesson_reproduces_dynamo_15187() -> None:
+    """4:1 under one SFQ, about 1:1 on two replicas whose hash routing gives each class a
+    replica of its own (each serves its one user on its 2 slots), 4:1 again with share global;
+    once regular is done on replica 0, its 2 slots stand idle while premium waits on replica 1."""
+    lesson = LESSONS["replicas"]
+    assert lesson.schedulers == ("sfq", "sfq@replicas=2,router=hash,share=none", "sfq@replicas=2,router=hash,share=global")
+    assert [RunSpec.parse(s).replica_settings(lesson.config("sfq").replicas).count for s in lesson.schedulers] == [1, 2, 2]
+    one, one_measures, split, split_measures, shared, shared_measures = lesson.outcome(lesson.trace())
+    assert one == "sfq, one balancer: shares while congested premium 80.0%, regular 20.0% (4 : 1); first 320 dispatches 256 : 64"
+    assert one_measures == "sfq, one balancer: worst |W_i - W_j| 1 c_max, stranded capacity 0.0%, makespan 150.0 s"
+    # Regular's last two dispatches leave premium alone for the rest of t = 99: 198 of premium's 200 congested ones count.
+    assert split == ("sfq, 2 replicas, hash, share none: shares while congested premium 49.7%, regular 50.3% (1 : 1); "
+                     "first 320 dispatches 160 : 160")
+    # 2 of 4 slots idle from t = 100 while premium still waits, until its last dispatches at t = 199: 198 of 800 slot-seconds.
+    assert split_measures == ("sfq, 2 replicas, hash, share none: worst |W_i - W_j| 150.5 c_max, stranded capacity 24.8%, "
+                              "makespan 200.0 s (1.33 × one balancer's)")
+    assert shared == one.replace("one balancer", "2 replicas, hash, share global")
+    assert shared_measures == "sfq, 2 replicas, hash, share global: worst |W_i - W_j| 1 c_max, stranded capacity 0.0%, makespan 150.0 s (1.00 × one balancer's)"

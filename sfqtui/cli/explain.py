@@ -12,14 +12,19 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
+from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import SECONDS_DECIMALS, TIME, Fixed, amount, count, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
+from sfqtui.trace.load import suggested_slots
+from sfqtui.trace.write import read_metadata
 
 
 def _request_code(table: EventTable, request_id: str, path: Path) -> int:
@@ -48,14 +53,17 @@ def _sent(table: EventTable, code: int) -> dict[str, Any]:
 
 def _why(run: Run, code: int) -> dict[str, Any]:
     """The explanation of one request in one run, as the JSON object has it."""
-    table, timeline = run.table, run.timeline
-    wait = explain_wait(table, code)
+    table, timeline, replicas = run.table, run.timeline, run.replicas
+    wait = explain_wait(table, code, split=replicas is not None and replicas.split)
     assert wait is not None
     found: dict[str, Any] = {"request_id": wait.request, "user": wait.user, "scheduler": table.scheduler, "slots": run.slots,
                              **_sent(table, code)}
+    if replicas is not None:
+        found["replica"] = wait.replica
+        found["replicas"] = run.metadata.get("replicas")
     found["ahead"] = [{"user": a.user, "requests": a.count, "cost": a.cost} for a in wait.ahead]
     k = table.dispatch_at[code]
-    dispatch = explain_dispatch(table, timeline, k) if k >= 0 else None
+    dispatch = explain_dispatch(table, timeline, k, replicas=replicas) if k >= 0 else None
     if dispatch is None:
         found.update(cost=None, candidates=[], narration=None,
                      reason="it was cancelled before dispatch" if found["cancelled"] is not None else "it was still waiting when the log ends")
@@ -66,30 +74,48 @@ def _why(run: Run, code: int) -> dict[str, Any]:
         for c in dispatch.candidates
     ]
     found["reason"] = dispatch.reason
+    if replicas is not None:
+        across = across_replicas(timeline, replicas, k)
+        assert across is not None
+        found["across_replicas"] = {
+            "replica": across.replica, "share": across.share, "meter": across.meter, "summary": across.summary(),
+            "elsewhere": [{"user": e.user, "replica": e.replica, "meter": e.meter, "below": e.below, "queued": e.queued}
+                          for e in across.elsewhere],
+        }
     try:
-        found["narration"] = narrate(table, timeline, k, Shadow.of_run(table, run.metadata))
+        found["narration"] = narrate(table, timeline, k, Shadow.of_run(table, run.metadata), replicas)
     except ShadowMismatch:  # e.g. DRR on estimated costs: a head priced before its dispatch may have cost otherwise
-        found["narration"] = narrate(table, timeline, k)
+        found["narration"] = narrate(table, timeline, k, replicas=replicas)
     return found
 
 
-def _compared(opening: Opening, names: list[str], request_id: str) -> dict[str, dict[str, Any]]:
+def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[str, dict[str, Any]]:
     compared = {}
-    for name in names:
-        run = Run(opening.rerun(scheduler=name)).load_all()
+    for spec in specs:
+        run = Run(opening.rerun(**_changes(spec, opening))).load_all()
         code = run.table.names.find(request_id) if run.table.names is not None else None
         assert code is not None
         sent = _sent(run.table, code)
-        compared[name] = {"dispatched": sent["dispatched"], "position": sent["position"], "waited": sent["waited"]}
+        compared[str(spec)] = {"dispatched": sent["dispatched"], "position": sent["position"], "waited": sent["waited"]}
+        if run.table.replicated:
+            compared[str(spec)]["replica"] = run.table.replica_of(run.table.arrive_at[code])
     return compared
+
+
+def _changes(spec: RunSpec, opening: Opening) -> dict[str, object]:
+    """What the spec changes in the opening's config."""
+    config = spec.config(opening.config)
+    return {"scheduler": config.scheduler, "replicas": config.replicas}
 
 
 def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     """``value_name``: the scheduler's own per-user number (None: it has none)."""
     console = Console()
     slots = found["slots"]
+    replicas = found.get("replicas")
+    where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else f', {count(slots)} slot' + ('s' if slots != 1 else '')} ({path})")
+                  f"{'' if slots is None else f', {count(slots)} slot' + ('s' if slots != 1 else '')}{where} ({path})")
     console.print(f"  arrived     t {seconds(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")
@@ -100,7 +126,8 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     if found["waited"] is not None:
         console.print(f"  waited      {seconds(found['waited'])} s")
     went = sum(a["requests"] for a in found["ahead"])
-    console.print(f"Went ahead of it: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
+    on = f" on replica {found['replica']}" if replicas and replicas.get("share_mode") != "global" else ""
+    console.print(f"Went ahead of it{on}: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
     ahead = Table()
     for header in ("user", "requests", "cost"):
         ahead.add_column(header, justify="left" if header == "user" else "right")
@@ -123,16 +150,39 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         console.print(candidates)
         console.print(f"[green]why:[/] {found['reason']}")
         console.print(f"[green]what happened:[/] {found['narration']}")
+    if "across_replicas" in found:
+        _print_across(console, found["across_replicas"])
     if "compare" in found:
         console.print("The same request under each scheduler")
         compare = Table()
         for header in ("scheduler", "dispatched t", "dispatch #", "waited s"):
             compare.add_column(header, justify="left" if header == "scheduler" else "right")
+        names = [found["scheduler"]]
+        if replicas:  # this run's settings as a run spec, as the others are named
+            settings = ReplicaSettings.from_metadata(replicas)
+            names[0] = f"{RunSpec(names[0], settings.count, settings.router, settings.share)} (replica {found['replica']})"
+        for name, sent in found["compare"].items():
+            names.append(name + (f" (replica {sent['replica']})" if sent.get("replica") is not None else ""))
         sends = [found, *found["compare"].values()]
         waited = Fixed.of((sent["waited"] for sent in sends), least=SECONDS_DECIMALS)
-        for name, sent in zip([found["scheduler"], *found["compare"]], sends):
+        for name, sent in zip(names, sends):
             compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), waited(sent["waited"]), style="bold" if sent is found else "")
         console.print(compare)
+
+
+def _print_across(console: Console, across: dict[str, Any]) -> None:
+    """Who was waiting on the other replicas with a smaller meter at its dispatch."""
+    console.print(f"[green]across replicas:[/] {across['summary']}")
+    if not across["elsewhere"]:
+        return
+    elsewhere = Table()
+    for header in ("user", "replica", "meter", "below the pick", "queued"):
+        elsewhere.add_column(header, justify="left" if header == "user" else "right")
+    listed = across["elsewhere"]
+    meter, below = (Fixed.of(e[key] for e in listed) for key in ("meter", "below"))
+    for e in listed:
+        elsewhere.add_row(e["user"], count(e["replica"]), meter(e["meter"]), below(e["below"]), count(e["queued"]))
+    console.print(elsewhere)
 
 
 @refuses_bad_input
@@ -148,7 +198,8 @@ def explain(
         str | None,
         typer.Option(
             "--compare",
-            help="Comma-separated schedulers to replay the trace under too: when, and as which dispatch, each sends the request.",
+            help="Comma-separated run specs to replay the trace under too: when, and as which dispatch, each sends the request. "
+            "A spec is a scheduler, with replica settings after @ if they differ: drr,sfq@replicas=2,router=hash,share=none (docs/guide.md).",
             show_default=False,
         ),
     ] = None,
@@ -158,15 +209,21 @@ def explain(
     """Explain one request: when it arrived, was dispatched and completed, how long it
     waited; whose dispatches went ahead of it meanwhile (per user: count and cost); at its
     dispatch, the users waiting and why it was picked; with --compare, when the other
-    schedulers would have sent it.
+    schedulers (or replica settings) would have sent it.
+
+    On a run of several replicas (--replicas, or a replicated log): the replica that held
+    it, only that replica's dispatches as having gone ahead (unless --share global), its
+    candidates, and the users then waiting on other replicas with smaller meters: who
+    would have gone first under one SFQ, and by how much.
     """
     if scheduler is not None:
         check_schedulers([scheduler])
-    names = check_schedulers([s.strip() for s in compare.split(",") if s.strip()]) if compare is not None else []
+    specs = parse_run_specs(compare) if compare is not None else []
     is_log = is_event_log(path)
-    if is_log and names:
+    if is_log and specs:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
-    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", None),
+    suggested = None if is_log else suggested_slots(read_metadata(path))  # settings checked against the slots (--replicas) see it
+    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested),
                       slots_given=replay.slots is not None)
     for trace, source in check_openings([opening]).items():
         note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
@@ -174,8 +231,8 @@ def explain(
     if is_log and scheduler is not None and scheduler != run.scheduler:
         raise fail(f"{path} is a {run.scheduler} log; it cannot be explained under {scheduler}")
     found = _why(run, _request_code(run.table, request_id, path))
-    if names:
-        found["compare"] = _compared(opening, names, request_id)
+    if specs:
+        found["compare"] = _compared(opening, specs, request_id)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
     else:

@@ -12,11 +12,13 @@ from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.run_spec import parse_run_specs
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 from sfqtui.runs.opening import Opening, is_event_log
+from sfqtui.trace.load import suggested_slots
 from sfqtui.trace.write import read_metadata
 
 DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
@@ -26,8 +28,10 @@ def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Openin
     path = path or DEMO
     if not path.exists() and path == DEMO:
         raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet")
-    config = replay.config(check_schedulers([scheduler])[0], None)
-    return Opening(path=path, is_log=is_event_log(path), config=config, slots_given=replay.slots is not None)
+    is_log = is_event_log(path)
+    # The trace's own slot suggestion, so that settings checked against the slots (--replicas) see it.
+    config = replay.config(check_schedulers([scheduler])[0], None if is_log else suggested_slots(read_metadata(path)))
+    return Opening(path=path, is_log=is_log, config=config, slots_given=replay.slots is not None)
 
 
 # The dashboard's own options; every other option of `replay` says how to replay a trace.
@@ -70,7 +74,9 @@ def replay(
         typer.Option(
             "--compare",
             "-c",
-            help=f"Comma-separated schedulers to step beside the main one, in panes side by side ({', '.join(SCHEDULERS)}).",
+            help=f"Comma-separated run specs to step beside the main one, in panes side by side: a scheduler ({', '.join(SCHEDULERS)}), "
+            "with replica settings after @ where they differ from the main run's, e.g. sfq,drr or "
+            "sfq@replicas=2,router=hash,share=none (settings: replicas, router, share, seed; docs/guide.md).",
             show_default=False,
         ),
     ] = None,
@@ -87,7 +93,11 @@ def replay(
     Keys: → / ← step, n / p next / previous dispatch, space play, + / - speed, g go to,
     u run until a user's dispatch, r next idle reset, x next invariant violation,
     d dispatches only, f filter by user, o sort meters, l lockstep by time or dispatch,
-    ? help, ctrl+p every command.
+    k replica shown (all, 0, 1, ...; with --replicas), ? help, ctrl+p every command.
+
+    With --replicas K, each replica's own v and band, the replica of each event in the log,
+    and where each user's requests went. One SFQ beside a replicated run:
+    --compare 'sfq@replicas=2,router=hash,share=none'.
     """
     from sfqtui.ui.app import run_dashboard
 
@@ -99,8 +109,9 @@ def replay(
     if openings[0].is_log:
         _refuse_trace_options(ctx, openings[0].path)
     if compare:
-        names = check_schedulers([name.strip() for name in compare.split(",") if name.strip()])
-        openings += [openings[0].rerun(scheduler=name) for name in names]
+        base = openings[0]
+        openings += [base.rerun(scheduler=config.scheduler, replicas=config.replicas)
+                     for config in (spec.config(base.config) for spec in parse_run_specs(compare))]
     for trace, source in check_openings(openings).items():
         note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     run_dashboard(openings, speed=speed, autoplay=play, lockstep=lockstep)

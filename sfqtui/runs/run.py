@@ -8,7 +8,9 @@ from itertools import count
 from typing import Any
 
 from sfqtui.core.analysis.audit import Violation
+from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.log.cursor import Cursor
+from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
 from sfqtui.live.source import Notice
@@ -46,6 +48,7 @@ class Run:
     audit_failure: str | None = None
 
     def __post_init__(self) -> None:
+        self._replicas: ReplicaStates | None = None
         self.reset(self.opening.scheduler)  # a saved log names its own when it opens
 
     def reset(self, scheduler: str) -> None:
@@ -85,6 +88,18 @@ class Run:
 
     def state(self) -> State:
         return self.timeline.state_at(self.cursor.k)
+
+    @property
+    def replicas(self) -> ReplicaStates | None:
+        """Each replica's state, for a replay or log of several replicas (None otherwise). A
+        live stream's events may name the replica of a group, but a group is one SFQ (semantics
+        §12): only a run whose metadata records its replicas (§11) is shown per replica."""
+        if not self.table.replicated or not ReplicaSettings.from_metadata(self.metadata.get("replicas")).replicated:
+            return None
+        found = self._replicas
+        if found is None or found.table is not self.table:
+            found = self._replicas = ReplicaStates(self.table, ReplicaSettings.from_metadata(self.metadata.get("replicas")))
+        return found
 
     @property
     def violations(self) -> Sequence[int]:

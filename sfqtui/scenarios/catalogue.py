@@ -111,6 +111,18 @@ def weighted(rng: np.random.Generator, users: int | None, requests: int | None) 
     return trace_frame(**concat(*parts), weight=weight)
 
 
+def premium_regular(rng: np.random.Generator, users: int | None, requests: int | None) -> pl.DataFrame:
+    """The shape of ai-dynamo/dynamo#15187: a 4:1 policy between two classes of equal-cost
+    512-token requests, all waiting from t = 0; premium sends twice as many, so it is still
+    waiting when regular's queue runs dry."""
+    total = requests or 600
+    premium_n = max(1, total * 2 // 3)
+    regular_n = max(1, total - premium_n)
+    parts = concat(backlog("premium", premium_n, 0.0, 512.0, 1.0), backlog("regular", regular_n, 0.0, 512.0, 1.0))
+    n = premium_n + regular_n
+    return trace_frame(**parts, input_tokens=[512] * n, weight=[4.0] * premium_n + [1.0] * regular_n)
+
+
 def calibration(rng: np.random.Generator, users: int | None, requests: int | None) -> pl.DataFrame:
     profiles = [("honest", 0.9), ("typical", 0.5), ("padder", 0.08)]
     names = profiles[: max(1, min(users or 3, 3))]
@@ -175,6 +187,8 @@ SCENARIOS: dict[str, Scenario] = {
                  1, trickle),
         Scenario("global-idle", "§2.5, §7.5 (5)", "two bursts with an idle gap: the second starts everyone at the same v", 1, global_idle),
         Scenario("weighted", "§4.4", "backlogged users with weights 1, 2, 4: shares follow the weights", 1, weighted),
+        Scenario("premium-regular", "§8", "a premium user (weight 4) and a regular one (weight 1) with equal 512-token requests, all waiting at t=0: "
+                 "4:1 under one SFQ; with --replicas 2 --router hash each lands on a replica of its own (ai-dynamo/dynamo#15187's shape)", 4, premium_regular),
         Scenario("calibration", "§5.1, §7.4", "users whose real output is 90%, 50% and 8% of max_tokens (no cost column)", 8, calibration),
         Scenario("production", "§1, §7.1", "hundreds of users, Zipf volumes, bursty arrivals, heavy-tailed tokens; sized for 64 slots", 64, production),
         Scenario("demo", "§2–§3", "the dashboard's demo: contention, a heavy batch user, an idle user returning, a global idle reset", 4, demo),

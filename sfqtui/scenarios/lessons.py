@@ -1,13 +1,16 @@
 """The lessons of `sfqtui teach`: the article's cases as data, and their measured outcome.
 
 Each lesson is a `gen` scenario opened under a main scheduler and the ones it is compared
-with, side by side, stepped in lockstep by time or by dispatch number. Its introduction
-says what to watch; ``outcome`` replays the scenario under each scheduler and measures
-what happened (shares, waits, worst gap), so the closing lines are never written by hand.
+with, side by side, stepped in lockstep by time or by dispatch number; each is a run spec
+(sfqtui.core.engine.run_spec), so a pane can be several balancer replicas. Its
+introduction says what to watch; ``outcome`` replays the scenario under each run and
+measures what happened (shares, waits, worst gap; across replicas, the measures of
+semantics §11), so the closing lines are never written by hand.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,10 +18,14 @@ import polars as pl
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
 from sfqtui.core.analysis.fairness import FairnessReport, Gap, fairness_of_replay
+from sfqtui.core.analysis.replicas import replica_measures, tally_replay
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.replicas import replay_of
+from sfqtui.core.engine.run_spec import RunSpec
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.lockstep import Mode
-from sfqtui.core.numbers import Fixed, amount, percent
+from sfqtui.core.log.rows import rows_from_replay
+from sfqtui.core.numbers import Fixed, amount, count, percent, ratio
 from sfqtui.core.schedulers import traits
 from sfqtui.scenarios.catalogue import generate
 from sfqtui.trace.load import normalise, to_core
@@ -29,9 +36,11 @@ TENTHS = Fixed(1)  # the outcome lines' seconds
 
 @dataclass(frozen=True)
 class Lesson:
-    """One case of the article. ``quantum`` is DRR's (None: the largest cost in the trace);
+    """One case of the article. ``main`` and ``compared`` are run specs (a scheduler, with
+    replica settings after @). ``quantum`` is DRR's (None: the largest cost in the trace);
     ``in_actual_cost`` adds each scheduler's worst gap measured in actual cost (§10), for
-    lessons about estimated against actual cost."""
+    lessons about estimated against actual cost; ``first_dispatches`` counts each user's
+    among the first N dispatches, for lessons across replicas."""
 
     name: str
     title: str
@@ -47,10 +56,17 @@ class Lesson:
     requests: int | None = None
     quantum: float | None = None
     in_actual_cost: bool = False
+    first_dispatches: int | None = None
 
     @property
     def schedulers(self) -> tuple[str, ...]:
+        """The run specs of its panes, the main one first."""
         return (self.main, *self.compared)
+
+    @property
+    def across_replicas(self) -> bool:
+        """Some pane runs as several balancer replicas."""
+        return any(self.config(spec).replicas.replicated for spec in self.schedulers)
 
     def frame(self) -> pl.DataFrame:
         return generate(self.scenario, seed=self.seed, users=self.users, requests=self.requests)
@@ -63,12 +79,16 @@ class Lesson:
         write_trace(self.frame(), path, {"scenario": self.scenario, "seed": self.seed, "slots": self.slots,
                                          "section": self.section, "lesson": self.name})
 
-    def config(self, scheduler: str) -> ReplayConfig:
-        quantum = self.quantum if traits(scheduler).needs_quantum else None
-        return ReplayConfig(scheduler=scheduler, slots=self.slots, quantum=quantum)
+    def config(self, spec: str) -> ReplayConfig:
+        """The replay of one of its run specs."""
+        run = RunSpec.parse(spec)
+        quantum = self.quantum if traits(run.scheduler).needs_quantum else None
+        return run.config(ReplayConfig(scheduler=run.scheduler, slots=self.slots, quantum=quantum))
 
     def outcome(self, trace: Trace) -> list[str]:
-        """What happened under each scheduler, measured on ``trace`` (the lesson's own)."""
+        """What happened under each run, measured on ``trace`` (the lesson's own)."""
+        if self.across_replicas:
+            return [line for spec in self.schedulers for line in _across_replicas(trace, self.config(spec), self.first_dispatches)]
         lines = []
         for scheduler in self.schedulers:
             config = self.config(scheduler)
@@ -77,6 +97,49 @@ class Lesson:
             if self.in_actual_cost:
                 lines[-1] += f"; in actual cost {_gap(worst_gap_in_actual_cost(trace, config).gap)}"
         return lines
+
+
+def _across_replicas(trace: Trace, config: ReplayConfig, first: int | None) -> list[str]:
+    """Two lines for one run of a lesson across replicas: the shares (with the first
+    dispatches counted), then the worst gap in c_max, stranded capacity and makespan."""
+    replicas = config.replicas
+    label = f"{config.scheduler}, {replicas.describe() if replicas.replicated else 'one balancer'}"
+    if replicas.replicated:
+        report, measures = replica_measures(trace, config)
+        gap, stranded, makespan = measures.in_c_max(measures.worst_gap), measures.stranded, measures.makespan
+        against = f" ({ratio(measures.makespan_ratio)} × one balancer's)"
+    else:
+        tally, report = tally_replay(trace, config)
+        gap = report.worst_gap.gap / tally.c_max if report.worst_gap is not None and tally.c_max else None
+        stranded, makespan, against = 0.0, tally.last_t, ""
+    users = sorted(report.users)
+    shares = ", ".join(f"{user} {percent(report.share(user))}" for user in users)
+    if len(users) == 2 and report.share(users[1]):
+        shares += f" ({amount(round(report.share(users[0]) / report.share(users[1]), 1))} : 1)"
+    if first is not None:
+        counts = _first_dispatches(trace, config, first)
+        shares += f"; first {count(first)} dispatches {' : '.join(count(counts[user]) for user in users)}"
+    return [f"{label}: shares while congested {shares}",
+            f"{label}: worst |W_i - W_j| {_gap_in_c_max(gap)}, stranded capacity {percent(stranded)}, makespan {TENTHS(makespan)} s{against}"]
+
+
+def _gap_in_c_max(gap: float | None) -> str:
+    return "- (never two users backlogged together)" if gap is None else f"{amount(gap)} c_max"
+
+
+def _first_dispatches(trace: Trace, config: ReplayConfig, n: int) -> Counter[str]:
+    """How many of the first ``n`` dispatches went to each user."""
+    counts: Counter[str] = Counter()
+    left = n
+    for columns, _ in replay_of(trace, config).chunks():
+        rows = rows_from_replay(columns, trace, config.scheduler)
+        for kind, user in zip(rows.kind, rows.user):
+            if kind == "dispatch" and left > 0:
+                counts[user] += 1  # type: ignore[index]  # a dispatch row names its user
+                left -= 1
+        if not left:
+            break
+    return counts
 
 
 def _charged(report: FairnessReport) -> str:
@@ -167,6 +230,16 @@ LESSONS: dict[str, Lesson] = {
             "corrects it, so the padder pays for output it never generates. VTC charges the input at dispatch "
             "and the actual output at completion: its order depends on completions.",
             "calibration", "sfq", ("vtc",), slots=8, lockstep="time", in_actual_cost=True,
+        ),
+        Lesson(
+            "replicas", "Several balancers", "§8",
+            "'premium' (weight 4) and 'regular' (weight 1) wait with equal 512-token requests for 4 slots, and one SFQ "
+            "serves them 4 : 1. Two replicas with hash routing put premium on replica 1 and regular on replica 0, each "
+            "with 2 slots and meters of its own: neither replica ever sees the other user, so the weights have nothing "
+            "to act on, the split is 1 : 1 and, once regular is done, its slots stand idle while premium waits (the §8 "
+            "limit, as in ai-dynamo/dynamo#15187). With share global the replicas are one SFQ again: 4 : 1 comes back.",
+            "premium-regular", "sfq", ("sfq@replicas=2,router=hash,share=none", "sfq@replicas=2,router=hash,share=global"),
+            slots=4, lockstep="dispatch", first_dispatches=320,
         ),
     )
 }

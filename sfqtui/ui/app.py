@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 from sfqtui.core.analysis.log_calibration import estimator_label
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
+from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.numbers import count
 from sfqtui.core.schedulers import REGISTRY
@@ -50,6 +51,7 @@ SPEEDS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 500.0, 2000.0, 10000.0)
 TICKS_PER_S = 20
 LOG_MOUSE = "click: go to a row · a name: only that user"
 STEP, DISPATCH, SPEED = Binding.Group("Step"), Binding.Group("Dispatch"), Binding.Group("Speed")
+INDEX_STEP = 16_384  # events a replica-indexing worker takes at a time (the screen waits at most that long for it)
 W = TypeVar("W", bound=Widget)
 
 
@@ -79,6 +81,7 @@ class SfqApp(RunsApp):
         Binding("o", "cycle_sort", "Sort meters", show=False),
         Binding("a", "toggle_folded", "Show idle users", show=False),
         Binding("l", "toggle_lockstep", "Lockstep by time or dispatch", show=False),
+        Binding("k", "cycle_replica", "One replica or all", show=False),
         Binding("c", "calibration", "Calibration view", show=False),
         Binding("e", "earlier_proxy_run", "Earlier proxy run", show=False),
         Binding("question_mark", "toggle_help", "Help"),
@@ -134,6 +137,19 @@ class SfqApp(RunsApp):
     def run_loaded(self, run: Run) -> None:
         if self.side_by_side and self.teacher.follows(run):
             self.works_for(run, self._warm_shadow(run))
+        replicas = run.replicas
+        if replicas is not None:
+            self.works_for(run, self._index_replicas(run, replicas))
+
+    @work(thread=True, group="replicas", exit_on_error=False, description="indexing each replica's events")
+    def _index_replicas(self, run: Run, replicas: ReplicaStates) -> None:
+        """Index every replica's events and take their checkpoints through the whole log, a
+        step at a time, so that a far jump on the screen finds them done."""
+        worker = get_current_worker()
+        for upto in range(0, len(run.table), INDEX_STEP):
+            if worker.is_cancelled or run not in self.runs:
+                return
+            replicas.extend(upto + INDEX_STEP - 1)
 
     @work(thread=True, group="shadow", exit_on_error=False, description="following the scheduler's state")
     def _warm_shadow(self, run: Run) -> None:
@@ -176,6 +192,7 @@ class SfqApp(RunsApp):
             connection=self.link_of(run),
             speed=self.speed,
             options=self.options,
+            replicas=run.replicas,
         )
 
     def refresh_views(self) -> None:
@@ -420,6 +437,16 @@ class SfqApp(RunsApp):
 
     def action_toggle_folded(self) -> None:
         self._use_options(replace(self.options, show_folded=not self.options.show_folded))
+
+    def action_cycle_replica(self) -> None:
+        """Show every replica, then replica 0, 1, ... alone (a run of several replicas)."""
+        count = max((run.replicas.count for run in self.runs if run.replicas is not None), default=0)
+        if not count:
+            self.notify("one balancer: no replicas to choose (replay with --replicas K, or open a replicated log)", timeout=3)
+            return
+        chosen = self.options.replica
+        following = 0 if chosen is None else chosen + 1
+        self._use_options(replace(self.options, replica=following if following < count else None))
 
     def action_toggle_lockstep(self) -> None:
         """Step the runs side by side together by time, or by dispatch number."""

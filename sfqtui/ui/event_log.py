@@ -1,4 +1,4 @@
-"""The dispatch log: every event (or dispatches only, or one user's), a Line API view.
+"""The dispatch log: every event (or dispatches only, or one user's, or one replica's), a Line API view.
 
 Only the visible rows are drawn, from the columnar table, so a log of millions of
 events scrolls without lag. What it lists comes with each frame (the app's view
@@ -10,8 +10,8 @@ it fell on the user's name; the text of a search is marked in the rows that cont
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Hashable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rich.segment import Segment
@@ -37,13 +37,15 @@ class LogColumns:
     decimals from the magnitude of what the column shows (none if it is all whole) and its
     width from its widest value, so that no value shifts the columns after it. The
     scheduler's own number is titled by what it is (meter, counter, deficit), from the
-    scheduler registry."""
+    scheduler registry. A log of replicas has an ``r`` column before the user: the replica
+    each event names (semantics §11; "-" for none)."""
 
     def __init__(self, table: EventTable) -> None:
         self.table = table
         traits = table.traits
         self.label = traits.value_name if traits is not None and traits.reading else ""
         self.cost = self.v = self.value = Fixed()
+        self.replica_w = 1 if table.replicated else 0  # 0: no replica column
         self.widths: tuple[int, ...] = (3, 1, 4, 1, len(self.label))  # seq, t, cost, v, value
 
     def fit(self, events: Sequence[int]) -> bool:
@@ -56,16 +58,24 @@ class LogColumns:
         last = events[-1] if events else 0
         widths = (max(3, len(count(table.first_seq + last))), max(1, len(TIME(table.t[last])) if events else 1),
                   *(max(len(title), f.width(column)) for f, column, title in zip(formats, (costs, vs, values), ("cost", "v", self.label))))
-        if formats == (self.cost, self.v, self.value) and widths == self.widths:
+        replica_w = max([1, *(len(self._replica(k)) for k in events)]) if table.replicated else 0
+        if formats == (self.cost, self.v, self.value) and widths == self.widths and replica_w == self.replica_w:
             return False
         self.cost, self.v, self.value = formats
-        self.widths = widths
+        self.widths, self.replica_w = widths, replica_w
         return True
+
+    def _replica(self, k: int) -> str:
+        replica = self.table.replica_of(k)
+        return "-" if replica is None else count(replica)
+
+    def _replica_cell(self, text: str) -> str:
+        return f"{text:>{self.replica_w}} " if self.replica_w else ""
 
     @property
     def header(self) -> str:
         seq_w, t_w, cost_w, v_w, value_w = self.widths
-        return (f"{'seq':>{seq_w}} {'t':>{t_w}} {'kind':<{KIND_W}} {'user':<{USER_W}} {'cost':>{cost_w}} {'v':>{v_w}} "
+        return (f"{'seq':>{seq_w}} {'t':>{t_w}} {'kind':<{KIND_W}} {self._replica_cell('r')}{'user':<{USER_W}} {'cost':>{cost_w}} {'v':>{v_w}} "
                 f"{self.label:>{value_w}} {'request':<9}")
 
     @property
@@ -76,14 +86,15 @@ class LogColumns:
     def user_start(self) -> int:
         """Where the user column starts in a row."""
         seq_w, t_w = self.widths[:2]
-        return seq_w + 1 + t_w + 1 + KIND_W + 1
+        return seq_w + 1 + t_w + 1 + KIND_W + 1 + len(self._replica_cell(""))
 
     def row(self, k: int) -> str:
         table = self.table
         seq_w, t_w, cost_w, v_w, value_w = self.widths
         kind = "idle rst" if table.kind[k] == IDLE_RESET else table.kind_name(k)
+        replica = self._replica_cell(self._replica(k)) if self.replica_w else ""
         return (f"{count(table.first_seq + k):>{seq_w}} {TIME(table.t[k]):>{t_w}} {kind:<{KIND_W}} "
-                f"{_cut(table.user_name(k) or '', USER_W)} {self.cost(number(table.cost_at(k))):>{cost_w}} "
+                f"{replica}{_cut(table.user_name(k) or '', USER_W)} {self.cost(number(table.cost_at(k))):>{cost_w}} "
                 f"{self.v(number(table.v[k])):>{v_w}} {self.value(number(table.value[k])):>{value_w}} {table.request_id(k) or ''}")
 
 
@@ -99,6 +110,19 @@ _RESET = Style(color="yellow", bold=True)
 _GAP = Style(color="red", bold=True)  # events lost from a live stream
 _OTHER = Style(dim=True)
 _FOUND = Style(color="black", bgcolor="yellow", bold=True)  # the text of a search, where a row contains it
+
+
+def _events(table: EventTable, start: int, end: int, user: int | None, dispatches_only: bool, replica: int | None) -> Iterator[int]:
+    """The events start..end-1 of ``user`` (None: anyone), dispatches only or all, on ``replica`` (None: any)."""
+    if dispatches_only:
+        among: Sequence[int] = table.dispatches if user is None else table.user_dispatches[user]
+        candidates: Iterable[int] = among[bisect_left(among, start) : bisect_left(among, end)]
+    else:
+        candidates = range(start, end)
+    users, replicas = table.user, table.replica
+    for k in candidates:
+        if (user is None or users[k] == user) and (replica is None or replicas[k] == replica):
+            yield k
 
 
 def _cut(text: str, width: int) -> str:
@@ -197,19 +221,18 @@ class EventLog(LineView, can_focus=True):
         self._options, start, self._listed = options, self._listed if grown else 0, len(table)
         name = options.user_filter
         code = table.user_code.get(name) if name else None
+        replica = options.replica if table.replicated else None
         if name and code is None:
             self._rows = []
-        elif code is not None and options.dispatches_only:
+        elif replica is None and code is not None and options.dispatches_only:
             self._rows = table.user_dispatches[code]
-        elif code is not None:
-            users, rows = table.user, self._rows if grown else []
+        elif replica is None and code is None:
+            self._rows = table.dispatches if options.dispatches_only else None
+        else:  # one user's events, or one replica's: a list of our own
+            rows = self._rows if grown else []
             assert isinstance(rows, list)
-            rows.extend(k for k in range(start, self._listed) if users[k] == code)
+            rows.extend(_events(table, start, self._listed, code, options.dispatches_only, replica))
             self._rows = rows
-        elif options.dispatches_only:
-            self._rows = table.dispatches
-        else:
-            self._rows = None
 
     def virtual_width(self) -> int:
         return self.columns.width if self.columns is not None else 0

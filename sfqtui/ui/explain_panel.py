@@ -1,5 +1,9 @@
 """Why: the invariants this event breaks, if any; the candidates of the current dispatch and
-why the winner won; and the wait of its request."""
+why the winner won; and the wait of its request.
+
+In a run of several replicas: the replica that held the request, its own candidates, and
+the users then waiting on other replicas with smaller meters (who would have gone first
+under one SFQ, and by how much)."""
 
 from __future__ import annotations
 
@@ -7,8 +11,10 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from sfqtui.core.analysis.across_replicas import AcrossReplicas, across_replicas
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.explain import DispatchExplanation, DrrVisit, WaitExplanation, explain_dispatch, explain_wait
+from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.numbers import Fixed, amount, count, seconds
@@ -18,6 +24,7 @@ from sfqtui.ui.text_view import TextView
 
 AHEAD_ROWS = 6
 CANDIDATE_ROWS = 10
+ELSEWHERE_ROWS = 3
 
 
 class ExplainPanel(TextView, can_focus=True):
@@ -30,15 +37,19 @@ class ExplainPanel(TextView, can_focus=True):
             parts.append(Text("Before the first event. → steps forward, space plays, ? shows every key."))
         else:
             kind = table.kind_name(k)
+            replicas = frame.replicas
             if kind == "dispatch":
-                explanation = explain_dispatch(table, timeline, k, frame.state, shadow)
+                explanation = explain_dispatch(table, timeline, k, frame.state, shadow, replicas)
                 assert explanation is not None
-                parts += _dispatch(explanation, frame)
+                across = across_replicas(timeline, replicas, k) if replicas is not None else None
+                parts += _dispatch(explanation, frame, across)
+            elif replicas is not None and replicas.split and table.replica_of(k) is not None:  # told from its replica's own state
+                parts.append(Text(narrate(table, timeline, k, replicas=replicas), style="yellow" if kind == "idle_reset" else ""))
             else:
                 parts.append(_other(frame, timeline, kind))
             request = table.req[k]
             if request >= 0:
-                wait = explain_wait(table, request)
+                wait = explain_wait(table, request, split=replicas is not None and replicas.split)
                 if wait is not None:
                     parts += _wait(wait)
         self.set_text(parts)
@@ -48,8 +59,9 @@ def _broken(v: Violation) -> Text:
     return Text.assemble(("✗ breaks ", "bold red"), (v.rule, "bold red reverse"), " ", (v.message, "red"))
 
 
-def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
-    title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {amount(e.cost)}")
+def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | None) -> list[Text]:
+    held = "" if e.replica is None else f"  on replica {e.replica}"
+    title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {amount(e.cost)}{held}")
     traits = frame.table.traits
     own = traits is not None and traits.reading is not None
     what = (traits.value_symbol if frame.has_meters else traits.value_name) if traits is not None and own else "queued"
@@ -72,7 +84,9 @@ def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
         rows.append((("", f"… {count(len(e.candidates) - len(shown))} more", "", *(("",) if leads is not None else ()), "", "", ""), "dim"))
     header = (" ", "user", what, *((f"{what} − v",) if leads is not None else ()), "head cost", "w", "queued")
     table = grid(header, rows, (False, False, *[True] * (len(header) - 2)))
-    parts: list[Text] = [title, Text(f"{count(len(e.candidates))} waiting:", style="dim"), *table, Text("why: " + e.reason, style="green")]
+    on = f" on replica {e.replica}" if e.replica is not None and frame.replicas is not None and frame.replicas.split else ""
+    waiting = Text(f"{count(len(e.candidates))} waiting{on}:", style="dim")
+    parts: list[Text] = [title, *_across(across), waiting, *table, Text("why: " + e.reason, style="green")]
     if frame.has_meters and e.v is not None and e.value_after is not None:
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
@@ -81,6 +95,22 @@ def _dispatch(e: DispatchExplanation, frame: Frame) -> list[Text]:
         parts += [Text(f"first {user}'s head ({amount(cost)}) > its deficit {amount(credit)}: the visit ends, {user} goes to the tail", "dim")
                   for user, cost, credit in e.visit.ended[:CANDIDATE_ROWS]]
         parts.append(_visit(e.user, e.visit))
+    return parts
+
+
+def _across(across: AcrossReplicas | None) -> list[Text]:
+    """Who waiting on another replica had a smaller meter: who would have gone first under one SFQ."""
+    if across is None:
+        return []
+    style = "bold magenta" if across.elsewhere else "dim"
+    parts = [Text(across.summary(shown=0), style=style)]
+    if across.elsewhere:
+        listed = across.elsewhere[:ELSEWHERE_ROWS]
+        meter, below = Fixed.of(e.meter for e in listed), Fixed.of(e.below for e in listed)
+        rows = [((e.user, count(e.replica), meter(e.meter), below(e.below), count(e.queued)), "") for e in listed]
+        if len(across.elsewhere) > ELSEWHERE_ROWS:
+            rows.append(((f"… {count(len(across.elsewhere) - ELSEWHERE_ROWS)} more", "", "", "", ""), "dim"))
+        parts += grid(("  would go first", "replica", "meter", "below", "queued"), rows, (False, True, True, True, True))
     return parts
 
 

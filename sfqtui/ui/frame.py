@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
 from sfqtui.ui.connection import Link
@@ -19,14 +20,15 @@ class ViewOptions:
     show_folded: bool = False  # the band lists users idle for long too
     dispatches_only: bool = False  # the log lists dispatches only
     user_filter: str | None = None  # the log lists this user's events only
+    replica: int | None = None  # in a run of several replicas: the band, the log and the status line show this one's (None: all)
 
     @property
     def log_description(self) -> str:
         """What the log lists, if not every event ("" when it does)."""
-        if not self.dispatches_only and not self.user_filter:
+        if not self.dispatches_only and not self.user_filter and self.replica is None:
             return ""
         what = "dispatches" if self.dispatches_only else "all events"
-        return what + (f" of {self.user_filter}" if self.user_filter else "")
+        return what + (f" of {self.user_filter}" if self.user_filter else "") + (f" on replica {self.replica}" if self.replica is not None else "")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Frame:
     speed: float
     connection: Link | None = None  # a live source's connection and proxy run
     options: ViewOptions = ViewOptions()
+    replicas: ReplicaStates | None = None  # each replica's state, in a run of several replicas
 
     @property
     def picked(self) -> int | None:

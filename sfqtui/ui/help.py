@@ -25,7 +25,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Move", ("step", "next_dispatch", "previous_dispatch", "home", "end", "goto", "until_user")),
     ("Find", ("search", "next_match", "previous_match", "next_idle_reset", "next_violation")),
     ("Play", ("toggle_play", "faster", "slower")),
-    ("Show", ("toggle_dispatches", "filter_user", "cycle_sort", "toggle_folded", "toggle_lockstep", "calibration", "earlier_proxy_run")),
+    ("Show", ("toggle_dispatches", "filter_user", "cycle_sort", "toggle_folded", "toggle_lockstep", "cycle_replica", "calibration",
+              "earlier_proxy_run")),
     ("App", ("command_palette", "toggle_help", "lesson_menu", "quit")),
 )
 MOUSE = (

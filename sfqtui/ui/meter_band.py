@@ -7,7 +7,9 @@ waiting counter, DRR's deficits as they are.
 
 A Line API view: only the visible rows are drawn, and a step redraws only the rows that
 changed, so hundreds or thousands of users scroll smoothly. Users idle for longer than
-``FOLD_AFTER_S`` fold into one summary line.
+``FOLD_AFTER_S`` fold into one summary line. A run of several replicas draws a section
+per replica shown, each user in its replica's own band (ui/replicas.py) and read against
+that replica's own v (or lowest waiting counter), which its heading shows.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from rich.text import Text
 from textual.events import Click
 from textual.strip import Strip
 
+from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import Fixed, amount, count, percent
 from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
+from sfqtui.ui.replicas import BandPart, band_parts
 from sfqtui.ui.text_view import TextView
 
 SORTS = ("meter", "name", "share")
@@ -41,6 +45,8 @@ _PICKED = Style(bold=True, reverse=True)
 _BAND = Style(color="grey50")
 _MARK_Q = Style(color="green", bold=True)
 _MARK_IDLE = Style(color="grey62")
+_HEADING = Style(color="cyan", bold=True)
+HEADING = -1  # the row of a section's heading (a replica's), in place of a user code
 
 
 class BandLayout(NamedTuple):
@@ -53,7 +59,7 @@ class BandLayout(NamedTuple):
     band: int = MIN_BAND
     title: str = ""  # "" for schedulers without a number of their own (the queue lengths are the column beside)
     reference: str = ""  # "v = 110,312,346", shown once in the header; "" when the numbers are absolute
-    base: float = 0.0  # the reference's value: what the numbers are counted from
+    bases: tuple[float, ...] = (0.0,)  # per section of the band, the reference's value: what its numbers are counted from
     number: Fixed = Fixed()
     number_w: int = 0
     queued_w: int = len("queued")
@@ -68,18 +74,24 @@ class BandLayout(NamedTuple):
         name = max(MIN_NAME, min(NAME_W, room - MIN_BAND))
         return name, max(MIN_BAND, room - name)
 
-    def numbers(self, value: float, queued: int, weight: float, share: float) -> str:
-        """A row's numbers; ``value`` is the user's own number (inf: none yet)."""
-        own = f" {self.number(None if value == INF else value - self.base):>{self.number_w}}" if self.title else ""
+    @property
+    def base(self) -> float:
+        """What the numbers of the band's first (or only) section are counted from."""
+        return self.bases[0]
+
+    def numbers(self, value: float, queued: int, weight: float, share: float, part: int = 0) -> str:
+        """A row's numbers in section ``part``; ``value`` is the user's own number (inf: none yet)."""
+        own = f" {self.number(None if value == INF else value - self.bases[part]):>{self.number_w}}" if self.title else ""
         return f"{own} {count(queued):>{self.queued_w}} {self.weight(weight):>{self.weight_w}} {percent(share):>{SHARE_W}}"
 
 
-def reference_of(frame: Frame) -> tuple[str, str, float] | None:
-    """What the scheduler's per-user numbers are read against, if anything, as (its name
-    in the column's title, its name in the header, its value): v for the band [v, v + c_max];
-    for the band of the lowest (VTC), the smallest waiting counter (everyone's while nobody
-    waits). DRR's deficits are read as they are."""
-    traits, s = frame.table.traits, frame.state
+def reference_of(frame: Frame, s: State) -> tuple[str, str, float] | None:
+    """What the scheduler's per-user numbers in state ``s`` (the frame's, or a replica's)
+    are read against, if anything, as (its name in the column's title, its name in the
+    header, its value): v for the band [v, v + c_max]; for the band of the lowest (VTC), the
+    smallest waiting counter (everyone's while nobody waits). DRR's deficits are read as
+    they are."""
+    traits = frame.table.traits
     if traits is None or not traits.reading:
         return None
     if traits.band == "virtual":
@@ -92,24 +104,34 @@ def reference_of(frame: Frame) -> tuple[str, str, float] | None:
     return ("min", f"min {traits.value_symbol}", min(known)) if known else None
 
 
-def lay_out(frame: Frame, rows: list[int], values: list[float], width: int) -> BandLayout:
-    """The layout of ``rows`` (user codes) in a view ``width`` cells wide."""
-    s, table = frame.state, frame.table
+def lay_out(frame: Frame, sections: list[tuple[State, list[int]]], values: list[list[float]], width: int) -> BandLayout:
+    """The layout of the band's sections, each a state and the rows (user codes) drawn
+    from it, in a view ``width`` cells wide: one format per column over every section,
+    each section's numbers counted from its own reference."""
+    table = frame.table
     traits = table.traits
-    reference = reference_of(frame)
+    references = [reference_of(frame, state) for state, _ in sections]
+    known = next((r for r in references if r is not None), None)
     title = ""
     if traits is not None and traits.reading:
-        title = f"{traits.value_symbol} − {reference[0]}" if reference is not None else traits.value_name
-    base = reference[2] if reference is not None else 0.0
-    shown = [values[u] - base for u in rows if values[u] != INF]
-    number = Fixed.of(shown, scale=s.c_max or None, sign=reference is not None)
-    weights = [table.weight(u) for u in rows]
+        title = f"{traits.value_symbol} − {known[0]}" if known is not None else traits.value_name
+    bases = tuple(r[2] if r is not None else 0.0 for r in references) or (0.0,)
+    shown = [vals[u] - base for (_, rows), vals, base in zip(sections, values, bases) for u in rows if vals[u] != INF]
+    c_max = frame.state.c_max
+    number = Fixed.of(shown, scale=c_max or None, sign=known is not None)
+    weights = [table.weight(u) for _, rows in sections for u in rows]
     weight = Fixed.of(weights)
     number_w = max(len(title), number.width(shown)) if title else 0
-    queued_w = max(len("queued"), len(count(max((s.queued[u] for u in rows), default=0))))
+    most_queued = max((state.queued[u] for state, rows in sections for u in rows), default=0)
+    queued_w = max(len("queued"), len(count(most_queued)))
     weight_w = max(len("w"), weight.width(weights))
-    shown_reference = "" if reference is None else f"{reference[1]} = {amount(base)}"
-    layout = BandLayout(title=title, reference=shown_reference, base=base, number=number, number_w=number_w,
+    if known is None:
+        shown_reference = ""
+    elif len(sections) > 1:  # replicas with meters of their own: each heading gives its replica's
+        shown_reference = f"{known[1]}: each replica's own"
+    else:
+        shown_reference = f"{known[1]} = {amount(bases[0])}"
+    layout = BandLayout(title=title, reference=shown_reference, bases=bases, number=number, number_w=number_w,
                         queued_w=queued_w, weight=weight, weight_w=weight_w)
     name_w, band = layout.fit(width)
     return layout._replace(name=name_w, band=band)
@@ -147,8 +169,10 @@ class MeterBand(LineView, can_focus=True):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self._frame: Frame | None = None
-        self._rows: list[int] = []
-        self._values: list[float] = []
+        self._parts: list[BandPart] = []  # the band's sections: one, or one per replica shown
+        self._rows: list[int] = []  # each row's user code (HEADING: a section's heading)
+        self._row_parts: list[int] = []  # each row's section
+        self._values: list[list[float]] = []  # per section, per user
         self._most_queued = 1
         self._folded = 0
         self.band_layout = BandLayout()
@@ -157,13 +181,23 @@ class MeterBand(LineView, can_focus=True):
         if self._frame is not None and frame.table is not self._frame.table:
             self.reset_extent()
             self.forget_lines()  # user codes name other users now
-        elif self._frame is not None and frame.options.show_folded != self._frame.options.show_folded:
-            self.reset_extent()  # folding takes rows away for good
+        elif self._frame is not None and (frame.options.show_folded, frame.options.replica) != \
+                (self._frame.options.show_folded, self._frame.options.replica):
+            self.reset_extent()  # folding, or another replica, takes rows away for good
         self._frame = frame
-        self._values = self._shown_values(frame)
-        self._most_queued = max(frame.state.queued, default=0) or 1
-        self._rows, self._folded = self._order(frame)
-        self.band_layout = lay_out(frame, self._rows, self._values, self.scrollable_content_region.width)
+        self._parts = band_parts(frame) or [BandPart(None, frame.state, None)]
+        self._values = [self._shown_values(frame, part.state) for part in self._parts]
+        self._most_queued = max((max(part.state.queued, default=0) for part in self._parts), default=0) or 1
+        self._rows, self._row_parts, self._folded = [], [], 0
+        sections = []
+        for p, part in enumerate(self._parts):
+            users, folded = self._order(frame, part.state, self._values[p])
+            sections.append((part.state, users))
+            rows = [HEADING, *users] if part.heading is not None else users
+            self._rows += rows
+            self._row_parts += [p] * len(rows)
+            self._folded += folded
+        self.band_layout = lay_out(frame, sections, self._values, self.scrollable_content_region.width)
         self.redraw()
 
     def row_count(self) -> int:
@@ -171,21 +205,20 @@ class MeterBand(LineView, can_focus=True):
 
     def on_click(self, event: Click) -> None:
         hit = self.row_at(event)
-        if hit is not None and hit[0] < len(self._rows) and self._frame is not None:
+        if hit is not None and hit[0] < len(self._rows) and self._rows[hit[0]] != HEADING and self._frame is not None:
             self.post_message(UserClicked(self, self._frame.table.users[self._rows[hit[0]]]))
 
     @staticmethod
-    def _shown_values(frame: Frame) -> list[float]:
+    def _shown_values(frame: Frame, s: State) -> list[float]:
         """Each user's own number (meter, counter, deficit) or, for schedulers without
         one, its queue length; inf for none yet."""
-        s = frame.state
         traits = frame.table.traits
         if traits is None or not traits.reading:
             return [float(q) for q in s.queued]
         return [m if m == m else INF for m in s.value]
 
-    def _order(self, frame: Frame) -> tuple[list[int], int]:
-        s, table = frame.state, frame.table
+    def _order(self, frame: Frame, s: State, values: list[float]) -> tuple[list[int], int]:
+        table = frame.table
         last_event, queued, inflight_of, times, now = s.last_event, s.queued, s.inflight_of, table.t, s.t
         show_folded, sort = frame.options.show_folded, frame.options.sort
         visible, folded = [], 0
@@ -202,7 +235,7 @@ class MeterBand(LineView, can_focus=True):
         if sort == "share":
             visible.sort(key=s.charged.__getitem__, reverse=True)
         elif sort == "meter":  # backlogged users first, each group by meter
-            visible.sort(key=self._values.__getitem__)
+            visible.sort(key=values.__getitem__)
             visible.sort(key=[q == 0 for q in queued].__getitem__)
         return visible, folded
 
@@ -210,21 +243,26 @@ class MeterBand(LineView, can_focus=True):
         if row == len(self._rows):
             return self._folded
         assert self._frame is not None
-        return self._cells(self._frame, self._rows[row], width)
+        part = self._row_parts[row]
+        if self._rows[row] == HEADING:
+            return self._parts[part].heading
+        return self._cells(self._frame, part, self._rows[row], width)
 
     def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         if row == len(self._rows):
             text = f"⋯ {count(self._folded)} users idle for over {FOLD_AFTER_S:g} s (a: show them)"
             return Strip([Segment(text, self.base_style + _IDLE)])
+        if self._rows[row] == HEADING:
+            return Strip([Segment(str(key)[:width], self.base_style + _HEADING)])
         assert isinstance(key, RowCells) and self._frame is not None
         return self._draw(key, self._frame.table.users[key.user], width)
 
-    def _cells(self, frame: Frame, u: int, width: int) -> RowCells:
-        """What the row of user u shows: the key its drawn line is kept under."""
-        s, layout = frame.state, self.band_layout
+    def _cells(self, frame: Frame, part: int, u: int, width: int) -> RowCells:
+        """What the row of user u in section ``part`` shows: the key its drawn line is kept under."""
+        s, layout = self._parts[part].state, self.band_layout
         name_w, band = layout.fit(width)
         waiting = s.queued[u] > 0
-        value = self._values[u]
+        value = self._values[part][u]
         mark_at, mark, fill = None, "", 0
         kind = frame.band
         if kind == "virtual" and s.c_max > 0 and value != INF:
@@ -235,14 +273,17 @@ class MeterBand(LineView, can_focus=True):
             mark_at = max(0, min(band - 1, round(value / s.c_max * (band - 1))))
             mark = "●" if waiting else "○"
         elif kind == "lowest" and s.c_max > 0 and value != INF:
-            position = (value - layout.base) / s.c_max  # the base: the lowest waiting counter
+            position = (value - layout.bases[part]) / s.c_max  # the base: the section's lowest waiting counter
             mark_at = 0 if position < 0 else min(band - 1, round(position * (band - 1)))
             mark = "◂" if position < 0 else "▸" if position > 1 else ("●" if waiting else "○")
         elif kind == "queue":
             fill = round(s.queued[u] / self._most_queued * band)
-        share = s.charged[u] / (s.charged_total or 1.0)
-        numbers = layout.numbers(value, s.queued[u], frame.table.weight(u), share)
-        return RowCells(u, name_w, band, frame.picked == u, waiting, waiting or s.inflight_of[u] > 0, mark_at, mark, fill, numbers)
+        overall = frame.state  # a user's share of the run's cost, whichever replicas it was charged on
+        share = overall.charged[u] / (overall.charged_total or 1.0)
+        numbers = layout.numbers(value, s.queued[u], frame.table.weight(u), share, part)
+        replica = self._parts[part].replica
+        picked = frame.picked == u and (replica is None or replica == frame.table.replica_of(frame.k))
+        return RowCells(u, name_w, band, picked, waiting, waiting or s.inflight_of[u] > 0, mark_at, mark, fill, numbers)
 
     def _draw(self, c: RowCells, name: str, width: int) -> Strip:
         cells = [" "] * c.band

@@ -21,6 +21,7 @@ from sfqtui.ui.columns import grid
 from sfqtui.ui.event_log import EventLog, EventLogHeader
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.replicas import status_text
 from sfqtui.ui.status_line import seq_position
 from sfqtui.ui.text_view import TextView
 
@@ -33,13 +34,15 @@ class PaneHead(TextView):
     def show(self, frame: Frame, narration: str, differs: bool) -> None:
         s, table = frame.state, frame.table
         kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
+        split = frame.replicas is not None and frame.replicas.count > 0 and frame.replicas.split  # each replica has its own v
         where = Text.assemble(
             *seq_position(table, frame.k),
             " ",
             (kind, "bold reverse" if kind == "dispatch" else "bold"),
             f"  t={seconds(s.t)}s",
-            f"  v={amount(s.v)}" if frame.has_meters else "",
+            f"  v={amount(s.v)}" if frame.has_meters and not split else "",
             f"  dispatch #{count(s.dispatched_total)}" if s.dispatched_total else "",
+            *status_text(frame),
             no_wrap=True, overflow="ellipsis",
         )
         said = Text(narration, style="bold red" if differs else "green")
@@ -105,6 +108,8 @@ class RunPane(Vertical):
     def show(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> None:
         traits = frame.table.traits
         title = f"{frame.table.scheduler}: {traits.title}" if traits is not None else frame.table.scheduler
+        if frame.replicas is not None and frame.replicas.settings is not None and frame.replicas.settings.replicated:
+            title += f", {frame.replicas.settings.describe()}"
         if title != self.border_title:  # setting it repaints the whole pane, even to the same text
             self.border_title = title
         self.head.show(frame, narration, differs)

@@ -1,4 +1,5 @@
-"""Cost shares: over the run and the current busy period, against the fair share now."""
+"""Cost shares: over the run and the current busy period, against the fair share now; in a
+run of several replicas, how many of each user's requests went to each replica."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.replicas import routed_lines
 from sfqtui.ui.text_view import TextView
 
 ROWS = 6
@@ -73,16 +75,23 @@ class SharesPanel(TextView):
         backlogged_weight = sum(table.weight(u) for u in s.backlogged())
         total, busy = s.charged_total or 1.0, s.busy_total or 1.0
         rows: list[tuple[tuple[str, ...], str]] = []
+        listed = []
         self._user_at = {}
         for u in top_users(s.charged, table, ROWS):
             if s.charged[u] == 0 and s.queued[u] == 0:
                 continue
             self._user_at[len(rows) + 1] = u  # under the header line
+            listed.append(u)
             fair = f"{table.weight(u) / backlogged_weight:.1%}" if s.queued[u] and backlogged_weight else "-"
             name = table.users[u] if len(table.users[u]) <= 14 else table.users[u][:13] + "…"
             rows.append(((name, f"{s.charged[u] / total:.1%}", f"{s.busy(u) / busy:.1%}", fair), "bold" if s.queued[u] else "dim"))
         lines = grid(("user", "run", "busy", "fair"), rows, (False, True, True, True))
         lines += [Text()] * (ROWS + 1 - len(lines))  # the chart stays put
+        routed = routed_lines(frame, listed)  # a run of several replicas: where their requests went
+        if routed:
+            for i, u in enumerate(listed):
+                self._user_at[len(lines) + 1 + i] = u  # under its header line
+            lines += routed + [Text()] * (ROWS + 1 - len(routed))
         chart = self._chart_lines(frame)
         for i, u in enumerate(self._charted):
             self._user_at[len(lines) + 1 + 2 * i] = self._user_at[len(lines) + 2 + 2 * i] = u

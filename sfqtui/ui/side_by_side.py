@@ -3,8 +3,9 @@
 The first run leads; the app moves its cursor and puts the others at the same moment
 (by time or by dispatch number). Above the panes, one line says how the panes are paired
 (and where a pane's log has no such moment), where each other run's dispatch order first
-differs from the leader's, and how many positions differ so far; a pane whose current
-dispatch differs shows it in red.
+differs from the leader's (beside a run of several replicas: what each sent there and from
+which replica), and how many positions differ so far; a pane whose current dispatch
+differs shows it in red.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from textual.containers import Horizontal, Vertical
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.divergence import Divergence
 from sfqtui.core.log.lockstep import HOW, Mode, pair
+from sfqtui.core.log.table import EventTable
 from sfqtui.runs.run import Run
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.replicas import run_label
 from sfqtui.ui.run_pane import RunPane
 from sfqtui.ui.text_view import TextView
 
@@ -59,8 +62,9 @@ class SideBySide(Vertical):
             return  # a run was replaced (a re-run): the app lays the panes out again
         leader = runs[0]
         n = leader.cursor.dispatch_number
+        lead = run_label(leader)
         lines = [Text.assemble(("lockstep ", "dim"), (f"by {lockstep}", "bold"), (f" ({HOW[lockstep]}; l switches)  ", "dim"),
-                               f"leader {leader.scheduler} at dispatch #{n + 1:,}" if n >= 0 else f"leader {leader.scheduler}",
+                               f"leader {lead} at dispatch #{n + 1:,}" if n >= 0 else f"leader {lead}",
                                no_wrap=True, overflow="ellipsis")]
         differing: dict[int, bool] = {}
         for other in runs[1:]:
@@ -68,10 +72,12 @@ class SideBySide(Vertical):
             count = divergence.differing_until(n)
             differing[other.key] = divergence.differs(n) and _at_dispatch(other, n)
             first = divergence.first
+            name = run_label(other)
             if first is None or first > n:
-                said = f"{other.scheduler}: same order as {leader.scheduler} so far"
+                said = f"{name}: same order as {lead} so far"
             else:
-                said = (f"{other.scheduler}: orders first differ at dispatch #{first + 1:,}; "
+                parted = _parted(leader, other, first) if leader.table.replicated or other.table.replicated else ""
+                said = (f"{name}: orders first differ at dispatch #{first + 1:,}{parted}; "
                         f"{count:,} of {n + 1:,} positions differ so far")
             missing = pair(leader.table, leader.cursor.k, other.table, lockstep).missing
             if missing:
@@ -81,6 +87,18 @@ class SideBySide(Vertical):
         self._line.set_text([Text(" · ").join(lines)])
         for run in runs:
             self._panes[run.key].show(frame_of(run), narrate(run), differing[run.key], order(run))
+
+
+def _parted(leader: Run, other: Run, n: int) -> str:
+    """What each run sent at dispatch position n, and from which replica: where a replicated
+    run's order leaves the other's."""
+
+    def sent(table: EventTable) -> str:
+        k = table.dispatches[n]
+        held = table.replica_of(k)
+        return f"{table.user_name(k)}'s {table.request_id(k)}" + ("" if held is None else f" on replica {held}")
+
+    return f" ({sent(other.table)} vs {sent(leader.table)})"
 
 
 def _at_dispatch(run: Run, n: int) -> bool:

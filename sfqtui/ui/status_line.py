@@ -1,5 +1,5 @@
-"""One line: scheduler, time, v, c_max, the seq of the current event (and the last seq) and its kind, slots, play state,
-and for a live stream its connection (sfqtui.ui.connection)."""
+"""One line: scheduler (and, for a run of replicas, the one shown: k cycles), time, v, c_max, the seq of the current
+event (and the last seq) and its kind, slots, play state, and for a live stream its connection (sfqtui.ui.connection)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
 from sfqtui.ui.connection import connection_part
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.replicas import status_text
 from sfqtui.ui.text_view import TextView
 
 
@@ -29,18 +30,22 @@ class StatusLine(TextView):
     def show(self, frame: Frame) -> None:
         s, table = frame.state, frame.table
         kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
+        replicas = status_text(frame)  # a run of several replicas: the one shown (or all) first
+        own_v = frame.replicas is None or not frame.replicas.count or not frame.replicas.split
+        one = frame.replicas is not None and frame.options.replica is not None and frame.options.replica < frame.replicas.count
         text = Text.assemble(
             (f"{table.scheduler}", "bold"),
             *self._connection(frame),
+            *replicas,
             f"  t={seconds(s.t)}s",
-            f"  v={amount(s.v)}" if frame.has_meters else "",
+            f"  v={amount(s.v)}" if frame.has_meters and own_v else "",
             f"  c_max={amount(s.c_max)}",
             "  ",
             *seq_position(table, frame.k),
             " ",
             (kind, "bold reverse" if kind in ("dispatch", "idle_reset") else "bold"),
-            f"  in flight {count(s.inflight)}/{count(frame.slots) if frame.slots else '?'}",
-            f"  waiting {count(s.queued_total)}",
+            "" if one else f"  in flight {count(s.inflight)}/{count(frame.slots) if frame.slots else '?'}",
+            "" if one else f"  waiting {count(s.queued_total)}",
             *self._play(frame),
             (f"  loading {percent(frame.loaded, 0)}", "yellow") if frame.loading and frame.loaded is not None else "",
             no_wrap=True,

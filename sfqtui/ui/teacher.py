@@ -45,7 +45,7 @@ class Teacher:
                         return narrate(run.table, run.timeline, k, self.shadow(run))
                     except ShadowMismatch as mismatch:
                         self.refuse(run, mismatch)
-        return narrate(run.table, run.timeline, k)
+        return narrate(run.table, run.timeline, k, replicas=run.replicas)
 
     def order(self, run: Run) -> list[tuple[str, str]] | None:
         """Who is served next and with what, for schedulers that serve in an order (None for
@@ -63,7 +63,9 @@ class Teacher:
 
     def follows(self, run: Run) -> bool:
         """Whether the run's panes show a shadow (and its log has not proved unfollowable)."""
-        return _serves_in_order(run) and run.key not in self.unfollowable
+        replicas = run.replicas
+        own_schedulers = replicas is not None and replicas.split  # one shadow follows one scheduler, not one per replica
+        return _serves_in_order(run) and run.key not in self.unfollowable and not own_schedulers
 
     @staticmethod
     def warmed(run: Run, cancelled: Callable[[], bool]) -> Shadow | None:

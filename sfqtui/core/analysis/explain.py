@@ -10,10 +10,12 @@ was sent against, its charge and what is left.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
 from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.log.timeline import State, Timeline
@@ -63,6 +65,7 @@ class DispatchExplanation:
     candidates: tuple[Candidate, ...]
     reason: str
     visit: DrrVisit | None = None  # DRR, when a shadow of the scheduler was at hand
+    replica: int | None = None  # the replica that held the request, in a log of replicas
 
     @property
     def band_position(self) -> float | None:
@@ -90,21 +93,28 @@ class WaitExplanation:
     wait: float | None
     ahead: tuple[Ahead, ...]
     ahead_total: int
+    replica: int | None = None  # the replica that held it, in a log of replicas (its dispatches alone went ahead when split)
 
 
 def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State | None = None,
-                     shadow: Shadow | None = None) -> DispatchExplanation | None:
+                     shadow: Shadow | None = None, replicas: ReplicaStates | None = None) -> DispatchExplanation | None:
     """The candidates just before dispatch k and why the winner won (``after``: the state at
     k, if at hand; ``shadow``: the scheduler re-driven from the log, which tells a DRR visit;
-    it may raise ShadowMismatch)."""
+    it may raise ShadowMismatch). In a log of replicas each with its own scheduler
+    (``replicas`` split), the candidates are those of the replica that held the request,
+    with its meters."""
     if k < 0 or k >= len(table) or table.kind[k] != DISPATCH:
         return None
-    before = timeline.state_at(k - 1)
+    held = table.replica_of(k) if replicas is not None and replicas.split else None
+    if replicas is not None and held is not None:
+        before = replicas.state_at(held, k - 1)
+    else:
+        before = timeline.state_at(k - 1)
     after = after if after is not None and after.k == k else timeline.state_at(k)
     winner = table.user[k]
     candidates = []
     for u in before.backlogged():
-        head = table.next_dispatch(k - 1, u)
+        head = table.next_dispatch(k - 1, u) if held is None else _next_dispatch_on(table, k - 1, u, held)
         candidates.append(
             Candidate(
                 user=table.users[u],
@@ -123,12 +133,13 @@ def explain_dispatch(table: EventTable, timeline: Timeline, k: int, after: State
     ranked = [(c.user, c.value) for c in candidates]
     reason = traits.reason(name, ranked, cost, value_after) if traits is not None else f"{table.scheduler} picked {name}"
     visit = None
-    if shadow is not None and isinstance(shadow.at(k - 1), DRR):
+    if shadow is not None and held is None and isinstance(shadow.at(k - 1), DRR):  # a shadow follows one scheduler
         candidates, visit = _drr_dispatch(table, k, shadow, candidates, after.queued[winner] == 0)
         reason = _drr_reason(name, visit)
     return DispatchExplanation(
         k=k,
         scheduler=table.scheduler,
+        replica=table.replica_of(k),
         user=name,
         request=table.request_id(k),
         cost=cost,
@@ -170,9 +181,20 @@ def _drr_reason(user: str, visit: DrrVisit) -> str:
             f"{amount(visit.before)} + {amount(visit.quantum)} = {amount(visit.credit)}")
 
 
-def explain_wait(table: EventTable, request: int) -> WaitExplanation | None:
+def _next_dispatch_on(table: EventTable, k: int, user: int, replica: int) -> int | None:
+    """User ``user``'s first dispatch after event k on ``replica``."""
+    mine = table.user_dispatches[user]
+    for n in range(bisect_right(mine, k), len(mine)):
+        if table.replica[mine[n]] == replica:
+            return mine[n]
+    return None
+
+
+def explain_wait(table: EventTable, request: int, split: bool = False) -> WaitExplanation | None:
     """When the request (by code) arrived, how long it waited, and whose requests went
-    ahead meanwhile: the dispatches after its arrival and before its own (semantics §10)."""
+    ahead meanwhile: the dispatches after its arrival and before its own (semantics §10).
+    ``split``: a log of replicas each with its own scheduler and slots, where only the
+    dispatches of the request's own replica went ahead of it."""
     if not 0 <= request < len(table.arrive_at):
         return None
     life = table.life_of(request)
@@ -187,9 +209,12 @@ def explain_wait(table: EventTable, request: int) -> WaitExplanation | None:
     last: dict[int, float | None] = {}
     dispatches = table.dispatches
     n = table.dispatch_number(arrived)
+    held = table.replica_of(arrived) if split else None
     for k in table.dispatches_between(arrived, end):
         while dispatches[n] != k:
             n += 1
+        if held is not None and table.replica[k] != held:
+            continue
         u = table.user[k]
         counts[u] += 1
         costs[u] = costs.get(u, 0.0) + table.cost[n]
@@ -207,4 +232,5 @@ def explain_wait(table: EventTable, request: int) -> WaitExplanation | None:
         wait=(table.t[dispatched] - table.t[arrived]) if dispatched is not None else None,
         ahead=ahead,
         ahead_total=sum(counts.values()),
+        replica=table.replica_of(arrived),
     )

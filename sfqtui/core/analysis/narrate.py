@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from sfqtui.core.analysis.explain import explain_dispatch
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET
+from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET, SYNC
+from sfqtui.core.log.replica_states import ReplicaStates, ReplicaTimeline
 from sfqtui.core.log.shadow import Look, Shadow
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
@@ -22,10 +23,22 @@ from sfqtui.core.schedulers.registry import SchedulerTraits
 VISITS_SHOWN = 3  # failed DRR visits told one by one before the rest are summed up
 
 
-def narrate(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | None = None) -> str:
-    """What event k did and why, in one sentence."""
+def narrate(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | None = None,
+            replicas: ReplicaStates | None = None) -> str:
+    """What event k did and why, in one sentence. In a log of replicas, the sentence names
+    the event's replica; with ``replicas`` (each with its own scheduler), it is told from
+    that replica's state (a shadow follows one scheduler, so it is not used then)."""
     if not 0 <= k < len(table):
         return "Before the first event: nothing has arrived yet."
+    held = table.replica_of(k)
+    if held is None:
+        return _told(table, timeline, k, shadow, replicas)
+    if replicas is not None and replicas.split:
+        return f"replica {held}: {_told(table, ReplicaTimeline(replicas, held), k, None, replicas)}"
+    return f"replica {held}: {_told(table, timeline, k, shadow, replicas)}"
+
+
+def _told(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | None, replicas: ReplicaStates | None) -> str:
     kind = table.kind[k]
     if kind == IDLE_RESET:
         return _idle_reset(table, timeline, k)
@@ -34,7 +47,7 @@ def narrate(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | None
     if kind == DISPATCH:
         traits = table.traits
         if traits is not None and traits.picks_smallest:
-            return _smallest_pick(table, timeline, k, traits)
+            return _smallest_pick(table, timeline, k, traits, replicas)
         if shadow is not None and isinstance(shadow.at(k - 1), DRR):
             return _drr_visits(table, k, shadow)
         return _turn(table, timeline, k)
@@ -44,6 +57,8 @@ def narrate(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | None
         return _completion(table, timeline, k)
     if kind == CANCEL:
         return _cancellation(table, timeline, k)
+    if kind == SYNC:
+        return _sync(table, timeline, k)
     return f"{table.kind_name(k)}: {table.request_id(k)} of {table.user_name(k)}"
 
 
@@ -56,8 +71,8 @@ def _request(table: EventTable, code: int) -> str:
     return table.names[code] if table.names is not None else str(code)
 
 
-def _smallest_pick(table: EventTable, timeline: Timeline, k: int, traits: SchedulerTraits) -> str:
-    e = explain_dispatch(table, timeline, k)
+def _smallest_pick(table: EventTable, timeline: Timeline, k: int, traits: SchedulerTraits, replicas: ReplicaStates | None) -> str:
+    e = explain_dispatch(table, timeline, k, replicas=replicas)
     assert e is not None
     winner = e.user
     symbol = _symbol(traits, winner)
@@ -200,6 +215,14 @@ def _completion(table: EventTable, timeline: Timeline, k: int) -> str:
         if traits.virtual_time:
             told += " (charged once, at dispatch: §2.6)"
     return told
+
+
+def _sync(table: EventTable, timeline: Timeline, k: int) -> str:
+    user = table.users[table.user[k]]
+    symbol = _symbol(table.traits, user)
+    before, after = distinct(timeline.state_at(k - 1).value[table.user[k]], table.value[k])
+    return (f"sync: {symbol} rises from {before} to {after}, the meter published for {user} "
+            "plus this replica's charges since (share sync)")
 
 
 def _cancellation(table: EventTable, timeline: Timeline, k: int) -> str:

@@ -12,6 +12,8 @@ its checkpoints within the budget.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
@@ -185,13 +187,21 @@ class Timeline:
         return state
 
 
-def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: int, weights: list[float] | array) -> None:
+def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: int, weights: list[float] | array,
+                 only: tuple[Sequence[int], Sequence[float]] | None = None) -> None:
     """Apply events s.k+1 .. until to s, in place; ``cols[k - offset]`` holds event k and
     ``cols.cost[n - first]`` the cost of dispatch number n, where ``first`` is the number
-    of dispatches before ``cols`` (0 for a whole table)."""
+    of dispatches before ``cols`` (0 for a whole table). ``only``: apply just these events
+    (ascending indices) and their dispatches' costs instead, as s counts its dispatches
+    (one replica's, replica_states.py)."""
     kinds, users, ts, vs, values, costs = cols.kind, cols.user, cols.t, cols.v, cols.value, cols.cost
     first = cols.first_dispatch if isinstance(cols, EventBatch) else 0
-    for k in range(s.k + 1, until + 1):
+    ks: Sequence[int] = range(s.k + 1, until + 1)
+    if only is not None:
+        events, costs = only
+        first = 0
+        ks = events[bisect_right(events, s.k) : bisect_right(events, until)]
+    for k in ks:
         i = k - offset
         kind = kinds[i]
         u = users[i]

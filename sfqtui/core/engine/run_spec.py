@@ -1,0 +1,149 @@
+"""Run specs: a scheduler and, optionally, the replica settings it runs with (semantics §11).
+
+The one parser of the run specs that `replay --compare`, `explain --compare` and the
+lessons take, so one SFQ can be stepped beside a replicated run:
+
+    SCHEDULER[@SETTING=VALUE,SETTING=VALUE,...]
+
+Settings: ``replicas=K`` (also ``k=K``), ``router=hash|random|round-robin|least-loaded``,
+``share=none|global|sync:T[,D]``, ``seed=N``. A spec says what differs from the run it is
+compared with: a setting it does not give is that run's. Several specs are separated
+by commas: after an ``@``, a part with ``=`` is one more setting of the same spec, a bare
+number right after ``share=sync:T`` is its delay D, and any other part starts the next
+spec. So ``drr,sfq@replicas=2,router=hash,share=sync:5,1,fifo`` is three specs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.replication import ReplicaSettings, Share
+from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.errors import InputError
+
+SETTINGS = ("replicas", "router", "share", "seed")
+_ALIASES = {"k": "replicas"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A scheduler and the replica settings given for it (None: the compared run's)."""
+
+    scheduler: str
+    replicas: int | None = None
+    router: str | None = None
+    share: Share | None = None
+    seed: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> RunSpec:
+        """One spec; InputError saying what is wrong otherwise."""
+        name, at, settings = text.strip().partition("@")
+        name = name.strip()
+        check_schedulers([name])
+        if at and not settings.strip():
+            raise InputError(f"run spec {text.strip()!r}: nothing after @; give settings such as {name}@replicas=2,router=hash,share=none")
+        given: dict[str, str] = {}
+        for part in _setting_parts(settings) if at else []:
+            key, equals, value = part.partition("=")
+            key = _ALIASES.get(key.strip(), key.strip())
+            if not equals or key not in SETTINGS:
+                raise InputError(f"run spec {text.strip()!r}: {part.strip()!r} is not a setting; use {', '.join(k + '=' for k in SETTINGS)}")
+            if key in given:
+                raise InputError(f"run spec {text.strip()!r}: {key} is given twice")
+            given[key] = value.strip()
+        try:
+            spec = cls(
+                name,
+                replicas=_whole(given["replicas"], "replicas", text) if "replicas" in given else None,
+                router=given.get("router"),
+                share=Share.parse(given["share"]) if "share" in given else None,
+                seed=_whole(given["seed"], "seed", text) if "seed" in given else None,
+            )
+            spec.replica_settings(ReplicaSettings())  # the router name and the count, checked now
+        except ValueError as exc:
+            raise InputError(f"run spec {text.strip()!r}: {exc}") from None
+        return spec
+
+    @property
+    def plain(self) -> bool:
+        """Only a scheduler: no replica setting of its own."""
+        return self.replicas is None and self.router is None and self.share is None and self.seed is None
+
+    def replica_settings(self, base: ReplicaSettings) -> ReplicaSettings:
+        """``base`` with the settings this spec gives."""
+        return ReplicaSettings(
+            self.replicas if self.replicas is not None else base.count,
+            self.router if self.router is not None else base.router,
+            self.share if self.share is not None else base.share,
+            self.seed if self.seed is not None else base.seed,
+        )
+
+    def config(self, base: ReplayConfig) -> ReplayConfig:
+        """The replay of ``base`` under this spec's scheduler and replica settings; InputError
+        when they do not fit its slots (fewer than the replicas) or its scheduler."""
+        try:
+            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas))
+        except ValueError as exc:
+            raise InputError(f"run spec {self}: {exc}") from None
+
+    def __str__(self) -> str:
+        settings = [f"{key}={value}" for key, value in (("replicas", self.replicas), ("router", self.router),
+                                                        ("share", self.share), ("seed", self.seed)) if value is not None]
+        return self.scheduler + ("@" + ",".join(settings) if settings else "")
+
+
+def parse_run_specs(text: str) -> list[RunSpec]:
+    """Comma-separated run specs (see the module's docstring); InputError when there is none."""
+    written = split_run_specs(text)
+    if written:
+        check_schedulers([one.partition("@")[0].strip() for one in written])
+    specs = [RunSpec.parse(one) for one in written]
+    if not specs:
+        raise InputError(f"no run spec in {text!r}; give schedulers such as sfq,drr or sfq@replicas=2,router=hash,share=none")
+    return specs
+
+
+def split_run_specs(text: str) -> list[str]:
+    """The specs of a comma-separated list, each as written."""
+    specs: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if specs and "@" in specs[-1] and (("=" in part and "@" not in part) or _is_delay(specs[-1], part)):
+            specs[-1] += "," + part
+        else:
+            specs.append(part)
+    return specs
+
+
+def _setting_parts(settings: str) -> list[str]:
+    """The settings after an @, a sync delay kept with its share."""
+    parts: list[str] = []
+    for part in (p.strip() for p in settings.split(",")):
+        if parts and _is_delay(parts[-1], part):
+            parts[-1] += "," + part
+        elif part:
+            parts.append(part)
+    return parts
+
+
+def _is_delay(before: str, part: str) -> bool:
+    """Whether ``part`` is the D of a ``share=sync:T`` that ends ``before``."""
+    last = re.split("[,@]", before)[-1].replace(" ", "")
+    if not last.startswith("share=sync:"):
+        return False
+    try:
+        float(part)
+    except ValueError:
+        return False
+    return True
+
+
+def _whole(value: str, key: str, text: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(f"run spec {text.strip()!r}: {key} takes a whole number, not {value!r}") from None
