@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 PREFIX = "sfqtui:"
-SCRIPTS = ("arrive", "complete", "cancel", "renew", "join", "leave", "state")
+SCRIPTS = ("batch", "renew", "join", "leave", "state")
 # Errors that mean the store is away (unreachable, paused, restarting), not that a script is wrong.
 AWAY = (ConnectionError, TimeoutError, OSError)
 
