@@ -1,7 +1,8 @@
 """The store replicas share one SFQ through (semantics §12): Redis or Valkey, 6.2's commands only.
 
 Every change of state is one cached Lua script (``scripts/*.lua``, each loaded with
-``scripts/lib.lua`` in front of it, run by EVALSHA and loaded again on NOSCRIPT), so two
+``scripts/lib.lua``, and but for the per-request ``batch.lua`` ``scripts/members.lua``, in
+front of it, run by EVALSHA and loaded again on NOSCRIPT), so two
 replicas never decide on stale state. ``Store`` (``client.py``) runs them; ``Batch``
 (``batch.py``) sends a replica's arrivals, completions and cancellations of one turn of its
 event loop as one call of ``scripts/batch.lua``.

@@ -1,5 +1,5 @@
--- Shared by every script (prepended to each when it is loaded): the SFQ of semantics §3 on the
--- store's keys, the estimator of §6, and the event log. Every number is kept as text that reads
+-- Shared by every script (prepended to each when it is loaded; members.lua follows it in all but
+-- batch.lua): the SFQ of semantics §3 on the store's keys, the estimator of §6, and the event log. Every number is kept as text that reads
 -- back as the same double; no float is ever returned as a Lua number (Redis would truncate it to
 -- an integer). Each script reads the run once, writes it back once and publishes its events as
 -- one stream entry, so the fixed cost of a call is shared by all the operations it carries.
@@ -14,11 +14,9 @@ local P = KEYS[1]
 local S = {P = P, RUN = P .. 'run', USERS = P .. 'users', BACKLOG = P .. 'backlog', REPLICAS = P .. 'replicas', EVENTS = P .. 'events',
   run = false, est_params = false, events = {}, dispatched = {}, est = {}, clock = false, t_text = false, first_seq = false,
   CONSTANTS = '<iidddddiiHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
-local F = {fmt = false, load_run = false, pack_state = false, pack_constants = false, store_now = false, event_time = false, emit = false,
-  finish = false, unpack_req = false, rid_number = false, oldest_first = false, queued_of = false,
-  running_of = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false,
-  dispatch_while_free = false, arrive = false, cancel = false, complete = false, settle_replica = false,
-  reap = false, replicas_reply = false, enter = false}
+local F = {fmt = false, load_run = false, pack_state = false, store_now = false, event_time = false, emit = false, finish = false,
+  unpack_req = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false, dispatch_while_free = false,
+  arrive = false, cancel = false, complete = false, enter = false}
 
 -- %.17g reads back as the same double; an integral value has the same digits with %d, which
 -- costs a fifth as much (zero, infinities and NaN keep %.17g: -0 and inf print otherwise).
@@ -46,14 +44,6 @@ function F.load_run()
   e.start = {start, start_text}
   S.run, S.est_params = run, e
   return true
-end
-
--- 'c' of a new run: settings is the group's (JSON), started the store's time (and its text).
-function F.pack_constants(settings, started, started_text)
-  local e = settings.estimator
-  local texts = {e.update, started_text, F.fmt(e.start_ratio), F.fmt(e.default_output_tokens)}
-  return struct.pack(S.CONSTANTS, settings.slots, settings.ring, started, e.input_weight, e.output_weight, e.alpha, e.start_ratio, e.window,
-    e.default_output_tokens, #texts[1], texts[1], #texts[2], texts[2], #texts[3], texts[3], #texts[4], texts[4])
 end
 
 function F.pack_state(run)
@@ -125,31 +115,6 @@ function F.unpack_req(packed)
   local n, cap, w, rid, rep, w_text, u, sk, uj = struct.unpack('<iidHc0Hc0Hc0Hc0Hc0Hc0', packed)
   if cap < 0 then cap = nil end
   return {n = n, cap = cap, w = w, rid = rid, rep = rep, w_text = w_text, u = u, sk = sk, uj = uj, packed = packed}
-end
-
-function F.rid_number(req) return tonumber(string.match(req.rid, '%d+$')) end
-
-function F.oldest_first(reqs)
-  table.sort(reqs, function(a, b) return F.rid_number(a) < F.rid_number(b) end)
-  return reqs
-end
-
--- A replica's requests: queued (found in the users' queues) or running (its rr hash), oldest first.
-function F.queued_of(rep)
-  local reqs = {}
-  for _, user in ipairs(redis.call('ZRANGE', S.BACKLOG, 0, -1)) do
-    for _, packed in ipairs(redis.call('LRANGE', S.P .. 'q:' .. user, 0, -1)) do
-      local req = F.unpack_req(packed)
-      if req.rep == rep then reqs[#reqs + 1] = req end
-    end
-  end
-  return F.oldest_first(reqs)
-end
-
-function F.running_of(rep)
-  local reqs = {}
-  for _, packed in ipairs(redis.call('HVALS', S.P .. 'rr:' .. rep)) do reqs[#reqs + 1] = F.unpack_req(packed) end
-  return F.oldest_first(reqs)
 end
 
 -- The ratio of a scope key: {value, text}, with the sums of outputs and caps it was learned from
@@ -286,31 +251,6 @@ function F.complete(req, output, outcome)
   local tail = ',"output_tokens":' .. (output and string.format('%d', output) or 'null')
   if outcome then tail = tail .. ',"outcome":"' .. outcome .. '"' end
   F.emit('complete', req, nil, redis.call('HGET', S.USERS, 'm:' .. req.u), tail)
-end
-
--- A replica whose lease ran out (or that left): its queued requests cancelled, its running ones
--- completed as lost; nothing refunded. Their slots go back to the pool (the caller dispatches).
-function F.settle_replica(rep)
-  for _, req in ipairs(F.queued_of(rep)) do F.cancel(req) end
-  for _, req in ipairs(F.running_of(rep)) do F.complete(req, nil, 'lost') end
-  redis.call('DEL', S.P .. 'rr:' .. rep)
-  local rkey = S.P .. 'rep:' .. rep
-  S.run.inflight = S.run.inflight - tonumber(redis.call('HGET', rkey, 'held') or '0')
-  redis.call('HSET', rkey, 'held', '0')
-  redis.call('ZREM', S.REPLICAS, rep)
-end
-
--- Settle every replica whose lease ended before now (a survivor does it, inside its own script).
-function F.reap(now, except)
-  local dead = redis.call('ZRANGEBYSCORE', S.REPLICAS, '-inf', '(' .. F.fmt(now))
-  for _, rep in ipairs(dead) do
-    if rep ~= except then F.settle_replica(rep) end
-  end
-  return #dead
-end
-
-function F.replicas_reply()
-  return redis.call('ZRANGE', S.REPLICAS, 0, -1)
 end
 
 -- Every script but join starts here: the run must be the caller's, and the caller a member.
