@@ -17,7 +17,7 @@ local a = 3
 while a <= #ARGV do
   local op = ARGV[a]
   if op == 'a' then
-    F.arrive(F.unpack_req(ARGV[a + 1]))
+    F.arrive(F.unpack_req(ARGV[a + 1]), rep, own)
     a = a + 2
   elseif op == 'c' then
     if ARGV[a + 3] == '1' then

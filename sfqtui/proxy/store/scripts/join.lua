@@ -64,9 +64,9 @@ local u = tonumber(ARGV[a]); a = a + 1
 if created then u = 0 end
 for k = 1, u do
   local user, charge = ARGV[a], tonumber(ARGV[a + 1])
-  local meter = tonumber(redis.call('HGET', S.USERS, 'm:' .. user) or run.v_text) + charge
+  local meter = tonumber(F.meter_of(user) or run.v_text) + charge
   local meter_text = F.fmt(meter)
-  redis.call('HSET', S.USERS, 'm:' .. user, meter_text, 'w:' .. user, ARGV[a + 2])
+  F.set_meter(user, meter_text, ARGV[a + 2])
   a = a + 3
   if redis.call('ZSCORE', S.BACKLOG, user) then redis.call('ZADD', S.BACKLOG, meter_text, user) end
   if meter > run.max_meter then run.max_meter, run.max_text = meter, meter_text end

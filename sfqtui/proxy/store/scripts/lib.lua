@@ -12,11 +12,11 @@
 
 local P = KEYS[1]
 local S = {P = P, RUN = P .. 'run', USERS = P .. 'users', BACKLOG = P .. 'backlog', REPLICAS = P .. 'replicas', EVENTS = P .. 'events',
-  run = false, est_params = false, events = {}, dispatched = {}, est = {}, clock = false, t_text = false, first_seq = false,
+  run = false, est_params = false, events = {}, dispatched = {}, est = {}, meters = {}, clock = false, t_text = false, first_seq = false,
   CONSTANTS = '<iidddddiiHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
 local F = {fmt = false, load_run = false, pack_state = false, store_now = false, event_time = false, emit = false, finish = false,
-  unpack_req = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false, dispatch_while_free = false,
-  arrive = false, cancel = false, complete = false, enter = false}
+  unpack_req = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false, meter_of = false, set_meter = false,
+  start = false, dispatch_while_free = false, arrive = false, cancel = false, complete = false, enter = false}
 
 -- %.17g reads back as the same double; an integral value has the same digits with %d, which
 -- costs a fifth as much (zero, infinities and NaN keep %.17g: -0 and inf print otherwise).
@@ -175,22 +175,56 @@ function F.idle_reset_if_idle()
   end
 end
 
+-- A user's meter S_i as text (false if it has none), read once per script; set_meter writes it
+-- (and the user's weight, when given).
+function F.meter_of(user)
+  local meter = S.meters[user]
+  if meter == nil then
+    meter = redis.call('HGET', S.USERS, 'm:' .. user)
+    S.meters[user] = meter
+  end
+  return meter
+end
+
+function F.set_meter(user, meter_text, w_text)
+  if w_text then
+    redis.call('HSET', S.USERS, 'm:' .. user, meter_text, 'w:' .. user, w_text)
+  else
+    redis.call('HSET', S.USERS, 'm:' .. user, meter_text)
+  end
+  S.meters[user] = meter_text
+end
+
+-- Dispatch ``req``, its user's meter being S_i = meter: v <- S_i, charge c / w, take a slot, tell
+-- its replica (``own`` gets it if that is ``mine``). Returns the new meter's text; the caller
+-- puts it where the user now is (the backlog, or only the users' hash).
+function F.start(req, meter, meter_text, mine, own)
+  local run = S.run
+  run.v, run.v_text = meter, meter_text
+  local cost, ratio_text, est_output_text = F.price(req)
+  local charged = meter + cost / req.w
+  local charged_text, cost_text = F.fmt(charged), F.fmt(cost)
+  if charged > run.max_meter then run.max_meter, run.max_text = charged, charged_text end
+  run.inflight = run.inflight + 1
+  redis.call('HSET', S.P .. 'rr:' .. req.rep, req.rid, req.packed)
+  F.emit('dispatch', req, cost_text, charged_text, ',"ratio":' .. (ratio_text or 'null') .. ',"est_output":' .. est_output_text)
+  S.dispatched[#S.dispatched + 1] = '[' .. req.rep .. ',"' .. req.rid .. '",' .. cost_text .. ',' .. req.uj .. ']'
+  if req.rep == mine then
+    own[#own + 1] = req.rid
+    own[#own + 1] = cost_text
+  end
+  return charged_text
+end
+
 -- While a slot is free and someone waits: pick argmin (S_i, user) (the sorted set orders equal
--- scores by member bytes, which for UTF-8 is code point order), charge, tell the replica.
--- Appends the requests dispatched for replica ``mine`` to ``own`` (id, cost, flat), so its
--- caller needs no notification.
+-- scores by member bytes, which for UTF-8 is code point order) and start its oldest request.
 function F.dispatch_while_free(mine, own)
   local run = S.run
   while run.inflight < run.slots and run.backlogged > 0 do
     local top = redis.call('ZRANGE', S.BACKLOG, 0, 0, 'WITHSCORES')
-    local user, meter_text = top[1], top[2]
-    local meter = tonumber(meter_text)
+    local user = top[1]
     local qkey = S.P .. 'q:' .. user
-    local req = F.unpack_req(redis.call('LPOP', qkey))
-    run.v, run.v_text = meter, meter_text
-    local cost, ratio_text, est_output_text = F.price(req)
-    local charged = meter + cost / req.w
-    local charged_text, cost_text = F.fmt(charged), F.fmt(cost)
+    local charged_text = F.start(F.unpack_req(redis.call('LPOP', qkey)), tonumber(top[2]), top[2], mine, own)
     local emptied = redis.call('LLEN', qkey) == 0
     if emptied then
       redis.call('ZREM', S.BACKLOG, user)
@@ -198,34 +232,35 @@ function F.dispatch_while_free(mine, own)
     else
       redis.call('ZADD', S.BACKLOG, charged_text, user)
     end
-    redis.call('HSET', S.USERS, 'm:' .. user, charged_text)
-    if charged > run.max_meter then run.max_meter, run.max_text = charged, charged_text end
-    run.inflight = run.inflight + 1
-    redis.call('HSET', S.P .. 'rr:' .. req.rep, req.rid, req.packed)
-    F.emit('dispatch', req, cost_text, charged_text, ',"ratio":' .. (ratio_text or 'null') .. ',"est_output":' .. est_output_text)
-    S.dispatched[#S.dispatched + 1] = '[' .. req.rep .. ',"' .. req.rid .. '",' .. cost_text .. ',' .. req.uj .. ']'
-    if req.rep == mine then
-      own[#own + 1] = req.rid
-      own[#own + 1] = cost_text
-    end
+    F.set_meter(user, charged_text, nil)
     if emptied then F.idle_reset_if_idle() end
   end
 end
 
 -- A request joins its user's queue; a user whose queue was empty joins the backlog at
--- S_i <- max(S_i, v) (a new user starts at v).
-function F.arrive(req)
+-- S_i <- max(S_i, v) (a new user starts at v). When nobody waits and a slot is free it is the
+-- pick at once: it is started without going through its queue and the backlog (the same events
+-- and state as queueing and picking it, in a third of the calls).
+function F.arrive(req, mine, own)
   local run = S.run
-  local meter_text = redis.call('HGET', S.USERS, 'm:' .. req.u)
-  if redis.call('RPUSH', S.P .. 'q:' .. req.u, req.packed) == 1 then
+  local meter_text = F.meter_of(req.u)
+  local immediate = run.backlogged == 0 and run.inflight < run.slots
+  if immediate or redis.call('RPUSH', S.P .. 'q:' .. req.u, req.packed) == 1 then
     local meter = meter_text and tonumber(meter_text)
     if not meter or meter < run.v then meter, meter_text = run.v, run.v_text end
-    redis.call('HSET', S.USERS, 'm:' .. req.u, meter_text, 'w:' .. req.u, req.w_text)
     if meter > run.max_meter then run.max_meter, run.max_text = meter, meter_text end
+    F.emit('arrive', req, nil, meter_text, nil)
+    if immediate then
+      F.set_meter(req.u, F.start(req, meter, meter_text, mine, own), req.w_text)
+      F.idle_reset_if_idle()
+      return
+    end
+    F.set_meter(req.u, meter_text, req.w_text)
     redis.call('ZADD', S.BACKLOG, meter_text, req.u)
     run.backlogged = run.backlogged + 1
+  else
+    F.emit('arrive', req, nil, meter_text, nil)
   end
-  F.emit('arrive', req, nil, meter_text, nil)
 end
 
 -- A queued request leaves its queue, uncharged (§3: the user leaves the backlog if it was its
@@ -238,7 +273,7 @@ function F.cancel(req)
     redis.call('ZREM', S.BACKLOG, req.u)
     S.run.backlogged = S.run.backlogged - 1
   end
-  F.emit('cancel', req, nil, redis.call('HGET', S.USERS, 'm:' .. req.u), nil)
+  F.emit('cancel', req, nil, F.meter_of(req.u), nil)
   if emptied then F.idle_reset_if_idle() end
   return true
 end
@@ -250,7 +285,7 @@ function F.complete(req, output, outcome)
   if output and req.cap then F.learn(req.sk, output, req.cap) end
   local tail = ',"output_tokens":' .. (output and string.format('%d', output) or 'null')
   if outcome then tail = tail .. ',"outcome":"' .. outcome .. '"' end
-  F.emit('complete', req, nil, redis.call('HGET', S.USERS, 'm:' .. req.u), tail)
+  F.emit('complete', req, nil, F.meter_of(req.u), tail)
 end
 
 -- Every script but join starts here: the run must be the caller's, and the caller a member.
