@@ -95,3 +95,21 @@ async def test_two_replicas_concurrent_batches_are_one_sfq_with_exact_meters(fak
     last_meter = {e["user"]: e["meter"] for e in events if e["meter"] is not None}
     assert {u["user"]: u["meter"] for u in snapshot["users"]} == last_meter
     assert snapshot["inflight"] == 0 and all(u["queued"] == 0 and u["inflight"] == 0 for u in snapshot["users"])
+
+
+async def test_a_request_packed_for_the_store_keeps_any_size_and_name(store: Any) -> None:
+    """Token counts past 32 bits and users or scope keys in any script reach the store intact."""
+    client = Store(store.url, 2.0, lambda _seconds: None)
+    joined = await client.call("join", "test/0", secrets.token_hex(8), group_settings(1, 1000, EstimatorParams(scope="model")), 5,
+                               secrets.token_hex(8), 0, 0, 0, 0)
+    run, replica = joined[0].decode(), joined[2].decode()
+    huge = Ticket(0, "zoë 用户 \"q\"", 3 * 10**12, 10**15, "mödel/x", 0.0)
+    reply = await client.call("batch", run, replica, "a", packed("r0-0", replica, huge, 0.7))
+    entries: Any = await client.redis.xrange(PREFIX + "events")
+    await client.aclose()
+    events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
+    dispatch = next(e for e in events if e["kind"] == "dispatch")
+    assert dispatch["user"] == huge.user and dispatch["weight"] == 0.7
+    assert dispatch["cost"] == 1.0 * 3 * 10**12 + 2.0 * 10**15 * 1.0 and dispatch["est_output"] == 10**15
+    assert dispatch["meter"] == dispatch["cost"] / 0.7
+    assert reply[1][0] == b"r0-0" and float(reply[1][1]) == dispatch["cost"]

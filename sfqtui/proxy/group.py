@@ -41,7 +41,7 @@ from sfqtui.proxy.store.batch import Batch
 from sfqtui.proxy.store.client import PREFIX, Store, StoreAway
 
 log = logging.getLogger("sfqtui.proxy")
-_NUMBERS, _LENGTH = struct.Struct("<iid"), struct.Struct("<H")
+_NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
 # The layout of the store's keys (sfqtui.proxy.store): a group's settings name it, so that
 # replicas of another layout never share a run.
 STORE_LAYOUT = 2
@@ -57,7 +57,7 @@ class GroupError(Exception):
 class GroupTicket(Ticket):
     """A request of this replica. ``local`` links it to the local dispatcher's ticket while
     the store is away; ``held``: it runs on a slot held outside the log (dispatched locally);
-    ``packed``: the request as the store keeps it (``packed``), once queued there."""
+    ``packed``: the request as the store keeps it (``packed()``), once queued there."""
 
     __slots__ = ("n", "local", "held", "packed")
 
@@ -72,8 +72,8 @@ class GroupTicket(Ticket):
 
 def packed(rid: str, replica: str, ticket: Ticket, weight: float) -> bytes:
     """A request as the store keeps it (lib.lua's unpack_req reads it without parsing a number):
-    input tokens, cap (-1 if none) and weight as binary, then id, replica, weight as text (for the
-    events), user, scope key and user as JSON, each after its length."""
+    input tokens, cap (-1 if none) and weight as binary doubles (Lua's numbers), then id, replica,
+    weight as text (for the events), user, scope key and user as JSON, each after its length."""
     cap = -1 if ticket.max_tokens is None else ticket.max_tokens
     texts = (rid, replica, repr(weight), ticket.user, "" if ticket.scope_key is None else str(ticket.scope_key), json.dumps(ticket.user))
     return _NUMBERS.pack(ticket.input_tokens, cap, weight) + b"".join(_LENGTH.pack(len(b)) + b for b in (t.encode() for t in texts))

@@ -13,7 +13,7 @@
 local P = KEYS[1]
 local S = {P = P, RUN = P .. 'run', USERS = P .. 'users', BACKLOG = P .. 'backlog', REPLICAS = P .. 'replicas', EVENTS = P .. 'events',
   run = false, est_params = false, events = {}, dispatched = {}, est = {}, meters = {}, clock = false, t_text = false, first_seq = false,
-  CONSTANTS = '<iidddddiiHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
+  CONSTANTS = '<dddddddddHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
 local F = {fmt = false, load_run = false, pack_state = false, store_now = false, event_time = false, emit = false, finish = false,
   unpack_req = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false, meter_of = false, set_meter = false,
   start = false, dispatch_while_free = false, arrive = false, cancel = false, complete = false, enter = false}
@@ -108,11 +108,11 @@ function F.finish()
 end
 
 -- A request as the store keeps it (in its user's queue while queued, in its replica's rr hash
--- while running): one string the replica packs (Python's struct: '<iid', then six strings each
+-- while running): one string the replica packs (Python's struct: '<ddd', then six strings each
 -- after its length as '<H'): input tokens, cap (-1 if none), weight, id, replica, weight as text,
 -- user, scope key, user as JSON.
 function F.unpack_req(packed)
-  local n, cap, w, rid, rep, w_text, u, sk, uj = struct.unpack('<iidHc0Hc0Hc0Hc0Hc0Hc0', packed)
+  local n, cap, w, rid, rep, w_text, u, sk, uj = struct.unpack('<dddHc0Hc0Hc0Hc0Hc0Hc0', packed)
   if cap < 0 then cap = nil end
   return {n = n, cap = cap, w = w, rid = rid, rep = rep, w_text = w_text, u = u, sk = sk, uj = uj, packed = packed}
 end
@@ -156,8 +156,8 @@ function F.learn(sk, output, cap)
     ratio.out, ratio.cap = ratio.out + output, ratio.cap + cap
     if e.update == 'window' then
       local pairs_key = S.P .. 'estw:' .. sk
-      if redis.call('RPUSH', pairs_key, struct.pack('<ii', output, cap)) > e.window then
-        local old_out, old_cap = struct.unpack('<ii', redis.call('LPOP', pairs_key))
+      if redis.call('RPUSH', pairs_key, struct.pack('<dd', output, cap)) > e.window then
+        local old_out, old_cap = struct.unpack('<dd', redis.call('LPOP', pairs_key))
         ratio.out, ratio.cap = ratio.out - old_out, ratio.cap - old_cap
       end
     end
