@@ -20,8 +20,13 @@ through the N replicas (the load spread over them), and the store's own time per
 from its command statistics (INFO commandstats, reset before the run). With `--pin`, each
 proxy gets a core of its own when there are enough (the last N cores), the rest share the others.
 
+Each comparison runs --repeat times, one proxy and the replicas one after the other, with the
+load average before and after; the best of the runs is the least disturbed by the machine's other
+work. The last line estimates the ratio the replicas would reach with a core each, from the CPU
+each configuration spent per request.
+
 Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx] [--pin]
-       python benchmarks/proxy_bench.py --replicas 2 --state redis://127.0.0.1:6379/15 [--pin] [--throughput-requests 4000]
+       python benchmarks/proxy_bench.py --replicas 2 --state redis://127.0.0.1:6379/15 [--pin] [--throughput-requests 4000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
@@ -147,20 +153,19 @@ async def throughput(urls: list[str], concurrency: int, requests: int) -> float:
     return requests / elapsed
 
 
-def store_figures(url: str) -> tuple[float, float, int, float]:
-    """(script µs per call, µs of the commands replicas send, script calls) since the last reset, from
-    INFO commandstats. A script's time includes the commands it runs (listed too), so only the
-    commands replicas send count: EVALSHA and the stream reads (XREAD). Those times are the
-    server's wall clock, which a busy machine stretches; the last figure is the server's CPU
-    seconds so far (INFO cpu), which it does not."""
+def store_figures(url: str) -> tuple[float, int, float]:
+    """(µs of the commands replicas send, script calls, the server's CPU seconds so far), from
+    INFO commandstats since the last reset and INFO cpu. A script's time includes the commands it
+    runs (listed too), so only the commands replicas send count: EVALSHA and the stream reads
+    (XREAD). Those times are the server's wall clock, which a busy machine stretches; its CPU
+    seconds are not."""
     import redis
 
     with redis.Redis.from_url(url) as client:
         stats = client.info("commandstats")
         cpu = client.info("cpu")
-    scripts = stats.get("cmdstat_evalsha", {"usec": 0, "calls": 0})
     sent = sum(stats.get(f"cmdstat_{name}", {"usec": 0})["usec"] for name in ("evalsha", "xread"))
-    return scripts["usec"] / max(1, scripts["calls"]), float(sent), int(scripts["calls"]), cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+    return float(sent), int(stats.get("cmdstat_evalsha", {"calls": 0})["calls"]), cpu["used_cpu_user"] + cpu["used_cpu_sys"]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -184,6 +189,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=0, help="compare one proxy with this many replicas sharing --state")
     parser.add_argument("--state", help="redis://HOST:PORT/DB for --replicas (the database is emptied first)")
     parser.add_argument("--throughput-requests", type=int, default=4000, help="non-streamed requests per throughput run")
+    parser.add_argument("--repeat", type=int, default=3, help="with --replicas: runs of each comparison (the best is reported too)")
     args = parser.parse_args()
     if args.replicas:
         if not args.state:
@@ -248,7 +254,52 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
         proc.wait(30)
 
 
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
+
+
+def first_bytes(args: argparse.Namespace, upstream_url: str, keys: Path, pins: list[list[str]], store: Any) -> dict[str, float]:
+    """p50 first byte (ms) directly, through one proxy and through the replicas, one after another."""
+    pace = args.paces[0]
+    p50 = {"direct": ms([p[0] for p in uvloop.run(measure(upstream_url, args.concurrency, args.rounds, args.words, pace, args.client))], 50)}
+    for name, count, state in (("one proxy", 1, None), (f"{args.replicas} replicas", args.replicas, args.state)):
+        store.flushdb()
+        procs = _proxies(count, upstream_url, keys, args.concurrency, state, pins)
+        try:
+            p50[name] = ms([p[0] for p in uvloop.run(spread([url for _, url in procs], args, pace))], 50)
+        finally:
+            _stop([proc for proc, _ in procs])
+    return p50
+
+
+def rates(args: argparse.Namespace, fast_url: str, keys: Path, pins: list[list[str]], store: Any) -> dict[str, tuple[float, float]]:
+    """Non-streamed requests per second and proxy CPU µs per request (all its processes), through
+    one proxy and through the replicas; for the replicas also the store's figures."""
+    out: dict[str, tuple[float, float]] = {}
+    dispatches = args.throughput_requests + args.concurrency  # the warm-up's too
+    for name, count, state in (("one proxy", 1, None), (f"{args.replicas} replicas", args.replicas, args.state)):
+        store.flushdb()
+        procs = _proxies(count, fast_url, keys, args.concurrency, state, pins)
+        try:
+            if state:
+                store.config_resetstat()
+                store_cpu = store_figures(args.state)[2]
+            cpu = sum(cpu_seconds(proc.pid) for proc, _ in procs)
+            rate = uvloop.run(throughput([url for _, url in procs], args.concurrency, args.throughput_requests))
+            cpu = sum(cpu_seconds(proc.pid) for proc, _ in procs) - cpu
+            if state:
+                sent_us, calls, store_cpu_after = store_figures(args.state)
+                out["store"] = (sent_us / dispatches, 1e6 * (store_cpu_after - store_cpu) / dispatches)
+                out["calls"] = (calls / dispatches, 0.0)
+        finally:
+            _stop([proc for proc, _ in procs])
+        out[name] = (rate, 1e6 * cpu / dispatches)
+    return out
+
+
 def replicas_bench(args: argparse.Namespace) -> None:
+    """One proxy against --replicas N sharing --state, --repeat times one after the other (a shared
+    machine's load changes from minute to minute; the best of the runs is the least disturbed)."""
     import redis
 
     cores = sorted(os.sched_getaffinity(0))
@@ -259,52 +310,38 @@ def replicas_bench(args: argparse.Namespace) -> None:
         os.sched_setaffinity(0, rest)
         pins = [["taskset", "-c", str(core)] for core in own]
         print(f"proxies on core(s) {own}; the load, the upstream and the store share {rest}")
-    pace = args.paces[0]
+    many = f"{args.replicas} replicas"
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp) / "keys.toml"
         keys.write_text("".join(f'[keys."bench-key-{n}"]\nuser = "user{n}"\n' for n in range(USERS)))
-        upstream, upstream_url = start([sys.executable, "tests/fake_upstream.py", "--chunk-delay", str(pace)], on_stderr=False)
+        upstream, upstream_url = start([sys.executable, "tests/fake_upstream.py", "--chunk-delay", str(args.paces[0])], on_stderr=False)
         fast, fast_url = start([sys.executable, "tests/fake_upstream.py"], on_stderr=False)
+        store = redis.Redis.from_url(args.state)
         try:
-            store = redis.Redis.from_url(args.state)
-            print(f"first byte, {args.concurrency} streams, {pace * 1000:g} ms between chunks   (ms: p50 p99)")
-            direct = uvloop.run(measure(upstream_url, args.concurrency, args.rounds, args.words, pace, args.client))
-            results = {"direct": direct}
-            for name, count, state in (("one proxy", 1, None), (f"{args.replicas} replicas", args.replicas, args.state)):
-                store.flushdb()
-                procs = _proxies(count, upstream_url, keys, args.concurrency, state, pins)
-                try:
-                    pairs = uvloop.run(spread([url for _, url in procs], args, pace))
-                    results[name] = pairs
-                finally:
-                    _stop([proc for proc, _ in procs])
-            base = ms([p[0] for p in direct], 50)
-            for name, pairs in results.items():
-                first = [p[0] for p in pairs]
-                print(f"{name:>12} {ms(first, 50):8.2f} {ms(first, 99):8.2f}   overhead p50 {ms(first, 50) - base:6.2f}")
-            print(f"non-streamed requests per second, {args.concurrency} at a time, {args.throughput_requests:,} requests")
-            rates = {}
-            for name, count, state in (("one proxy", 1, None), (f"{args.replicas} replicas", args.replicas, args.state)):
-                store.flushdb()
-                procs = _proxies(count, fast_url, keys, args.concurrency, state, pins)
-                try:
-                    if state:
-                        store.config_resetstat()
-                        store_cpu = store_figures(args.state)[3]
-                    cpu = sum(cpu_seconds(proc.pid) for proc, _ in procs)
-                    rates[name] = uvloop.run(throughput([url for _, url in procs], args.concurrency, args.throughput_requests))
-                    cpu = sum(cpu_seconds(proc.pid) for proc, _ in procs) - cpu
-                    dispatches = args.throughput_requests + args.concurrency  # the warm-up's too
-                    if state:
-                        per_call, total_us, calls, store_cpu_after = store_figures(args.state)
-                        store_cpu = store_cpu_after - store_cpu
-                finally:
-                    _stop([proc for proc, _ in procs])
-                print(f"{name:>12} {rates[name]:10,.0f}/s   proxy CPU {1e6 * cpu / dispatches:,.0f} µs per request (all its processes)")
-            names = list(rates)
-            print(f"{'ratio':>12} {rates[names[1]] / rates[names[0]]:10.2f}x")
-            print(f"store: {per_call:.1f} µs per script call ({calls:,} calls); {total_us / max(1, dispatches):.1f} µs per dispatch "
-                  f"(scripts and stream reads, {dispatches:,} dispatches); server CPU {1e6 * store_cpu / dispatches:.1f} µs per dispatch")
+            print(f"first byte p50 (ms), {args.concurrency} streams, {args.paces[0] * 1000:g} ms between chunks; overhead = minus direct")
+            overheads: list[tuple[float, float]] = []
+            for _ in range(args.repeat):
+                before = load()
+                p50 = first_bytes(args, upstream_url, keys, pins, store)
+                overheads.append((p50["one proxy"] - p50["direct"], p50[many] - p50["direct"]))
+                print(f"  direct {p50['direct']:6.2f}   one proxy {p50['one proxy']:6.2f} (+{overheads[-1][0]:.2f})   "
+                      f"{many} {p50[many]:6.2f} (+{overheads[-1][1]:.2f})   {before} -> {load()[5:]}")
+            lone, group = min(o[0] for o in overheads), min(o[1] for o in overheads)
+            print(f"  best overhead: one proxy {lone:.2f} ms, {many} {group:.2f} ms: {group - lone:+.2f} ms")
+            print(f"non-streamed, {args.concurrency} at a time, {args.throughput_requests:,} requests: requests per second, proxy CPU µs per request "
+                  "(all its processes); the store's µs per dispatch (EVALSHA and XREAD, INFO commandstats) and its CPU µs per dispatch")
+            runs = []
+            for _ in range(args.repeat):
+                before = load()
+                runs.append(rates(args, fast_url, keys, pins, store))
+                r = runs[-1]
+                print(f"  one proxy {r['one proxy'][0]:6,.0f}/s {r['one proxy'][1]:6,.0f} µs   {many} {r[many][0]:6,.0f}/s {r[many][1]:6,.0f} µs   "
+                      f"ratio {r[many][0] / r['one proxy'][0]:.2f}x   store {r['store'][0]:.1f} µs ({r['store'][1]:.1f} µs CPU), "
+                      f"{r['calls'][0]:.2f} script calls per request   {before} -> {load()[5:]}")
+            lone_cpu, group_cpu = min(r["one proxy"][1] for r in runs), min(r[many][1] for r in runs)
+            print(f"  best: ratio {max(r[many][0] / r['one proxy'][0] for r in runs):.2f}x; store {min(r['store'][0] for r in runs):.1f} µs "
+                  f"({min(r['store'][1] for r in runs):.1f} µs CPU) per dispatch; proxy CPU {lone_cpu:,.0f} µs alone, {group_cpu:,.0f} µs "
+                  f"over the replicas: with a core each and nothing else limiting, {args.replicas * lone_cpu / group_cpu:.2f}x one proxy's rate")
         finally:
             _stop([upstream, fast])
 

@@ -4,7 +4,8 @@ The store decides every dispatch (``sfqtui.proxy.store``); this replica holds it
 connections. A request is queued in the store by one script call (which also dispatches
 whatever the free slots allow); the replica hears of a dispatch of its own request in that
 call's reply or, when another replica's call dispatched it, from the group's event stream,
-which it follows with a blocking read and serves to its own clients (``EventRing``).
+which it follows with a blocking read and serves to its own clients (``EventRing``). The
+operations of one turn of the event loop share one call (``Batch``).
 
 When the store does not answer, the replica is *suspended*: it serves its requests with a
 local SFQ (``Dispatcher``) on its share of the slots, counting the slots its running
@@ -22,9 +23,10 @@ import asyncio
 import json
 import logging
 import secrets
+import struct
 import time
 from collections import Counter, defaultdict
-from collections.abc import Coroutine, Hashable
+from collections.abc import Hashable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -35,9 +37,14 @@ from sfqtui.protocol import SCHEDULER, Event
 from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.ring import EventRing
+from sfqtui.proxy.store.batch import Batch
 from sfqtui.proxy.store.client import PREFIX, Store, StoreAway
 
 log = logging.getLogger("sfqtui.proxy")
+_NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
+# The layout of the store's keys (sfqtui.proxy.store): a group's settings name it, so that
+# replicas of another layout never share a run.
+STORE_LAYOUT = 2
 EVENTS = PREFIX + "events"
 GLOBAL, SUSPENDED = "global", "suspended"
 READ_BLOCK_S = 1.0
@@ -49,9 +56,10 @@ class GroupError(Exception):
 
 class GroupTicket(Ticket):
     """A request of this replica. ``local`` links it to the local dispatcher's ticket while
-    the store is away; ``held``: it runs on a slot held outside the log (dispatched locally)."""
+    the store is away; ``held``: it runs on a slot held outside the log (dispatched locally);
+    ``packed``: the request as the store keeps it (``packed()``), once queued there."""
 
-    __slots__ = ("n", "local", "held")
+    __slots__ = ("n", "local", "held", "packed")
 
     def __init__(self, n: int, rid: str, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable, t: float) -> None:
         super().__init__(n, user, input_tokens, max_tokens, scope_key, t)
@@ -59,6 +67,16 @@ class GroupTicket(Ticket):
         self.request_id = rid
         self.local: Ticket | None = None
         self.held = False
+        self.packed = b""
+
+
+def packed(rid: str, replica: str, ticket: Ticket, weight: float) -> bytes:
+    """A request as the store keeps it (lib.lua's unpack_req reads it without parsing a number):
+    input tokens, cap (-1 if none) and weight as binary doubles (Lua's numbers), then id, replica,
+    weight as text (for the events), user, scope key and user as JSON, each after its length."""
+    cap = -1 if ticket.max_tokens is None else ticket.max_tokens
+    texts = (rid, replica, repr(weight), ticket.user, "" if ticket.scope_key is None else str(ticket.scope_key), json.dumps(ticket.user))
+    return _NUMBERS.pack(ticket.input_tokens, cap, weight) + b"".join(_LENGTH.pack(len(b)) + b for b in (t.encode() for t in texts))
 
 
 def _text(value: Any) -> str:
@@ -85,7 +103,7 @@ def redacted(url: str) -> str:
 def group_settings(slots: int, ring: int, estimator: EstimatorParams) -> str:
     """What every replica of a group must share, as the store keeps it (JSON)."""
     priced = {k: v for k, v in estimator.as_dict().items() if k != "oracle"}
-    return json.dumps({"slots": slots, "ring": ring, "estimator": priced}, sort_keys=True)
+    return json.dumps({"slots": slots, "ring": ring, "estimator": priced, "layout": STORE_LAYOUT}, sort_keys=True)
 
 
 def check_store(url: str, timeout_s: float, settings: str) -> None:
@@ -110,6 +128,7 @@ class Group:
     def __init__(self, url: str, address: str, slots: int, ring: EventRing, weights: dict[str, float], estimator: EstimatorParams,
                  lease_s: float, timeout_s: float, metrics: ProxyMetrics) -> None:
         self.store = Store(url, timeout_s, metrics.store_call)
+        self.batch = Batch(self.store, lambda: (self.run, self.replica), self._answered)
         self.shown_url = redacted(url)
         self.address = address
         self.slots = slots
@@ -131,12 +150,12 @@ class Group:
         self.tickets: dict[str, GroupTicket] = {}  # queued in the store, or running on a store slot
         self._outside: set[GroupTicket] = set()  # on the local SFQ, or running on a slot held outside the log
         self.local: Dispatcher | None = None
-        self.finished: dict[str, int | None] = {}  # ran on a store slot and ended while the store was away
+        # Ran on a store slot and ended while the store was away: output tokens, and the request as the store keeps it.
+        self.finished: dict[str, tuple[int | None, bytes]] = {}
         self.charges: defaultdict[str, float] = defaultdict(float)  # c / w charged on the local SFQ
         self.last_state: dict[str, Any] = {}
         self._next_n = 0
         self._last_id = "0-0"
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._loops: list[asyncio.Task[None]] = []
         self._stopped = False
 
@@ -157,7 +176,7 @@ class Group:
     async def _join(self) -> None:
         keep = [rid for rid, t in self.tickets.items() if t.stage is Stage.RUNNING]
         sent = dict(self.finished)
-        finished = [x for rid, output in sent.items() for x in (rid, "" if output is None else str(output))]
+        finished = [x for rid, (output, _) in sent.items() for x in (rid, "" if output is None else str(output))]
         counted = {t for t in self._outside if t.stage is Stage.RUNNING}
         charges = dict(self.charges)
         flat = [x for user, charge in charges.items() for x in (user, repr(charge), repr(self.weight(user)))]
@@ -188,7 +207,7 @@ class Group:
                 if kept is not None and kept.stage is Stage.RUNNING:
                     kept.held = True
                     self._outside.add(kept)
-        late = {rid: output for rid, output in self.finished.items() if rid not in sent}
+        late = {rid: ended for rid, ended in self.finished.items() if rid not in sent}
         self.finished.clear()
         for user, charge in charges.items():
             self.charges[user] -= charge
@@ -200,8 +219,8 @@ class Group:
             self.mode = GLOBAL
             self.ring.set_bound(GLOBAL, "the store answers again")
         self._started_dispatches(own)
-        for rid, output in late.items():
-            self._spawn(self._complete(rid, output, held=False))
+        for rid, (output, request) in late.items():
+            self._complete(rid, request, output, held=False)
         for ticket in waiting:  # queued again, under new ids, in their arrival order
             ticket.local = None
             self._outside.discard(ticket)
@@ -209,8 +228,8 @@ class Group:
 
     async def _load_ring(self) -> None:
         """Start with the events the store still holds (the last --ring), so every replica serves the same stream."""
-        entries: Any = await self.store.redis.xrevrange(EVENTS, count=self.ring.size)
-        for entry_id, fields in reversed(entries):
+        entries: Any = await self.store.redis.xrange(EVENTS)
+        for entry_id, fields in entries:
             self._take(entry_id, fields, dispatches=False)
 
     async def _keep_lease(self) -> None:
@@ -261,14 +280,22 @@ class Group:
             await reader.aclose()
 
     def _take(self, entry_id: bytes, fields: dict[bytes, bytes], dispatches: bool) -> None:
+        """One stream entry: one script's events (id ``<first seq>-<count>``, their JSON one per
+        line, one t) and its dispatches (JSON: [replica, request id, cost, user] each)."""
         self._last_id = entry_id.decode()
         seq = int(self._last_id.partition("-")[0])
-        self.ring.put(seq, float(fields[b"t"]), fields[b"e"])
-        if b"to" in fields:
-            user = fields[b"u"].decode()
-            self.metrics.fairness.add(user, float(fields[b"c"]) / self.weight(user))
-            if dispatches and fields[b"to"] == self.replica.encode():
-                self._started_dispatches([fields[b"r"], fields[b"c"]])
+        t = float(fields[b"t"])
+        for data in fields[b"e"].split(b"\n"):
+            self.ring.put(seq, t, data)
+            seq += 1
+        if b"d" in fields:
+            me, own = int(self.replica), list[Any]()
+            for replica, rid, cost, user in json.loads(fields[b"d"]):
+                self.metrics.fairness.add(user, cost / self.weight(user))
+                if dispatches and replica == me:
+                    own += (rid, cost)
+            if own:
+                self._started_dispatches(own)
 
     # Requests
 
@@ -292,18 +319,19 @@ class Group:
             ticket.request_id = f"r{self.replica}-{ticket.n}"
         rid = ticket.request_id
         self.tickets[rid] = ticket
-        key = "" if ticket.scope_key is None else str(ticket.scope_key)
+        ticket.packed = packed(rid, self.replica, ticket, self.weight(ticket.user))
         try:
-            reply = await self.store.call("arrive", self.run, self.replica, rid, ticket.user, json.dumps(ticket.user),
-                                          repr(self.weight(ticket.user)), ticket.input_tokens,
-                                          "" if ticket.max_tokens is None else ticket.max_tokens, key)
+            reply = await self.batch.add("a", ticket.packed)
         except StoreAway as exc:
             self.suspend(str(exc))
             self._strand(ticket)
             return
         if self._refused(reply):
             self._strand(ticket)
-        else:
+
+    def _answered(self, reply: Any) -> None:
+        """A batch's reply, once for all its operations: this replica's dispatches start."""
+        if not self._refused(reply):
             self._started_dispatches(reply[1])
 
     def _strand(self, ticket: GroupTicket) -> None:
@@ -314,14 +342,16 @@ class Group:
             self._go_local(ticket)
 
     def _started_dispatches(self, own: list[Any]) -> None:
-        """Requests the store dispatched for this replica: (id, cost) pairs, flat. A request
-        already started (or ended, or gone local) is left alone: joining settles the rest."""
+        """Requests the store dispatched for this replica: (id, cost) pairs, flat (as text, or a
+        stream entry's id and number). A request already started (or ended, or gone local) is
+        left alone: joining settles the rest."""
         for k in range(0, len(own), 2):
             ticket = self.tickets.get(_text(own[k]))
             if ticket is None or ticket.stage is not Stage.QUEUED:
                 continue
             ticket.stage = Stage.RUNNING
-            ticket.cost = float(_text(own[k + 1]))
+            cost = own[k + 1]
+            ticket.cost = float(cost) if isinstance(cost, (int, float)) else float(_text(cost))
             ticket.dispatched_t = self.now()
             self.inflight += 1
             ticket.settled.set_result(None)
@@ -346,7 +376,7 @@ class Group:
             ticket.stage = Stage.CANCELLED
             self.outcomes["cancelled"] += 1
             if self.mode == GLOBAL:
-                self._spawn(self._cancel(rid))
+                self._cancel(rid, ticket.packed)
             else:
                 self.tickets.pop(rid, None)
         elif ticket.stage is Stage.RUNNING:
@@ -355,45 +385,40 @@ class Group:
             self._outside.discard(ticket)
             if self.mode == SUSPENDED:
                 if on_store_slot:
-                    self.finished[rid] = output_tokens
+                    self.finished[rid] = (output_tokens, ticket.packed)
                 if on_store_slot or ticket.held:
                     assert self.local is not None
                     self.local.free_slot()
             elif on_store_slot or ticket.held:
-                self._spawn(self._complete(rid, output_tokens, held=ticket.held))
+                self._complete(rid, ticket.packed, output_tokens, held=ticket.held)
 
     def _finished(self, ticket: GroupTicket, output_tokens: int | None) -> None:
         ticket.stage = Stage.DONE
         ticket.finished_t = self.now()
         self.inflight -= 1
 
-    async def _cancel(self, rid: str) -> None:
-        try:
-            reply = await self.store.call("cancel", self.run, self.replica, rid)
-        except StoreAway as exc:
-            self.suspend(str(exc))
-            return
-        finally:
+    def _cancel(self, rid: str, request: bytes) -> None:
+        def cancelled(call: asyncio.Future[Any]) -> None:
             self.tickets.pop(rid, None)
-        if not self._refused(reply) and _text(reply[0]) == "completed":
-            self._started_dispatches(reply[1])
+            self._failed(call)
 
-    async def _complete(self, rid: str, output_tokens: int | None, held: bool) -> None:
-        try:
-            reply = await self.store.call("complete", self.run, self.replica, rid,
-                                          "" if output_tokens is None else output_tokens, "1" if held else "0")
-        except StoreAway as exc:
-            if not held:
-                self.finished[rid] = output_tokens
+        self.batch.add("x", request).add_done_callback(cancelled)
+
+    def _complete(self, rid: str, request: bytes, output_tokens: int | None, held: bool) -> None:
+        def completed(call: asyncio.Future[Any]) -> None:
+            if isinstance(call.exception(), StoreAway) and not held:
+                self.finished[rid] = (output_tokens, request)
+            self._failed(call)
+
+        self.batch.add("c", request, "" if output_tokens is None else output_tokens, "1" if held else "0").add_done_callback(completed)
+
+    def _failed(self, call: asyncio.Future[Any]) -> None:
+        """An operation nobody awaits: the store away suspends the replica; a script's error is a bug, raised."""
+        exc = call.exception()
+        if isinstance(exc, StoreAway):
             self.suspend(str(exc))
-            return
-        if not self._refused(reply):
-            self._started_dispatches(reply[1])
-
-    def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(job)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        elif exc is not None:
+            raise exc
 
     # Suspended: a local SFQ on this replica's share of the slots
 
@@ -483,8 +508,7 @@ class Group:
 
     async def leave(self) -> None:
         """After draining: hand back whatever is left, stop following the store."""
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=self.store.timeout_s * 2)
+        await self.batch.drain(self.store.timeout_s * 2)
         self._stopped = True
         for task in self._loops:
             task.cancel()

@@ -1,33 +1,41 @@
 """The store replicas share one SFQ through (semantics §12): Redis or Valkey, 6.2's commands only.
 
 Every change of state is one cached Lua script (``scripts/*.lua``, each loaded with
-``scripts/lib.lua`` in front of it, run by EVALSHA and loaded again on NOSCRIPT), so two
-replicas never decide on stale state. ``Store`` (``client.py``) runs them.
+``scripts/lib.lua``, and but for the per-request ``batch.lua`` ``scripts/members.lua``, in
+front of it, run by EVALSHA and loaded again on NOSCRIPT), so two
+replicas never decide on stale state. ``Store`` (``client.py``) runs them; ``Batch``
+(``batch.py``) sends a replica's arrivals, completions and cancellations of one turn of its
+event loop as one call of ``scripts/batch.lua``.
 
 Keys, under the prefix ``sfqtui:`` in the database the URL names:
 
-- ``run`` (hash): the group's run: ``id``, ``started`` (Unix time), ``seq`` (the next
-  event's), ``t`` (the last event's), ``v``, ``max_meter``, ``inflight``, ``slots``,
-  ``ring``, ``settings`` (JSON: slots, ring, estimator; every replica must bring the
-  same), the estimator's parameters as ``est_<name>``, ``next_replica``.
-- ``meter``, ``weight``, ``busy`` (hashes): user -> S_i, w_i, requests running.
+- ``run`` (hash): the group's run: ``id``, ``settings`` (JSON: slots, ring, estimator and the
+  layout of these keys; every replica must bring the same), ``next_replica``, and two binary
+  fields (Lua's ``struct``, so that scripts parse no number from text): ``c``, what never
+  changes (slots, ring, the start time, the estimator's parameters) and ``s``, what every
+  script changes (the next event's seq, in flight, the backlog's size, t, v, the largest
+  meter, with the texts of the last three).
+- ``users`` (hash): ``m:<user>`` -> S_i, ``w:<user>`` -> w_i.
 - ``backlog`` (sorted set): backlogged users scored by S_i (equal scores in byte order:
   the tie rule).
-- ``q:<user>`` (list): the user's queued request ids, oldest first.
-- ``req:<request id>`` (hash): a queued or running request: user (and as JSON), replica,
-  weight, input tokens, cap, scope key, stage, cost.
-- ``rq:<replica>``, ``rr:<replica>`` (sets): the replica's queued and running request ids.
+- ``q:<user>`` (list): the user's queued requests, oldest first, each as the replica packed
+  it (``group.packed``: input tokens, cap and weight as binary, then its id, replica, weight
+  as text, user, scope key and user as JSON).
+- ``rr:<replica>`` (hash): the replica's running requests, id -> the packed request.
 - ``rep:<replica>`` (hash): ``incarnation`` (the process), ``address``, ``held`` (slots
   held by requests it ran on its own while the store was away).
 - ``addr`` (hash): replica address (host and listen address) -> replica number.
 - ``replicas`` (sorted set): live replicas, scored by when their lease ends (store time).
-- ``est:<scope key>`` (hash), ``estw:<scope key>`` (list): the estimator's ratio for a
-  scope key (sums and value) and the window's (output, cap) pairs.
-- ``events`` (stream): the §7 events, entry id ``<seq>-1``, fields ``e`` (the event's
-  JSON) and ``t``; a dispatch also ``to`` (its replica), ``r`` (request id), ``c`` (cost)
-  and ``u`` (user); trimmed to about ``--ring`` entries.
+- ``est:<scope key>`` (string, binary): the estimator's ratio for a scope key, the sums it
+  was learned from and its text; ``estw:<scope key>`` (list): the window's (output, cap)
+  pairs, binary.
+- ``events`` (stream): the §7 events, one entry per script that made some, entry id
+  ``<first seq>-<count>``, fields ``e`` (the events' JSON, one per line), ``t`` (their t)
+  and, if some were dispatches, ``d`` (JSON: ``[replica, request id, cost, user]`` each);
+  trimmed to about ``--ring`` events.
 
-Floats are stored as text written with ``%.17g`` (which reads back as the same double) and
-come back as text: a Lua number in a reply would be truncated to an integer. No API key is
-ever sent to the store: requests are named by the proxy's own ids, users by their names.
+Floats are written with ``%.17g`` (or ``%d`` when integral), which read back as the same
+double, and come back as text: a Lua number in a reply would be truncated to an integer. No
+API key is ever sent to the store: requests are named by the proxy's own ids, users by their
+names.
 """

@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 PREFIX = "sfqtui:"
-SCRIPTS = ("arrive", "complete", "cancel", "renew", "join", "leave", "state")
+SCRIPTS = ("batch", "renew", "join", "leave", "state")
 # Errors that mean the store is away (unreachable, paused, restarting), not that a script is wrong.
 AWAY = (ConnectionError, TimeoutError, OSError)
 
@@ -23,8 +23,10 @@ class StoreAway(Exception):
 
 
 def script_text(name: str) -> str:
+    """A script as loaded: lib.lua, members.lua unless it is the per-request batch.lua, then the script."""
     scripts = files("sfqtui.proxy.store") / "scripts"
-    return (scripts / "lib.lua").read_text() + "\n" + (scripts / f"{name}.lua").read_text()
+    parts = ["lib", name] if name == "batch" else ["lib", "members", name]
+    return "\n".join((scripts / f"{part}.lua").read_text() for part in parts)
 
 
 class Store:

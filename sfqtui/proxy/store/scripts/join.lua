@@ -11,30 +11,24 @@
 -- '1' if the store had settled this replica (then the n running requests hold slots outside the log)}
 -- or {'settings', the group's settings}.
 local address, incarnation, settings, lease = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local now = store_now()
-local created = redis.call('EXISTS', RUN) == 0
+local now = F.store_now()
+local created = redis.call('EXISTS', S.RUN) == 0
 if created then
-  redis.call('HSET', RUN, 'id', ARGV[5], 'started', fmt(now), 'seq', '0', 't', '0', 'v', '0', 'max_meter', '0',
-    'inflight', '0', 'slots', tostring(cjson.decode(settings).slots), 'ring', tostring(cjson.decode(settings).ring),
-    'settings', settings, 'next_replica', '0')
-  -- The estimator's parameters as fields of their own, read by every script without decoding
-  -- JSON (cjson reads numbers exactly; %.17g writes them back exactly).
-  local est = cjson.decode(settings).estimator
-  for _, name in ipairs(EST) do
-    local value = est[name]
-    if type(value) == 'number' then value = fmt(value) end
-    redis.call('HSET', RUN, 'est_' .. name, value)
-  end
+  local started = F.fmt(now)
+  local run = {seq = 0, inflight = 0, backlogged = 0, t = 0, v = 0, max_meter = 0, t_text = '0', v_text = '0', max_text = '0'}
+  redis.call('HSET', S.RUN, 'id', ARGV[5], 'settings', settings, 'next_replica', '0', 'c', F.pack_constants(cjson.decode(settings), now, started),
+    's', F.pack_state(run))
 end
-local group_settings = redis.call('HGET', RUN, 'settings')
+local group_settings = redis.call('HGET', S.RUN, 'settings')
 if group_settings ~= settings then return {'settings', group_settings} end
-load_run()
-local rep = redis.call('HGET', P .. 'addr', address)
+F.load_run()
+local run = S.run
+local rep = redis.call('HGET', S.P .. 'addr', address)
 if not rep then
-  rep = tostring(redis.call('HINCRBY', RUN, 'next_replica', 1) - 1)
-  redis.call('HSET', P .. 'addr', address, rep)
+  rep = tostring(redis.call('HINCRBY', S.RUN, 'next_replica', 1) - 1)
+  redis.call('HSET', S.P .. 'addr', address, rep)
 end
-local rkey = P .. 'rep:' .. rep
+local rkey, rr = S.P .. 'rep:' .. rep, S.P .. 'rr:' .. rep
 local a = 6
 local keep, finished = {}, {}
 local n = tonumber(ARGV[a]); a = a + 1
@@ -42,24 +36,22 @@ for k = 1, n do keep[ARGV[a]] = true; a = a + 1 end
 local m = tonumber(ARGV[a]); a = a + 1
 for k = 1, m do finished[ARGV[a]] = ARGV[a + 1]; a = a + 2 end
 local held = tonumber(ARGV[a]); a = a + 1
-local member = redis.call('ZSCORE', REPLICAS, rep) and redis.call('HGET', rkey, 'incarnation') == incarnation
+local member = redis.call('ZSCORE', S.REPLICAS, rep) and redis.call('HGET', rkey, 'incarnation') == incarnation
 local settled = '0'
 if member then
   -- Back after the store was away: its queued requests went local, so they leave the store's
   -- queues; requests that ended meanwhile complete now; others dispatched for it, unused, end lost.
-  local queued = redis.call('SMEMBERS', P .. 'rq:' .. rep)
-  for _, rid in ipairs(queued) do cancel(get_req(rid)) end
-  for _, rid in ipairs(redis.call('SMEMBERS', P .. 'rr:' .. rep)) do
-    if finished[rid] then
-      complete(get_req(rid), tonumber(finished[rid]), nil)
-    elseif not keep[rid] then
-      complete(get_req(rid), nil, 'lost')
+  for _, req in ipairs(F.queued_of(rep)) do F.cancel(req) end
+  for _, req in ipairs(F.running_of(rep)) do
+    if finished[req.rid] or not keep[req.rid] then
+      redis.call('HDEL', rr, req.rid)
+      if finished[req.rid] then F.complete(req, tonumber(finished[req.rid]), nil) else F.complete(req, nil, 'lost') end
     end
   end
 else
   -- A new process on this address, or one the others settled while it was away.
-  if redis.call('ZSCORE', REPLICAS, rep) or redis.call('SCARD', P .. 'rq:' .. rep) + redis.call('SCARD', P .. 'rr:' .. rep) > 0 then
-    settle_replica(rep)
+  if redis.call('ZSCORE', S.REPLICAS, rep) or redis.call('HLEN', rr) > 0 or #F.queued_of(rep) > 0 then
+    F.settle_replica(rep)
   end
   if n > 0 then
     settled = '1'
@@ -72,22 +64,21 @@ local u = tonumber(ARGV[a]); a = a + 1
 if created then u = 0 end
 for k = 1, u do
   local user, charge = ARGV[a], tonumber(ARGV[a + 1])
-  redis.call('HSET', P .. 'weight', user, ARGV[a + 2])
+  local meter = tonumber(F.meter_of(user) or run.v_text) + charge
+  local meter_text = F.fmt(meter)
+  F.set_meter(user, meter_text, ARGV[a + 2])
   a = a + 3
-  local meter = meter_of(user)
-  if meter == nil then meter = run.v end
-  meter = meter + charge
-  redis.call('HSET', METER, user, fmt(meter))
-  if redis.call('ZSCORE', BACKLOG, user) then redis.call('ZADD', BACKLOG, fmt(meter), user) end
-  if meter > run.max_meter then run.max_meter = meter end
+  if redis.call('ZSCORE', S.BACKLOG, user) then redis.call('ZADD', S.BACKLOG, meter_text, user) end
+  if meter > run.max_meter then run.max_meter, run.max_text = meter, meter_text end
 end
 local old_held = tonumber(redis.call('HGET', rkey, 'held') or '0')
 redis.call('HSET', rkey, 'incarnation', incarnation, 'address', address, 'held', tostring(held))
 run.inflight = run.inflight + held - old_held
-redis.call('ZADD', REPLICAS, fmt(now + lease), rep)
-reap(now, rep)
-local own = dispatch_while_free(rep)
-save_run()
+redis.call('ZADD', S.REPLICAS, F.fmt(now + lease), rep)
+F.reap(now, rep)
+local own = {}
+F.dispatch_while_free(rep, own)
+F.finish()
 -- Request numbers of a replica's new process start at the run's seq: an earlier process numbered
 -- fewer requests than the events they made, so ids never repeat within a run.
-return {run.id, fmt(run.started), rep, run.seq, replicas_reply(), own, settled}
+return {run.id, run.started_text, rep, run.seq, F.replicas_reply(), own, settled}

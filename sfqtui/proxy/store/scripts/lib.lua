@@ -1,235 +1,297 @@
--- Shared by every script (prepended to each when it is loaded): the SFQ of semantics §3 on the
--- store's keys, the estimator of §6, and the event log. Every number is kept as text written
--- with %.17g, which reads back as the same double; no float is ever returned as a Lua number
--- (Redis would truncate it to an integer).
+-- Shared by every script (prepended to each when it is loaded; members.lua follows it in all but
+-- batch.lua): the SFQ of semantics §3 on the store's keys, the estimator of §6, and the event log. Every number is kept as text that reads
+-- back as the same double; no float is ever returned as a Lua number (Redis would truncate it to
+-- an integer). Each script reads the run once, writes it back once and publishes its events as
+-- one stream entry, so the fixed cost of a call is shared by all the operations it carries.
+--
+-- Every call of a script defines these functions anew, so defining them must cost little: they
+-- are fields of one table F (made with every field in place: no rehashing as they are added)
+-- and keep this call's state in one table S, so that each closure captures two upvalues (a
+-- closure capturing many locals costs a walk of Lua's open upvalues per capture). Done with
+-- locals and an empty table, defining the library cost more than most operations.
 
 local P = KEYS[1]
-local RUN, METER, BACKLOG, REPLICAS, EVENTS = P .. 'run', P .. 'meter', P .. 'backlog', P .. 'replicas', P .. 'events'
+local S = {P = P, RUN = P .. 'run', USERS = P .. 'users', BACKLOG = P .. 'backlog', REPLICAS = P .. 'replicas', EVENTS = P .. 'events',
+  run = false, est_params = false, events = {}, dispatched = {}, est = {}, meters = {}, clock = false, t_text = false, first_seq = false,
+  CONSTANTS = '<dddddddddHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
+local F = {fmt = false, load_run = false, pack_state = false, store_now = false, event_time = false, emit = false, finish = false,
+  unpack_req = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false, meter_of = false, set_meter = false,
+  start = false, dispatch_while_free = false, arrive = false, cancel = false, complete = false, enter = false}
 
-local function fmt(x) return string.format('%.17g', x) end
-
-local function jnum(x)
-  if x == nil then return 'null' end
-  return fmt(x)
+-- %.17g reads back as the same double; an integral value has the same digits with %d, which
+-- costs a fifth as much (zero, infinities and NaN keep %.17g: -0 and inf print otherwise).
+function F.fmt(x)
+  if x == math.floor(x) and x ~= 0 and x > -1e15 and x < 1e15 then return string.format('%d', x) end
+  return string.format('%.17g', x)
 end
 
-local function jstr(s)
-  if s == nil or s == false then return 'null' end
-  return s  -- already JSON-encoded by the replica
-end
-
-local run = {}
-
--- The estimator's parameters, as join.lua keeps them in the run hash (est_ fields).
-local EST = {'input_weight', 'output_weight', 'update', 'window', 'alpha', 'start_ratio', 'default_output_tokens'}
-
-local function load_run()
-  local r = redis.call('HMGET', RUN, 'id', 'seq', 't', 'v', 'max_meter', 'inflight', 'slots', 'ring', 'started',
-    'est_input_weight', 'est_output_weight', 'est_update', 'est_window', 'est_alpha', 'est_start_ratio', 'est_default_output_tokens')
+-- The run, read once per script: its id and two binary fields (Lua's struct, so that no number
+-- is parsed from text): 'c', what never changes (join.lua writes it: slots, ring, started, the
+-- estimator's parameters, and the texts of those that events show), and 's', what scripts change
+-- (seq, in flight, the backlog's size, t, v, the largest meter, and the texts of the last three,
+-- so that a value whose text is known, a score or a stored meter, is never formatted again).
+-- ``backlogged`` is the backlog's size, so that nobody waiting costs no call.
+function F.load_run()
+  local r = redis.call('HMGET', S.RUN, 'id', 's', 'c')
   if not r[1] then return false end
-  run.id, run.seq, run.t, run.v, run.max_meter = r[1], tonumber(r[2]), tonumber(r[3]), tonumber(r[4]), tonumber(r[5])
-  run.inflight, run.slots, run.ring, run.started = tonumber(r[6]), tonumber(r[7]), tonumber(r[8]), tonumber(r[9])
-  run.est = {input_weight = tonumber(r[10]), output_weight = tonumber(r[11]), update = r[12], window = tonumber(r[13]),
-    alpha = tonumber(r[14]), start_ratio = tonumber(r[15]), default_output_tokens = tonumber(r[16])}
+  local run = {id = r[1], seq = 0, inflight = 0, backlogged = 0, t = 0, v = 0, max_meter = 0, t_text = '', v_text = '', max_text = '',
+    slots = 0, ring = 0, started = 0, started_text = ''}
+  run.seq, run.inflight, run.backlogged, run.t, run.v, run.max_meter, run.t_text, run.v_text, run.max_text = struct.unpack(S.STATE, r[2])
+  local e = {input_weight = 0, output_weight = 0, alpha = 0, start = false, window = 0, default_output_tokens = 0, update = '', default_text = ''}
+  local start, start_text
+  run.slots, run.ring, run.started, e.input_weight, e.output_weight, e.alpha, start, e.window, e.default_output_tokens, e.update,
+    run.started_text, start_text, e.default_text = struct.unpack(S.CONSTANTS, r[3])
+  e.start = {start, start_text}
+  S.run, S.est_params = run, e
   return true
 end
 
-local function save_run()
-  redis.call('HSET', RUN, 'seq', string.format('%d', run.seq), 't', fmt(run.t), 'v', fmt(run.v),
-    'max_meter', fmt(run.max_meter), 'inflight', string.format('%d', run.inflight))
+function F.pack_state(run)
+  return struct.pack(S.STATE, run.seq, run.inflight, run.backlogged, run.t, run.v, run.max_meter, #run.t_text, run.t_text, #run.v_text,
+    run.v_text, #run.max_text, run.max_text)
 end
 
-local function store_now()
-  local now = redis.call('TIME')
-  return tonumber(now[1]) + tonumber(now[2]) / 1000000
+function F.store_now()
+  if not S.clock then
+    local now = redis.call('TIME')
+    S.clock = tonumber(now[1]) + tonumber(now[2]) / 1000000
+  end
+  return S.clock
 end
 
--- Seconds since the run started, never going back; the store's clock is read once per script.
-local clock = nil
-local function event_time()
-  if clock == nil then clock = store_now() end
-  local t = clock - run.started
-  if t > run.t then run.t = t end
-  return run.t
+-- Seconds since the run started, never going back: the same for every event of one script.
+function F.event_time()
+  if not S.t_text then
+    local run = S.run
+    local t = F.store_now() - run.started
+    if t > run.t then run.t, run.t_text = t, F.fmt(t) end
+    S.t_text = run.t_text
+  end
+  return S.t_text
 end
 
--- One §7 event: seq from the run, into the stream (trimmed to about --ring entries). ``to`` is the
--- replica to tell (dispatches), ``rid`` the request it is about.
-local function emit(kind, req, v, meter, extras, to)
+-- One §7 event (its seq from the run), kept for the stream entry ``finish`` writes.
+function F.emit(kind, req, cost_text, meter_text, tail)
+  local run = S.run
   local seq = run.seq
   run.seq = seq + 1
-  local t = event_time()
-  local rid, user, weight, replica = 'null', 'null', '', ''
+  if not S.first_seq then S.first_seq = seq end
+  local about = 'null,"user":null,"cost":null'
   if req then
-    rid = '"' .. req.rid .. '"'
-    user = req.uj
-    weight = ',"weight":' .. req.w
-    replica = ',"replica":' .. req.rep
+    about = '"' .. req.rid .. '","user":' .. req.uj .. ',"cost":' .. (cost_text or 'null')
+    tail = ',"weight":' .. req.w_text .. ',"replica":' .. req.rep .. (tail or '')
   end
-  local data = '{"seq":' .. string.format('%d', seq) .. ',"t":' .. fmt(t) .. ',"kind":"' .. kind ..
-    '","scheduler":"sfq","request_id":' .. rid .. ',"user":' .. user .. ',"cost":' .. jnum(extras and extras.cost) ..
-    ',"v":' .. jnum(v) .. ',"meter":' .. jnum(meter) .. ',"deficit":null' .. weight .. replica
-  if extras then data = data .. (extras.json or '') end
-  data = data .. '}'
-  local id = string.format('%d', seq) .. '-1'
-  if to then
-    redis.call('XADD', EVENTS, 'MAXLEN', '~', run.ring, id, 'e', data, 't', fmt(t), 'to', to, 'r', req.rid, 'c', fmt(extras.cost), 'u', req.u)
-  else
-    redis.call('XADD', EVENTS, 'MAXLEN', '~', run.ring, id, 'e', data, 't', fmt(t))
+  S.events[#S.events + 1] = '{"seq":' .. string.format('%d', seq) .. ',"t":' .. F.event_time() .. ',"kind":"' .. kind ..
+    '","scheduler":"sfq","request_id":' .. about .. ',"v":' .. run.v_text .. ',"meter":' .. (meter_text or 'null') ..
+    ',"deficit":null' .. (tail or '') .. '}'
+end
+
+-- Every script that may change the run ends here: the ratios learned written, the run written
+-- back, and the events published as one stream entry: id '<first seq>-<count>', fields e (their
+-- JSON, one per line), t (theirs: one per script), and d if some were dispatches (JSON: one
+-- [replica, request id, cost, user] each, for the replicas to tell); trimmed to about --ring events.
+function F.finish()
+  local run = S.run
+  for sk, ratio in pairs(S.est) do
+    if ratio.learned then redis.call('SET', S.P .. 'est:' .. sk, struct.pack(S.RATIO, ratio[1], ratio.out, ratio.cap, #ratio[2], ratio[2])) end
   end
-end
-
-local function get_req(rid)
-  local r = redis.call('HMGET', P .. 'req:' .. rid, 'u', 'uj', 'rep', 'n', 'cap', 'sk', 'st', 'w')
-  if not r[1] then return nil end
-  return {rid = rid, u = r[1], uj = r[2], rep = r[3], n = tonumber(r[4]), cap = tonumber(r[5]), sk = r[6], st = r[7], w = r[8]}
-end
-
-local function meter_of(user)
-  local m = redis.call('HGET', METER, user)
-  if m then return tonumber(m) end
-  return nil
-end
-
--- The estimator (semantics §6): the ratio of a scope key, and learning from a completion.
-local function ratio_of(sk)
-  local value = redis.call('HGET', P .. 'est:' .. sk, 'value')
-  if value then return tonumber(value) end
-  return run.est.start_ratio
-end
-
-local function price(req)
-  local e = run.est
-  if req.cap == nil then
-    return e.input_weight * req.n + e.output_weight * e.default_output_tokens, nil, e.default_output_tokens
-  end
-  local ratio = ratio_of(req.sk)
-  local est_output = req.cap * ratio
-  return e.input_weight * req.n + e.output_weight * est_output, ratio, est_output
-end
-
-local function learn(sk, output, cap)
-  local e, key = run.est, P .. 'est:' .. sk
-  if e.update == 'ema' then
-    local alpha = e.alpha
-    e.value = (1.0 - alpha) * ratio_of(sk) + alpha * (output / cap)
-    redis.call('HSET', key, 'value', fmt(e.value))
-    return
-  end
-  local sums = redis.call('HMGET', key, 'out', 'cap')
-  local out, caps = (tonumber(sums[1]) or 0) + output, (tonumber(sums[2]) or 0) + cap
-  if e.update == 'window' then
-    local pairs_key = P .. 'estw:' .. sk
-    redis.call('RPUSH', pairs_key, output .. ' ' .. cap)
-    if redis.call('LLEN', pairs_key) > e.window then
-      local old = redis.call('LPOP', pairs_key)
-      local space = string.find(old, ' ')
-      out = out - tonumber(string.sub(old, 1, space - 1))
-      caps = caps - tonumber(string.sub(old, space + 1))
+  if S.first_seq then
+    local entry = {'XADD', S.EVENTS, 'MINID', '~', string.format('%d', math.max(0, S.first_seq - run.ring)),
+      string.format('%d-%d', S.first_seq, #S.events), 'e', table.concat(S.events, '\n'), 't', S.t_text}
+    if #S.dispatched > 0 then
+      entry[#entry + 1] = 'd'
+      entry[#entry + 1] = '[' .. table.concat(S.dispatched, ',') .. ']'
     end
+    redis.call(unpack(entry))
   end
-  redis.call('HSET', key, 'out', string.format('%d', out), 'cap', string.format('%d', caps), 'value', fmt(out / caps))
+  redis.call('HSET', S.RUN, 's', F.pack_state(run))
 end
 
-local function idle_reset_if_idle()
-  if redis.call('ZCARD', BACKLOG) == 0 then
-    if run.max_meter > run.v then run.v = run.max_meter end
-    emit('idle_reset', nil, run.v, nil, nil, nil)
+-- A request as the store keeps it (in its user's queue while queued, in its replica's rr hash
+-- while running): one string the replica packs (Python's struct: '<ddd', then six strings each
+-- after its length as '<H'): input tokens, cap (-1 if none), weight, id, replica, weight as text,
+-- user, scope key, user as JSON.
+function F.unpack_req(packed)
+  local n, cap, w, rid, rep, w_text, u, sk, uj = struct.unpack('<dddHc0Hc0Hc0Hc0Hc0Hc0', packed)
+  if cap < 0 then cap = nil end
+  return {n = n, cap = cap, w = w, rid = rid, rep = rep, w_text = w_text, u = u, sk = sk, uj = uj, packed = packed}
+end
+
+-- The ratio of a scope key: {value, text}, with the sums of outputs and caps it was learned from
+-- (est:<scope key>, binary: value, sums, text). Kept for the rest of the script, written back by
+-- finish once learned from.
+function F.ratio_of(sk)
+  local ratio = S.est[sk]
+  if ratio == nil then
+    local stored = redis.call('GET', S.P .. 'est:' .. sk)
+    if stored then
+      local value, out, cap, text = struct.unpack(S.RATIO, stored)
+      ratio = {value, text, out = out, cap = cap, learned = false}
+    else
+      ratio = {S.est_params.start[1], S.est_params.start[2], out = 0, cap = 0, learned = false}
+    end
+    S.est[sk] = ratio
   end
+  return ratio
+end
+
+-- (cost, the ratio's text or nil, estimated output tokens' text).
+function F.price(req)
+  local e = S.est_params
+  if req.cap == nil then
+    return e.input_weight * req.n + e.output_weight * e.default_output_tokens, nil, e.default_text
+  end
+  local ratio = F.ratio_of(req.sk)
+  local est_output = req.cap * ratio[1]
+  return e.input_weight * req.n + e.output_weight * est_output, ratio[2], F.fmt(est_output)
+end
+
+-- A completion's output over its cap, learned as §6 says (the window's pairs in estw:<scope key>).
+function F.learn(sk, output, cap)
+  local e, ratio = S.est_params, F.ratio_of(sk)
+  ratio.learned = true
+  if e.update == 'ema' then
+    ratio[1] = (1.0 - e.alpha) * ratio[1] + e.alpha * (output / cap)
+  else
+    ratio.out, ratio.cap = ratio.out + output, ratio.cap + cap
+    if e.update == 'window' then
+      local pairs_key = S.P .. 'estw:' .. sk
+      if redis.call('RPUSH', pairs_key, struct.pack('<dd', output, cap)) > e.window then
+        local old_out, old_cap = struct.unpack('<dd', redis.call('LPOP', pairs_key))
+        ratio.out, ratio.cap = ratio.out - old_out, ratio.cap - old_cap
+      end
+    end
+    ratio[1] = ratio.out / ratio.cap
+  end
+  ratio[2] = F.fmt(ratio[1])
+end
+
+-- Nobody waits any more: v <- max(v, max S_i) (§2.5).
+function F.idle_reset_if_idle()
+  local run = S.run
+  if run.backlogged == 0 then
+    if run.max_meter > run.v then run.v, run.v_text = run.max_meter, run.max_text end
+    F.emit('idle_reset', nil, nil, nil, nil)
+  end
+end
+
+-- A user's meter S_i as text (false if it has none), read once per script; set_meter writes it
+-- (and the user's weight, when given).
+function F.meter_of(user)
+  local meter = S.meters[user]
+  if meter == nil then
+    meter = redis.call('HGET', S.USERS, 'm:' .. user)
+    S.meters[user] = meter
+  end
+  return meter
+end
+
+function F.set_meter(user, meter_text, w_text)
+  if w_text then
+    redis.call('HSET', S.USERS, 'm:' .. user, meter_text, 'w:' .. user, w_text)
+  else
+    redis.call('HSET', S.USERS, 'm:' .. user, meter_text)
+  end
+  S.meters[user] = meter_text
+end
+
+-- Dispatch ``req``, its user's meter being S_i = meter: v <- S_i, charge c / w, take a slot, tell
+-- its replica (``own`` gets it if that is ``mine``). Returns the new meter's text; the caller
+-- puts it where the user now is (the backlog, or only the users' hash).
+function F.start(req, meter, meter_text, mine, own)
+  local run = S.run
+  run.v, run.v_text = meter, meter_text
+  local cost, ratio_text, est_output_text = F.price(req)
+  local charged = meter + cost / req.w
+  local charged_text, cost_text = F.fmt(charged), F.fmt(cost)
+  if charged > run.max_meter then run.max_meter, run.max_text = charged, charged_text end
+  run.inflight = run.inflight + 1
+  redis.call('HSET', S.P .. 'rr:' .. req.rep, req.rid, req.packed)
+  F.emit('dispatch', req, cost_text, charged_text, ',"ratio":' .. (ratio_text or 'null') .. ',"est_output":' .. est_output_text)
+  S.dispatched[#S.dispatched + 1] = '[' .. req.rep .. ',"' .. req.rid .. '",' .. cost_text .. ',' .. req.uj .. ']'
+  if req.rep == mine then
+    own[#own + 1] = req.rid
+    own[#own + 1] = cost_text
+  end
+  return charged_text
 end
 
 -- While a slot is free and someone waits: pick argmin (S_i, user) (the sorted set orders equal
--- scores by member bytes, which for UTF-8 is code point order), charge, tell the replica.
--- Returns the requests dispatched for replica ``mine`` (so its caller needs no notification).
-local function dispatch_while_free(mine)
-  local own = {}
-  while run.inflight < run.slots do
-    local top = redis.call('ZRANGE', BACKLOG, 0, 0, 'WITHSCORES')
-    if #top == 0 then break end
-    local user, meter = top[1], tonumber(top[2])
-    local qkey = P .. 'q:' .. user
-    local rid = redis.call('LPOP', qkey)
-    local req = get_req(rid)
-    run.v = meter
-    local cost, ratio, est_output = price(req)
-    local charged = meter + cost / tonumber(req.w)
-    if redis.call('LLEN', qkey) == 0 then
-      redis.call('ZREM', BACKLOG, user)
+-- scores by member bytes, which for UTF-8 is code point order) and start its oldest request.
+function F.dispatch_while_free(mine, own)
+  local run = S.run
+  while run.inflight < run.slots and run.backlogged > 0 do
+    local top = redis.call('ZRANGE', S.BACKLOG, 0, 0, 'WITHSCORES')
+    local user = top[1]
+    local qkey = S.P .. 'q:' .. user
+    local charged_text = F.start(F.unpack_req(redis.call('LPOP', qkey)), tonumber(top[2]), top[2], mine, own)
+    local emptied = redis.call('LLEN', qkey) == 0
+    if emptied then
+      redis.call('ZREM', S.BACKLOG, user)
+      run.backlogged = run.backlogged - 1
     else
-      redis.call('ZADD', BACKLOG, fmt(charged), user)
+      redis.call('ZADD', S.BACKLOG, charged_text, user)
     end
-    redis.call('HSET', METER, user, fmt(charged))
-    if charged > run.max_meter then run.max_meter = charged end
-    run.inflight = run.inflight + 1
-    redis.call('HSET', P .. 'req:' .. rid, 'st', 'r', 'cost', fmt(cost))
-    redis.call('SREM', P .. 'rq:' .. req.rep, rid)
-    redis.call('SADD', P .. 'rr:' .. req.rep, rid)
-    redis.call('HINCRBY', P .. 'busy', user, 1)
-    emit('dispatch', req, meter, charged, {cost = cost, json = ',"ratio":' .. jnum(ratio) .. ',"est_output":' .. jnum(est_output)}, req.rep)
-    if req.rep == mine then
-      own[#own + 1] = rid
-      own[#own + 1] = fmt(cost)
+    F.set_meter(user, charged_text, nil)
+    if emptied then F.idle_reset_if_idle() end
+  end
+end
+
+-- A request joins its user's queue; a user whose queue was empty joins the backlog at
+-- S_i <- max(S_i, v) (a new user starts at v). When nobody waits and a slot is free it is the
+-- pick at once: it is started without going through its queue and the backlog (the same events
+-- and state as queueing and picking it, in a third of the calls).
+function F.arrive(req, mine, own)
+  local run = S.run
+  local meter_text = F.meter_of(req.u)
+  local immediate = run.backlogged == 0 and run.inflight < run.slots
+  if immediate or redis.call('RPUSH', S.P .. 'q:' .. req.u, req.packed) == 1 then
+    local meter = meter_text and tonumber(meter_text)
+    if not meter or meter < run.v then meter, meter_text = run.v, run.v_text end
+    if meter > run.max_meter then run.max_meter, run.max_text = meter, meter_text end
+    F.emit('arrive', req, nil, meter_text, nil)
+    if immediate then
+      F.set_meter(req.u, F.start(req, meter, meter_text, mine, own), req.w_text)
+      F.idle_reset_if_idle()
+      return
     end
-    idle_reset_if_idle()
+    F.set_meter(req.u, meter_text, req.w_text)
+    redis.call('ZADD', S.BACKLOG, meter_text, req.u)
+    run.backlogged = run.backlogged + 1
+  else
+    F.emit('arrive', req, nil, meter_text, nil)
   end
-  return own
 end
 
--- A queued request leaves the queue, uncharged (§3: the user leaves the backlog if it was its last).
-local function cancel(req)
-  local qkey = P .. 'q:' .. req.u
-  redis.call('LREM', qkey, 1, req.rid)
-  if redis.call('LLEN', qkey) == 0 then redis.call('ZREM', BACKLOG, req.u) end
-  redis.call('SREM', P .. 'rq:' .. req.rep, req.rid)
-  redis.call('DEL', P .. 'req:' .. req.rid)
-  emit('cancel', req, run.v, meter_of(req.u), nil, nil)
-  idle_reset_if_idle()
-end
-
--- A dispatched request left its slot; ``output`` feeds the estimator (nil when unknown).
-local function complete(req, output, outcome)
-  run.inflight = run.inflight - 1
-  if output and req.cap then learn(req.sk, output, req.cap) end
-  redis.call('SREM', P .. 'rr:' .. req.rep, req.rid)
-  redis.call('DEL', P .. 'req:' .. req.rid)
-  redis.call('HINCRBY', P .. 'busy', req.u, -1)
-  local json = ',"output_tokens":' .. jnum(output)
-  if outcome then json = json .. ',"outcome":"' .. outcome .. '"' end
-  emit('complete', req, run.v, meter_of(req.u), {json = json}, nil)
-end
-
--- A replica whose lease ran out (or that left): its queued requests cancelled, its running ones
--- completed as lost; nothing refunded. Their slots go back to the pool (the caller dispatches).
-local function settle_replica(rep)
-  local queued = redis.call('SMEMBERS', P .. 'rq:' .. rep)
-  table.sort(queued, function(a, b) return tonumber(string.match(a, '%d+$')) < tonumber(string.match(b, '%d+$')) end)
-  for _, rid in ipairs(queued) do cancel(get_req(rid)) end
-  local running = redis.call('SMEMBERS', P .. 'rr:' .. rep)
-  table.sort(running, function(a, b) return tonumber(string.match(a, '%d+$')) < tonumber(string.match(b, '%d+$')) end)
-  for _, rid in ipairs(running) do complete(get_req(rid), nil, 'lost') end
-  local held = tonumber(redis.call('HGET', P .. 'rep:' .. rep, 'held') or '0')
-  run.inflight = run.inflight - held
-  redis.call('HSET', P .. 'rep:' .. rep, 'held', '0')
-  redis.call('ZREM', REPLICAS, rep)
-end
-
--- Settle every replica whose lease ended before now (a survivor does it, inside its own script).
-local function reap(now, except)
-  local dead = redis.call('ZRANGEBYSCORE', REPLICAS, '-inf', '(' .. fmt(now))
-  for _, rep in ipairs(dead) do
-    if rep ~= except then settle_replica(rep) end
+-- A queued request leaves its queue, uncharged (§3: the user leaves the backlog if it was its
+-- last). False if it was not queued.
+function F.cancel(req)
+  local qkey = S.P .. 'q:' .. req.u
+  if redis.call('LREM', qkey, 1, req.packed) == 0 then return false end
+  local emptied = redis.call('LLEN', qkey) == 0
+  if emptied then
+    redis.call('ZREM', S.BACKLOG, req.u)
+    S.run.backlogged = S.run.backlogged - 1
   end
-  return #dead
+  F.emit('cancel', req, nil, F.meter_of(req.u), nil)
+  if emptied then F.idle_reset_if_idle() end
+  return true
 end
 
-local function replicas_reply()
-  return redis.call('ZRANGE', REPLICAS, 0, -1)
+-- A dispatched request left its slot (the caller took it out of its replica's rr); ``output``
+-- feeds the estimator (nil when unknown).
+function F.complete(req, output, outcome)
+  S.run.inflight = S.run.inflight - 1
+  if output and req.cap then F.learn(req.sk, output, req.cap) end
+  local tail = ',"output_tokens":' .. (output and string.format('%d', output) or 'null')
+  if outcome then tail = tail .. ',"outcome":"' .. outcome .. '"' end
+  F.emit('complete', req, nil, F.meter_of(req.u), tail)
 end
 
 -- Every script but join starts here: the run must be the caller's, and the caller a member.
 -- Returns false and the reply to give when it is not.
-local function enter(run_id, rep)
-  if not load_run() or run.id ~= run_id then return false, {'run'} end
-  if not redis.call('ZSCORE', REPLICAS, rep) then return false, {'gone'} end
+function F.enter(run_id, rep)
+  if not F.load_run() or S.run.id ~= run_id then return false, {'run'} end
+  if not redis.call('ZSCORE', S.REPLICAS, rep) then return false, {'gone'} end
   return true, nil
 end

@@ -1,13 +1,20 @@
 -- The §8 snapshot, read in one step: run, last seq, t, v, slots, in flight, replicas, and per user
--- meter, weight, queued and running (numbers as text).
-if not load_run() then return {'none'} end
-local users = redis.call('HGETALL', METER)
-local rows = {}
-for k = 1, #users, 2 do
-  local user = users[k]
-  rows[#rows + 1] = {user, users[k + 1], redis.call('HGET', P .. 'weight', user) or '1',
-    redis.call('LLEN', P .. 'q:' .. user), tonumber(redis.call('HGET', P .. 'busy', user) or '0')}
+-- meter, weight, queued and running (numbers as text; running counted over every replica's rr).
+if not F.load_run() then return {'none'} end
+local running = {}
+for rep = 0, tonumber(redis.call('HGET', S.RUN, 'next_replica')) - 1 do
+  for _, req in ipairs(F.running_of(tostring(rep))) do running[req.u] = (running[req.u] or 0) + 1 end
 end
-local t = store_now() - run.started
-if run.t > t then t = run.t end
-return {'ok', run.id, run.seq - 1, fmt(t), fmt(run.v), run.slots, run.inflight, replicas_reply(), rows}
+local fields = redis.call('HGETALL', S.USERS)
+local weights, rows = {}, {}
+for k = 1, #fields, 2 do
+  if string.sub(fields[k], 1, 2) == 'w:' then weights[string.sub(fields[k], 3)] = fields[k + 1] end
+end
+for k = 1, #fields, 2 do
+  if string.sub(fields[k], 1, 2) == 'm:' then
+    local user = string.sub(fields[k], 3)
+    rows[#rows + 1] = {user, fields[k + 1], weights[user] or '1', redis.call('LLEN', S.P .. 'q:' .. user), running[user] or 0}
+  end
+end
+local t = math.max(F.store_now() - S.run.started, S.run.t)
+return {'ok', S.run.id, S.run.seq - 1, F.fmt(t), S.run.v_text, S.run.slots, S.run.inflight, F.replicas_reply(), rows}

@@ -1,0 +1,39 @@
+-- Replica ARGV[2]'s operations, in the order it sent them, each followed by whatever the free
+-- slots allow (one call carries every operation its replica had ready at once).
+-- ARGV: run, replica, then the operations ("request": as unpack_req reads it):
+--   'a', request: it joins its user's queue;
+--   'c', request, output tokens ('' if unknown), held: a request dispatched for this replica left
+--        its slot (answered, failed or abandoned); held '1': it ran on a slot held outside the log
+--        (dispatched by the replica on its own while the store was away) and only the slot is
+--        given back (the request may be '');
+--   'x', request: its client went away while it was queued (or the replica is draining); if a
+--        dispatch got there first it is completed as abandoned, charged; if it had ended, nothing.
+-- Reply: {'ok', {request id, cost, ...} dispatched for this replica}, or {'run'} / {'gone'}.
+local ok, refusal = F.enter(ARGV[1], ARGV[2])
+if not ok then return refusal end
+local rep = ARGV[2]
+local own = {}
+local a = 3
+while a <= #ARGV do
+  local op = ARGV[a]
+  if op == 'a' then
+    F.arrive(F.unpack_req(ARGV[a + 1]), rep, own)
+    a = a + 2
+  elseif op == 'c' then
+    if ARGV[a + 3] == '1' then
+      redis.call('HINCRBY', S.P .. 'rep:' .. rep, 'held', -1)
+      S.run.inflight = S.run.inflight - 1
+    else
+      local req = F.unpack_req(ARGV[a + 1])
+      if redis.call('HDEL', S.P .. 'rr:' .. rep, req.rid) == 1 then F.complete(req, tonumber(ARGV[a + 2]), nil) end
+    end
+    a = a + 4
+  else
+    local req = F.unpack_req(ARGV[a + 1])
+    if not F.cancel(req) and redis.call('HDEL', S.P .. 'rr:' .. rep, req.rid) == 1 then F.complete(req, nil, 'abandoned') end
+    a = a + 2
+  end
+  F.dispatch_while_free(rep, own)
+end
+F.finish()
+return {'ok', own}

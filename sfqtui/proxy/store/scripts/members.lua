@@ -1,0 +1,61 @@
+-- The group's membership, prepended (after lib.lua) to the scripts that change it or read it
+-- whole (join, renew, leave, state), not to batch.lua, which runs for every request.
+
+-- 'c' of a new run: settings is the group's (JSON), started the store's time (and its text).
+function F.pack_constants(settings, started, started_text)
+  local e = settings.estimator
+  local texts = {e.update, started_text, F.fmt(e.start_ratio), F.fmt(e.default_output_tokens)}
+  return struct.pack(S.CONSTANTS, settings.slots, settings.ring, started, e.input_weight, e.output_weight, e.alpha, e.start_ratio, e.window,
+    e.default_output_tokens, #texts[1], texts[1], #texts[2], texts[2], #texts[3], texts[3], #texts[4], texts[4])
+end
+
+function F.rid_number(req) return tonumber(string.match(req.rid, '%d+$')) end
+
+function F.oldest_first(reqs)
+  table.sort(reqs, function(a, b) return F.rid_number(a) < F.rid_number(b) end)
+  return reqs
+end
+
+-- A replica's requests: queued (found in the users' queues) or running (its rr hash), oldest first.
+function F.queued_of(rep)
+  local reqs = {}
+  for _, user in ipairs(redis.call('ZRANGE', S.BACKLOG, 0, -1)) do
+    for _, packed in ipairs(redis.call('LRANGE', S.P .. 'q:' .. user, 0, -1)) do
+      local req = F.unpack_req(packed)
+      if req.rep == rep then reqs[#reqs + 1] = req end
+    end
+  end
+  return F.oldest_first(reqs)
+end
+
+function F.running_of(rep)
+  local reqs = {}
+  for _, packed in ipairs(redis.call('HVALS', S.P .. 'rr:' .. rep)) do reqs[#reqs + 1] = F.unpack_req(packed) end
+  return F.oldest_first(reqs)
+end
+
+-- A replica whose lease ran out (or that left): its queued requests cancelled, its running ones
+-- completed as lost; nothing refunded. Their slots go back to the pool (the caller dispatches).
+function F.settle_replica(rep)
+  for _, req in ipairs(F.queued_of(rep)) do F.cancel(req) end
+  for _, req in ipairs(F.running_of(rep)) do F.complete(req, nil, 'lost') end
+  redis.call('DEL', S.P .. 'rr:' .. rep)
+  local rkey = S.P .. 'rep:' .. rep
+  S.run.inflight = S.run.inflight - tonumber(redis.call('HGET', rkey, 'held') or '0')
+  redis.call('HSET', rkey, 'held', '0')
+  redis.call('ZREM', S.REPLICAS, rep)
+end
+
+-- Settle every replica whose lease ended before now (a survivor does it, inside its own script).
+function F.reap(now, except)
+  local dead = redis.call('ZRANGEBYSCORE', S.REPLICAS, '-inf', '(' .. F.fmt(now))
+  for _, rep in ipairs(dead) do
+    if rep ~= except then F.settle_replica(rep) end
+  end
+  return #dead
+end
+
+function F.replicas_reply()
+  return redis.call('ZRANGE', S.REPLICAS, 0, -1)
+end
+

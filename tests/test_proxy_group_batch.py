@@ -1,0 +1,115 @@
+"""A replica's operations of one turn of its event loop share one store call (batch.lua): the same
+decisions as one call per operation, and two replicas' concurrent batches still one SFQ."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+from proxy_fixtures import read_events, running_group, state
+from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.proxy.dispatcher import Ticket
+from sfqtui.proxy.group import group_settings, packed
+from sfqtui.proxy.store.client import PREFIX, Store
+from test_proxy_group import USERS, ask, audited
+
+WEIGHTS = {"alice": 2.0, "bob": 1.0, "carol": 0.7}
+
+
+def request(user: str, n: int) -> Ticket:
+    return Ticket(n, user, 10 + 7 * n, 3 + n % 4, None, 0.0)
+
+
+OUTPUTS = {"r0-1": ""}  # no usage reported: the estimator learns nothing from it
+
+
+async def run_operations(url: str, grouped: bool) -> tuple[list[dict[str, Any]], list[Any], list[Any]]:
+    """Five arrivals on two slots, a cancellation, a completion and a late arrival, then the
+    running requests completed until none is left: as one call per operation or, when
+    ``grouped``, each step's operations in one call. Returns the events (without t), the
+    replies' dispatches and the users' meters and weights as the store keeps them."""
+    store = Store(url, 2.0, lambda _seconds: None)
+    await store.redis.flushdb()
+    settings = group_settings(2, 1000, EstimatorParams())
+    joined = await store.call("join", "test/0", secrets.token_hex(8), settings, 5, secrets.token_hex(8), 0, 0, 0, 0)
+    run, replica = joined[0].decode(), joined[2].decode()
+    requests = {f"r0-{n}": packed(f"r0-{n}", replica, request(user, n), WEIGHTS[user])
+                for n, user in enumerate(["alice", "bob", "alice", "carol", "bob", "carol"])}
+
+    def complete(rid: str) -> tuple[str, bytes, int | str, str]:
+        return "c", requests[rid], OUTPUTS.get(rid, int(rid[3:]) % 5), "0"
+
+    Operation = tuple[str | bytes | int, ...]
+    steps: list[list[Operation]] = [[("a", requests[f"r0-{n}"]) for n in range(5)],
+                                    [("x", requests["r0-3"]), complete("r0-0"), ("a", requests["r0-5"])]]
+    dispatched: list[Any] = []
+    running: set[str] = set()
+    while steps:
+        step = steps.pop(0)
+        for operations in [step] if grouped else [[operation] for operation in step]:
+            reply = await store.call("batch", run, replica, *[arg for operation in operations for arg in operation])
+            assert reply[0] == b"ok", reply
+            dispatched += reply[1]
+            running |= {rid.decode() for rid in reply[1][::2]}
+        running -= {rid for rid, request in requests.items() if any(op[0] == "c" and op[1] == request for op in step)}
+        if not steps and running:
+            steps.append([complete(rid) for rid in sorted(running)])
+    entries: Any = await store.redis.xrange(PREFIX + "events")
+    users: Any = await store.redis.hgetall(PREFIX + "users")
+    await store.aclose()
+    events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
+    for event in events:
+        del event["t"]
+    return events, dispatched, sorted(users.items())
+
+
+async def test_one_call_decides_as_one_call_per_operation(store: Any) -> None:
+    one_each = await run_operations(store.url, grouped=False)
+    grouped = await run_operations(store.url, grouped=True)
+    events, dispatched, users = grouped
+    assert grouped == one_each
+    assert {field for field, _ in users} == {f"{kind}:{user}".encode() for kind in "mw" for user in WEIGHTS}
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("dispatch") == 5 and kinds.count("cancel") == 1 and kinds.count("complete") == 5 and kinds.count("arrive") == 6
+    assert [e["request_id"] for e in events if e["kind"] == "cancel"] == ["r0-3"]
+    assert len(dispatched) == 10  # every dispatch was this replica's: (id, cost) each
+
+
+async def test_two_replicas_concurrent_batches_are_one_sfq_with_exact_meters(fake, keys_path: Path, store: Any) -> None:
+    upstream, upstream_url = fake
+    upstream.most_running = 0
+    with running_group(upstream_url, keys_path, store.url, 2, slots=2) as replicas:
+        jobs = [ask(replicas[n % 2].url, USERS[n % 3], n, stream=n % 3 == 0) for n in range(36)]
+        await asyncio.wait_for(asyncio.gather(*jobs), 60)
+        batches = [r.server.proxy.group.batch for r in replicas]  # type: ignore[attr-defined]  # ProxyServer's proxy is a group replica here
+        events = read_events(replicas[0].url)
+        snapshot = state(replicas[1].url)
+    assert upstream.most_running <= 2, "more requests in flight than the group's slots"
+    assert sum(b.operations for b in batches) > sum(b.calls for b in batches), "no call carried more than one operation"
+    assert len([e for e in events if e["kind"] == "dispatch"]) == 36
+    audited(events)  # one SFQ over both replicas' operations, the audit re-deriving every join, pick and charge exactly
+    last_meter = {e["user"]: e["meter"] for e in events if e["meter"] is not None}
+    assert {u["user"]: u["meter"] for u in snapshot["users"]} == last_meter
+    assert snapshot["inflight"] == 0 and all(u["queued"] == 0 and u["inflight"] == 0 for u in snapshot["users"])
+
+
+async def test_a_request_packed_for_the_store_keeps_any_size_and_name(store: Any) -> None:
+    """Token counts past 32 bits and users or scope keys in any script reach the store intact."""
+    client = Store(store.url, 2.0, lambda _seconds: None)
+    joined = await client.call("join", "test/0", secrets.token_hex(8), group_settings(1, 1000, EstimatorParams(scope="model")), 5,
+                               secrets.token_hex(8), 0, 0, 0, 0)
+    run, replica = joined[0].decode(), joined[2].decode()
+    huge = Ticket(0, "zoë 用户 \"q\"", 3 * 10**12, 10**15, "mödel/x", 0.0)
+    reply = await client.call("batch", run, replica, "a", packed("r0-0", replica, huge, 0.7))
+    entries: Any = await client.redis.xrange(PREFIX + "events")
+    await client.aclose()
+    events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
+    dispatch = next(e for e in events if e["kind"] == "dispatch")
+    assert dispatch["user"] == huge.user and dispatch["weight"] == 0.7
+    assert dispatch["cost"] == 1.0 * 3 * 10**12 + 2.0 * 10**15 * 1.0 and dispatch["est_output"] == 10**15
+    assert dispatch["meter"] == dispatch["cost"] / 0.7
+    assert reply[1][0] == b"r0-0" and float(reply[1][1]) == dispatch["cost"]
