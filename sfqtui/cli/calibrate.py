@@ -12,6 +12,7 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
+from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
 from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, seconds
@@ -208,11 +209,11 @@ def _print(console: Console, trace: Path, requests: int, report: CalibrationRepo
     console.print(f"{trace}: {requests:,} requests; {report.scheduler}, {count(report.slots)} slots; charged: {estimator} "
                   f"(a = {amount(p.input_weight)}, b = {amount(p.output_weight)})")
     if report.ratios:
-        console.print(_ratio_table(report))
-    console.print(_bias_table(report))
-    console.print(_gap_table(report, references))
+        print_table(console, _ratio_table(report))
+    print_table(console, _bias_table(report))
+    print_table(console, _gap_table(report, references))
     if alternatives:
-        console.print(_alternatives_table(alternatives, where))
+        print_table(console, _alternatives_table(alternatives, where))
     current = _gap_of(report.gap_actual)
     if suggested is not None:
         console.print(f"Suggestion: {_options(suggested)} cuts the worst gap in actual cost from {amount(current)} "

@@ -14,6 +14,7 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
+from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, ratio, seconds
@@ -120,9 +121,9 @@ def compare(
     for report, measured in zip(reports, measures):
         for line in _headline(report):
             console.print(line, markup=False)
-        console.print(_table(report, measured))
+        print_table(console, _table(report, measured))
         if measured is not None:
-            console.print(_replicas_table(measured, report.scheduler, replay.replicas.describe()))
+            print_table(console, _replicas_table(measured, report.scheduler, replay.replicas.describe()))
 
 
 def _payload(trace: Path, slots: int, reports: list[FairnessReport], measures: list[ReplicaMeasures | None],

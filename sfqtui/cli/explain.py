@@ -12,6 +12,7 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
+from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
@@ -134,7 +135,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     cost = Fixed.of(a["cost"] for a in found["ahead"])
     for a in found["ahead"]:
         ahead.add_row(a["user"], count(a["requests"]), cost(a["cost"]))
-    console.print(ahead)
+    print_table(console, ahead)
     if found["candidates"]:
         console.print(f"At its dispatch: {len(found['candidates']):,} users waiting")
         candidates = Table()
@@ -147,7 +148,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
             style = "bold" if c["user"] == found["user"] else ""
             candidates.add_row(c["user"], *([value(c["value"])] if value_name else []), count(c["queued"]), weight(c["weight"]),
                                c["head_request"] or "-", head_cost(c["head_cost"]), style=style)
-        console.print(candidates)
+        print_table(console, candidates)
         console.print(f"[green]why:[/] {found['reason']}")
         console.print(f"[green]what happened:[/] {found['narration']}")
     if "across_replicas" in found:
@@ -167,7 +168,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         waited = Fixed.of((sent["waited"] for sent in sends), least=SECONDS_DECIMALS)
         for name, sent in zip(names, sends):
             compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), waited(sent["waited"]), style="bold" if sent is found else "")
-        console.print(compare)
+        print_table(console, compare)
 
 
 def _print_across(console: Console, across: dict[str, Any]) -> None:
@@ -182,7 +183,7 @@ def _print_across(console: Console, across: dict[str, Any]) -> None:
     meter, below = (Fixed.of(e[key] for e in listed) for key in ("meter", "below"))
     for e in listed:
         elsewhere.add_row(e["user"], count(e["replica"]), meter(e["meter"]), below(e["below"]), count(e["queued"]))
-    console.print(elsewhere)
+    print_table(console, elsewhere)
 
 
 @refuses_bad_input

@@ -15,6 +15,7 @@ from rich.text import Text
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
+from sfqtui.cli.tables import print_table
 from sfqtui.core.numbers import percent, ratio
 from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
@@ -129,7 +130,7 @@ def sweep(
         typer.echo(json.dumps({"runs": rows}, indent=2))
         return
     console = Console()
-    console.print(_table(rows))
+    print_table(console, _table(rows))
     for line in _failures(rows):
         console.print(line)
     if output is not None:
