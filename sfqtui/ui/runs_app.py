@@ -24,7 +24,6 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
 from sfqtui.core.numbers import count
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.errors import InputError
 from sfqtui.live.source import Notice
 from sfqtui.live.stream import LIVE, RECONNECTING, REFUSED, STOPPED
 from sfqtui.runs.audit_job import violations
@@ -162,7 +161,7 @@ class RunsApp(App[str]):
                 close = getattr(source, "close", None)
                 if close is not None:
                     close()
-        except (InputError, ValueError) as exc:
+        except ValueError as exc:  # an InputError, or a page past the checked ones that Arrow cannot read
             self.post_message(LoadFailed(run.key, str(exc)))
             return
         self.post_message(LoadFinished(run.key))
@@ -221,7 +220,7 @@ class RunsApp(App[str]):
             return
         try:
             found = violations(run.opening, len(run.table), cancelled=lambda: worker.is_cancelled or not self._is_open(run))
-        except (RuntimeError, InputError, ValueError) as exc:
+        except (RuntimeError, ValueError) as exc:  # an InputError is a ValueError
             self.post_message(Analysed(run.key, [], checked=False, failure=str(exc)))
             return
         if found is not None:
