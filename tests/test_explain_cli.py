@@ -66,7 +66,7 @@ def test_compare_tells_when_and_as_which_dispatch_the_other_scheduler_sent_it(tm
     assert invoke(cli, "simulate", str(HEAVY), "-s", "drr", "-o", str(log))[0] == 0
     expected = from_the_log(log, "r000500")
     got = explained(cli, str(HEAVY), "r000500", "--compare", "drr")
-    assert got["compare"] == {"drr": {k: expected[k] for k in ("dispatched", "position", "waited")}}
+    assert got["compare"] == {"drr": {"run": "drr", **{k: expected[k] for k in ("dispatched", "position", "waited")}}}
 
 
 def test_the_worked_example_for_people(cli: CliRunner) -> None:

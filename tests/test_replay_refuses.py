@@ -139,3 +139,25 @@ def test_a_lesson_is_checked_before_it_opens(cli: CliRunner, opened: list[object
     monkeypatch.setattr(Lesson, "write", bad_trace)
     assert "cost must be > 0" in refused(cli, "teach", "trickle")
     assert opened == []
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--slots", "3"], "--slots applies"),
+    (["--replicas", "2", "--slots", "4"], "--slots, --replicas apply"),
+    (["--quantum", "5"], "--quantum applies"),
+])
+def test_explain_of_a_log_refuses_the_options_that_would_replay_it_otherwise(args: list[str], named: str, log: Path,
+                                                                            cli: CliRunner) -> None:
+    request = read_request(log)
+    line = refused(cli, "explain", str(log), request, *args)
+    assert f"{log} is an event log, fixed when it was written: {named} to a trace" in line
+
+
+def test_a_log_given_replica_settings_is_refused_as_a_log_not_for_its_slots(log: Path, cli: CliRunner, opened: list[object]) -> None:
+    line = refused(cli, "replay", str(log), "--replicas", "2")
+    assert f"{log} is an event log, fixed when it was written: --replicas applies to a trace" in line
+    assert opened == []
+
+
+def read_request(log: Path) -> str:
+    return str(pl.read_parquet(log, columns=["request_id"]).drop_nulls()["request_id"][0])

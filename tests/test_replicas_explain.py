@@ -108,7 +108,16 @@ def test_explain_compares_a_request_under_other_run_specs(trace: Path) -> None:
     # One SFQ sends P R P P P P R ...: regular's n-th dispatch is the (5 n + 2)-th, 4 a second.
     assert (found["position"], found["dispatched"]) == (102, 25) and "replica" not in found
     split = found["compare"]["sfq@replicas=2,router=hash,share=none"]
-    assert split == {"dispatched": 10, "position": 41, "waited": 10, "replica": 0}
+    assert split == {"run": "sfq@replicas=2,router=hash,share=none", "dispatched": 10, "position": 41, "waited": 10, "replica": 0}
     assert set(found["compare"]) == {"sfq@replicas=2,router=hash,share=none", "drr"}
     refused = CliRunner().invoke(cli, ["explain", str(trace), "r000421", "--compare", "sfq@router=nearest"])
     assert refused.exit_code == 2 and "unknown router 'nearest'" in refused.output
+
+
+def test_a_bare_scheduler_beside_a_replicated_run_is_replicated_too_and_named_so(trace: Path) -> None:
+    found = explained(str(trace), "r000421", *HASHED, "--compare", "sfq,sfq@replicas=1")
+    same, one = found["compare"]["sfq"], found["compare"]["sfq@replicas=1"]
+    assert same["run"] == "sfq@replicas=2,router=hash,share=none" and same["position"] == found["position"]
+    assert one["run"] == "sfq" and "replica" not in one
+    text = CliRunner().invoke(cli, ["explain", str(trace), "r000421", *HASHED, "--compare", "sfq"])
+    assert text.exit_code == 0 and text.output.count("sfq@replicas=2,router=hash,share=none") == 2

@@ -90,6 +90,15 @@ def test_compare_json_has_a_replicas_object_per_scheduler() -> None:
     assert "replicas" not in one and "replicas" not in one["schedulers"]["sfq"]
 
 
+def test_compare_under_share_sync_defaults_to_the_schedulers_with_meters() -> None:
+    trace = str(TRACES / "heavy-vs-light.parquet")
+    result = CliRunner().invoke(cli, ["compare", trace, "--slots", "4", "--replicas", "2", "--router", "random", "--share", "sync:5", "--json"])
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)["schedulers"]) == ["sfq", "sfq-reset"]
+    refused = CliRunner().invoke(cli, ["compare", trace, "--schedulers", "drr", "--slots", "4", "--replicas", "2", "--share", "sync:5"])
+    assert refused.exit_code == 2 and "drr replicates under share none or global" in refused.stderr
+
+
 def test_compare_prints_the_measures_without_scientific_notation() -> None:
     result = CliRunner().invoke(cli, ["compare", str(TRACES / "heavy-vs-light.parquet"), "--schedulers", "sfq", "--slots", "4",
                                       "--replicas", "2", "--router", "hash"], env={"COLUMNS": "160"})

@@ -73,11 +73,19 @@ def _replicas_table(measures: ReplicaMeasures, scheduler: str, replicas: str) ->
     return table
 
 
+DEFAULT_SCHEDULERS = "sfq,drr,fifo,rr"
+SYNC_SCHEDULERS = "sfq,sfq-reset"  # the schedulers with meters and v
+
+
 @refuses_bad_input
 @with_replicated_replay_options
 def compare(
     trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
-    schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated schedulers to compare.")] = "sfq,drr,fifo,rr",
+    schedulers: Annotated[
+        str | None,
+        typer.Option("--schedulers", help=f"Comma-separated schedulers to compare. Default: {DEFAULT_SCHEDULERS}; "
+                     f"under --share sync, which exchanges meters, {SYNC_SCHEDULERS}.", show_default=False),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")] = False,
     replay: ReplayChoices = NO_CHOICES,  # with_replicated_replay_options puts the options given here
 ) -> None:
@@ -92,6 +100,8 @@ def compare(
     stranded capacity, makespan ratio and each user's p99 wait under both (the §3.3
     gain is one scheduler's figure: not given for a replicated run).
     """
+    if schedulers is None:
+        schedulers = SYNC_SCHEDULERS if replay.replicas.share.mode == "sync" else DEFAULT_SCHEDULERS
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     check_schedulers(names)
     loaded = load_trace(trace)

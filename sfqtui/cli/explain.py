@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.fixed_log import refuse_trace_options
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
@@ -16,6 +17,7 @@ from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
@@ -97,10 +99,20 @@ def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[s
         code = run.table.names.find(request_id) if run.table.names is not None else None
         assert code is not None
         sent = _sent(run.table, code)
-        compared[str(spec)] = {"dispatched": sent["dispatched"], "position": sent["position"], "waited": sent["waited"]}
+        compared[str(spec)] = {"run": str(_effective(spec.config(opening.config))), "dispatched": sent["dispatched"],
+                               "position": sent["position"], "waited": sent["waited"]}
         if run.table.replicated:
             compared[str(spec)]["replica"] = run.table.replica_of(run.table.arrive_at[code])
     return compared
+
+
+def _effective(config: ReplayConfig) -> RunSpec:
+    """The run a spec stands for, all its settings written out: a bare `sfq` beside a run of
+    4 replicas is replayed on 4 replicas too, and is named so."""
+    settings = config.replicas
+    if not settings.replicated:
+        return RunSpec(config.scheduler)
+    return RunSpec(config.scheduler, settings.count, settings.router, settings.share)
 
 
 def _changes(spec: RunSpec, opening: Opening) -> dict[str, object]:
@@ -162,8 +174,8 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         if replicas:  # this run's settings as a run spec, as the others are named
             settings = ReplicaSettings.from_metadata(replicas)
             names[0] = f"{RunSpec(names[0], settings.count, settings.router, settings.share)} (replica {found['replica']})"
-        for name, sent in found["compare"].items():
-            names.append(name + (f" (replica {sent['replica']})" if sent.get("replica") is not None else ""))
+        for sent in found["compare"].values():
+            names.append(sent["run"] + (f" (replica {sent['replica']})" if sent.get("replica") is not None else ""))
         sends = [found, *found["compare"].values()]
         waited = Fixed.of((sent["waited"] for sent in sends), least=SECONDS_DECIMALS)
         for name, sent in zip(names, sends):
@@ -186,9 +198,14 @@ def _print_across(console: Console, across: dict[str, Any]) -> None:
     print_table(console, elsewhere)
 
 
+# explain's own options; every other one says how to replay a trace (--scheduler is checked against the log's).
+_OWN_OPTIONS = ("path", "request_id", "scheduler", "compare", "as_json")
+
+
 @refuses_bad_input
 @with_replicated_replay_options
 def explain(
+    ctx: typer.Context,
     path: Annotated[Path, typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log.", show_default=False)],
     request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The request's id (the trace's request_id).", show_default=False)],
     scheduler: Annotated[
@@ -223,6 +240,8 @@ def explain(
     is_log = is_event_log(path)
     if is_log and specs:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
+    if is_log:
+        refuse_trace_options(ctx, path, _OWN_OPTIONS)
     suggested = None if is_log else suggested_slots(read_metadata(path))  # settings checked against the slots (--replicas) see it
     opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested),
                       slots_given=replay.slots is not None)

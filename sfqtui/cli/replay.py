@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.fixed_log import refuse_trace_options
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
@@ -16,7 +17,6 @@ from sfqtui.core.engine.run_spec import parse_run_specs
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
-from sfqtui.errors import InputError
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.trace.load import suggested_slots
 from sfqtui.trace.write import read_metadata
@@ -36,26 +36,6 @@ def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Openin
 
 # The dashboard's own options; every other option of `replay` says how to replay a trace.
 _DASHBOARD_OPTIONS = ("path", "speed", "play", "lockstep")
-
-
-def _given(ctx: typer.Context, ignored: tuple[str, ...]) -> list[str]:
-    """The options given on the command line (or by environment), by their long names."""
-    given = []
-    for param in ctx.command.params:
-        source = ctx.get_parameter_source(param.name) if param.name else None
-        if param.name not in ignored and source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
-            given.append(next((o for o in param.opts if o.startswith("--")), param.opts[0]))
-    return given
-
-
-def _refuse_trace_options(ctx: typer.Context, log: Path) -> None:
-    """A saved log is fixed: options that would replay it otherwise are refused, not ignored."""
-    given = _given(ctx, _DASHBOARD_OPTIONS)
-    if given:
-        trace = read_metadata(log).get("trace")
-        made_from = f" ({trace})" if isinstance(trace, str) else ""
-        raise InputError(f"{log} is an event log, fixed when it was written: {', '.join(given)} "
-                         f"{'applies' if len(given) == 1 else 'apply'} to a trace; replay the trace it was made from{made_from} with them")
 
 
 @refuses_bad_input
@@ -105,9 +85,9 @@ def replay(
         raise fail("--speed must be > 0")
     if lockstep not in MODES:
         raise fail(f"--lockstep must be one of {', '.join(MODES)}")
+    if path is not None and is_event_log(path):
+        refuse_trace_options(ctx, path, _DASHBOARD_OPTIONS)
     openings = [_opening(path, scheduler, replay)]
-    if openings[0].is_log:
-        _refuse_trace_options(ctx, openings[0].path)
     if compare:
         base = openings[0]
         openings += [base.rerun(scheduler=config.scheduler, replicas=config.replicas)
