@@ -9,7 +9,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sfqtui.core.numbers import Fixed, amount, count, decimals_for, distinct, exact, percent, ratio, seconds
+from sfqtui.core.numbers import Fixed, amount, count, decimals_for, distinct, exact, percent, ratio, seconds, span
 
 SEPARATED = re.compile(r"^[+-]?\d{1,3}(,\d{3})*(\.\d+)?$")  # groups of three in the whole part, none after the point
 
@@ -104,3 +104,10 @@ def test_a_column_takes_its_decimals_from_its_magnitude() -> None:
     assert Fixed.of([3.0, 12.0, None]) == Fixed(0)  # whole numbers stay whole
     assert Fixed.of([0.3, 12.0], scale=36_110.0) == Fixed(0)
     assert decimals_for(36_110) == 0 and decimals_for(596.9) == 1 and decimals_for(0.5) == 4
+
+
+def test_an_interval_shows_both_ends_to_the_same_decimals() -> None:
+    assert span(2.5, 9) == "2.500..9.000"
+    assert span(10, 11) == "10..11"
+    assert span(41_103.32, 41_200) == "41,103.320..41,200.000"
+    assert span(None, 2) == "-..2"

@@ -15,7 +15,7 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_opt
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
-from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, seconds
+from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, span
 from sfqtui.core.schedulers.registry import ESTIMATING, check_schedulers
 from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
 from sfqtui.sweep.runs import Row
@@ -126,7 +126,7 @@ def _ratio_table(report: CalibrationReport) -> Table:
                   title_justify="left", expand=True)
     for header in ("key", "first", "final", "actual"):
         table.add_column(header, justify="left" if header == "key" else "right")
-    table.add_column(f"over time, t {seconds(start)}..{seconds(end)}", min_width=SPARK_WIDTH, no_wrap=True)
+    table.add_column(f"over time, t {span(start, end)}", min_width=SPARK_WIDTH, no_wrap=True)
     for track in tracks[:SHOWN_ROWS]:
         table.add_row(track.key, ratio(track.samples[0][1], 3), ratio(track.final, 3), ratio(track.actual, 3),
                       _sparkline(track.samples, start, end, top))
@@ -164,7 +164,7 @@ def _gap_text(gap: dict[str, Any] | None, fixed: Fixed) -> tuple[str, str, str]:
     """A gap's cells; ``fixed``: the format of the table's gap column."""
     if gap is None:
         return "-", "-", "-"
-    return fixed(gap["gap"]), f"{gap['ahead']} over {gap['behind']}", f"{seconds(gap['start_t'])}..{seconds(gap['end_t'])}"
+    return fixed(gap["gap"]), f"{gap['ahead']} over {gap['behind']}", f"{span(gap['start_t'], gap['end_t'])}"
 
 
 def _gap_column(gaps: list[dict[str, Any] | None]) -> Fixed:

@@ -17,20 +17,20 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
-from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, ratio, seconds
+from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, ratio, seconds, span
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.load import load_trace
 
 
 def _headline(report: FairnessReport) -> list[str]:
     gap = report.worst_gap
-    gap_text = "-" if gap is None else f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {seconds(gap.start_t)}..{seconds(gap.end_t)})"
+    gap_text = "-" if gap is None else f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {span(gap.start_t, gap.end_t)})"
     lines = [f"{report.scheduler}: Jain {ratio(report.jain, 3)}, worst |W_i - W_j| {gap_text}"]
     gain = report.worst_gain
     if gain is not None:
         within = "within" if gain.gain <= gain.bound else "over"
         lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {amount(gain.gain)} ({gain.ahead} over {gain.behind}, "
-                     f"t {seconds(gain.start_t)}..{seconds(gain.end_t)}), {within} 2 c_max = {amount(gain.bound)}")
+                     f"t {span(gain.start_t, gain.end_t)}), {within} 2 c_max = {amount(gain.bound)}")
     return lines
 
 

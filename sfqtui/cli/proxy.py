@@ -77,7 +77,9 @@ def proxy(
             "--record",
             help=(
                 "Write every finished request to this trace (Parquet, semantics §1, with the actual output_tokens), rewritten "
-                "periodically and at shutdown; open it with sfqtui replay."
+                "periodically and at shutdown; open it with sfqtui replay. With --state, the requests this replica held: "
+                "the replicas' recordings never overlap and together are the group's traffic (docs/replicas.md); "
+                "sfqtui attach --record records the group's decisions."
             ),
             show_default=False,
             rich_help_panel=_PANEL,

@@ -22,7 +22,7 @@ from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
-_PANEL_EST = "Cost estimator (used when the trace has no cost column; docs/estimator.md)"
+_PANEL_EST = "Cost estimator (prices each request from its tokens, unless a trace has a cost column; docs/estimator.md)"
 _PANEL_SVC = "Service model (used when the trace has no service_s column)"
 _PANEL_RUN = "Replay"
 _PANEL_REP = "Replicas of the balancer (semantics §11; docs/semantics.md)"

@@ -117,7 +117,20 @@ def seconds(x: float | None) -> str:
     missing = _missing(x)
     if missing is not None:
         return missing
-    return _positional(x, 0 if x == int(x) else max(3, decimals_for(x, 2)))
+    return _positional(x, _seconds_decimals(x))
+
+
+def _seconds_decimals(x: float) -> int:
+    return 0 if x == int(x) else max(3, decimals_for(x, 2))
+
+
+def span(start: float | None, end: float | None) -> str:
+    """Two times in seconds as an interval, both to the decimals the finer one needs:
+    ``2.500..9.000``, ``10..11``."""
+    if start is None or end is None or _missing(start) is not None or _missing(end) is not None:
+        return f"{seconds(start)}..{seconds(end)}"
+    decimals = max(_seconds_decimals(start), _seconds_decimals(end))
+    return f"{_positional(start, decimals)}..{_positional(end, decimals)}"
 
 
 def percent(x: float | None, decimals: int = 1) -> str:
