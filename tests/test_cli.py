@@ -204,3 +204,20 @@ def test_serve_answers_a_browser_on_localhost(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly() -> None:
+    """`sfqtui teach --list | head -1`: no traceback, no bug report, when head has read enough
+    (rich's console handles this itself; typer.echo, which teach uses, does not)."""
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("sfqtui")
+    root = Path(__file__).resolve().parents[1]
+    command = subprocess.Popen([str(exe), "teach", "--list"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root)
+    assert command.stdout is not None and command.stderr is not None
+    command.stdout.close()  # the reader is gone before the first line
+    stderr = command.stderr.read().decode()
+    assert command.wait(timeout=60) == 1
+    assert "Traceback" not in stderr and "bug" not in stderr, stderr

@@ -73,7 +73,7 @@ def test_the_replicas_lesson_reproduces_dynamo_15187() -> None:
     assert [RunSpec.parse(s).replica_settings(lesson.config("sfq").replicas).count for s in lesson.schedulers] == [1, 2, 2]
     one, one_measures, split, split_measures, shared, shared_measures = lesson.outcome(lesson.trace())
     assert one == "sfq, one balancer: shares while congested premium 80.0%, regular 20.0% (4 : 1); first 320 dispatches 256 : 64"
-    assert one_measures == "sfq, one balancer: worst |W_i - W_j| 1 c_max, stranded capacity 0.0%, makespan 150.0 s"
+    assert one_measures == "sfq, one balancer: worst |W_i - W_j| 1.0 c_max, stranded capacity 0.0%, makespan 150.0 s"
     # Regular's last two dispatches leave premium alone for the rest of t = 99: 198 of premium's 200 congested ones count.
     assert split == ("sfq, 2 replicas, hash, share none: shares while congested premium 49.7%, regular 50.3% (1 : 1); "
                      "first 320 dispatches 160 : 160")
@@ -81,4 +81,4 @@ def test_the_replicas_lesson_reproduces_dynamo_15187() -> None:
     assert split_measures == ("sfq, 2 replicas, hash, share none: worst |W_i - W_j| 150.5 c_max, stranded capacity 24.8%, "
                               "makespan 200.0 s (1.33 × one balancer's)")
     assert shared == one.replace("one balancer", "2 replicas, hash, share global")
-    assert shared_measures == "sfq, 2 replicas, hash, share global: worst |W_i - W_j| 1 c_max, stranded capacity 0.0%, makespan 150.0 s (1.00 × one balancer's)"
+    assert shared_measures == "sfq, 2 replicas, hash, share global: worst |W_i - W_j| 1.0 c_max, stranded capacity 0.0%, makespan 150.0 s (1.00 × one balancer's)"

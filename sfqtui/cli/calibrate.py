@@ -15,7 +15,7 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_opt
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
-from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, span
+from sfqtui.core.numbers import Fixed, amount, count, counted, percent, ratio, span
 from sfqtui.core.schedulers.registry import ESTIMATING, check_schedulers
 from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
 from sfqtui.sweep.runs import Row
@@ -206,7 +206,7 @@ def _print(console: Console, trace: Path, requests: int, report: CalibrationRepo
     estimator = "oracle" if p.oracle else f"ratio, scope {p.scope}, update {p.update}"
     if report.cost_source == "column":
         estimator = "the trace's cost column"
-    console.print(f"{trace}: {requests:,} requests; {report.scheduler}, {count(report.slots)} slots; charged: {estimator} "
+    console.print(f"{trace}: {counted(requests, 'request')}; {report.scheduler}, {counted(report.slots, 'slot')}; charged: {estimator} "
                   f"(a = {amount(p.input_weight)}, b = {amount(p.output_weight)})")
     if report.ratios:
         print_table(console, _ratio_table(report))

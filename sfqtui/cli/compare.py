@@ -17,7 +17,7 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
-from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, ratio, seconds, span
+from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, counted, percent, ratio, seconds, span
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.trace.load import load_trace
 
@@ -127,7 +127,7 @@ def compare(
         return
     console = Console()
     where = f", {replay.replicas.describe()}" if replicated else ""
-    console.print(f"{trace}: {len(loaded.trace):,} requests, {len(loaded.trace.users):,} users, {count(slots)} slots{where}")
+    console.print(f"{trace}: {counted(len(loaded.trace), 'request')}, {counted(len(loaded.trace.users), 'user')}, {counted(slots, 'slot')}{where}")
     for report, measured in zip(reports, measures):
         for line in _headline(report):
             console.print(line, markup=False)

@@ -22,7 +22,7 @@ from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
-from sfqtui.core.numbers import SECONDS_DECIMALS, TIME, Fixed, amount, count, seconds
+from sfqtui.core.numbers import TIME, Fixed, amount, count, counted, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
@@ -149,7 +149,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         ahead.add_row(a["user"], count(a["requests"]), cost(a["cost"]))
     print_table(console, ahead)
     if found["candidates"]:
-        console.print(f"At its dispatch: {len(found['candidates']):,} users waiting")
+        console.print(f"At its dispatch: {counted(len(found['candidates']), 'user')} waiting")
         candidates = Table()
         headers = ("user", *([value_name] if value_name else []), "queued", "weight", "head request", "head cost")
         for header in headers:
@@ -177,7 +177,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         for sent in found["compare"].values():
             names.append(sent["run"] + (f" (replica {sent['replica']})" if sent.get("replica") is not None else ""))
         sends = [found, *found["compare"].values()]
-        waited = Fixed.of((sent["waited"] for sent in sends), least=SECONDS_DECIMALS)
+        waited = Fixed.of((sent["waited"] for sent in sends), least=3)  # to the millisecond, as the header says how long it waited
         for name, sent in zip(names, sends):
             compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), waited(sent["waited"]), style="bold" if sent is found else "")
         print_table(console, compare)
@@ -249,7 +249,7 @@ def explain(
         note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     run = Run(opening).load_all()
     if is_log and scheduler is not None and scheduler != run.scheduler:
-        raise fail(f"{path} is a {run.scheduler} log; it cannot be explained under {scheduler}")
+        raise fail(f"{path} is a log of {run.scheduler}; it cannot be explained under {scheduler}")
     found = _why(run, _request_code(run.table, request_id, path))
     if specs:
         found["compare"] = _compared(opening, specs, request_id)

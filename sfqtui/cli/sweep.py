@@ -4,7 +4,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich import box
@@ -16,7 +16,7 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.tables import print_table
-from sfqtui.core.numbers import percent, ratio
+from sfqtui.core.numbers import counted, percent, ratio
 from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import ReplicaGrid, check_settings, plan_runs
@@ -185,7 +185,7 @@ def _setting(row: Row, key: str) -> str:
 
 
 def _failures(rows: list[Row]) -> list[Text]:
-    return [Text(f"run {number} ({row['trace']}, {row['scheduler']}, {row['slots']} slots) failed: {row['error']}", style="red")
+    return [Text(f"run {number} ({row['trace']}, {row['scheduler']}, {counted(cast(int, row['slots']), 'slot')}) failed: {row['error']}", style="red")
             for number, row in enumerate(rows, 1) if row["error"]]
 
 

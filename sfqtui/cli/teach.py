@@ -8,6 +8,7 @@ import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.openings import check_openings
+from sfqtui.core.numbers import counted
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS, Lesson
 
@@ -23,7 +24,7 @@ def teach(
 
     if list_them:
         for name, each in LESSONS.items():
-            typer.echo(f"{name:<20} {each.section:<12} {each.title}: {' | '.join(each.schedulers)}, {each.slots} slot(s), by {each.lockstep}")
+            typer.echo(f"{name:<20} {each.section:<12} {each.title}: {' | '.join(each.schedulers)}, {counted(each.slots, 'slot')}, by {each.lockstep}")
         return
     if lesson is not None and lesson not in LESSONS:
         raise fail(f"unknown lesson {lesson!r}; choose one of {', '.join(LESSONS)}")

@@ -63,6 +63,11 @@ def count(n: int | float | None) -> str:
     return _missing(n) or f"{int(n):,}"
 
 
+def counted(n: int, noun: str, nouns: str | None = None) -> str:
+    """A count and its noun, in the singular for one: ``1 slot``, ``2,643 slots``."""
+    return f"{count(n)} {noun if n == 1 else nouns or noun + 's'}"
+
+
 def decimals_for(scale: float, significant: int = 4) -> int:
     """How many decimals show ``significant`` digits of a number as large as ``scale``:
     none from 10^(significant-1) up (with 4 digits: 36,110 -> 0, 596.9 -> 1, 0.5 -> 4)."""

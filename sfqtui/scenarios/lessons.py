@@ -124,7 +124,7 @@ def _across_replicas(trace: Trace, config: ReplayConfig, first: int | None) -> l
 
 
 def _gap_in_c_max(gap: float | None) -> str:
-    return "- (never two users backlogged together)" if gap is None else f"{amount(gap)} c_max"
+    return "- (never two users backlogged together)" if gap is None else f"{TENTHS(gap)} c_max"  # one format for every run
 
 
 def _first_dispatches(trace: Trace, config: ReplayConfig, n: int) -> Counter[str]:

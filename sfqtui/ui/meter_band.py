@@ -24,7 +24,7 @@ from textual.events import Click
 from textual.strip import Strip
 
 from sfqtui.core.log.timeline import State
-from sfqtui.core.numbers import Fixed, amount, count, percent
+from sfqtui.core.numbers import Fixed, amount, count, counted, percent
 from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.line_view import LineView
@@ -250,7 +250,7 @@ class MeterBand(LineView, can_focus=True):
 
     def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         if row == len(self._rows):
-            text = f"⋯ {count(self._folded)} users idle for over {FOLD_AFTER_S:g} s (a: show them)"
+            text = f"⋯ {counted(self._folded, 'user')} idle for over {FOLD_AFTER_S:g} s (a: show them)"
             return Strip([Segment(text, self.base_style + _IDLE)])
         if self._rows[row] == HEADING:
             return Strip([Segment(str(key)[:width], self.base_style + _HEADING)])
