@@ -17,7 +17,7 @@ from sfqtui.trace.offered_load import HEADROOM
 @refuses_bad_input
 def import_command(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(FORMATS)}.", show_default=False)],
-    sources: Annotated[list[Path], typer.Argument(metavar="SRC...", help="Source files (several share one clock).", show_default=False)],
+    sources: Annotated[list[Path], typer.Argument(metavar="SRC", help="Source files (several share one clock).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Trace Parquet file to write.")],
     user_from: Annotated[str | None, typer.Option("--user-from", help="Take users from this source column (e.g. 'Session ID', 'Model', 'Log Type').")] = None,
     users: Annotated[int | None, typer.Option("--users", help="Assign N synthetic users instead.")] = None,
@@ -34,7 +34,7 @@ def import_command(
     jitter: Annotated[float, typer.Option("--jitter", help="mooncake: spread arrivals over this many seconds after their clump's timestamp.")] = 0.0,
     mapping: Annotated[
         str | None,
-        typer.Option("--map", help="csv/jsonl: NAME=COLUMN pairs, e.g. arrival_s=arrived_at,input_tokens=num_prefill_tokens,output_tokens=num_decode_tokens."),
+        typer.Option("--map", help="csv/jsonl: the trace's columns from the source's, as comma-separated NAME=COLUMN pairs (an example above)."),
     ] = None,
     time_unit: Annotated[str, typer.Option("--time-unit", help=f"csv/jsonl: the arrival column's unit: {', '.join(TIME_UNITS)}.")] = "s",
 ) -> None:
@@ -48,7 +48,8 @@ def import_command(
 
     **mooncake**: JSONL with timestamp (ms), input_length, output_length.
 
-    **csv** / **jsonl**: any columns, named with --map, time read with --time-unit.
+    **csv** / **jsonl**: any columns, named with --map, time read with --time-unit, e.g.
+    --map arrival_s=t,input_tokens=prompt,output_tokens=completion --time-unit ms.
     """
     if time_unit not in TIME_UNITS:
         raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")

@@ -149,7 +149,7 @@ def _table(rows: list[Row]) -> Table:
     replicated = any(row["replicas"] != 1 for row in rows)
     for key in varying:
         table.add_column(SETTINGS[key], justify="right" if key in ("slots", "replicas") else "left")
-    for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded") if replicated else ()), "s"):
+    for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded") if replicated else ()), "run s"):
         table.add_column(header, justify="left" if header == "who" else "right")
     for number, row in enumerate(rows, 1):
         figures: list[str | Text]

@@ -52,7 +52,7 @@ def _open(lesson: Lesson) -> bool:
 
 
 TEACH_HELP = f"""Learn SFQ beside DRR and VTC on the article's cases: each lesson opens a scenario
-under two schedulers in panes side by side, stepped together, with a narration of every
+under two or three runs in panes side by side (schedulers, or one balancer beside replicas), stepped together, with a narration of every
 step, and ends with the measured outcome (shares, waits, worst gap). Escape leaves a
 lesson for the menu of lessons.
 
