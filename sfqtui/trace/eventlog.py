@@ -164,6 +164,12 @@ class ChunkEncoder:
         return pa.table(columns)
 
 
+# The columns with few distinct values, which Parquet dictionary-encodes. Every other column
+# is nearly all distinct (ids, times, meters): trying a dictionary there only costs time
+# before the writer falls back to plain pages (and those come out larger).
+_DICTIONARY_ENCODED = ("kind", "scheduler", "user", "replica", "weight")
+
+
 class EventLogWriter:
     """Writes row groups to a temporary file and moves it into place only on success.
 
@@ -189,7 +195,8 @@ class EventLogWriter:
     def _open(self, schema: pa.Schema) -> None:
         output = atomic_output(self.path)
         try:
-            self._writer = pq.ParquetWriter(output.__enter__(), schema, compression="zstd")
+            dictionary = [name for name in _DICTIONARY_ENCODED if name in schema.names]
+            self._writer = pq.ParquetWriter(output.__enter__(), schema, compression="zstd", use_dictionary=dictionary)
         except BaseException as exc:
             output.__exit__(type(exc), exc, exc.__traceback__)
             raise
