@@ -81,4 +81,5 @@ def test_the_replicas_lesson_reproduces_dynamo_15187() -> None:
     assert split_measures == ("sfq, 2 replicas, hash, share none: worst |W_i - W_j| 150.5 c_max, stranded capacity 24.8%, "
                               "makespan 200.0 s (1.33 × one balancer's)")
     assert shared == one.replace("one balancer", "2 replicas, hash, share global")
-    assert shared_measures == "sfq, 2 replicas, hash, share global: worst |W_i - W_j| 1.0 c_max, stranded capacity 0.0%, makespan 150.0 s (1.00 × one balancer's)"
+    assert shared_measures == ("sfq, 2 replicas, hash, share global: worst |W_i - W_j| 1.0 c_max, stranded capacity 0.0%, "
+                               "makespan 150.0 s (1.00 × one balancer's)")
