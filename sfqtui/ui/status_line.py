@@ -34,7 +34,7 @@ def kind_part(frame: Frame, marked: tuple[str, ...]) -> Part:
 
 class StatusLine(TextView):
     """Parts that do not fit the width give way whole, the least needed first: the play
-    speed, each replica's v, c_max, the last seq, t, v, the play state, the counts."""
+    speed, each replica's v and c_max, the last seq, t, v, the play state, the counts."""
 
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; overflow: hidden hidden; }
@@ -51,7 +51,7 @@ class StatusLine(TextView):
             *status_text(frame),  # a run of several replicas: the one shown (or all) first
             part(5, f"  t={seconds(s.t)}s"),
             part(6, f"  v={amount(s.v)}" if frame.has_meters and own_v else ""),
-            part(3, f"  c_max={amount(s.c_max)}"),
+            part(2, f"  c_max={amount(s.c_max)}"),
             always("  "),
             *seq_position(table, frame.k),
             kind_part(frame, ("dispatch", "idle_reset")),
