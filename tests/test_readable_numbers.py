@@ -90,7 +90,8 @@ async def test_side_by_side_far_in_reads_without_scientific_notation(size: tuple
         for pane in app.query(RunPane):
             rows = band_rows(pane.band)
             assert rows and all(row.endswith("%") for row in rows.values()), rows  # the share column is not cut off
-            assert "(last " in text_of(pane.head)
+            where = text_of(pane.head).splitlines()[0]
+            assert where.startswith("seq ") and "…" not in where, where  # parts give way whole, never cut
 
 
 def eight_digit_trace(path: Path) -> Path:
@@ -127,7 +128,9 @@ async def test_eight_digit_values_keep_every_column_in_place(tmp_path: Path, siz
         log, header = app.query_one(EventLog), app.query_one(EventLogHeader)
         rows = lines_of(log)
         assert any(len(figure.group()) >= 10 for row in rows for figure in SEPARATED.finditer(row)), rows  # 12,345,679 and up
-        assert_aligned(text_of(header), rows, ("seq", "t", "cost", "v", "meter"))
+        titles = text_of(header).split()  # a narrow log leaves out v, then t (LogColumns), never cuts them
+        assert {"seq", "cost", "meter"} <= set(titles) and (size == (100, 30) or "v" in titles), titles
+        assert_aligned(text_of(header), rows, tuple(t for t in ("seq", "t", "cost", "v", "meter") if t in titles))
         if size == (160, 48):  # wide enough for every column: the request ids start under their title
             starts = {row.index(" r0") + 1 for row in rows}
             assert starts == {text_of(header).index("request")}
@@ -144,7 +147,9 @@ async def test_eight_digit_values_side_by_side_keep_the_band_inside_its_pane(tmp
         for pane in app.query(RunPane):
             rows = band_rows(pane.band)
             assert rows and all(row.endswith("%") for row in rows.values()), rows
-            assert_aligned(text_of(pane.events_header), lines_of(pane.events), ("seq", "t", "cost"))
+            titles = text_of(pane.events_header).split()
+            assert {"seq", "cost"} <= set(titles), titles
+            assert_aligned(text_of(pane.events_header), lines_of(pane.events), tuple(t for t in ("seq", "t", "cost") if t in titles))
 
 
 async def test_leads_read_apart_when_v_is_below_one(tmp_path: Path) -> None:

@@ -30,6 +30,8 @@ from sfqtui.ui.line_view import LineView
 
 KIND_W = 8
 USER_W = 10
+REQUEST_MIN = 8  # the narrowest request column: an ellipsis and the id's last 7 characters
+GIVE_WAY = ("v", "t", "cost")  # after the request id, the columns a narrow log leaves out, in this order
 
 
 class LogColumns:
@@ -38,7 +40,14 @@ class LogColumns:
     width from its widest value, so that no value shifts the columns after it. The
     scheduler's own number is titled by what it is (meter, counter, deficit), from the
     scheduler registry. A log of replicas has an ``r`` column before the user: the replica
-    each event names (semantics §11; "-" for none)."""
+    each event names (semantics §11; "-" for none).
+
+    A log too narrow for every column never cuts a number: whole columns give way, the
+    least needed first. The request id is shortened first (keeping its end, the part that
+    tells ids apart, after an ellipsis: ``…conv:6062``) down to REQUEST_MIN, then left
+    out; then v (the pane head and status line give it), t, cost (GIVE_WAY). The seq,
+    kind, replica, user and the scheduler's own number always stay; when even they do not
+    fit, the log scrolls sideways."""
 
     def __init__(self, table: EventTable) -> None:
         self.table = table
@@ -47,9 +56,12 @@ class LogColumns:
         self.cost = self.v = self.value = Fixed()
         self.replica_w = 1 if table.replicated else 0  # 0: no replica column
         self.widths: tuple[int, ...] = (3, 1, 4, 1, len(self.label))  # seq, t, cost, v, value
+        self.request_w = len("request")  # 0: no request column
+        self.shown = frozenset(GIVE_WAY)  # which of the columns that give way are shown
 
-    def fit(self, events: Sequence[int]) -> bool:
-        """Size the columns to these events (ascending); whether any format or width changed."""
+    def fit(self, events: Sequence[int], room: int = 0) -> bool:
+        """Size the columns to these events (ascending) and to ``room`` cells (0: any width);
+        whether any format, width or column changed."""
         table = self.table
         costs = [number(table.cost_at(k)) for k in events]
         vs = [number(table.v[k]) for k in events]
@@ -59,24 +71,30 @@ class LogColumns:
         widths = (max(3, len(count(table.first_seq + last))), max(1, len(TIME(table.t[last])) if events else 1),
                   *(max(len(title), f.width(column)) for f, column, title in zip(formats, (costs, vs, values), ("cost", "v", self.label))))
         replica_w = max([1, *(len(self._replica(k)) for k in events)]) if table.replicated else 0
-        if formats == (self.cost, self.v, self.value) and widths == self.widths and replica_w == self.replica_w:
+        request_w = max([len("request"), *(len(table.request_id(k) or "") for k in events)])
+        shown, request_w = _columns_for(widths, replica_w, request_w, room)
+        if (formats, widths, replica_w, request_w, shown) == ((self.cost, self.v, self.value), self.widths, self.replica_w, self.request_w, self.shown):
             return False
         self.cost, self.v, self.value = formats
-        self.widths, self.replica_w = widths, replica_w
+        self.widths, self.replica_w, self.request_w, self.shown = widths, replica_w, request_w, shown
         return True
 
     def _replica(self, k: int) -> str:
         replica = self.table.replica_of(k)
         return "-" if replica is None else count(replica)
 
-    def _replica_cell(self, text: str) -> str:
-        return f"{text:>{self.replica_w}} " if self.replica_w else ""
+    def _line(self, seq: str, t: str, kind: str, replica: str, user: str, cost: str, v: str, value: str, request: str) -> str:
+        seq_w, t_w, cost_w, v_w, value_w = self.widths
+        shown = self.shown
+        cells = [f"{seq:>{seq_w}}", *((f"{t:>{t_w}}",) if "t" in shown else ()), f"{kind:<{KIND_W}}",
+                 *((f"{replica:>{self.replica_w}}",) if self.replica_w else ()), f"{user:<{USER_W}}",
+                 *((f"{cost:>{cost_w}}",) if "cost" in shown else ()), *((f"{v:>{v_w}}",) if "v" in shown else ()),
+                 f"{value:>{value_w}}", *((request,) if self.request_w else ())]
+        return " ".join(cells)
 
     @property
     def header(self) -> str:
-        seq_w, t_w, cost_w, v_w, value_w = self.widths
-        return (f"{'seq':>{seq_w}} {'t':>{t_w}} {'kind':<{KIND_W}} {self._replica_cell('r')}{'user':<{USER_W}} {'cost':>{cost_w}} {'v':>{v_w}} "
-                f"{self.label:>{value_w}} {'request':<9}")
+        return self._line("seq", "t", "kind", "r", "user", "cost", "v", self.label, f"{'request':<{self.request_w}}")
 
     @property
     def width(self) -> int:
@@ -86,16 +104,41 @@ class LogColumns:
     def user_start(self) -> int:
         """Where the user column starts in a row."""
         seq_w, t_w = self.widths[:2]
-        return seq_w + 1 + t_w + 1 + KIND_W + 1 + len(self._replica_cell(""))
+        return seq_w + 1 + (t_w + 1 if "t" in self.shown else 0) + KIND_W + 1 + (self.replica_w + 1 if self.replica_w else 0)
+
+    @property
+    def request_start(self) -> int | None:
+        """Where the request column starts in a row (None: not shown)."""
+        return self.width - self.request_w if self.request_w else None
 
     def row(self, k: int) -> str:
         table = self.table
-        seq_w, t_w, cost_w, v_w, value_w = self.widths
         kind = "idle rst" if table.kind[k] == IDLE_RESET else table.kind_name(k)
-        replica = self._replica_cell(self._replica(k)) if self.replica_w else ""
-        return (f"{count(table.first_seq + k):>{seq_w}} {TIME(table.t[k]):>{t_w}} {kind:<{KIND_W}} "
-                f"{replica}{_cut(table.user_name(k) or '', USER_W)} {self.cost(number(table.cost_at(k))):>{cost_w}} "
-                f"{self.v(number(table.v[k])):>{v_w}} {self.value(number(table.value[k])):>{value_w}} {table.request_id(k) or ''}")
+        return self._line(count(table.first_seq + k), TIME(table.t[k]), kind, self._replica(k) if self.replica_w else "",
+                          _cut(table.user_name(k) or "", USER_W), self.cost(number(table.cost_at(k))),
+                          self.v(number(table.v[k])), self.value(number(table.value[k])),
+                          _tail(table.request_id(k) or "", self.request_w))
+
+
+def _columns_for(widths: tuple[int, ...], replica_w: int, request_w: int, room: int) -> tuple[frozenset[str], int]:
+    """Which of GIVE_WAY to show and how wide the request column is (0: left out), for rows of ``room`` cells."""
+    seq_w, t_w, cost_w, v_w, value_w = widths
+    sizes = {"t": t_w + 1, "cost": cost_w + 1, "v": v_w + 1}
+    kept = seq_w + 1 + KIND_W + 1 + (replica_w + 1 if replica_w else 0) + USER_W + 1 + value_w
+    left = room - kept - sum(sizes.values()) - 1
+    if room <= 0 or left >= min(request_w, REQUEST_MIN):
+        return frozenset(GIVE_WAY), request_w if room <= 0 else min(request_w, left)
+    shown = set(GIVE_WAY)
+    for name in GIVE_WAY:
+        if kept + sum(sizes[n] for n in shown) <= room:
+            break
+        shown.discard(name)
+    return frozenset(shown), 0
+
+
+def _tail(text: str, width: int) -> str:
+    """The end of ``text`` in ``width`` cells, after an ellipsis if it is longer: ``…conv:6062``."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
 
 
 def header_for(table: EventTable) -> str:
@@ -167,7 +210,7 @@ class EventLog(LineView, can_focus=True):
         self._listed = 0  # how many of the table's events the rows cover
         self.search_text = ""  # marked where a row's user or request contains it
         self.columns: LogColumns | None = None
-        self._fitted: tuple[range, Sequence[int] | None] | None = None  # the rows the columns were last sized to
+        self._fitted: tuple[range, Sequence[int] | None, int] | None = None  # the rows and width the columns were last sized to
         self._rows: Sequence[int] | None = None  # None: every event (row i is event i)
         self._cursor_row = -1
         self._differs = False
@@ -238,12 +281,14 @@ class EventLog(LineView, can_focus=True):
         return self.columns.width if self.columns is not None else 0
 
     def _fit_columns(self, top: int) -> None:
-        """Size the columns to the rows from ``top`` on that fit in the view."""
-        rows = range(top, min(top + self.scrollable_content_region.height, self.row_count()))
-        if self.columns is None or (self._fitted is not None and self._fitted[0] == rows and self._fitted[1] is self._rows):
-            return  # the same rows as last time
-        self._fitted = rows, self._rows
-        if self.columns.fit([self._event_at(row) for row in rows]):
+        """Size the columns to the rows from ``top`` on that fit in the view, and to its width."""
+        width, height = self.scrollable_content_region.size
+        rows = range(top, min(top + height, self.row_count()))
+        if self.columns is None or (self._fitted is not None and self._fitted[0] == rows and self._fitted[1] is self._rows
+                                    and self._fitted[2] == width):
+            return  # the same rows at the same width as last time
+        self._fitted = rows, self._rows, width
+        if self.columns.fit([self._event_at(row) for row in rows], width):
             self.forget_lines()
         self.header.show(self.columns.header)
 
@@ -290,8 +335,8 @@ class EventLog(LineView, can_focus=True):
         if not self.search_text:
             return Strip([Segment(text, self.base_style + style)])
         line = Text(text, self.base_style + style)
-        start, request = self.columns.user_start, table.request_id(k) or ""
-        for cell in (range(start, start + USER_W), range(len(text) - len(request), len(text))):
+        start, request = self.columns.user_start, self.columns.request_start
+        for cell in (range(start, start + USER_W), *(() if request is None else (range(request, len(text)),))):
             _mark(line, cell, self.search_text)
         return Strip(line.render(self.app.console))
 

@@ -21,6 +21,7 @@ from sfqtui.core.numbers import amount, count
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.columns import grid
+from sfqtui.ui.fitted_line import Part, part
 from sfqtui.ui.frame import Frame
 
 
@@ -82,25 +83,28 @@ def _heading(frame: Frame, r: int, state: State, slots: int | None) -> str:
     return f"replica {r}: {own}{flight}, waiting {count(state.queued_total)}"
 
 
-def status_text(frame: Frame) -> list[tuple[str, str] | str]:
-    """The status line's part for replicas: which replica is shown (k cycles), and its v,
-    slots in flight and requests waiting (for all: each replica's v)."""
+def status_text(frame: Frame) -> list[Part]:
+    """The status line's parts for replicas: which replica is shown (k cycles), and its v,
+    slots in flight and requests waiting (for all: each replica's v). Each part is shown
+    whole or not at all (sfqtui.ui.fitted_line); the ranks say which give way first."""
     replicas = replica_count(frame)
     if not replicas:
         return []
     chosen = frame.options.replica
     which = f"replica {chosen} of {replicas}" if chosen is not None else f"replicas: all {replicas}"
-    parts: list[tuple[str, str] | str] = [("  ", ""), (which, "bold cyan"), (" (k)", "dim")]
+    parts = [part(9, Text.assemble("  ", (which, "bold cyan"), (" (k)", "dim")), Text.assemble("  ", (which, "bold cyan")))]
     assert frame.replicas is not None
     split = frame.replicas.split
     if chosen is not None and chosen < replicas:
         state = replica_state(frame, chosen)
         slots = own_slots(frame)
         flight = count(state.inflight) + (f"/{count(slots[chosen])}" if slots is not None else "")
-        v = f"  v={amount(state.v)}" if frame.has_meters and split else ""
-        parts.append(f"{v}  in flight {flight}  waiting {count(state.queued_total)}")
+        if frame.has_meters and split:
+            parts.append(part(6, f"  v={amount(state.v)}"))
+        parts += [part(8, f"  in flight {flight}", f"  slots {flight}"),
+                  part(8, f"  waiting {count(state.queued_total)}", f"  wait {count(state.queued_total)}")]
     elif frame.has_meters and split:
-        parts.append("  v " + " ".join(f"{r}:{amount(replica_state(frame, r).v)}" for r in range(replicas)))
+        parts.append(part(2, "  v " + " ".join(f"{r}:{amount(replica_state(frame, r).v)}" for r in range(replicas))))
     return parts
 
 

@@ -19,10 +19,11 @@ from textual.containers import Vertical
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, seconds
 from sfqtui.ui.columns import grid
 from sfqtui.ui.event_log import EventLog, EventLogHeader
+from sfqtui.ui.fitted_line import FittedLine, part
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.replicas import status_text
-from sfqtui.ui.status_line import seq_position
+from sfqtui.ui.status_line import kind_part, seq_position
 from sfqtui.ui.text_view import TextView
 
 SHARE_ROWS = 5
@@ -32,19 +33,18 @@ class PaneHead(TextView):
     DEFAULT_CSS = "PaneHead { height: 4; overflow: hidden hidden; }"
 
     def show(self, frame: Frame, narration: str, differs: bool) -> None:
-        s, table = frame.state, frame.table
-        kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
+        """The first line's parts give way whole when the pane is narrow (sfqtui.ui.fitted_line):
+        the last seq first, then the dispatch number, t, v; the replica parts by their ranks."""
+        s = frame.state
         split = frame.replicas is not None and frame.replicas.count > 0 and frame.replicas.split  # each replica has its own v
-        where = Text.assemble(
-            *seq_position(table, frame.k),
-            " ",
-            (kind, "bold reverse" if kind == "dispatch" else "bold"),
-            f"  t={seconds(s.t)}s",
-            f"  v={amount(s.v)}" if frame.has_meters and not split else "",
-            f"  dispatch #{count(s.dispatched_total)}" if s.dispatched_total else "",
+        where = FittedLine([
+            *seq_position(frame.table, frame.k),
+            kind_part(frame, ("dispatch",)),
+            part(5, f"  t={seconds(s.t)}s"),
+            part(6, f"  v={amount(s.v)}" if frame.has_meters and not split else ""),
+            part(4, f"  dispatch #{count(s.dispatched_total)}" if s.dispatched_total else ""),
             *status_text(frame),
-            no_wrap=True, overflow="ellipsis",
-        )
+        ])
         said = Text(narration, style="bold red" if differs else "green")
         self.set_text([where, said])
 

@@ -10,61 +10,72 @@ from rich.text import Text
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
 from sfqtui.ui.connection import connection_part
+from sfqtui.ui.fitted_line import FittedLine, Part, always, part
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.replicas import status_text
 from sfqtui.ui.text_view import TextView
 
+LAST_RANK = 3  # the rank of "(last N)" (sfqtui.ui.fitted_line): the seq of the last event gives way early
 
-def seq_position(table: EventTable, k: int) -> tuple[str, tuple[str, str], str]:
+
+def seq_position(table: EventTable, k: int) -> list[Part]:
     """Where the cursor is, as the log's seq column numbers events: ``seq 397 (last 397)``."""
     last = len(table) - 1
     at = count(table.first_seq + k) if k >= 0 else "-"
-    return "seq ", (at, "bold"), f" (last {count(table.first_seq + last)})" if last >= 0 else " (no events yet)"
+    return [always(Text.assemble("seq ", (at, "bold"))),
+            part(LAST_RANK, f" (last {count(table.first_seq + last)})" if last >= 0 else " (no events yet)")]
+
+
+def kind_part(frame: Frame, marked: tuple[str, ...]) -> Part:
+    """The kind of the cursor's event, shown reversed if it is one of ``marked``."""
+    kind = frame.table.kind_name(frame.k) if frame.k >= 0 else "start"
+    return always(Text.assemble(" ", (kind, "bold reverse" if kind in marked else "bold")))
 
 
 class StatusLine(TextView):
+    """Parts that do not fit the width give way whole, the least needed first: the play
+    speed, each replica's v and c_max, the last seq, t, v, the play state, the counts."""
+
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; overflow: hidden hidden; }
     """
 
     def show(self, frame: Frame) -> None:
         s, table = frame.state, frame.table
-        kind = table.kind_name(frame.k) if frame.k >= 0 else "start"
-        replicas = status_text(frame)  # a run of several replicas: the one shown (or all) first
         own_v = frame.replicas is None or not frame.replicas.count or not frame.replicas.split
         one = frame.replicas is not None and frame.options.replica is not None and frame.options.replica < frame.replicas.count
-        text = Text.assemble(
-            (f"{table.scheduler}", "bold"),
+        slots = count(frame.slots) if frame.slots else "?"
+        parts = [
+            always(Text(table.scheduler, "bold")),
             *self._connection(frame),
-            *replicas,
-            f"  t={seconds(s.t)}s",
-            f"  v={amount(s.v)}" if frame.has_meters and own_v else "",
-            f"  c_max={amount(s.c_max)}",
-            "  ",
+            *status_text(frame),  # a run of several replicas: the one shown (or all) first
+            part(5, f"  t={seconds(s.t)}s"),
+            part(6, f"  v={amount(s.v)}" if frame.has_meters and own_v else ""),
+            part(2, f"  c_max={amount(s.c_max)}"),
+            always("  "),
             *seq_position(table, frame.k),
-            " ",
-            (kind, "bold reverse" if kind in ("dispatch", "idle_reset") else "bold"),
-            "" if one else f"  in flight {count(s.inflight)}/{count(frame.slots) if frame.slots else '?'}",
-            "" if one else f"  waiting {count(s.queued_total)}",
+            kind_part(frame, ("dispatch", "idle_reset")),
+            *(() if one else (part(8, f"  in flight {count(s.inflight)}/{slots}", f"  slots {count(s.inflight)}/{slots}"),
+                              part(8, f"  waiting {count(s.queued_total)}", f"  wait {count(s.queued_total)}"))),
             *self._play(frame),
-            (f"  loading {percent(frame.loaded, 0)}", "yellow") if frame.loading and frame.loaded is not None else "",
-            no_wrap=True,
-            overflow="ellipsis",
-        )
-        self.set_text([text])
+            part(9, Text(f"  loading {percent(frame.loaded, 0)}", "yellow") if frame.loading and frame.loaded is not None else ""),
+        ]
+        self.set_text([FittedLine(parts)])
 
     @staticmethod
-    def _connection(frame: Frame) -> tuple[tuple[str, str], ...]:
+    def _connection(frame: Frame) -> tuple[Part, ...]:
         """A live stream's connection, right after the scheduler's name so that any width shows it."""
         link = frame.connection
         if link is None:
             return ()
         text, style = connection_part(link, time.monotonic())
-        viewing = ((f"  {link.viewing} (e: the next);", "bold"),) if link.viewing is not None else ()
-        return (*viewing, (f"  {text}", style))
+        viewing = (always(Text(f"  {link.viewing} (e: the next);", "bold")),) if link.viewing is not None else ()
+        return (*viewing, always(Text(f"  {text}", style)))
 
     @staticmethod
-    def _play(frame: Frame) -> tuple[tuple[str, str] | str, ...]:
+    def _play(frame: Frame) -> tuple[Part, ...]:
         if frame.loaded is not None or frame.connection is None:
-            return (("  ▶ playing" if frame.playing else "  ■ paused", "bold green" if frame.playing else "dim"), f" {amount(frame.speed)} ev/s")
-        return (("  following the newest" if frame.playing else "  paused (space follows again)", "dim"),)
+            state = Text("  ▶ playing", "bold green") if frame.playing else Text("  ■ paused", "dim")
+            return part(7, state), part(1, f" {amount(frame.speed)} ev/s")
+        return (part(7, Text("  following the newest" if frame.playing else "  paused (space follows again)", "dim"),
+                     Text("  following" if frame.playing else "  paused", "dim")),)

@@ -1,7 +1,8 @@
 """A Line API view of text that changes every step: the why panel, the status line, headers.
 
 The text is wrapped into lines once per change, and only the lines that differ from the
-screen are redrawn. A Static would instead render all of it, and lay out the whole
+screen are redrawn. A part may be a FittedLine, laid out at the view's width (shortened
+or left out part by part, never cut mid-number) each time it is wrapped. A Static would instead render all of it, and lay out the whole
 screen again whenever its height changes; here the scroll range only grows (until the
 view is resized), so text of another length costs no layout.
 """
@@ -14,6 +15,7 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.strip import Strip
 
+from sfqtui.ui.fitted_line import FittedLine
 from sfqtui.ui.line_view import KEPT_LINES, LineView
 
 
@@ -23,7 +25,7 @@ class TextView(LineView):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
-        self._parts: Sequence[Text] = ()
+        self._parts: Sequence[Text | FittedLine] = ()
         self._lines: list[Strip] = []
         self._wrapped: dict[Hashable, list[Strip]] = {}  # each text's lines, by its content and width
 
@@ -32,7 +34,7 @@ class TextView(LineView):
         """The whole wrapped text, scrolled out of view or not."""
         return "\n".join(line.text.rstrip() for line in self._lines)
 
-    def set_text(self, parts: Sequence[Text]) -> None:
+    def set_text(self, parts: Sequence[Text | FittedLine]) -> None:
         self._parts = parts
         self._wrap()
         self.redraw()
@@ -58,7 +60,8 @@ class TextView(LineView):
     def _lines_at(self, width: int) -> list[Strip]:
         width = max(1, width)
         lines: list[Strip] = []
-        for part in self._parts:
+        for given in self._parts:
+            part = given.at(width) if isinstance(given, FittedLine) else given
             key = (part.plain, part.style, tuple(part.spans), part.no_wrap, part.overflow, width)
             wrapped = self._wrapped.get(key)
             if wrapped is None:
