@@ -94,3 +94,18 @@ async def test_a_long_request_id_keeps_its_end_after_an_ellipsis(tmp_path: Path)
             shown = [line.split()[-1] for line, rid in zip(log_rows(log), ids) if rid]
             assert shown and all(cell.startswith("…") and rid and rid.endswith(cell[1:]) for cell, rid in zip(shown, filter(None, ids)))
             assert len(set(shown)) == len(set(filter(None, ids))) > 1  # rows of different requests read differently
+
+
+async def test_a_narrow_why_panel_leaves_out_whole_candidate_columns() -> None:
+    from sfqtui.ui.explain_panel import ExplainPanel
+
+    app = dashboard("production-20k.parquet")
+    async with app.run_test(size=(100, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("g", *"20000", "enter", "n")
+        await pilot.pause()
+        lines = text_of(app.query_one(ExplainPanel)).splitlines()
+        at = next(i for i, line in enumerate(lines) if "head cost" in line)
+        assert "…" not in "\n".join(lines[at:at + 8]), "\n".join(lines)
+        assert "S_i − v" in lines[at] and "queued" not in lines[at]  # the lead stays; w and queued gave way first
+        assert lines[at + 1].split()[-1] == "483"  # the winner's head cost, whole

@@ -18,7 +18,8 @@ from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.numbers import Fixed, amount, count, seconds
-from sfqtui.ui.columns import grid
+from sfqtui.ui.columns import fitted_grid
+from sfqtui.ui.fitted_line import FittedLine
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.text_view import TextView
 
@@ -32,7 +33,7 @@ class ExplainPanel(TextView, can_focus=True):
         """Explain the frame's event; ``shadow``: the scheduler re-driven from the log (tells
         DRR's visits; may raise ShadowMismatch); ``broken``: the invariants the event breaks."""
         table, k = frame.table, frame.k
-        parts: list[Text] = [_broken(v) for v in broken]
+        parts: list[Text | FittedLine] = [_broken(v) for v in broken]
         if k < 0:
             parts.append(Text("Before the first event. → steps forward, space plays, ? shows every key."))
         else:
@@ -59,7 +60,7 @@ def _broken(v: Violation) -> Text:
     return Text.assemble(("✗ breaks ", "bold red"), (v.rule, "bold red reverse"), " ", (v.message, "red"))
 
 
-def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | None) -> list[Text]:
+def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | None) -> list[Text | FittedLine]:
     held = "" if e.replica is None else f"  on replica {e.replica}"
     title = Text.assemble(("Dispatch ", "bold"), (e.user, "bold reverse"), f"  {e.request}  cost {amount(e.cost)}{held}")
     traits = frame.table.traits
@@ -83,10 +84,12 @@ def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | Non
     if len(e.candidates) > len(shown):
         rows.append((("", f"… {count(len(e.candidates) - len(shown))} more", "", *(("",) if leads is not None else ()), "", "", ""), "dim"))
     header = (" ", "user", what, *((f"{what} − v",) if leads is not None else ()), "head cost", "w", "queued")
-    table = grid(header, rows, (False, False, *[True] * (len(header) - 2)))
+    # A narrow panel leaves out w, then queued, then the absolute value beside its lead, then the head's cost.
+    ranks = (None, None, 3 if leads is not None else None, *((None,) if leads is not None else ()), 4, 1, 2)
+    table = fitted_grid(header, rows, (False, False, *[True] * (len(header) - 2)), ranks)
     on = f" on replica {e.replica}" if e.replica is not None and frame.replicas is not None and frame.replicas.split else ""
     waiting = Text(f"{count(len(e.candidates))} waiting{on}:", style="dim")
-    parts: list[Text] = [title, *_across(across), waiting, *table, Text("why: " + e.reason, style="green")]
+    parts: list[Text | FittedLine] = [title, *_across(across), waiting, *table, Text("why: " + e.reason, style="green")]
     if frame.has_meters and e.v is not None and e.value_after is not None:
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
@@ -98,19 +101,20 @@ def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | Non
     return parts
 
 
-def _across(across: AcrossReplicas | None) -> list[Text]:
+def _across(across: AcrossReplicas | None) -> list[Text | FittedLine]:
     """Who waiting on another replica had a smaller meter: who would have gone first under one SFQ."""
     if across is None:
         return []
     style = "bold magenta" if across.elsewhere else "dim"
-    parts = [Text(across.summary(shown=0), style=style)]
+    parts: list[Text | FittedLine] = [Text(across.summary(shown=0), style=style)]
     if across.elsewhere:
         listed = across.elsewhere[:ELSEWHERE_ROWS]
         meter, below = Fixed.of(e.meter for e in listed), Fixed.of(e.below for e in listed)
         rows = [((e.user, count(e.replica), meter(e.meter), below(e.below), count(e.queued)), "") for e in listed]
         if len(across.elsewhere) > ELSEWHERE_ROWS:
             rows.append(((f"… {count(len(across.elsewhere) - ELSEWHERE_ROWS)} more", "", "", "", ""), "dim"))
-        parts += grid(("  would go first", "replica", "meter", "below", "queued"), rows, (False, True, True, True, True))
+        parts += fitted_grid(("  would go first", "replica", "meter", "below", "queued"), rows, (False, True, True, True, True),
+                             (None, None, 2, None, 1))
     return parts
 
 
@@ -159,13 +163,13 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
     return Text(f"{kind} {request or ''} {user or ''}")
 
 
-def _wait(w: WaitExplanation) -> list[Text]:
+def _wait(w: WaitExplanation) -> list[Text | FittedLine]:
     if w.wait is None:
         head = Text(f"{w.request} ({w.user}) arrived at t={seconds(w.arrived_t)} and is still waiting", style="bold")
     else:
         head = Text(f"{w.request} ({w.user}): arrived t={seconds(w.arrived_t)}, dispatched t={seconds(w.dispatched_t)}, waited {seconds(w.wait)} s",
                     style="bold")
-    parts: list[Text] = [Text(""), head]
+    parts: list[Text | FittedLine] = [Text(""), head]
     if not w.ahead:
         parts.append(Text("nothing was dispatched ahead of it", style="dim"))
         return parts
@@ -181,5 +185,5 @@ def _wait(w: WaitExplanation) -> list[Text]:
     if len(w.ahead) > AHEAD_ROWS:
         rows.append(((f"… {count(len(w.ahead) - AHEAD_ROWS)} more users", "", "") + (("",) if meters else ()), "dim"))
     parts.append(Text(f"{count(w.ahead_total)} dispatches went ahead while it waited:", style="dim"))
-    parts += grid(header, rows, (False, True, True, True))
+    parts += fitted_grid(header, rows, (False, True, True, True), (None, None, 2, 1))
     return parts
