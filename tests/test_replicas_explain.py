@@ -121,3 +121,9 @@ def test_a_bare_scheduler_beside_a_replicated_run_is_replicated_too_and_named_so
     assert one["run"] == "sfq" and "replica" not in one
     text = CliRunner().invoke(cli, ["explain", str(trace), "r000421", *HASHED, "--compare", "sfq"])
     assert text.exit_code == 0 and text.output.count("sfq@replicas=2,router=hash,share=none") == 2
+
+
+def test_runs_that_differ_only_by_their_seed_are_named_apart(trace: Path) -> None:
+    found = explained(str(trace), "r000421", "--slots", "4", "--replicas", "2", "--router", "random", "--compare", "sfq@seed=1,sfq@seed=2")
+    assert [c["run"] for c in found["compare"].values()] == ["sfq@replicas=2,router=random,share=none,seed=1",
+                                                            "sfq@replicas=2,router=random,share=none,seed=2"]

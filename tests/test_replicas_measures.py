@@ -138,3 +138,9 @@ def test_sweep_crosses_replicas_routers_and_shares_on_dask(tmp_path: Path) -> No
     assert "meters and v" in failed[0]["error"]
     assert all(isinstance(r["stranded"], float) for r in rows if not r["error"])
     assert output.exists()
+
+
+def test_share_sync_on_one_replica_keeps_the_default_schedulers() -> None:
+    result = CliRunner().invoke(cli, ["compare", str(TRACES / "heavy-vs-light.parquet"), "--slots", "4", "--share", "sync:5", "--json"])
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)["schedulers"]) == ["sfq", "drr", "fifo", "rr"]

@@ -18,7 +18,7 @@ from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, counted, percent, ratio, seconds, span
-from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers
 from sfqtui.trace.load import load_trace
 
 
@@ -74,7 +74,7 @@ def _replicas_table(measures: ReplicaMeasures, scheduler: str, replicas: str) ->
 
 
 DEFAULT_SCHEDULERS = "sfq,drr,fifo,rr"
-SYNC_SCHEDULERS = "sfq,sfq-reset"  # the schedulers with meters and v
+SYNC_SCHEDULERS = ",".join(SYNCABLE)
 
 
 @refuses_bad_input
@@ -101,7 +101,8 @@ def compare(
     gain is one scheduler's figure: not given for a replicated run).
     """
     if schedulers is None:
-        schedulers = SYNC_SCHEDULERS if replay.replicas.share.mode == "sync" else DEFAULT_SCHEDULERS
+        syncing = replay.replicas.replicated and replay.replicas.share.mode == "sync"
+        schedulers = SYNC_SCHEDULERS if syncing else DEFAULT_SCHEDULERS
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     check_schedulers(names)
     loaded = load_trace(trace)

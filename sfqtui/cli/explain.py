@@ -17,12 +17,11 @@ from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
-from sfqtui.core.numbers import TIME, Fixed, amount, count, counted, seconds
+from sfqtui.core.numbers import MILLISECONDS, TIME, Fixed, amount, count, counted, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
 from sfqtui.runs.run import Run
@@ -95,30 +94,16 @@ def _why(run: Run, code: int) -> dict[str, Any]:
 def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[str, dict[str, Any]]:
     compared = {}
     for spec in specs:
-        run = Run(opening.rerun(**_changes(spec, opening))).load_all()
+        config = spec.config(opening.config)
+        run = Run(opening.rerun(scheduler=config.scheduler, replicas=config.replicas)).load_all()
         code = run.table.names.find(request_id) if run.table.names is not None else None
         assert code is not None
         sent = _sent(run.table, code)
-        compared[str(spec)] = {"run": str(_effective(spec.config(opening.config))), "dispatched": sent["dispatched"],
+        compared[str(spec)] = {"run": str(RunSpec.written_out(config.scheduler, config.replicas)), "dispatched": sent["dispatched"],
                                "position": sent["position"], "waited": sent["waited"]}
         if run.table.replicated:
             compared[str(spec)]["replica"] = run.table.replica_of(run.table.arrive_at[code])
     return compared
-
-
-def _effective(config: ReplayConfig) -> RunSpec:
-    """The run a spec stands for, all its settings written out: a bare `sfq` beside a run of
-    4 replicas is replayed on 4 replicas too, and is named so."""
-    settings = config.replicas
-    if not settings.replicated:
-        return RunSpec(config.scheduler)
-    return RunSpec(config.scheduler, settings.count, settings.router, settings.share)
-
-
-def _changes(spec: RunSpec, opening: Opening) -> dict[str, object]:
-    """What the spec changes in the opening's config."""
-    config = spec.config(opening.config)
-    return {"scheduler": config.scheduler, "replicas": config.replicas}
 
 
 def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
@@ -128,7 +113,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     replicas = found.get("replicas")
     where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else f', {count(slots)} slot' + ('s' if slots != 1 else '')}{where} ({path})")
+                  f"{'' if slots is None else ', ' + counted(slots, 'slot')}{where} ({path})")
     console.print(f"  arrived     t {seconds(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")
@@ -140,7 +125,7 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         console.print(f"  waited      {seconds(found['waited'])} s")
     went = sum(a["requests"] for a in found["ahead"])
     on = f" on replica {found['replica']}" if replicas and replicas.get("share_mode") != "global" else ""
-    console.print(f"Went ahead of it{on}: {went:,} dispatch{'es' if went != 1 else ''} after it arrived, before its own")
+    console.print(f"Went ahead of it{on}: {counted(went, 'dispatch', 'dispatches')} after it arrived, before its own")
     ahead = Table()
     for header in ("user", "requests", "cost"):
         ahead.add_column(header, justify="left" if header == "user" else "right")
@@ -173,11 +158,11 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
         names = [found["scheduler"]]
         if replicas:  # this run's settings as a run spec, as the others are named
             settings = ReplicaSettings.from_metadata(replicas)
-            names[0] = f"{RunSpec(names[0], settings.count, settings.router, settings.share)} (replica {found['replica']})"
+            names[0] = f"{RunSpec.written_out(names[0], settings)} (replica {found['replica']})"
         for sent in found["compare"].values():
             names.append(sent["run"] + (f" (replica {sent['replica']})" if sent.get("replica") is not None else ""))
         sends = [found, *found["compare"].values()]
-        waited = Fixed.of((sent["waited"] for sent in sends), least=3)  # to the millisecond, as the header says how long it waited
+        waited = Fixed.of((sent["waited"] for sent in sends), least=MILLISECONDS)  # as the header says how long it waited
         for name, sent in zip(names, sends):
             compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), waited(sent["waited"]), style="bold" if sent is found else "")
         print_table(console, compare)

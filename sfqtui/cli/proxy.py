@@ -10,6 +10,7 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.replay_options import DEFAULT_ESTIMATOR, with_estimator_options
 from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.numbers import counted
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output
 
@@ -175,7 +176,7 @@ def proxy(
     logging.getLogger("sfqtui.proxy").setLevel(logging.INFO)
     shown_host = f"[{host}]" if ":" in host else host
     typer.echo(f"sfqtui proxy: listening on http://{shown_host}:{sock.getsockname()[1]} ({len(book.users)} users, "
-               f"{slots} slot{'s' if slots != 1 else ''}, {len(upstream)} upstream{'s' if len(upstream) != 1 else ''}; "
+               f"{counted(slots, 'slot')}, {counted(len(upstream), 'upstream')}; "
                f"events {'need the token' if events_token else 'are open to anyone who can connect'}"
                + (f"; one SFQ with the group at {redacted(state)}" if state else "") + ")", err=True)
     server.run(sockets=[sock])

@@ -11,7 +11,7 @@ from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.numbers import amount
+from sfqtui.core.numbers import amount, counted
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.paths import check_output
@@ -49,7 +49,7 @@ def simulate(
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
         f"wrote {output}: {result.log.start:,} events, {result.dispatched:,} dispatches "
-        f"({config.scheduler}, {config.slots} slot{'s' if config.slots != 1 else ''}{_replicas(config)}{quantum}, cost: {cost}) in {elapsed:.2f} s"
+        f"({config.scheduler}, {counted(config.slots, 'slot')}{_replicas(config)}{quantum}, cost: {cost}) in {elapsed:.2f} s"
     )
 
 

@@ -34,6 +34,7 @@ from decimal import Decimal
 NONE = "-"
 MAX_DECIMALS = 12  # down to 1e-9 with 4 significant digits
 SECONDS_DECIMALS = 2  # the least a column of waits shows: ten milliseconds
+MILLISECONDS = 3  # decimals of seconds to the millisecond
 
 
 def _missing(x: float) -> str | None:
@@ -126,7 +127,7 @@ def seconds(x: float | None) -> str:
 
 
 def _seconds_decimals(x: float) -> int:
-    return 0 if x == int(x) else max(3, decimals_for(x, 2))
+    return 0 if x == int(x) else max(MILLISECONDS, decimals_for(x, 2))
 
 
 def span(start: float | None, end: float | None) -> str:
@@ -190,4 +191,4 @@ class Fixed:
         return max(len(self(low)), len(self(high)))
 
 
-TIME = Fixed(3)  # a column of times: to the millisecond
+TIME = Fixed(MILLISECONDS)  # a column of times

@@ -31,7 +31,7 @@ from sfqtui.scenarios.catalogue import generate
 from sfqtui.trace.load import normalise, to_core
 from sfqtui.trace.write import write_trace
 
-TENTHS = Fixed(1)  # the outcome lines' seconds
+TENTHS = Fixed(1)  # the outcome lines' seconds and multiples of c_max
 
 
 @dataclass(frozen=True)

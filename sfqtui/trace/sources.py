@@ -25,6 +25,7 @@ from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_R
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replicas import replay_of
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.numbers import counted
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
@@ -254,7 +255,7 @@ class ReplaySource:
         self.scheduler = self.config.scheduler
         replicas = self.config.replicas
         where = f", {replicas.describe()}" if replicas.replicated else ""
-        self.title = f"{self.loaded.path.name}, {self.scheduler}, {self.config.slots} slot{'s' if self.config.slots != 1 else ''}{where}"
+        self.title = f"{self.loaded.path.name}, {self.scheduler}, {counted(self.config.slots, 'slot')}{where}"
         self.metadata = replay_metadata(self.replay, self.loaded)
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:

@@ -34,6 +34,6 @@ def fitted_grid(header: Sequence[str], rows: Sequence[tuple[Sequence[str], str]]
 
     def line(cells: Sequence[str], style: str) -> FittedLine:
         return FittedLine([part(rank, Text((" " if i else "") + (c.rjust(w) if r else c.ljust(w)), style))
-                           for i, (c, w, r, rank) in enumerate(zip(cells, widths, right, ranks))])
+                           for i, (c, w, r, rank) in enumerate(zip(cells, widths, right, ranks, strict=True))])
 
     return [line(header, "bold")] + [line(cells, style) for cells, style in rows]

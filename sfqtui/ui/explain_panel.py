@@ -185,5 +185,5 @@ def _wait(w: WaitExplanation) -> list[Text | FittedLine]:
     if len(w.ahead) > AHEAD_ROWS:
         rows.append(((f"… {count(len(w.ahead) - AHEAD_ROWS)} more users", "", "") + (("",) if meters else ()), "dim"))
     parts.append(Text(f"{count(w.ahead_total)} dispatches went ahead while it waited:", style="dim"))
-    parts += fitted_grid(header, rows, (False, True, True, True), (None, None, 2, 1))
+    parts += fitted_grid(header, rows, (False, True, True, True)[:len(header)], (None, None, 2, 1)[:len(header)])
     return parts

@@ -58,8 +58,3 @@ class FittedLine:
             if c < len(p.forms):
                 line.append_text(p.forms[c])
         return line
-
-    @property
-    def plain(self) -> str:
-        """The whole line, every part at its longest."""
-        return "".join(p.forms[0].plain for p in self.parts)

@@ -67,6 +67,14 @@ class RunSpec:
             raise InputError(f"run spec {text.strip()!r}: {exc}") from None
         return spec
 
+    @classmethod
+    def written_out(cls, scheduler: str, settings: ReplicaSettings) -> RunSpec:
+        """The spec of a run with every setting that tells it apart written out: none for one
+        replica, the seed only where the router uses it (random)."""
+        if not settings.replicated:
+            return cls(scheduler)
+        return cls(scheduler, settings.count, settings.router, settings.share, settings.seed if settings.router == "random" else None)
+
     @property
     def plain(self) -> bool:
         """Only a scheduler: no replica setting of its own."""

@@ -118,6 +118,7 @@ SCHEDULERS: tuple[str, ...] = tuple(REGISTRY)
 
 
 ESTIMATING: tuple[str, ...] = tuple(name for name, t in REGISTRY.items() if t.charges == "estimate")  # what `calibrate` can calibrate
+SYNCABLE: tuple[str, ...] = tuple(name for name, t in REGISTRY.items() if t.virtual_time)  # meters and v: what share sync exchanges
 
 
 def traits(name: str) -> SchedulerTraits:
