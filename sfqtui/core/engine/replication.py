@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from sfqtui.core.schedulers.registry import SYNCABLE
 from sfqtui.errors import InputError
 
 ROUTERS: tuple[str, ...] = ("hash", "random", "round-robin", "least-loaded")
@@ -105,7 +106,7 @@ class ReplicaSettings:
             raise InputError(f"--slots {total_slots} is fewer than --replicas {self.count}: under share {self.share.mode} "
                              "each replica owns at least one slot of its own")
         if self.share.mode == "sync" and not meters_and_v:
-            raise InputError(f"share sync exchanges meters and needs a scheduler with meters and v (sfq, sfq-reset); "
+            raise InputError(f"share sync exchanges meters and needs a scheduler with meters and v ({', '.join(SYNCABLE)}); "
                              f"{scheduler} replicates under share none or global")
 
     def describe(self) -> str:
