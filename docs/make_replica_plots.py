@@ -31,7 +31,7 @@ import polars as pl
 from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 ROOT = Path(__file__).resolve().parents[1]
-CONV = ROOT.parent / "shared" / "traces" / "real" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
+CONV = ROOT / "traces" / "real" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
 USERS, SLOTS, SYNC = 16, 32, "sync:5"
 ROUTERS = ("hash", "random", "round-robin", "least-loaded")
 SHARES = ("none", SYNC, "global")

@@ -71,7 +71,7 @@ def replicated(specs: str, keys_trace: str = "lesson") -> Callable[[], SfqApp]:
 
 HASHED_4 = "sfq@replicas=4,router=hash,share=none"
 AT_USER_01 = ["g", *"t=1500", "enter", "u", *"user-01", "enter"]  # replica 1 sends user-01's request while user-00 waits on replica 3
-AZURE_CONV = ROOT.parent / "shared" / "traces" / "real" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
+AZURE_CONV = TRACES / "real" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
 WIDE = (160, 46)
 # (file name, the app, keys to press, terminal size)
 SHOTS: list[tuple[str, Callable[[], SfqApp], list[str], tuple[int, int]]] = [

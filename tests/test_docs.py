@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sfqtui.scenarios import SCENARIOS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,6 +46,12 @@ def test_the_replica_plot_script_draws_from_a_real_sweep(tmp_path: Path) -> None
     assert out.stat().st_size > 10_000 and "worst gap" in out.read_text() and "e+0" not in out.read_text()
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "router" not in line]
     assert len(rows) == 1 + 2 * 3 and rows[0].startswith("| 1 | - | - |")  # one SFQ, then K = 2 x hash, random x 3 shares
+
+
+def test_the_readme_names_every_scenario_of_gen() -> None:
+    readme = (ROOT / "README.md").read_text()
+    listed = readme.split("Scenarios for `gen`:", 1)[1].split("\n\n", 1)[0]
+    assert re.findall(r"`([\w-]+)`", listed) == list(SCENARIOS)
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:

@@ -1,7 +1,6 @@
 """`sfqtui import` on the real public traces and on small hand-made fixtures."""
 
 import json
-import os
 from pathlib import Path
 
 import polars as pl
@@ -11,11 +10,9 @@ from typer.testing import CliRunner
 from sfqtui.cli.app import app
 from sfqtui.trace.load import load_trace
 
-# CI lays shared/ beside the checkout; SFQTUI_REAL_TRACES points elsewhere.
-REAL = Path(os.environ.get("SFQTUI_REAL_TRACES", Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "real"))
+REAL = Path(__file__).resolve().parents[1] / "traces" / "real"  # the public samples kept in the repository (traces/real/README.md)
 AZURE = REAL / "azure_llm_2023"
 BURST = REAL / "burstgpt"
-needs_real = pytest.mark.skipif(not REAL.exists(), reason="the shared real traces are not next to the checkout")
 
 
 def run(cli: CliRunner, *args: object) -> tuple[int, str, str]:
@@ -23,7 +20,6 @@ def run(cli: CliRunner, *args: object) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@needs_real
 def test_azure_2023_code_and_conversation_become_two_tenants(tmp_path: Path, cli: CliRunner) -> None:
     out = tmp_path / "azure.parquet"
     code_csv, conv_csv = AZURE / "AzureLLMInferenceTrace_code.csv", AZURE / "AzureLLMInferenceTrace_conv.csv"
@@ -44,7 +40,6 @@ def test_azure_2023_code_and_conversation_become_two_tenants(tmp_path: Path, cli
     assert len(load_trace(out).trace) == 8819 + 19366
 
 
-@needs_real
 def test_burstgpt_1_drops_failed_rows_unless_kept(tmp_path: Path, cli: CliRunner) -> None:
     dropped, kept = tmp_path / "a.parquet", tmp_path / "b.parquet"
     assert run(cli, "burstgpt", BURST / "BurstGPT_1_first400.csv", "-o", dropped, "--users", "8")[0] == 0
@@ -57,7 +52,6 @@ def test_burstgpt_1_drops_failed_rows_unless_kept(tmp_path: Path, cli: CliRunner
     load_trace(kept)
 
 
-@needs_real
 def test_burstgpt_3_sessions_as_users(tmp_path: Path, cli: CliRunner) -> None:
     out = tmp_path / "b3.parquet"
     code, _, err = run(cli, "burstgpt", BURST / "BurstGPT_3_first400.csv", "-o", out, "--user-from", "Session ID", "--max-tokens", "bucket:256")

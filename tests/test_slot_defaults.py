@@ -4,7 +4,6 @@ a trace that replays on one slot only because nothing said otherwise gets a note
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import polars as pl
@@ -17,9 +16,8 @@ from sfqtui.trace.load import load_trace
 from sfqtui.trace.offered_load import HEADROOM, one_slot, service_seconds
 from sfqtui.trace.write import read_metadata
 
-REAL = Path(os.environ.get("SFQTUI_REAL_TRACES", Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "real"))
+REAL = Path(__file__).resolve().parents[1] / "traces" / "real"  # the public samples kept in the repository (traces/real/README.md)
 AZURE = REAL / "azure_llm_2023"
-needs_real = pytest.mark.skipif(not REAL.exists(), reason="the shared real traces are not next to the checkout")
 N = 400
 
 
@@ -42,7 +40,6 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return calls
 
 
-@needs_real
 def test_the_azure_import_suggests_slots_from_its_load(tmp_path: Path, cli: CliRunner) -> None:
     out = tmp_path / "azure.parquet"
     result = cli.invoke(app, ["import", "azure", str(AZURE / "AzureLLMInferenceTrace_code.csv"), str(AZURE / "AzureLLMInferenceTrace_conv.csv"),
@@ -56,7 +53,6 @@ def test_the_azure_import_suggests_slots_from_its_load(tmp_path: Path, cli: CliR
     assert "43 slots" in simulated.stdout and "note:" not in simulated.stderr
 
 
-@needs_real
 def test_the_azure_trace_without_a_suggestion_says_it_replays_on_one_slot(tmp_path: Path, cli: CliRunner) -> None:
     imported = tmp_path / "azure.parquet"
     assert cli.invoke(app, ["import", "azure", str(AZURE / "AzureLLMInferenceTrace_code.csv"), str(AZURE / "AzureLLMInferenceTrace_conv.csv"),

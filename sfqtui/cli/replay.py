@@ -18,16 +18,13 @@ from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log
+from sfqtui.scenarios import DEMO_TRACE
 from sfqtui.trace.load import suggested_slots
 from sfqtui.trace.write import read_metadata
 
-DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
-
 
 def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Opening:
-    path = path or DEMO
-    if not path.exists() and path == DEMO:
-        raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet")
+    path = path or DEMO_TRACE
     is_log = is_event_log(path)
     # The trace's own slot suggestion, so that settings checked against the slots (--replicas) see it.
     config = replay.config(check_schedulers([scheduler])[0], None if is_log else suggested_slots(read_metadata(path)))
@@ -103,9 +100,7 @@ def demo(play: Annotated[bool, typer.Option("--play/--no-play", help="Start play
     returning and a global idle reset within a minute of playing)."""
     from sfqtui.ui.app import run_dashboard
 
-    if not DEMO.exists():
-        raise fail(f"the bundled demo trace is missing ({DEMO}); run from a checkout, or: sfqtui gen demo -o demo.parquet && sfqtui replay demo.parquet")
-    opening = Opening(path=DEMO, is_log=False, config=ReplayConfig())
+    opening = Opening(path=DEMO_TRACE, is_log=False, config=ReplayConfig())
     check_openings([opening])
     run_dashboard(opening, autoplay=play)
 
