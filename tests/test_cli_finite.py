@@ -36,7 +36,7 @@ def test_the_walk_finds_the_float_options_of_every_kind_of_command() -> None:
         assert expected in FLOAT_OPTIONS
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "Infinity"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-Infinity"])
 @pytest.mark.parametrize("command,option", FLOAT_OPTIONS, ids=[f"{c} {o}" for c, o in FLOAT_OPTIONS])
 def test_every_float_option_refuses_what_is_not_a_finite_number(command: str, option: str, value: str, cli: CliRunner) -> None:
     # The option comes first: click converts the values in the order given, before it looks for missing arguments.
