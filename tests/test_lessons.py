@@ -34,7 +34,8 @@ def test_each_lessons_trace_opens_and_its_outcome_is_measured(lesson: Lesson, tm
     lesson.write(path)
     loaded = load_trace(path)
     assert loaded.suggested_slots == lesson.slots and len(loaded.trace) == len(lesson.frame())
-    lines = lesson.outcome(loaded.trace)
+    *lines, reproduce = lesson.outcome(loaded.trace)
+    assert reproduce.startswith("the same figures: sfqtui gen ")
     if lesson.across_replicas:
         assert len(lines) == 2 * len(lesson.schedulers)
         for spec, (shares, measures) in zip(lesson.schedulers, zip(*[iter(lines)] * 2), strict=True):
@@ -71,7 +72,7 @@ def test_the_replicas_lesson_reproduces_dynamo_15187() -> None:
     lesson = LESSONS["replicas"]
     assert lesson.schedulers == ("sfq", "sfq@replicas=2,router=hash,share=none", "sfq@replicas=2,router=hash,share=global")
     assert [RunSpec.parse(s).replica_settings(lesson.config("sfq").replicas).count for s in lesson.schedulers] == [1, 2, 2]
-    one, one_measures, split, split_measures, shared, shared_measures = lesson.outcome(lesson.trace())
+    one, one_measures, split, split_measures, shared, shared_measures, _ = lesson.outcome(lesson.trace())
     assert one == "sfq, one balancer: shares while congested premium 80.0%, regular 20.0% (4 : 1); first 320 dispatches 256 : 64"
     assert one_measures == "sfq, one balancer: worst |W_i - W_j| 1.0 c_max, stranded capacity 0.0%, makespan 150.0 s"
     # Regular's last two dispatches leave premium alone for the rest of t = 99: 198 of premium's 200 congested ones count.

@@ -48,7 +48,7 @@ def test_the_azure_import_suggests_slots_from_its_load(tmp_path: Path, cli: CliR
     meta = read_metadata(out)
     # 119,879 s of service over 3,513 s of arrivals: 34.1 slots busy on average, 43 with 25% headroom
     assert meta["offered_load"] == pytest.approx(34.12, abs=0.01) and meta["slots"] == 43
-    assert "replays use 43 slots unless --slots is given: the trace keeps 34.1 busy on average" in result.stdout
+    assert "replays use 43 slots unless --slots is given: the trace keeps 34.1 slots busy on average" in result.stdout
     simulated = cli.invoke(app, ["simulate", str(out), "-o", str(tmp_path / "log.parquet")])
     assert "43 slots" in simulated.stdout and "note:" not in simulated.stderr
 

@@ -11,8 +11,9 @@ from typing import Annotated
 
 import typer
 
+from sfqtui.cli.command import Command
 from sfqtui.cli.errors import version_line
-from sfqtui.cli.help import FlagCommand, FlagGroup
+from sfqtui.cli.help import FlagGroup
 from sfqtui.core.engine.gcpause import keep_out_of_collections
 
 # name -> (module, function, the module's help text for it when not the docstring), in the order help lists them
@@ -61,7 +62,7 @@ def build_app(names: list[str]) -> typer.Typer:
     for name, (module_name, function, help_name) in COMMANDS.items():
         if name in names:
             module = import_module(module_name)
-            built.command(name=name, help=getattr(module, help_name) if help_name else None, cls=FlagCommand)(getattr(module, function))
+            built.command(name=name, help=getattr(module, help_name) if help_name else None, cls=Command)(getattr(module, function))
     return built
 
 

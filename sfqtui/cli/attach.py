@@ -8,6 +8,7 @@ import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.engine.gcpause import keep_out_of_collections
+from sfqtui.core.numbers import counted
 from sfqtui.live.source import WINDOW
 from sfqtui.paths import check_output
 from sfqtui.runs.live import LiveOpening
@@ -59,7 +60,7 @@ def attach(
     keep_out_of_collections()
     if recording is not None:
         for path, events in recording.saved:
-            print(f"saved {events:,} events to {path}")
+            print(f"saved {counted(events, 'event')} to {path}")
         for problem in recording.problems:
             print(f"sfqtui: error: --record: {problem}", file=sys.stderr)
         if recording.problems:

@@ -147,9 +147,9 @@ def _bias_table(report: CalibrationReport) -> Table:
                       gain(u.share_gain * 100))
     captions = []
     if len(report.users) > SHOWN_ROWS:
-        captions.append(f"{count(len(report.users) - SHOWN_ROWS)} more users in --json")
+        captions.append(f"{counted(len(report.users) - SHOWN_ROWS, 'more user')} in --json")
     if report.unmeasured:
-        captions.append(f"{report.unmeasured:,} requests without output_tokens left out")
+        captions.append(f"{counted(report.unmeasured, 'request')} without output_tokens left out")
     table.caption = "; ".join(captions) or None
     return table
 

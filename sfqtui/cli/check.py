@@ -8,15 +8,15 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.analysis.audit import AuditReport, Replicas, audit
 from sfqtui.core.engine.replication import ReplicaSettings
-from sfqtui.core.numbers import amount, count
+from sfqtui.core.numbers import amount, count, counted
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 
 
 def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = None) -> str:
     made = f" ({replicas.describe()})" if replicas is not None and replicas.replicated else ""
     lines = [
-        f"{path}: {report.scheduler} log{made}, {report.events:,} events, {report.dispatches:,} dispatches, "
-        f"{report.users:,} users" + (f", c_max {amount(report.c_max)}" if report.c_max else "")
+        f"{path}: {report.scheduler} log{made}, {counted(report.events, 'event')}, {counted(report.dispatches, 'dispatch', 'dispatches')}, "
+        f"{counted(report.users, 'user')}" + (f", c_max {amount(report.c_max)}" if report.c_max else "")
     ]
     for rules, text in report.checks:
         mark = "FAIL" if report.failed(rules) else "ok"
@@ -37,7 +37,7 @@ def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = N
     if report.ok:
         lines.append("no violations")
     else:
-        lines.append(f"{report.violation_count:,} violation(s); the first {len(report.violations)}:")
+        lines.append(f"{counted(report.violation_count, 'violation')}; the first {count(len(report.violations))}:")
         lines += [f"  seq {count(v.seq)}: [{v.rule}] {v.message}" for v in report.violations]
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.core.numbers import counted
 from sfqtui.paths import check_output
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.offered_load import service_seconds
@@ -43,7 +44,8 @@ def gen(
     info = SCENARIOS[scenario]
     write_trace(frame, output, {"scenario": scenario, "seed": seed, "slots": info.slots, "section": info.section})
     users_seen = frame["user"].n_unique()
-    typer.echo(f"wrote {output}: {frame.height:,} requests from {users_seen:,} users ({scenario}, seed {seed}; made for --slots {info.slots})")
+    typer.echo(f"wrote {output}: {counted(frame.height, 'request')} from {counted(users_seen, 'user')} "
+               f"({scenario}, seed {seed}; made for --slots {info.slots})")
 
 
 GEN_HELP = f"""Write a synthetic trace for one of the article's scenarios.

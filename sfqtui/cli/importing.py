@@ -8,10 +8,13 @@ import typer
 from rich.console import Console
 
 from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.core.numbers import Fixed, counted
 from sfqtui.importers.convert import FORMATS, import_trace
 from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
 from sfqtui.paths import check_output
 from sfqtui.trace.offered_load import HEADROOM
+
+TENTHS = Fixed(1)  # the summary's seconds and slots busy
 
 
 @refuses_bad_input
@@ -68,9 +71,15 @@ def import_command(
     console = Console(file=sys.stderr)
     with console.status("importing") as status:
         summary = import_trace(fmt, sources, output, options, progress=lambda message: status.update(message))
-    typer.echo(f"wrote {output}: {summary.rows:,} requests from {summary.users:,} users, {summary.files} file(s), {summary.span_s:,.1f} s of arrivals")
+    typer.echo(f"wrote {output}: {counted(summary.rows, 'request')} from {counted(summary.users, 'user')}, {counted(summary.files, 'file')}, "
+               f"{TENTHS(summary.span_s)} s of arrivals")
     if summary.slots is not None and summary.offered_load is not None:
-        typer.echo(f"replays use {summary.slots:,} slots unless --slots is given: the trace keeps {summary.offered_load:,.1f} busy "
-                   f"on average (the default service model), plus {HEADROOM - 1:.0%} headroom; docs/traces.md")
+        typer.echo(f"replays use {counted(summary.slots, 'slot')} unless --slots is given: the trace keeps {_slots_busy(summary.offered_load)} "
+                   f"busy on average (the default service model), plus {HEADROOM - 1:.0%} headroom; docs/traces.md")
     if summary.users == 1:
         typer.echo("note: every request has the same user; --users N or --user-from COLUMN gives SFQ someone to be fair between", err=True)
+
+
+def _slots_busy(load: float) -> str:
+    """The trace's offered load in slots, to a tenth; a load that rounds to none is not none."""
+    return "less than 0.1 slot" if load < 0.05 else f"{TENTHS(load)} slots"

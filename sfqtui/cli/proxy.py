@@ -17,6 +17,31 @@ from sfqtui.paths import check_output
 _PANEL = "Proxy"
 
 
+def check_state_url(url: str) -> None:
+    """InputError unless ``url`` names a Redis database the way docs/replicas.md says
+    (redis://HOST:PORT/DB, rediss://...): redis-py's own parsing, and a database that is a
+    number (redis-py reads any other path as database 0, another group's)."""
+    from urllib.parse import unquote, urlsplit
+
+    from redis.connection import parse_url
+
+    from sfqtui.proxy.group import redacted
+
+    try:
+        shown = f"--state {redacted(url)}"
+    except ValueError:  # a port that is not a number
+        shown = "--state"
+    try:
+        parse_url(url)
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise InputError(f"{shown}: {exc}; give redis://HOST:PORT/DB or rediss://HOST:PORT/DB (docs/replicas.md)") from None
+    database = unquote(parts.path).strip("/")
+    if parts.scheme != "unix" and database and not database.isdigit():
+        raise InputError(f"{shown}: the database {database!r} is not a number; give redis://HOST:PORT/DB with DB a number "
+                         "(each group of replicas needs its own, docs/replicas.md)")
+
+
 @refuses_bad_input
 @with_estimator_options
 def proxy(
@@ -156,6 +181,8 @@ def proxy(
     from sfqtui.proxy.settings import ProxySettings
 
     host, port = parse_listen(listen)
+    if state is not None:
+        check_state_url(state)
     if events_token is not None and not events_token.strip():
         raise InputError("--events-token cannot be empty")
     if record is not None:
@@ -175,7 +202,7 @@ def proxy(
     logging.basicConfig(level=logging.WARNING, format="sfqtui proxy: %(message)s")
     logging.getLogger("sfqtui.proxy").setLevel(logging.INFO)
     shown_host = f"[{host}]" if ":" in host else host
-    typer.echo(f"sfqtui proxy: listening on http://{shown_host}:{sock.getsockname()[1]} ({len(book.users)} users, "
+    typer.echo(f"sfqtui proxy: listening on http://{shown_host}:{sock.getsockname()[1]} ({counted(len(book.users), 'user')}, "
                f"{counted(slots, 'slot')}, {counted(len(upstream), 'upstream')}; "
                f"events {'need the token' if events_token else 'are open to anyone who can connect'}"
                + (f"; one SFQ with the group at {redacted(state)}" if state else "") + ")", err=True)

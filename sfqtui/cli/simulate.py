@@ -48,7 +48,7 @@ def simulate(
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
-        f"wrote {output}: {result.log.start:,} events, {result.dispatched:,} dispatches "
+        f"wrote {output}: {counted(result.log.start, 'event')}, {counted(result.dispatched, 'dispatch', 'dispatches')} "
         f"({config.scheduler}, {counted(config.slots, 'slot')}{_replicas(config)}{quantum}, cost: {cost}) in {elapsed:.2f} s"
     )
 

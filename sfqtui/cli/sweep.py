@@ -16,7 +16,7 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.tables import print_table
-from sfqtui.core.numbers import counted, percent, ratio
+from sfqtui.core.numbers import count, counted, percent, ratio
 from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import ReplicaGrid, check_settings, plan_runs
@@ -125,7 +125,7 @@ def sweep(
         write_results(rows, output)
     failed = sum(1 for row in rows if row["error"])
     if failed:
-        print(f"sfqtui: {failed} of {len(rows)} runs failed (see their error)", file=sys.stderr)
+        print(f"sfqtui: {count(failed)} of {counted(len(rows), 'run')} failed (see {'its' if failed == 1 else 'their'} error)", file=sys.stderr)
     if as_json:
         typer.echo(json.dumps({"runs": rows}, indent=2))
         return
@@ -134,7 +134,7 @@ def sweep(
     for line in _failures(rows):
         console.print(line)
     if output is not None:
-        console.print(f"wrote {output}: {len(rows)} runs")
+        console.print(f"wrote {output}: {counted(len(rows), 'run')}")
 
 
 SETTINGS = {"trace": "trace", "scheduler": "scheduler", "slots": "slots", "ratio_scope": "scope", "ratio_update": "update",
@@ -145,7 +145,7 @@ def _table(rows: list[Row]) -> Table:
     """Settings that vary between runs get a column; the others are named once in the title."""
     varying = [key for key in SETTINGS if len({str(row[key]) for row in rows}) > 1]
     fixed = [f"{SETTINGS[key]} {_setting(rows[0], key)}" for key in SETTINGS if key not in varying]
-    table = Table(title="; ".join([f"sweep: {len(rows)} runs", *fixed]), title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title="; ".join([f"sweep: {counted(len(rows), 'run')}", *fixed]), title_justify="left", box=box.SIMPLE_HEAD)
     replicated = any(row["replicas"] != 1 for row in rows)
     for key in varying:
         table.add_column(SETTINGS[key], justify="right" if key in ("slots", "replicas") else "left")

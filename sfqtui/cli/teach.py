@@ -25,6 +25,7 @@ def teach(
     if list_them:
         for name, each in LESSONS.items():
             typer.echo(f"{name:<20} {each.section:<12} {each.title}: {' | '.join(each.schedulers)}, {counted(each.slots, 'slot')}, by {each.lockstep}")
+            typer.echo(f"{'':<20} its figures: {'; '.join(each.commands)}")
         return
     if lesson is not None and lesson not in LESSONS:
         raise fail(f"unknown lesson {lesson!r}; choose one of {', '.join(LESSONS)}")

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from sfqtui.core.analysis.audit import GrowingAudit, Violation
 from sfqtui.core.log.table import EventBatch
 from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, RunStarted, Status, proxy_base
+from sfqtui.live.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.sources import ArrowBatcher
@@ -74,6 +74,7 @@ class LiveSource:
         audit: GrowingAudit | None = GrowingAudit(self.scheduler)
         found: list[Violation] = []
         record, problem = self._record, None
+        last_status: Status | None = None
         try:
             for item in self._stream:
                 if record is not None:
@@ -82,6 +83,7 @@ class LiveSource:
                         problem = record.problem_now
                         yield Notice(record_problem=problem), None
                 if isinstance(item, Status):
+                    last_status = item
                     yield Notice(connection=item), None
                 elif isinstance(item, RunStarted):
                     self.scheduler = (item.state or {}).get("scheduler") or self.scheduler
@@ -122,7 +124,8 @@ class LiveSource:
                             yield Notice(violations=found), None
                     seq += item.num_rows
                     in_window += item.num_rows
-            yield Notice(connection=Status(CLOSED, "the stream ended", self._stream.url)), None
+            if last_status is None or last_status.state != REFUSED:  # a refusal stays on screen: it says what to do
+                yield Notice(connection=Status(CLOSED, "the stream ended", self._stream.url)), None
         finally:
             self._stream.close()
             if record is not None:

@@ -296,12 +296,16 @@ class EventStream:
         with connect_sse(client, "GET", f"{url}/v1/sfq/events", headers=headers) as source:
             response = source.response
             if response.status_code in (401, 403):
-                raise _Refused(f"HTTP {response.status_code}: the proxy refused the events token")
+                raise _Refused(f"HTTP {response.status_code} from {url}: " + (
+                    "the proxy refused the events token given; give the one it was started with (--events-token) with --token"
+                    if self._headers else
+                    "the proxy wants its events token; give the one it was started with (--events-token) with --token or SFQTUI_EVENTS_TOKEN"))
             if response.status_code == 404:
-                raise _Refused(f"HTTP 404: {url} serves no /v1/sfq/events")
+                raise _Refused(f"HTTP 404 from {url}: no /v1/sfq/events there, so not an sfqtui proxy at that address; "
+                               "give the proxy's base URL, as its --listen says (e.g. http://127.0.0.1:8080)")
             response.raise_for_status()
             if response.headers.get("content-type", "").partition(";")[0].strip() != "text/event-stream":
-                raise _Refused(f"{url}/v1/sfq/events is not an event stream")
+                raise _Refused(f"{url}/v1/sfq/events is not an event stream: not an sfqtui proxy at that address")
             with self._lock:
                 self._response = response
             try:

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from sfqtui import __version__
+from sfqtui.core.numbers import count, counted
 from sfqtui.errors import InputError
 from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
 from sfqtui.protocol import gap_event
@@ -69,11 +70,14 @@ class StreamLogWriter:
         (first, why), *fallback = self._failures
         text = f"could not write {first} ({why})"
         if fallback:
-            return f"{text}, nor {fallback[0][0]} ({fallback[0][1]}): {self.lost:,} events are lost"
+            return f"{text}, nor {fallback[0][0]} ({fallback[0][1]}): {self._lost()}"
         if len(self._failures) == 1 and self.path == first:
-            return f"{text}: {self.lost:,} events are lost"
-        where = f"saved {self.rows:,} events to {self.path} instead" if self._closed else f"recording to {self.path} instead"
-        return f"{text}; {where}" + (f" ({self.lost:,} written before are lost)" if self.lost else "")
+            return f"{text}: {self._lost()}"
+        where = f"saved {counted(self.rows, 'event')} to {self.path} instead" if self._closed else f"recording to {self.path} instead"
+        return f"{text}; {where}" + (f" ({count(self.lost)} written before {'is' if self.lost == 1 else 'are'} lost)" if self.lost else "")
+
+    def _lost(self) -> str:
+        return f"{counted(self.lost, 'event')} {'is' if self.lost == 1 else 'are'} lost"
 
     @property
     def _dead(self) -> bool:

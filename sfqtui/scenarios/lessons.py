@@ -85,8 +85,36 @@ class Lesson:
         quantum = self.quantum if traits(run.scheduler).needs_quantum else None
         return run.config(ReplayConfig(scheduler=run.scheduler, slots=self.slots, quantum=quantum))
 
+    @property
+    def commands(self) -> list[str]:
+        """The commands that write the lesson's trace and print the figures of its outcome
+        (the first dispatches across replicas are the lesson's own count)."""
+        trace = f"{self.scenario}.parquet"
+        options = [f"--{name} {value}" for name, value in (("seed", self.seed or None), ("users", self.users), ("requests", self.requests))
+                   if value is not None]
+        gen = " ".join(["sfqtui gen", self.scenario, "-o", trace, *options])
+        compare = f"sfqtui compare {trace} --slots {self.slots}"
+        if not self.across_replicas:
+            quantum = f" --quantum {amount(self.quantum)}" if self.quantum is not None else ""
+            actual = [f"sfqtui calibrate {trace} --slots {self.slots}"] if self.in_actual_cost else []
+            return [gen, f"{compare} --schedulers {','.join(self.schedulers)}{quantum}", *actual]
+        replicated = []
+        for spec in self.schedulers:
+            config = self.config(spec)
+            replicas = config.replicas
+            if replicas.replicated:
+                replicated.append(f"{compare} --schedulers {config.scheduler} --replicas {replicas.count} --router {replicas.router} "
+                                  f"--share {replicas.share}")
+            else:
+                replicated.append(f"{compare} --schedulers {config.scheduler}")
+        return [gen, *replicated]
+
     def outcome(self, trace: Trace) -> list[str]:
-        """What happened under each run, measured on ``trace`` (the lesson's own)."""
+        """What happened under each run, measured on ``trace`` (the lesson's own), and the
+        commands that print the same figures."""
+        return [*self._figures(trace), f"the same figures: {'; '.join(self.commands)}"]
+
+    def _figures(self, trace: Trace) -> list[str]:
         if self.across_replicas:
             return [line for spec in self.schedulers for line in _across_replicas(trace, self.config(spec), self.first_dispatches)]
         lines = []

@@ -17,6 +17,7 @@ from dataclasses import replace
 from sfqtui.core.engine.estimator import SCOPES, UPDATES
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.trace import Trace
+from sfqtui.core.numbers import counted
 from sfqtui.sweep.measures import actual_gap_figures
 from sfqtui.sweep.plan import RunSettings
 from sfqtui.sweep.runs import Progress, Row, run_in_process
@@ -55,7 +56,7 @@ def run_alternatives(runs: Sequence[RunSettings], trace: Trace, progress: Progre
 
     workers = min(os.cpu_count() or 1, len(runs))
     with dask_client(workers=workers) as client:
-        return run_on_dask(client, runs, traces, actual_gap_figures, progress), f"on a local Dask cluster of {workers} workers"
+        return run_on_dask(client, runs, traces, actual_gap_figures, progress), f"on a local Dask cluster of {counted(workers, 'worker')}"
 
 
 def actual_gap(row: Row) -> float | None:

@@ -77,7 +77,8 @@ def read_parquet_header(path: Path, what: str = "trace") -> pq.FileMetaData:
     try:
         return pq.read_metadata(path)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+        hint = "; to convert a CSV or JSONL file to a trace, use `sfqtui import csv` or `sfqtui import jsonl`" if "trace" in what else ""
+        raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]}){hint}") from None
 
 
 def read_parquet(path: Path, what: str = "trace", trace_columns: bool = False) -> pl.DataFrame:

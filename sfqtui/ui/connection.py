@@ -86,8 +86,7 @@ def waiting_message(link: Link, now: float) -> str:
     if state == STOPPED:
         return f"{detail.capitalize()} at {clock(status.since or time.time())}.\nWaiting for it to start again: {retrying(status, now)}."
     if state == REFUSED:
-        hint = "\nGive the proxy's events token with --token or SFQTUI_EVENTS_TOKEN." if "token" in detail else ""
-        return f"{detail}.{hint}"
+        return f"{detail}."  # it says what to do (sfqtui/live/stream.py)
     return f"The stream ended ({detail or state})."
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sfqtui.core.analysis.audit.report import Checks, RuleSet
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import exact
+from sfqtui.core.numbers import distinct, exact
 
 
 class DRRRules(RuleSet):
@@ -21,4 +21,5 @@ class DRRRules(RuleSet):
             if kind == "dispatch" and credits is not None:
                 credit = credits[k]
                 if credit is not None and cost is not None and cost > credit:
-                    add("§4", seq, f"{user} sent cost {exact(cost)} against a deficit of {exact(credit)}")
+                    shown = distinct(cost, credit)
+                    add("§4", seq, f"{user} sent cost {shown[0]} against a deficit of {shown[1]}")

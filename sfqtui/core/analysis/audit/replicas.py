@@ -19,7 +19,7 @@ from sfqtui.core.analysis.audit.report import AuditReport, Checks, Findings, Mar
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.sync import published_meters, window_of
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import exact
+from sfqtui.core.numbers import distinct, exact
 
 REQUEST_KINDS = ("arrive", "dispatch", "complete", "cancel")
 
@@ -228,8 +228,9 @@ class SyncLedger:
     def _close(self, pending: _Application, seq: int) -> None:
         for (rep, user), target in pending.expected.items():
             if (rep, user) not in pending.seen:
-                self.findings.add("§11 sync", seq, f"replica {rep}: no sync row raising {user}'s meter from "
-                                                   f"{exact(self.meters[rep].get(user))} to {exact(target)} at t {exact(pending.apply_at)}")
+                current, raised = distinct(self.meters[rep].get(user), target)
+                self.findings.add("§11 sync", seq, f"replica {rep}: no sync row raising {user}'s meter from {current} to {raised} "
+                                                   f"at t {exact(pending.apply_at)}")
         self.pending = None
 
     def target(self, replica: int, t: float, user: str) -> float | None:

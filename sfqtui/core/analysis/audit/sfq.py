@@ -18,11 +18,11 @@ import heapq
 from dataclasses import dataclass
 from typing import Protocol
 
-from sfqtui.core.analysis.audit.backlogged import smallest_backlogged
+from sfqtui.core.analysis.audit.backlogged import smallest_backlogged, wrong_pick
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, weight_at
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import amount, count, exact
+from sfqtui.core.numbers import amount, count, distinct, exact
 
 ROUNDING = 1e-9  # relative: see SFQRules._rounding
 TOP_CANDIDATES = 5
@@ -103,7 +103,8 @@ class SFQRules(RuleSet):
                 add("§3.1 (1)", seq, f"{kind} row has no v")
                 continue
             if v_row < self.v:
-                add("§3.1 (1)", seq, f"v decreased from {exact(self.v)} to {exact(v_row)}")
+                shown = distinct(self.v, v_row)
+                add("§3.1 (1)", seq, f"v decreased from {shown[0]} to {shown[1]}")
             if kind == "idle_reset":
                 self._idle_reset(seq, v_row)
             elif user is None or m_row is None:
@@ -123,26 +124,31 @@ class SFQRules(RuleSet):
         if self._backlogged_min() is not None:
             self.findings.add("§3 idle reset", seq, "idle_reset while users are still backlogged")
         if v_row != expected:
-            self.findings.add("§3 idle reset", seq, f"idle reset set v = {exact(v_row)}; max(v, max S_i) is {exact(expected)}")
+            shown = distinct(v_row, expected)
+            self.findings.add("§3 idle reset", seq, f"idle reset set v = {shown[0]}; max(v, max S_i) is {shown[1]}")
         self.v = v_row
 
     def _arrive(self, position: int, seq: int, user: str, v_row: float, m_row: float) -> None:
         add = self.findings.add
         if v_row != self.v:
-            add("§3 join", seq, f"an arrival changed v from {exact(self.v)} to {exact(v_row)}")
+            shown = distinct(self.v, v_row)
+            add("§3 join", seq, f"an arrival changed v from {shown[0]} to {shown[1]}")
         v = self.v = v_row
         if self.queued.get(user, 0) == 0:
             previous = self.meter.get(user)
             expected = v if (self.reset_join or previous is None or previous < v) else previous
             if m_row != expected:
                 rule = "S_i <- v" if self.reset_join else "max(S_i, v)"
-                add("§3 join", seq, f"{user} joined with meter {exact(m_row)}; {rule} gives {exact(expected)}")
+                shown = distinct(m_row, expected)
+                add("§3 join", seq, f"{user} joined with meter {shown[0]}; {rule} gives {shown[1]}")
             heapq.heappush(self.heap, (m_row, user))
             y = self.charged.get(user, 0.0) - v
             self.backlogs[user] = _Backlog(position, seq, run_max=y)
             self.low.setdefault(user, y)
         elif m_row != self.meter.get(user):
-            add("§3 join", seq, f"{user} was already queued but its meter moved to {exact(m_row)}")
+            shown = distinct(self.meter.get(user), m_row)
+            add("§3 join", seq, f"{user} was already queued but its meter moved from {shown[0]} to {shown[1]}")
+            heapq.heappush(self.heap, (m_row, user))  # the log's meter from here on: a pick is judged against it
         self.queued[user] = self.queued.get(user, 0) + 1
         self.meter[user] = m_row
         self.max_meter = max(self.max_meter, m_row)
@@ -159,12 +165,14 @@ class SFQRules(RuleSet):
         if self.queued.get(user, 0) == 0:
             add("§3 pick", seq, f"{user} was dispatched with nothing queued")
         elif top is not None and top != (meter[user], user):
-            add("§3 pick", seq, f"picked {user} at meter {exact(meter[user])}; the smallest (S_i, id) was {top[1]} at {exact(top[0])}")
+            add("§3 pick", seq, wrong_pick(user, meter[user], top, "meter", "S_i"))
         if v_row != meter.get(user):
-            add("§3 pick", seq, f"the pick set v = {exact(v_row)}; {user}'s meter was {exact(meter.get(user))}")
+            shown = distinct(v_row, meter.get(user))
+            add("§3 pick", seq, f"the pick set v = {shown[0]}; {user}'s meter was {shown[1]}")
         expected = v_row + charge
         if m_row != expected:
-            add("§3 charge", seq, f"{user}'s meter became {exact(m_row)}; S_i + c/w = {exact(expected)}")
+            shown = distinct(m_row, expected)
+            add("§3 charge", seq, f"{user}'s meter became {shown[0]}; S_i + c/w = {shown[1]}")
         v_before = self.v
         v = self.v = v_row
         left = self.queued[user] = self.queued.get(user, 0) - 1
@@ -173,7 +181,8 @@ class SFQRules(RuleSet):
         if self.published is None:
             self.upper_margin.see(v + c_max - m_row, seq, user, m_row, v)
             if m_row > v + c_max:
-                add("§3.1 (2)", seq, f"{user}'s meter {exact(m_row)} > v + c_max = {exact(v + c_max)}")
+                shown = distinct(m_row, v + c_max)
+                add("§3.1 (2)", seq, f"{user}'s meter {shown[0]} > v + c_max = {shown[1]}")
         if left > 0:
             heapq.heappush(self.heap, (m_row, user))
         self._charge(position, seq, user, charge, v_before, left)
@@ -181,7 +190,8 @@ class SFQRules(RuleSet):
         if smallest is not None:
             self.lower_margin.see(smallest[0] - v, seq, smallest[1], smallest[0], v)
             if smallest[0] < v:
-                add("§3.1 (3)", seq, f"backlogged {smallest[1]} has meter {exact(smallest[0])} < v = {exact(v)}")
+                shown = distinct(smallest[0], v)
+                add("§3.1 (3)", seq, f"backlogged {smallest[1]} has meter {shown[0]} < v = {shown[1]}")
 
     def _charge(self, position: int, seq: int, user: str, charge: float, v_before: float, left: int) -> None:
         """y = C - v around a charge: the low just before it, the high just after."""
@@ -211,15 +221,18 @@ class SFQRules(RuleSet):
             add("§11 sync", seq, "a sync row in a log whose replicas share nothing")
             return
         if v_row != self.v:
-            add("§11 sync", seq, f"a sync row changed v from {exact(self.v)} to {exact(v_row)}")
+            shown = distinct(self.v, v_row)
+            add("§11 sync", seq, f"a sync row changed v from {shown[0]} to {shown[1]}")
         target = self.published.target(t, user)
         previous = self.meter.get(user)
         if target is None or previous is None:
             add("§11 sync", seq, f"a sync row moved {user}'s meter to {exact(m_row)}; no exchange applies a meter of {user} here at t {exact(t)}")
         elif not target > previous:
-            add("§11 sync", seq, f"a sync row moved {user}'s meter to {exact(m_row)}; it was {exact(previous)}, at or above the target {exact(target)}")
+            shown = distinct(previous, target)
+            add("§11 sync", seq, f"a sync row moved {user}'s meter to {amount(m_row)}; it was {shown[0]}, at or above the target {shown[1]}")
         elif m_row != target:
-            add("§11 sync", seq, f"a sync row set {user}'s meter to {exact(m_row)}; the published meter plus this replica's charges since is {exact(target)}")
+            shown = distinct(m_row, target)
+            add("§11 sync", seq, f"a sync row set {user}'s meter to {shown[0]}; the published meter plus this replica's charges since is {shown[1]}")
         self.meter[user] = m_row
         self.max_meter = max(self.max_meter, m_row)
         if self.queued.get(user, 0) > 0:
@@ -227,9 +240,11 @@ class SFQRules(RuleSet):
 
     def _other(self, position: int, seq: int, kind: str, user: str, v_row: float, m_row: float) -> None:
         if v_row != self.v:
-            self.findings.add("§3", seq, f"a {kind} changed v from {exact(self.v)} to {exact(v_row)}")
+            shown = distinct(self.v, v_row)
+            self.findings.add("§3", seq, f"a {kind} changed v from {shown[0]} to {shown[1]}")
         if m_row != self.meter.get(user):
-            self.findings.add("§3", seq, f"a {kind} changed {user}'s meter to {exact(m_row)}; only joins and charges move meters")
+            shown = distinct(self.meter.get(user), m_row)
+            self.findings.add("§3", seq, f"a {kind} changed {user}'s meter from {shown[0]} to {shown[1]}; only joins and charges move meters")
         if kind == "cancel":
             left = self.queued[user] = self.queued.get(user, 0) - 1
             if left == 0 and user in self.backlogs:

@@ -6,7 +6,7 @@ from collections.abc import Hashable
 
 from sfqtui.core.analysis.audit.report import Checks, RuleSet
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import count, exact
+from sfqtui.core.numbers import count, distinct
 
 
 class StructureRules(RuleSet):
@@ -34,7 +34,8 @@ class StructureRules(RuleSet):
             if seq != k:
                 add("structure", seq, f"seq {count(seq)} at row {count(k)}: seq must count 0, 1, 2, ...")
             if t < last_t:
-                add("structure", seq, f"t went back from {exact(last_t)} to {exact(t)}")
+                shown = distinct(last_t, t)
+                add("structure", seq, f"t went back from {shown[0]} to {shown[1]}")
             last_t = max(last_t, t)
             if kind in life and rid is not None:
                 expected, now = life[kind]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import heapq
 
-from sfqtui.core.analysis.audit.backlogged import smallest_backlogged
+from sfqtui.core.analysis.audit.backlogged import smallest_backlogged, wrong_pick
 from sfqtui.core.analysis.audit.report import Checks, RuleSet, weight_at
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.numbers import amount, exact
+from sfqtui.core.numbers import amount, distinct, exact
 
 DEFAULT_OUTPUT_WEIGHT = EstimatorParams.output_weight  # b, when a log does not record it (semantics §9)
 
@@ -70,10 +70,13 @@ class VTCRules(RuleSet):
             lowest = self._smallest()  # user is not backlogged: this is another user
             expected = lowest[0] if lowest is not None and lowest[0] > previous else previous
             if m_row != expected:
-                self.findings.add("§9 join", seq, f"{user} joined with counter {exact(m_row)}; max(C_i, min C_j) gives {exact(expected)}")
+                shown = distinct(m_row, expected)
+                self.findings.add("§9 join", seq, f"{user} joined with counter {shown[0]}; max(C_i, min C_j) gives {shown[1]}")
             heapq.heappush(self.heap, (m_row, user))
         elif m_row != self.counter.get(user):
-            self.findings.add("§9 join", seq, f"{user} was already queued but its counter moved to {exact(m_row)}")
+            shown = distinct(self.counter.get(user), m_row)
+            self.findings.add("§9 join", seq, f"{user} was already queued but its counter moved from {shown[0]} to {shown[1]}")
+            heapq.heappush(self.heap, (m_row, user))  # the log's counter from here on: a pick is judged against it
         self.queued[user] = self.queued.get(user, 0) + 1
         self.counter[user] = m_row
 
@@ -86,10 +89,11 @@ class VTCRules(RuleSet):
         if self.queued.get(user, 0) == 0:
             add("§9 pick", seq, f"{user} was dispatched with nothing queued")
         elif top is not None and top != (counter[user], user):
-            add("§9 pick", seq, f"picked {user} at counter {exact(counter[user])}; the smallest (C_i, id) was {top[1]} at {exact(top[0])}")
+            add("§9 pick", seq, wrong_pick(user, counter[user], top, "counter", "C_i"))
         expected = counter.get(user, 0.0) + cost / weight
         if m_row != expected:
-            add("§9 charge", seq, f"{user}'s counter became {exact(m_row)}; C_i + cost/w = {exact(expected)}")
+            shown = distinct(m_row, expected)
+            add("§9 charge", seq, f"{user}'s counter became {shown[0]}; C_i + cost/w = {shown[1]}")
         left = self.queued[user] = self.queued.get(user, 0) - 1
         counter[user] = m_row
         if left > 0:
@@ -99,18 +103,20 @@ class VTCRules(RuleSet):
         previous = self.counter.get(user, 0.0)
         if output_tokens is None:
             if m_row < previous:
-                self.findings.add("§9 charge", seq, f"{user}'s counter went down from {exact(previous)} to {exact(m_row)} at a completion")
+                shown = distinct(previous, m_row)
+                self.findings.add("§9 charge", seq, f"{user}'s counter went down from {shown[0]} to {shown[1]} at a completion")
         else:
             expected = previous + self.output_weight * output_tokens / weight
             if m_row != expected:
-                self.findings.add("§9 charge", seq, f"{user}'s counter became {exact(m_row)} at a completion; "
-                                                     f"C_i + b * output_tokens / w = {exact(expected)}")
+                shown = distinct(m_row, expected)
+                self.findings.add("§9 charge", seq, f"{user}'s counter became {shown[0]} at a completion; C_i + b * output_tokens / w = {shown[1]}")
         self.counter[user] = m_row
         if self.queued.get(user, 0):
             heapq.heappush(self.heap, (m_row, user))
 
     def _unchanged(self, seq: int, kind: str, user: str, m_row: float) -> None:
         if m_row != self.counter.get(user):
-            self.findings.add("§9", seq, f"a {kind} changed {user}'s counter to {exact(m_row)}; only joins and charges move counters")
+            shown = distinct(self.counter.get(user), m_row)
+            self.findings.add("§9", seq, f"a {kind} changed {user}'s counter from {shown[0]} to {shown[1]}; only joins and charges move counters")
         if kind == "cancel":
             self.queued[user] = self.queued.get(user, 0) - 1
