@@ -4,7 +4,8 @@ Batches are gathered into large row groups. A gap becomes a row of kind ``gap`` 
 seq ``first_seq - 1``, so the log's seq column stays increasing and shows where events
 are missing. The file appears when the writer closes (the event log writer's atomic
 move), with everything received, also when the stream was interrupted; nothing is
-written if no event came. The metadata names the proxy run.
+written if no event came. The metadata names the proxy run, and, for a replica of a
+group, each change of the group's bound (sfqtui.live.bound, ``BOUND_KEY``).
 
 A file that cannot be written (its folder removed, the disk full) does not lose what is
 still in memory: the log goes on in a file of the temporary folder instead (after a gap
@@ -23,6 +24,7 @@ import pyarrow as pa
 
 from sfqtui import __version__
 from sfqtui.errors import InputError
+from sfqtui.live.bound import BOUND_KEY, Bound, recorded_change
 from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import EventLogWriter
@@ -59,6 +61,7 @@ class StreamLogWriter:
         self._held_rows = 0
         self._last_t: float | None = None
         self._slots: int | None = (run.state or {}).get("slots") if run is not None else None
+        self._bound_changes: list[dict[str, Any]] = []
         self._closed = False
 
     @property
@@ -80,9 +83,12 @@ class StreamLogWriter:
         """Neither the file nor the fallback can be written."""
         return len(self._failures) > 1 or (len(self._failures) == 1 and self.path == self._failures[0][0])
 
-    def write(self, item: pa.Table | Gap | Status | RunStarted) -> None:
-        """Take one item of the stream: batches and gaps are saved; the others are not events."""
-        if isinstance(item, Gap):
+    def write(self, item: pa.Table | Gap | Status | RunStarted | Bound) -> None:
+        """Take one item of the stream: batches and gaps are saved, a change of the bound is
+        noted for the metadata; the others are not events."""
+        if isinstance(item, Bound):
+            self._bound_changes.append(recorded_change(item, self._event_time(item)))
+        elif isinstance(item, Gap):
             state = item.state or {}
             self._slots = state.get("slots", self._slots)
             row = gap_event(item.first_seq, item.t if item.t is not None else self._last_t)
@@ -92,6 +98,13 @@ class StreamLogWriter:
             self._scheduler = self._scheduler or item["scheduler"][0].as_py()
             self._last_t = item["t"][-1].as_py()
             self._hold(item)
+
+    def _event_time(self, bound: Bound) -> float:
+        """When a change of the bound came, on the events' clock (seconds since the run started)."""
+        started = self._run.started if self._run is not None else None
+        if bound.since is not None and started is not None:
+            return max(bound.since - started, 0.0)
+        return self._last_t or 0.0
 
     def _hold(self, table: pa.Table) -> None:
         if self._dead:
@@ -156,6 +169,8 @@ class StreamLogWriter:
             meta["run"] = self._run.run
             if self._run.started is not None:
                 meta["run_started"] = self._run.started
+        if self._bound_changes:
+            meta[BOUND_KEY] = self._bound_changes
         return meta
 
     def close(self) -> None:
@@ -163,6 +178,8 @@ class StreamLogWriter:
         if self._closed:
             return
         self._flush()
+        if self._writer is not None and self._bound_changes:
+            self._writer.add_metadata({BOUND_KEY: self._bound_changes})
         try:
             self._files.close()
         except WRITE_FAILURES as exc:  # the move into place, or the last row group
