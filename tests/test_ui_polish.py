@@ -100,7 +100,7 @@ async def test_a_completion_under_drr_speaks_of_deficits_not_meters() -> None:
         app.refresh_views()
         await pilot.pause()
         said = " ".join(app.query_one(ExplainPanel).text.split())
-        assert "completes; each user's deficit DC_i stays as it was: drr charges at dispatch only (§4)" in said
+        assert "completes; no deficit (DC_i) changes: drr charges at dispatch only (§4)" in said
         assert "meters do not change" not in said
 
 

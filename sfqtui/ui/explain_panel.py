@@ -159,7 +159,7 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
         if traits is None or traits.reading is None:
             return Text(f"{request} from {user} completes and frees its slot" + (f" ({traits.title} keeps no per-user number)" if traits else ""))
         section = "§2.6" if traits.virtual_time else traits.section
-        return Text(f"{request} from {user} completes; each user's {traits.value_name} {traits.value_symbol} stays as it was: "
+        return Text(f"{request} from {user} completes; no {traits.value_name} ({traits.value_symbol}) changes: "
                     f"{traits.name} charges at dispatch only ({section})")
     if kind == "gap":
         return Text(f"Events before seq {count(table.first_seq + k + 1)} were lost: the proxy's ring no longer held them. "
