@@ -97,10 +97,12 @@ async def test_a_group_state_found_suspended_says_so_before_any_bound_event() ->
             await until(pilot, lambda: "bound suspended by " in status(app), "the state's bound on screen")
 
 
-async def test_a_lone_proxy_has_no_replica_column() -> None:
+async def test_a_lone_proxy_has_no_replica_column(tmp_path: Path) -> None:
     stream = ScriptedStream({})  # a lone proxy's state names no bound and no replicas
+    saved = tmp_path / "lone.parquet"
     with stream.serve() as server:
-        app = SfqApp(LiveOpening(server.url))
+        opening = LiveOpening(server.url, record=saved)
+        app = SfqApp(opening)
         async with app.run_test(size=SIZE) as pilot:
             for seq in range(3):
                 stream.send(event(seq))
@@ -108,6 +110,11 @@ async def test_a_lone_proxy_has_no_replica_column() -> None:
             assert not app.table.replicated
             header = text_of(app.query_one(EventLogHeader))
             assert "kind" in header and " r " not in header
+    recording = opening.recording
+    assert recording is not None
+    wait_for(lambda: recording.saved, what="the recording")
+    df, _metadata = read_log(saved)
+    assert len(df) == 3 and "replica" not in df.columns  # its replay lists no replica column either
 
 
 def test_the_bound_at_a_time_of_a_recording() -> None:

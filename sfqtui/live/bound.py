@@ -4,9 +4,9 @@ A replica of a group sends a ``bound`` event after ``run`` and on every change, 
 ``/v1/sfq/state`` carries a ``bound`` field: ``global`` while the group's SFQ decides,
 ``suspended`` while the replica followed cannot reach the store. When the proxy names no
 time (``since``), the moment the client learnt of it stands in: exact for a change heard
-as it happened, a latest time (``by``) for the bound a new connection or a state finds. A recording keeps each
-change in its metadata (``BOUND_KEY``) with the event time ``t`` it came at, so that a
-replay tells the bound at its cursor.
+as it happened, a latest time (``by``) for the bound a new connection or a state finds.
+A recording keeps each change in its metadata (``BOUND_KEY``) with the event time ``t``
+it came at (``since`` on the run's clock), so that a replay tells the bound at its cursor.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import pyarrow as pa
 
 from sfqtui.protocol import BOUND
 
@@ -55,6 +57,11 @@ def in_group(state: dict[str, Any] | None) -> bool | None:
     if state is None:
         return None
     return BOUND in state or int(state.get("replicas") or 1) > 1
+
+
+def of_group(events: pa.Table, group: bool | None) -> pa.Table:
+    """Events as listed and recorded: a lone proxy's (``group`` False) without the replica column, which it leaves null."""
+    return events.drop_columns(["replica"]) if group is False and "replica" in events.column_names else events
 
 
 def recorded_change(bound: Bound, t: float) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from sfqtui.core.analysis.audit import GrowingAudit, Violation
 from sfqtui.core.log.table import EventBatch
-from sfqtui.live.bound import Bound, in_group
+from sfqtui.live.bound import Bound, in_group, of_group
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.protocol import gap_event
@@ -110,7 +110,7 @@ class LiveSource:
                     yield Notice(window=skip_through, state=item.state, new_users=new_users, users=list(batcher.names)), None
                     row = gap_event(skip_through + 1, item.t if item.t is not None else last_t)
                     row["scheduler"] = self.scheduler
-                    yield batcher.convert(_of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), group)), None
+                    yield batcher.convert(of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), group)), None
                     seq, in_window = skip_through + 1, 1
                 elif item.num_rows:
                     if item["seq"][0].as_py() < seq:
@@ -121,7 +121,7 @@ class LiveSource:
                         batcher.new_window()
                         in_window = 0
                         yield Notice(window=seq, users=list(batcher.names)), None
-                    yield batcher.convert(_of_group(item, group)), None
+                    yield batcher.convert(of_group(item, group)), None
                     last_t = item["t"][-1].as_py()
                     if audit is not None:
                         audit.feed(rows_of(self.scheduler, item))
@@ -135,8 +135,3 @@ class LiveSource:
             self._stream.close()
             if record is not None:
                 record.close()
-
-
-def _of_group(events: pa.Table, group: bool | None) -> pa.Table:
-    """The events as the dashboard lists them: a lone proxy's without the replica column (all null)."""
-    return events.drop_columns(["replica"]) if group is False and "replica" in events.column_names else events

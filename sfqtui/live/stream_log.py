@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from sfqtui import __version__
 from sfqtui.errors import InputError
-from sfqtui.live.bound import BOUND_KEY, Bound, recorded_change
+from sfqtui.live.bound import BOUND_KEY, Bound, in_group, of_group, recorded_change
 from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import EventLogWriter
@@ -62,6 +62,7 @@ class StreamLogWriter:
         self._last_t: float | None = None
         self._slots: int | None = (run.state or {}).get("slots") if run is not None else None
         self._bound_changes: list[dict[str, Any]] = []
+        self._group = in_group(run.state) if run is not None else None  # a lone proxy's log has no replica column
         self._closed = False
 
     @property
@@ -118,7 +119,7 @@ class StreamLogWriter:
     def _flush(self) -> None:
         if not self._held_rows:
             return
-        table = pa.concat_tables(self._held)
+        table = of_group(pa.concat_tables(self._held), self._group)
         self._held, self._held_rows = [], 0
         try:
             if self._writer is None:
@@ -149,7 +150,7 @@ class StreamLogWriter:
         if self.lost:  # the new log says where its events start
             row = gap_event(table["seq"][0].as_py(), table["t"][0].as_py())
             row["scheduler"] = table["scheduler"][0].as_py()
-            table = pa.concat_tables([pa.Table.from_pylist([row], schema=EVENT_SCHEMA), table])
+            table = pa.concat_tables([of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), self._group), table])
         self._held, self._held_rows = [table], table.num_rows
         self._flush()
 
@@ -169,8 +170,6 @@ class StreamLogWriter:
             meta["run"] = self._run.run
             if self._run.started is not None:
                 meta["run_started"] = self._run.started
-        if self._bound_changes:
-            meta[BOUND_KEY] = self._bound_changes
         return meta
 
     def close(self) -> None:
@@ -178,7 +177,7 @@ class StreamLogWriter:
         if self._closed:
             return
         self._flush()
-        if self._writer is not None and self._bound_changes:
+        if self._writer is not None and self._bound_changes:  # known only at the end: the footer takes them
             self._writer.add_metadata({BOUND_KEY: self._bound_changes})
         try:
             self._files.close()

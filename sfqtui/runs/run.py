@@ -42,7 +42,7 @@ class Run:
     proxy_run: RunStarted | None = None  # the proxy run a live run's events belong to
     new_run_since: float | None = None  # when the proxy run followed started, once the proxy restarted while attached
     bound: Bound | None = None  # a live run of a group: whether the group's bound holds, as last heard
-    ended_at: float | None = None  # an earlier proxy run: when a new one was seen
+    ended_at: float | None = None  # an earlier proxy run: ended by then (the next one's start)
     following: bool = True  # a live run's cursor follows the newest event
     live_violations: list[Violation] = field(default_factory=list)  # from a live stream's audit, by seq
     broken: dict[int, list[Violation]] = field(default_factory=dict)  # event index -> the invariants it breaks

@@ -360,13 +360,13 @@ class SfqApp(RunsApp):
         self.refresh_views()
 
     def action_filter_user(self) -> None:
-        """Like the search, the prompt opens empty (what is in force shows in it, greyed): Enter on it clears the filter."""
+        """Like the search, the prompt opens empty (the filter in force shows in it, greyed): Enter on it shows everyone."""
         def go(answer: str | None) -> None:
             if answer is not None:
                 self._filter(answer.strip() or None)
 
-        now = f"now: {self.options.user_filter}" if self.options.user_filter else "now: everyone"
-        self.push_screen(Ask("Show the events of user (empty: everyone):", "", self.table.users, f"{now} · Enter here: everyone"), go)
+        now = f"now: {self.options.user_filter or 'everyone'}"
+        self.push_screen(Ask("Show the events of user (empty: everyone):", "", self.table.users, now), go)
 
     def _filter(self, user: str | None) -> None:
         """List only ``user``'s events in every log (None: everyone's). A user who is not in
@@ -413,8 +413,7 @@ class SfqApp(RunsApp):
                 self.refresh_views()
 
         now = f"now: {self.search.text}" if self.search.text else "no search now"
-        self.push_screen(Ask("Search request ids and users (then N: next match, P: previous; empty: no search):", "", None,
-                             f"{now} · Enter here: no search"), go)
+        self.push_screen(Ask("Search request ids and users (then N: next match, P: previous; empty: no search):", "", None, now), go)
 
     def action_next_match(self) -> None:
         self._search_step(+1)
