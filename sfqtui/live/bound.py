@@ -69,6 +69,12 @@ def recorded_change(bound: Bound, t: float) -> dict[str, Any]:
     return {"t": t, **asdict(bound)}
 
 
+def recorded_bound(metadata: dict[str, Any], t: float | None) -> Bound | None:
+    """The bound at event time ``t`` (None: before the first event) in a recording with this metadata (None: it kept none)."""
+    changes = metadata.get(BOUND_KEY)
+    return bound_at(changes, t) if changes and t is not None else None
+
+
 def bound_at(changes: Sequence[dict[str, Any]], t: float) -> Bound | None:
     """The bound in force at event time ``t`` in a recording (its metadata's ``BOUND_KEY``); None before any change."""
     times = [float(change.get("t", 0.0)) for change in changes]

@@ -23,7 +23,7 @@ from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.numbers import count
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.live.bound import BOUND_KEY, Bound, bound_at
+from sfqtui.live.bound import recorded_bound
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
@@ -194,18 +194,8 @@ class SfqApp(RunsApp):
             speed=self.speed,
             options=self.options,
             replicas=run.replicas,
-            bound=self._bound_of(run),
+            bound=run.bound if run.link is not None else recorded_bound(run.metadata, run.table.t[run.cursor.k] if run.cursor.k >= 0 else None),
         )
-
-    @staticmethod
-    def _bound_of(run: Run) -> Bound | None:
-        """A group's bound: a live run's as last heard; a recording's at the cursor."""
-        if run.link is not None:
-            return run.bound
-        changes = run.metadata.get(BOUND_KEY)
-        if not changes or run.cursor.k < 0:
-            return None
-        return bound_at(changes, run.table.t[run.cursor.k])
 
     def refresh_views(self) -> None:
         if not self.screen_stack:  # closing: a late message has nothing to draw on
