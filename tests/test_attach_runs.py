@@ -78,7 +78,8 @@ async def test_a_restarted_proxy_is_a_new_run_kept_browsable_and_recorded_apart(
             assert app.check_action("earlier_proxy_run", ())  # the key is a live stream's (a replay's help leaves it out)
             await pilot.press("e")  # the earlier run, as it was
             assert app.current is not live and len(app.table) == first["seq"] + 1 and app.table.users == ["bob"]
-            assert "proxy run 1 of 2" in status(app) and "● live" in status(app)
+            assert f"proxy run 1 of 2, ended by {clock(live.proxy_run.started)}" in status(app) and "● live" in status(app)
+            assert "new proxy run since" not in status(app)  # one clear line: the run shown, and when it ended
             ask(px.url, 1, user="alice")  # the live run goes on meanwhile
             await until(pilot, lambda: live.table.first_seq + len(live.table) - 1 == state(px.url)["seq"], "more events")
             assert len(app.table) == first["seq"] + 1

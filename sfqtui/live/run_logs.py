@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from sfqtui.live.bound import Bound
 from sfqtui.live.stream import Gap, RunStarted, Status
 from sfqtui.live.stream_log import StreamLogWriter
 
@@ -35,22 +36,28 @@ class RunLogs:
         self._run: RunStarted | None = None
         self._writer: StreamLogWriter | None = None
         self._count = 0
+        self._bound: list[Bound] = []  # changes of the bound before the run's first event, for its log
         self._lock = threading.Lock()  # the loading thread writes; the command closes what is left when the app is gone
         self._closed = False
 
-    def write(self, item: pa.Table | Gap | Status | RunStarted) -> None:
+    def write(self, item: pa.Table | Gap | Status | RunStarted | Bound) -> None:
         with self._lock:
             if self._closed:
                 return
             if isinstance(item, RunStarted):
                 self._finish()
-                self._run = item
+                self._run, self._bound = item, []
+                return
+            if isinstance(item, Bound) and self._writer is None:
+                self._bound.append(item)  # a run with no event yet has no log yet
                 return
             if isinstance(item, Status) or (isinstance(item, pa.Table) and not item.num_rows):
                 return
             if self._writer is None:
                 self._count += 1
                 self._writer = StreamLogWriter(run_log_path(self.path, self._count), self._source, self._run)
+                for bound in self._bound:
+                    self._writer.write(bound)
             self._writer.write(item)
 
     @property

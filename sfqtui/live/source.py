@@ -7,7 +7,9 @@ window. The dashboard keeps a window of recent events in memory: when a window h
 them), the next batch starts a new table, seeded with the state the last one ended in
 or, after a gap, the state the proxy reports. Older events live only in the ``--record``
 log, if one is kept. A new proxy run (a restart) starts again from an empty state, seq
-0, a user coding and an audit of its own.
+0, a user coding and an audit of its own. The events of a proxy that is not in a group
+(its state names no ``bound`` and one replica) go without their ``replica`` column: a
+lone proxy's events name none.
 
 Nothing here waits on the network: the stream's reader thread does, so ``close()``
 ends ``batches()`` at once, whatever the connection is doing.
@@ -24,6 +26,7 @@ import pyarrow.compute as pc
 
 from sfqtui.core.analysis.audit import GrowingAudit, Violation
 from sfqtui.core.log.table import EventBatch
+from sfqtui.live.bound import Bound, in_group, of_group
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.protocol import gap_event
@@ -49,6 +52,7 @@ class Notice:
     violations: list[Violation] | None = None  # the invariant violations found so far, by seq
     audit_stopped: str | None = None  # why the audit of the stream stopped
     record_problem: str | None = None  # the recording cannot be written where asked
+    bound: Bound | None = None  # a group replica says whether the group's bound holds
 
 
 class LiveSource:
@@ -75,6 +79,7 @@ class LiveSource:
         found: list[Violation] = []
         record, problem = self._record, None
         last_status: Status | None = None
+        group: bool | None = None  # whether the run is a group's (None: its state could not be read)
         try:
             for item in self._stream:
                 if record is not None:
@@ -89,7 +94,10 @@ class LiveSource:
                     self.scheduler = (item.state or {}).get("scheduler") or self.scheduler
                     batcher, seq, in_window, last_t = ArrowBatcher(), 0, 0, 0.0
                     audit, found = GrowingAudit(self.scheduler), []
+                    group = in_group(item.state)
                     yield Notice(run=item), None
+                elif isinstance(item, Bound):
+                    yield Notice(bound=item), None
                 elif isinstance(item, Gap):
                     if audit is not None:
                         audit = None  # what was lost cannot be checked, nor what follows it
@@ -104,7 +112,7 @@ class LiveSource:
                     yield Notice(window=skip_through, state=item.state, new_users=new_users, users=list(batcher.names)), None
                     row = gap_event(skip_through + 1, item.t if item.t is not None else last_t)
                     row["scheduler"] = self.scheduler
-                    yield batcher.convert(pa.Table.from_pylist([row], schema=EVENT_SCHEMA)), None
+                    yield batcher.convert(of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), group)), None
                     seq, in_window = skip_through + 1, 1
                 elif item.num_rows:
                     if item["seq"][0].as_py() < seq:
@@ -115,7 +123,7 @@ class LiveSource:
                         batcher.new_window()
                         in_window = 0
                         yield Notice(window=seq, users=list(batcher.names)), None
-                    yield batcher.convert(item), None
+                    yield batcher.convert(of_group(item, group)), None
                     last_t = item["t"][-1].as_py()
                     if audit is not None:
                         audit.feed(rows_of(self.scheduler, item))

@@ -10,7 +10,8 @@ Iterate it from a plain thread; it yields, in order:
 - ``RunStarted`` before the first event of a proxy run (docs/protocol.md, "Runs"): the
   first run followed, and each new one after a restart; its seqs start again from 0;
 - ``Gap`` when events are missing (the proxy's ring no longer held them, or the stream
-  started after seq 0): the first seq still held, and ``/v1/sfq/state`` read again.
+  started after seq 0): the first seq still held, and ``/v1/sfq/state`` read again;
+- ``Bound`` when a replica of a group says whether the group's bound holds (sfqtui.live.bound).
 
 A reader thread follows the stream with sync httpx and httpx-sse. Given several URLs
 (replicas of one group serve the same seqs under the same run id), it follows the first
@@ -40,7 +41,8 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 from httpx_sse import ServerSentEvent, connect_sse
 
-from sfqtui.protocol import BYE, RUN
+from sfqtui.live.bound import Bound, bound_of
+from sfqtui.protocol import BOUND, BYE, RUN
 from sfqtui.trace.schema import LOG_EXTRAS, LOG_SCHEMA
 
 EVENT_SCHEMA = pa.schema(list(LOG_SCHEMA) + list(LOG_EXTRAS))
@@ -179,7 +181,7 @@ class EventStream:
 
     # The consumer's side: batches out of the reader's queue.
 
-    def __iter__(self) -> Iterator[pa.Table | Status | RunStarted | Gap]:
+    def __iter__(self) -> Iterator[pa.Table | Status | RunStarted | Gap | Bound]:
         self._queue.put(self._status)
         self._reader.start()
         try:
@@ -187,7 +189,7 @@ class EventStream:
         finally:
             self.close()
 
-    def _batches(self) -> Iterator[pa.Table | Status | RunStarted | Gap]:
+    def _batches(self) -> Iterator[pa.Table | Status | RunStarted | Gap | Bound]:
         rows: list[str] = []
         deadline = 0.0
         get = self._queue.get
@@ -314,6 +316,7 @@ class EventStream:
                 self._of_run = self.run is None  # until its run event says it serves the run followed
                 if url == self.url or self.run is None:
                     self._live(url)  # another URL is followed only once its run event says it is of the group
+                first_bound = True
                 for sse in source.iter_sse():
                     if self._stop.is_set():
                         return
@@ -323,6 +326,9 @@ class EventStream:
                         self._new_connection(client, url, sse.json(), resuming)
                     elif sse.event == BYE:
                         raise _Bye(sse.json().get("reason") or "bye")
+                    elif sse.event == BOUND and self._of_run and (bound := bound_of(sse.json(), found=first_bound)) is not None:
+                        first_bound = False  # the first is the bound in force at connecting; the others, changes as they happen
+                        self._queue.put(bound)
             finally:
                 with self._lock:
                     self._response = None

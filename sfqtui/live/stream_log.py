@@ -4,7 +4,8 @@ Batches are gathered into large row groups. A gap becomes a row of kind ``gap`` 
 seq ``first_seq - 1``, so the log's seq column stays increasing and shows where events
 are missing. The file appears when the writer closes (the event log writer's atomic
 move), with everything received, also when the stream was interrupted; nothing is
-written if no event came. The metadata names the proxy run.
+written if no event came. The metadata names the proxy run, and, for a replica of a
+group, each change of the group's bound (sfqtui.live.bound, ``BOUND_KEY``).
 
 A file that cannot be written (its folder removed, the disk full) does not lose what is
 still in memory: the log goes on in a file of the temporary folder instead (after a gap
@@ -24,6 +25,7 @@ import pyarrow as pa
 from sfqtui import __version__
 from sfqtui.core.numbers import count, counted
 from sfqtui.errors import InputError
+from sfqtui.live.bound import BOUND_KEY, Bound, in_group, of_group, recorded_change
 from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import EventLogWriter
@@ -60,6 +62,8 @@ class StreamLogWriter:
         self._held_rows = 0
         self._last_t: float | None = None
         self._slots: int | None = (run.state or {}).get("slots") if run is not None else None
+        self._bound_changes: list[dict[str, Any]] = []
+        self._group = in_group(run.state) if run is not None else None  # a lone proxy's log has no replica column
         self._closed = False
 
     @property
@@ -84,9 +88,12 @@ class StreamLogWriter:
         """Neither the file nor the fallback can be written."""
         return len(self._failures) > 1 or (len(self._failures) == 1 and self.path == self._failures[0][0])
 
-    def write(self, item: pa.Table | Gap | Status | RunStarted) -> None:
-        """Take one item of the stream: batches and gaps are saved; the others are not events."""
-        if isinstance(item, Gap):
+    def write(self, item: pa.Table | Gap | Status | RunStarted | Bound) -> None:
+        """Take one item of the stream: batches and gaps are saved, a change of the bound is
+        noted for the metadata; the others are not events."""
+        if isinstance(item, Bound):
+            self._bound_changes.append(recorded_change(item, self._event_time(item)))
+        elif isinstance(item, Gap):
             state = item.state or {}
             self._slots = state.get("slots", self._slots)
             row = gap_event(item.first_seq, item.t if item.t is not None else self._last_t)
@@ -96,6 +103,13 @@ class StreamLogWriter:
             self._scheduler = self._scheduler or item["scheduler"][0].as_py()
             self._last_t = item["t"][-1].as_py()
             self._hold(item)
+
+    def _event_time(self, bound: Bound) -> float:
+        """When a change of the bound came, on the events' clock (seconds since the run started)."""
+        started = self._run.started if self._run is not None else None
+        if bound.since is not None and started is not None:
+            return max(bound.since - started, 0.0)
+        return self._last_t or 0.0
 
     def _hold(self, table: pa.Table) -> None:
         if self._dead:
@@ -109,7 +123,7 @@ class StreamLogWriter:
     def _flush(self) -> None:
         if not self._held_rows:
             return
-        table = pa.concat_tables(self._held)
+        table = of_group(pa.concat_tables(self._held), self._group)
         self._held, self._held_rows = [], 0
         try:
             if self._writer is None:
@@ -140,7 +154,7 @@ class StreamLogWriter:
         if self.lost:  # the new log says where its events start
             row = gap_event(table["seq"][0].as_py(), table["t"][0].as_py())
             row["scheduler"] = table["scheduler"][0].as_py()
-            table = pa.concat_tables([pa.Table.from_pylist([row], schema=EVENT_SCHEMA), table])
+            table = pa.concat_tables([of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), self._group), table])
         self._held, self._held_rows = [table], table.num_rows
         self._flush()
 
@@ -167,6 +181,8 @@ class StreamLogWriter:
         if self._closed:
             return
         self._flush()
+        if self._writer is not None and self._bound_changes:  # known only at the end: the footer takes them
+            self._writer.add_metadata({BOUND_KEY: self._bound_changes})
         try:
             self._files.close()
         except WRITE_FAILURES as exc:  # the move into place, or the last row group

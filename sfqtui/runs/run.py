@@ -13,6 +13,7 @@ from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
+from sfqtui.live.bound import Bound
 from sfqtui.live.source import Notice
 from sfqtui.live.stream import RunStarted, Status
 from sfqtui.runs.protocols import RunOpening
@@ -40,7 +41,8 @@ class Run:
     link: Status | None = None  # a live source's connection: the URL followed, why none is, the next attempt
     proxy_run: RunStarted | None = None  # the proxy run a live run's events belong to
     new_run_since: float | None = None  # when the proxy run followed started, once the proxy restarted while attached
-    ended_at: float | None = None  # an earlier proxy run: when a new one was seen
+    bound: Bound | None = None  # a live run of a group: whether the group's bound holds, as last heard
+    ended_at: float | None = None  # an earlier proxy run: ended by then (the next one's start)
     following: bool = True  # a live run's cursor follows the newest event
     live_violations: list[Violation] = field(default_factory=list)  # from a live stream's audit, by seq
     broken: dict[int, list[Violation]] = field(default_factory=dict)  # event index -> the invariants it breaks

@@ -180,7 +180,9 @@ class EventLogWriter:
     def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
         self.path = Path(path)
         self._output: AbstractContextManager[str] | None = None  # where the file is written until it is whole
+        self._given = dict(metadata)
         self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
+        self._added: dict[str, Any] = {}  # metadata learnt while writing, put in the footer at the end
         self._writer: pq.ParquetWriter | None = None
         self._pending: queue.Queue[pa.Table | None] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._write_pending, name="event-log writer", daemon=True)
@@ -212,6 +214,10 @@ class EventLogWriter:
                 except BaseException as exc:  # raised in the caller's thread at its next call
                     self._failure = exc
 
+    def add_metadata(self, added: dict[str, Any]) -> None:
+        """Metadata known only once rows are written (the file's footer gets it when the writer closes)."""
+        self._added.update(added)
+
     def _raise_failure(self) -> None:
         if self._failure is not None:
             raise self._failure
@@ -225,6 +231,9 @@ class EventLogWriter:
         try:
             self._pending.put(None)
             self._thread.join()
+            if self._added:
+                self._writer.add_key_value_metadata(  # type: ignore[union-attr]  # set together with _output
+                    {METADATA_KEY: json.dumps(self._given | self._added, sort_keys=True).encode()})
             self._writer.close()  # type: ignore[union-attr]  # set together with _output
         except BaseException as error:  # e.g. the disk filled up while the footer was written
             self._failure = self._failure or error

@@ -23,6 +23,7 @@ from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.numbers import count
 from sfqtui.core.schedulers import REGISTRY
+from sfqtui.live.bound import recorded_bound
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
@@ -193,6 +194,7 @@ class SfqApp(RunsApp):
             speed=self.speed,
             options=self.options,
             replicas=run.replicas,
+            bound=run.bound if run.link is not None else recorded_bound(run.metadata, run.table.t[run.cursor.k] if run.cursor.k >= 0 else None),
         )
 
     def refresh_views(self) -> None:
@@ -348,12 +350,13 @@ class SfqApp(RunsApp):
         self.refresh_views()
 
     def action_filter_user(self) -> None:
+        """Like the search, the prompt opens empty (the filter in force shows in it, greyed): Enter on it shows everyone."""
         def go(answer: str | None) -> None:
             if answer is not None:
                 self._filter(answer.strip() or None)
 
-        current = self.options.user_filter or self._current_user()
-        self.push_screen(Ask("Show the events of user (empty: everyone):", current, self.table.users), go)
+        now = f"now: {self.options.user_filter or 'everyone'}"
+        self.push_screen(Ask("Show the events of user (empty: everyone):", "", self.table.users, now), go)
 
     def _filter(self, user: str | None) -> None:
         """List only ``user``'s events in every log (None: everyone's). A user who is not in
@@ -399,7 +402,8 @@ class SfqApp(RunsApp):
                 self._say_found("")
                 self.refresh_views()
 
-        self.push_screen(Ask("Search request ids and users (then N: next match, P: previous):", self.search.text), go)
+        now = f"now: {self.search.text}" if self.search.text else "no search now"
+        self.push_screen(Ask("Search request ids and users (then N: next match, P: previous; empty: no search):", "", None, now), go)
 
     def action_next_match(self) -> None:
         self._search_step(+1)
@@ -450,16 +454,21 @@ class SfqApp(RunsApp):
 
     def action_toggle_lockstep(self) -> None:
         """Step the runs side by side together by time, or by dispatch number."""
+        if not self.side_by_side:
+            self.notify("one pane: nothing to step in lockstep with (the palette's \"Compare with ...\" adds a pane)", timeout=3)
+            return
         self.lockstep = MODES[(MODES.index(self.lockstep) + 1) % len(MODES)]
         self.notify(f"lockstep by {self.lockstep}", timeout=2)
         self._moved(self.cursor.k, "")
 
     async def _relayout(self) -> None:
         """Compose the dashboard again for another set of runs (recompose rebuilds the
-        screen on top, so any view or question over the dashboard is closed first)."""
+        screen on top, so any view or question over the dashboard is closed first). The new
+        Footer lists the keys only once the screen says its bindings changed: it is told."""
         while len(self.screen_stack) > 1:
             await self.pop_screen()
         await self.recompose()
+        self.main.refresh_bindings()
         progress = self.main.query_one("#progress", ProgressBar)
         progress.update(progress=self.current.loaded or 0.0)
         progress.set_class(not self.current.loading, "-done")

@@ -3,7 +3,9 @@
 The words come from the stream's ``Status`` (which URL, why it is down, when the next
 attempt is) and the proxy runs seen: a countdown to the next attempt, "connection lost"
 for a stream cut without a bye (a crash) against "the proxy stopped" for a clean
-shutdown, and "new proxy run since HH:MM:SS" once the proxy restarted while attached.
+shutdown, and "new proxy run since HH:MM:SS" once the proxy restarted while attached
+(unless an earlier run is shown: the line then says which, and when it ended). While a
+group's bound is suspended, the line says so, since when and why.
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ import math
 import time
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.widgets import Static
 
+from sfqtui.live.bound import Bound
 from sfqtui.live.source import CLOSED
 from sfqtui.live.stream import CONNECTING, LIVE, RECONNECTING, REFUSED, STOPPED, UNREACHABLE, Status
+from sfqtui.ui.fitted_line import Part, always, part
+
+REASON_RANK = 8  # why the bound is suspended gives way last, with the counts (sfqtui.ui.status_line)
 
 _STYLES = {LIVE: "bold green", CONNECTING: "yellow", RECONNECTING: "bold yellow", UNREACHABLE: "bold red", STOPPED: "bold yellow",
            REFUSED: "bold red", CLOSED: "dim"}
@@ -53,7 +60,7 @@ def connection_part(link: Link, now: float) -> tuple[str, str]:
     state, detail = status.state, status.detail
     if state == LIVE:
         text = f"● live {_where(status.url)}"
-        if link.new_run_since is not None:
+        if link.new_run_since is not None and link.viewing is None:
             text += f"  new proxy run since {clock(link.new_run_since)}"
     elif state == CONNECTING:
         text = f"● connecting to {_where(status.url)}"
@@ -68,6 +75,15 @@ def connection_part(link: Link, now: float) -> tuple[str, str]:
     else:
         text = f"● {state}"
     return text, _STYLES.get(state, "bold red")
+
+
+def bound_part(bound: Bound | None) -> tuple[Part, ...]:
+    """While a group's bound is suspended: since when (or by when, when the proxy did not say) and why."""
+    if bound is None or not bound.suspended:
+        return ()
+    when = f" {'by' if bound.by else 'since'} {clock(bound.since)}" if bound.since is not None else ""
+    return (always(Text(f"  bound suspended{when}", "bold red")),
+            part(REASON_RANK, Text(f": {bound.reason}", "red") if bound.reason else ""))
 
 
 def waiting_message(link: Link, now: float) -> str:

@@ -156,7 +156,11 @@ def _other(frame: Frame, timeline: Timeline, kind: str) -> Text:
             output = table.output[table.req[k]] if table.req[k] >= 0 else float("nan")
             return Text(f"{request} from {user} completes: its actual output ({amount(output)} tokens) is charged now, "
                         f"{traits.value_symbol} → {amount(table.value[k])} (§6.2)")
-        return Text(f"{request} from {user} completes; meters do not change on completion (§2.6)")
+        if traits is None or traits.reading is None:
+            return Text(f"{request} from {user} completes and frees its slot" + (f" ({traits.title} keeps no per-user number)" if traits else ""))
+        section = "§2.6" if traits.virtual_time else traits.section
+        return Text(f"{request} from {user} completes; no {traits.value_name} ({traits.value_symbol}) changes: "
+                    f"{traits.name} charges at dispatch only ({section})")
     if kind == "gap":
         return Text(f"Events before seq {count(table.first_seq + k + 1)} were lost: the proxy's ring no longer held them. "
                     "The state was read again from the proxy; shares count from here.", style="bold red")

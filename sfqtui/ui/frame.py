@@ -8,6 +8,7 @@ from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
+from sfqtui.live.bound import Bound
 from sfqtui.ui.connection import Link
 
 
@@ -45,6 +46,7 @@ class Frame:
     connection: Link | None = None  # a live source's connection and proxy run
     options: ViewOptions = ViewOptions()
     replicas: ReplicaStates | None = None  # each replica's state, in a run of several replicas
+    bound: Bound | None = None  # a group's bound: as last heard (live), or at the cursor (a recording)
 
     @property
     def picked(self) -> int | None:

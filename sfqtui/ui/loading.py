@@ -15,6 +15,7 @@ from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import State
+from sfqtui.live.bound import Bound
 from sfqtui.live.stream import RunStarted, Status
 
 
@@ -89,6 +90,14 @@ class ConnectionChanged(RunMessage):
     def __init__(self, run: int, status: Status) -> None:
         super().__init__(run)
         self.status = status
+
+
+class BoundChanged(RunMessage):
+    """A replica of a group says whether the group's bound holds (sfqtui.live.bound)."""
+
+    def __init__(self, run: int, bound: Bound) -> None:
+        super().__init__(run)
+        self.bound = bound
 
 
 class ProxyRunStarted(RunMessage):

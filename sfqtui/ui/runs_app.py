@@ -24,6 +24,7 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, Timeline
 from sfqtui.core.numbers import count
 from sfqtui.core.schedulers import REGISTRY
+from sfqtui.live.bound import bound_of
 from sfqtui.live.source import Notice
 from sfqtui.live.stream import LIVE, RECONNECTING, REFUSED, STOPPED
 from sfqtui.runs.audit_job import violations
@@ -38,6 +39,7 @@ from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.lesson import LessonPanel
 from sfqtui.ui.loading import (
     Analysed,
+    BoundChanged,
     ChartReady,
     ConnectionChanged,
     EventsLoaded,
@@ -187,6 +189,8 @@ class RunsApp(App[str]):
         if notice.run is not None:
             self.post_message(ProxyRunStarted(run.key, notice.run))
             builder = CheckpointBuilder()
+        if notice.bound is not None:
+            self.post_message(BoundChanged(run.key, notice.bound))
         if notice.violations is not None or notice.audit_stopped is not None:
             self.post_message(LiveAudit(run.key, notice.violations or [], notice.audit_stopped))
         if notice.window is not None:
@@ -287,6 +291,8 @@ class RunsApp(App[str]):
         run.connection, run.link = status.state, status
         if status.state == LIVE and run.audit_failure is None:
             run.checked = True  # audited as it arrives
+        if before is not None and before.url != status.url and run.bound is not None:
+            run.bound = None  # another replica of the group: its bound is its own, and it says it only when it changes
         if before is None or before.state != status.state or before.url != status.url:
             if status.state == LIVE and before is not None and before.state in (RECONNECTING, STOPPED) and before.url != status.url:
                 self.notify(f"following {status.url} ({before.url}: {before.detail})", title="stream moved", timeout=8)
@@ -349,9 +355,10 @@ class RunsApp(App[str]):
         if started.restarted:
             run.new_run_since = started.started or time.time()
             if len(run.table):
-                self._keep_ended(run)
+                self._keep_ended(run, ended_by=run.new_run_since)
         run.reset(state.get("scheduler") or run.scheduler)
         run.proxy_run = started
+        run.bound = bound_of(state, found=True)
         run.slots = state.get("slots") or run.slots
         run.following, run.checked, run.audit_failure, run.live_violations = True, True, None, []  # audited as it arrives
         run.broken = {}
@@ -371,11 +378,11 @@ class RunsApp(App[str]):
         if len(run.table):
             self._chart(run)
 
-    def _keep_ended(self, run: Run) -> None:
-        """Keep the live run's events as an ended proxy run, within the live window's memory."""
+    def _keep_ended(self, run: Run, ended_by: float) -> None:
+        """Keep the live run's events as an ended proxy run (over by ``ended_by``, the next one's start), within the live window's memory."""
         ended = Run(run.opening, scheduler=run.scheduler, title=run.title, slots=run.slots, metadata=run.metadata, loaded=1.0,
                     loading=False, started=True, following=False, live_violations=run.live_violations, broken=run.broken, checked=run.checked,
-                    audit_failure=run.audit_failure, proxy_run=run.proxy_run, ended_at=time.time())
+                    audit_failure=run.audit_failure, proxy_run=run.proxy_run, ended_at=ended_by)
         ended.table, ended.timeline, ended.cursor = run.table, run.timeline, run.cursor
         self.ended_runs.append(ended)
         window = getattr(run.opening, "window", len(run.table))
@@ -397,6 +404,12 @@ class RunsApp(App[str]):
         self._show_table(shown)
         self.refresh_views()
         self._show_waiting(shown)
+
+    def on_bound_changed(self, message: BoundChanged) -> None:
+        run = self._run(message)
+        if run is not None:
+            run.bound = message.bound
+            self.refresh_views()
 
     def on_live_audit(self, message: LiveAudit) -> None:
         """A live stream is audited as it arrives: violations so far (by seq), or why the audit stopped."""

@@ -1,5 +1,6 @@
 """One line: scheduler (and, for a run of replicas, the one shown: k cycles), time, v, c_max, the seq of the current
-event (and the last seq) and its kind, slots, play state, and for a live stream its connection (sfqtui.ui.connection)."""
+event (and the last seq) and its kind, slots, play state, for a live stream its connection (sfqtui.ui.connection),
+and, while a group's bound is suspended, since when and why."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from rich.text import Text
 
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
-from sfqtui.ui.connection import connection_part
+from sfqtui.ui.connection import bound_part, connection_part
 from sfqtui.ui.fitted_line import FittedLine, Part, always, part
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.replicas import status_text
@@ -48,6 +49,7 @@ class StatusLine(TextView):
         parts = [
             always(Text(table.scheduler, "bold")),
             *self._connection(frame),
+            *bound_part(frame.bound),
             *status_text(frame),  # a run of several replicas: the one shown (or all) first
             part(5, f"  t={seconds(s.t)}s"),
             part(6, f"  v={amount(s.v)}" if frame.has_meters and own_v else ""),
