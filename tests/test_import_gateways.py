@@ -147,7 +147,7 @@ def test_otel_one_row_per_model_call(tmp_path: Path, cli: CliRunner) -> None:
     assert trace["user"].to_list() == ["alice", "bob", "bob", "carol", "dave"]
     assert "ttft_s" not in trace.columns
     assert stdout.splitlines()[2:] == [
-        "read 8 records, kept 5; skipped 1 wrapper span (a span inside it carries the usage), "
+        "read 8 records, kept 5; skipped 1 wrapper span (a span inside carries the usage), "
         "1 failed call (status error; --keep-failed keeps them)",
         "service_s: measured on all 5 requests; the log has no time to first token",
     ]

@@ -1,8 +1,8 @@
 """Gateway request logs to a trace whose service times are the measured ones.
 
-Each reader (``litellm``, ``otel``, ``envoy``) turns one file into ``LogRows``: one row
-per model call with the columns of ``COLUMNS`` (its start as a naive UTC datetime), and
-a count of what it read and left out. This module puts every file on one clock, refuses
+Each reader (``litellm``, ``otel``, ``envoy``) turns a file into ``LogRows``: one row per
+model call with the columns of ``COLUMNS`` (its start as a naive UTC datetime), and a
+count of what it read and left out. This module puts every file on one clock, refuses
 a request id seen twice, and writes the trace with ``service_s`` (and ``ttft_s`` where
 the log has it), so replays use the measured times instead of the token service model.
 """
@@ -68,6 +68,8 @@ class LogOptions:
 
 @dataclass(frozen=True)
 class LogSummary(ImportSummary):
+    """An import's figures, and what it read and left out of the logs."""
+
     read: int = 0
     skipped: tuple[tuple[Skip, int], ...] = ()
     rounded_up: int = 0  # calls logged as taking 0 s, kept as RESOLUTION_S

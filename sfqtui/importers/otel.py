@@ -43,7 +43,7 @@ USER = ("user.id", "enduser.id")
 E2E, QUEUE, TTFT = "gen_ai.latency.e2e", "gen_ai.latency.time_in_queue", "gen_ai.latency.time_to_first_token"
 ERROR = (2, "STATUS_CODE_ERROR")
 NO_USER = "(none)"
-WRAPPER = Skip("wrapper span", "a span inside it carries the usage")
+WRAPPER = Skip("wrapper span", "a span inside carries the usage")
 FAILED = Skip("failed call", "status error; --keep-failed keeps them")
 NO_INPUT = Skip("call", "output tokens but no input tokens")
 
