@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
 from sfqtui.trace.load import load_trace
+from sfqtui.trace.write import write_trace
 
 DATA = Path(__file__).resolve().parent / "data" / "gateways"
 LITELLM = DATA / "litellm_spend_logs.jsonl"
@@ -299,11 +300,17 @@ def test_ttft_s_is_read_by_the_loader_and_ignored_by_the_replay(tmp_path: Path, 
 def test_compare_says_when_the_service_times_are_measured(tmp_path: Path, cli: CliRunner) -> None:
     imported(cli, tmp_path, "litellm", LITELLM)
     measured = tmp_path / "litellm.parquet"
-    modelled = tmp_path / "modelled.parquet"
+    modelled, unknown, scenario = tmp_path / "modelled.parquet", tmp_path / "unknown.parquet", tmp_path / "scenario.parquet"
     pl.read_parquet(measured).drop("service_s").write_parquet(modelled)
+    pl.read_parquet(measured).write_parquet(unknown)  # service_s, but nothing says where it came from
+    assert run(cli, "gen", "seed-example", "-o", scenario)[0] == 0  # service_s set by the scenario
+    recorded = tmp_path / "recorded.parquet"
+    write_trace(pl.read_parquet(unknown), recorded, {"source": "sfqtui proxy"})  # the metadata of a proxy's --record
     line = "waits: replayed on the measured service times (service_s), not modelled ones"
-    assert line in run(cli, "compare", measured, "--schedulers", "sfq")[1]
-    assert line not in run(cli, "compare", modelled, "--schedulers", "sfq")[1]
+    for trace in (measured, recorded):
+        assert line in run(cli, "compare", trace, "--schedulers", "sfq")[1]
+    for trace in (modelled, unknown, scenario):
+        assert line not in run(cli, "compare", trace, "--schedulers", "sfq")[1]
 
 
 def test_import_help_shows_an_example_for_each_gateway(cli: CliRunner) -> None:
