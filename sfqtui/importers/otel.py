@@ -145,11 +145,13 @@ def _row(span: _Span, path: Path, user: str) -> tuple[object, ...]:
             raise fail(f"{name} {value!r} is not a number of seconds >= 0")
         return number
 
-    start, end = _whole(span.start_ns), _whole(span.end_ns)
-    if start is None:
-        raise fail(f"startTimeUnixNano {span.start_ns!r} is not a time in nanoseconds")
-    if end is None:
-        raise fail(f"endTimeUnixNano {span.end_ns!r} is not a time in nanoseconds")
+    def nanoseconds(name: str, given: object) -> int:
+        value = _whole(given)
+        if value is None:
+            raise fail(f"{name} is missing" if given is None else f"{name} {given!r} is not a time in nanoseconds")
+        return value
+
+    start, end = nanoseconds("startTimeUnixNano", span.start_ns), nanoseconds("endTimeUnixNano", span.end_ns)
     if end < start:
         raise fail("endTimeUnixNano is before startTimeUnixNano")
     e2e, queue, ttft = seconds(E2E), seconds(QUEUE) or 0.0, seconds(TTFT)
