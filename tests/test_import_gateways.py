@@ -208,7 +208,6 @@ def test_otel_errors_name_the_span_and_attribute(key: str, value: dict[str, obje
 def test_otel_a_call_without_its_times_is_refused(tmp_path: Path, cli: CliRunner) -> None:
     document = json.loads(OTEL.read_text())
     del document["resourceSpans"][0]["scopeSpans"][1]["spans"][0]["startTimeUnixNano"]
-    document["resourceSpans"][0]["scopeSpans"][1]["spans"][1]["endTimeUnixNano"] = "later"
     path = tmp_path / "export.json"
     path.write_text(json.dumps(document))
     code, _, stderr = run(cli, "import", "otel", path, "-o", tmp_path / "t.parquet")
