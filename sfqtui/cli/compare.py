@@ -129,6 +129,8 @@ def compare(
     console = Console()
     where = f", {replay.replicas.describe()}" if replicated else ""
     console.print(f"{trace}: {counted(len(loaded.trace), 'request')}, {counted(len(loaded.trace.users), 'user')}, {counted(slots, 'slot')}{where}")
+    if loaded.measured_service:
+        console.print("waits: replayed on the measured service times (service_s), not modelled ones", markup=False)
     for report, measured in zip(reports, measures):
         for line in _headline(report):
             console.print(line, markup=False)

@@ -10,6 +10,8 @@ from rich.console import Console
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.numbers import Fixed, counted
 from sfqtui.importers.convert import FORMATS, import_trace
+from sfqtui.importers.gateway import LogSummary
+from sfqtui.importers.logs import LOG_FORMATS, import_log
 from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
 from sfqtui.paths import check_output
 from sfqtui.trace.offered_load import HEADROOM
@@ -19,10 +21,14 @@ TENTHS = Fixed(1)  # the summary's seconds and slots busy
 
 @refuses_bad_input
 def import_command(
-    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(FORMATS)}.", show_default=False)],
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(FORMATS + LOG_FORMATS)}.", show_default=False)],
     sources: Annotated[list[Path], typer.Argument(metavar="SRC", help="Source files (several share one clock).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Trace Parquet file to write.")],
-    user_from: Annotated[str | None, typer.Option("--user-from", help="Take users from this source column (e.g. 'Session ID', 'Model', 'Log Type').")] = None,
+    user_from: Annotated[str | None, typer.Option(
+        "--user-from", "--user-attr",
+        help="Take users from this source column (e.g. 'Session ID', 'Model', 'Log Type'); litellm: api_key (the default), user, team_id "
+             "or end_user; envoy-ai-gateway: a field the log writes (x-user-id, session.id); otel: a span or resource attribute "
+             "(default user.id, else enduser.id).")] = None,
     users: Annotated[int | None, typer.Option("--users", help="Assign N synthetic users instead.")] = None,
     assign: Annotated[str, typer.Option("--assign", help=f"How synthetic users are drawn: {', '.join(ASSIGNS)}.")] = "zipf",
     seed: Annotated[int, typer.Option("--seed", help="Seed for --assign and --jitter.")] = 0,
@@ -33,7 +39,8 @@ def import_command(
             help="none, fixed:N (a cap of N), bucket:N (the output rounded up to a multiple of N) or pow2:N (up to a power of two, at least N).",
         ),
     ] = "none",
-    keep_failed: Annotated[bool, typer.Option("--keep-failed", help="burstgpt: keep failed requests (0 response tokens).")] = False,
+    keep_failed: Annotated[bool, typer.Option(
+        "--keep-failed", help="burstgpt: keep failed requests (0 response tokens); litellm, otel, envoy-ai-gateway: keep failed calls.")] = False,
     jitter: Annotated[float, typer.Option("--jitter", help="mooncake: spread arrivals over this many seconds after their clump's timestamp.")] = 0.0,
     mapping: Annotated[
         str | None,
@@ -53,6 +60,19 @@ def import_command(
 
     **csv** / **jsonl**: any columns, named with --map, time read with --time-unit, e.g.
     --map arrival_s=t,input_tokens=prompt,output_tokens=completion --time-unit ms.
+
+    Gateway request logs keep their measured times: `service_s` (how long each call took)
+    and, where logged, `ttft_s` (time to first token), so replays use them instead of the
+    service model (docs/traces.md, "Gateway logs"):
+
+    **litellm**: LiteLLM_SpendLogs rows (JSON lines, the spend-logs API's JSON array, or CSV), e.g.
+    `sfqtui import litellm spend_logs.json -o t.parquet --user-from team_id`. Keys are named by a digest, never shown.
+
+    **otel**: an OTLP/JSON trace export; one row per model call (spans with gen_ai.usage.*, vLLM's llm_request), e.g.
+    `sfqtui import otel traces.jsonl -o t.parquet --user-attr tenant.id`.
+
+    **envoy-ai-gateway**: Envoy AI Gateway JSON access logs; lines without token counts (MCP calls) are skipped, e.g.
+    `sfqtui import envoy-ai-gateway access.log -o t.parquet --user-from x-user-id`.
     """
     if time_unit not in TIME_UNITS:
         raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")
@@ -70,12 +90,15 @@ def import_command(
     )
     console = Console(file=sys.stderr)
     with console.status("importing") as status:
-        summary = import_trace(fmt, sources, output, options, progress=lambda message: status.update(message))
+        run = import_log if fmt in LOG_FORMATS else import_trace
+        summary = run(fmt, sources, output, options, progress=lambda message: status.update(message))
     typer.echo(f"wrote {output}: {counted(summary.rows, 'request')} from {counted(summary.users, 'user')}, {counted(summary.files, 'file')}, "
                f"{TENTHS(summary.span_s)} s of arrivals")
     if summary.slots is not None and summary.offered_load is not None:
         typer.echo(f"replays use {counted(summary.slots, 'slot')} unless --slots is given: the trace keeps {_slots_busy(summary.offered_load)} "
-                   f"busy on average (the default service model), plus {HEADROOM - 1:.0%} headroom; docs/traces.md")
+                   f"busy on average ({summary.service}), plus {HEADROOM - 1:.0%} headroom; docs/traces.md")
+    if isinstance(summary, LogSummary):
+        typer.echo("\n".join(summary.lines()))
     if summary.users == 1:
         typer.echo("note: every request has the same user; --users N or --user-from COLUMN gives SFQ someone to be fair between", err=True)
 

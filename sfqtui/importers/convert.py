@@ -37,7 +37,8 @@ class ImportSummary:
     files: int
     span_s: float
     slots: int | None  # the slot count the trace suggests (None: its arrivals span no time)
-    offered_load: float | None  # slots kept busy on average by the default service model
+    offered_load: float | None  # slots kept busy on average by the service times below
+    service: str = "the default service model"  # where the service times come from
 
 
 def _time_column(fmt: str, options: ImportOptions) -> str:

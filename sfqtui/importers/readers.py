@@ -22,8 +22,8 @@ _AWARE = ("%Y-%m-%d %H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%:z", "%Y-%m-%dT%H:%M:%S%
 
 
 def parse_datetime(column: str) -> pl.Expr:
-    """Datetime strings with up to 9 fractional digits, with or without a UTC offset, as naive UTC."""
-    text = pl.col(column).cast(pl.String).str.strip_chars()
+    """Datetime strings with up to 9 fractional digits, with or without a UTC offset (``Z`` too), as naive UTC."""
+    text = pl.col(column).cast(pl.String).str.strip_chars().str.replace(r"[Zz]$", "+00:00")
     naive = [text.str.to_datetime(f, time_unit="ns", strict=False) for f in _NAIVE]
     aware = [
         text.str.to_datetime(f, time_unit="ns", strict=False).dt.convert_time_zone("UTC").dt.replace_time_zone(None)

@@ -40,6 +40,13 @@ class LoadedTrace:
     def suggested_slots(self) -> int | None:
         return suggested_slots(self.metadata)
 
+    @property
+    def measured_service(self) -> bool:
+        """Its service_s is how long each request took: imported from a gateway's log
+        (sfqtui.importers.gateway) or recorded by the proxy, not set by a scenario or by hand."""
+        made_by = (self.metadata.get("service"), self.metadata.get("source"))
+        return self.trace.service_s is not None and (made_by[0] == "measured" or made_by[1] == "sfqtui proxy")
+
 
 
 def frame_of(table: pa.Table | pa.RecordBatch) -> pl.DataFrame:
