@@ -4,7 +4,8 @@ A restarted proxy numbers its events from 0 again, so one log cannot hold two ru
 (``sfqtui check`` would see the seq restart and the time go back). The first run
 recorded goes to PATH, the n-th to PATH with ``.run<n>`` before its suffix (x.parquet,
 x.run2.parquet, x.run3.parquet, ...); each log's metadata names its run (``run``). A run
-that brings no event writes no file and takes no number.
+that brings no event writes no file and takes no number. A group replica's ``bound``
+events are kept in the log's metadata (``bound``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from sfqtui.live.stream import Gap, RunStarted, Status
+from sfqtui.live.stream import Bound, Gap, RunStarted, Status
 from sfqtui.live.stream_log import StreamLogWriter
 
 
@@ -33,24 +34,30 @@ class RunLogs:
         self.problems: list[str] = []
         self._source = source
         self._run: RunStarted | None = None
+        self._bounds: list[Bound] = []  # the run's bound events before its first event
         self._writer: StreamLogWriter | None = None
         self._count = 0
         self._lock = threading.Lock()  # the loading thread writes; the command closes what is left when the app is gone
         self._closed = False
 
-    def write(self, item: pa.Table | Gap | Status | RunStarted) -> None:
+    def write(self, item: pa.Table | Gap | Status | RunStarted | Bound) -> None:
         with self._lock:
             if self._closed:
                 return
             if isinstance(item, RunStarted):
                 self._finish()
-                self._run = item
+                self._run, self._bounds = item, []
+                return
+            if isinstance(item, Bound) and self._writer is None:
+                self._bounds.append(item)
                 return
             if isinstance(item, Status) or (isinstance(item, pa.Table) and not item.num_rows):
                 return
             if self._writer is None:
                 self._count += 1
                 self._writer = StreamLogWriter(run_log_path(self.path, self._count), self._source, self._run)
+                for bound in self._bounds:
+                    self._writer.write(bound)
             self._writer.write(item)
 
     @property

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from sfqtui.core.analysis.audit import GrowingAudit, Violation
 from sfqtui.core.log.table import EventBatch
 from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.stream import EVENT_SCHEMA, EventStream, Gap, RunStarted, Status, proxy_base
+from sfqtui.live.stream import EVENT_SCHEMA, Bound, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.sources import ArrowBatcher
@@ -37,10 +37,12 @@ CLOSED = "closed"  # the connection state once the stream has ended
 @dataclass(frozen=True)
 class Notice:
     """Not events: the ``connection`` changed, a proxy ``run`` starts (its events follow,
-    from an empty state), or a new window starts (``window``: its first seq; ``state``:
-    the proxy's state to seed it with after a gap, else None)."""
+    from an empty state), a new window starts (``window``: its first seq; ``state``:
+    the proxy's state to seed it with after a gap, else None), or the group's ``bound``
+    changed (a replica's store went away or came back)."""
 
     connection: Status | None = None
+    bound: Bound | None = None
     run: RunStarted | None = None
     window: int | None = None
     state: dict[str, Any] | None = None
@@ -83,6 +85,8 @@ class LiveSource:
                         yield Notice(record_problem=problem), None
                 if isinstance(item, Status):
                     yield Notice(connection=item), None
+                elif isinstance(item, Bound):
+                    yield Notice(bound=item), None
                 elif isinstance(item, RunStarted):
                     self.scheduler = (item.state or {}).get("scheduler") or self.scheduler
                     batcher, seq, in_window, last_t = ArrowBatcher(), 0, 0, 0.0

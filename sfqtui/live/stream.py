@@ -10,7 +10,9 @@ Iterate it from a plain thread; it yields, in order:
 - ``RunStarted`` before the first event of a proxy run (docs/protocol.md, "Runs"): the
   first run followed, and each new one after a restart; its seqs start again from 0;
 - ``Gap`` when events are missing (the proxy's ring no longer held them, or the stream
-  started after seq 0): the first seq still held, and ``/v1/sfq/state`` read again.
+  started after seq 0): the first seq still held, and ``/v1/sfq/state`` read again;
+- ``Bound`` when the replica of a group followed tells whether the group's SFQ bound holds
+  (on connecting, and whenever it changes).
 
 A reader thread follows the stream with sync httpx and httpx-sse. Given several URLs
 (replicas of one group serve the same seqs under the same run id), it follows the first
@@ -40,7 +42,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 from httpx_sse import ServerSentEvent, connect_sse
 
-from sfqtui.protocol import BYE, RUN
+from sfqtui.protocol import BOUND, BYE, GLOBAL, RUN
 from sfqtui.trace.schema import LOG_EXTRAS, LOG_SCHEMA
 
 EVENT_SCHEMA = pa.schema(list(LOG_SCHEMA) + list(LOG_EXTRAS))
@@ -90,6 +92,26 @@ class Gap:
     first_seq: int
     t: float | None  # the time of event first_seq
     state: dict[str, Any] | None  # /v1/sfq/state read after the gap (None if that failed)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The followed replica's ``bound`` event (docs/protocol.md): ``bound`` (``global`` or
+    ``suspended``: the store is away and the replica serves on its own) since ``since`` (Unix
+    time) and since event ``since_seq``, because of ``reason``."""
+
+    bound: str
+    since: float | None
+    since_seq: int | None
+    reason: str
+    url: str
+
+    @property
+    def suspended(self) -> bool:
+        return self.bound != GLOBAL
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"bound": self.bound, "since": self.since, "since_seq": self.since_seq, "reason": self.reason, "url": self.url}
 
 
 class _Refused(Exception):
@@ -179,7 +201,7 @@ class EventStream:
 
     # The consumer's side: batches out of the reader's queue.
 
-    def __iter__(self) -> Iterator[pa.Table | Status | RunStarted | Gap]:
+    def __iter__(self) -> Iterator[pa.Table | Status | RunStarted | Gap | Bound]:
         self._queue.put(self._status)
         self._reader.start()
         try:
@@ -187,7 +209,7 @@ class EventStream:
         finally:
             self.close()
 
-    def _batches(self) -> Iterator[pa.Table | Status | RunStarted | Gap]:
+    def _batches(self) -> Iterator[pa.Table | Status | RunStarted | Gap | Bound]:
         rows: list[str] = []
         deadline = 0.0
         get = self._queue.get
@@ -319,6 +341,9 @@ class EventStream:
                         self._new_connection(client, url, sse.json(), resuming)
                     elif sse.event == BYE:
                         raise _Bye(sse.json().get("reason") or "bye")
+                    elif sse.event == BOUND and self._of_run and url == self.url:
+                        bound = sse.json()
+                        self._queue.put(Bound(str(bound.get("bound")), bound.get("since"), bound.get("since_seq"), str(bound.get("reason") or ""), url))
             finally:
                 with self._lock:
                     self._response = None

@@ -4,7 +4,8 @@ Batches are gathered into large row groups. A gap becomes a row of kind ``gap`` 
 seq ``first_seq - 1``, so the log's seq column stays increasing and shows where events
 are missing. The file appears when the writer closes (the event log writer's atomic
 move), with everything received, also when the stream was interrupted; nothing is
-written if no event came. The metadata names the proxy run.
+written if no event came. The metadata names the proxy run and, for a replica of a group,
+lists its ``bound`` events (whether the group's SFQ bound held, since when, and why).
 
 A file that cannot be written (its folder removed, the disk full) does not lose what is
 still in memory: the log goes on in a file of the temporary folder instead (after a gap
@@ -23,7 +24,7 @@ import pyarrow as pa
 
 from sfqtui import __version__
 from sfqtui.errors import InputError
-from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
+from sfqtui.live.stream import EVENT_SCHEMA, Bound, Gap, RunStarted, Status
 from sfqtui.protocol import gap_event
 from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.schema import LOG_FORMAT
@@ -59,6 +60,7 @@ class StreamLogWriter:
         self._held_rows = 0
         self._last_t: float | None = None
         self._slots: int | None = (run.state or {}).get("slots") if run is not None else None
+        self._bounds: list[dict[str, Any]] = []
         self._closed = False
 
     @property
@@ -80,9 +82,13 @@ class StreamLogWriter:
         """Neither the file nor the fallback can be written."""
         return len(self._failures) > 1 or (len(self._failures) == 1 and self.path == self._failures[0][0])
 
-    def write(self, item: pa.Table | Gap | Status | RunStarted) -> None:
-        """Take one item of the stream: batches and gaps are saved; the others are not events."""
-        if isinstance(item, Gap):
+    def write(self, item: pa.Table | Gap | Status | RunStarted | Bound) -> None:
+        """Take one item of the stream: batches and gaps are saved, bound events go to the metadata; the others are not events."""
+        if isinstance(item, Bound):
+            self._bounds.append(item.as_dict())
+            if self._writer is not None:
+                self._writer.update_metadata(self._metadata(self._scheduler or "sfq"))
+        elif isinstance(item, Gap):
             state = item.state or {}
             self._slots = state.get("slots", self._slots)
             row = gap_event(item.first_seq, item.t if item.t is not None else self._last_t)
@@ -152,6 +158,8 @@ class StreamLogWriter:
                                 "source": f"live stream {self._source}"}
         if self._slots is not None:
             meta["slots"] = self._slots
+        if self._bounds:
+            meta["bound"] = list(self._bounds)
         if self._run is not None and self._run.run is not None:
             meta["run"] = self._run.run
             if self._run.started is not None:

@@ -99,6 +99,7 @@ class Proxy:
             metadata = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
                         "estimator": settings.estimator.as_dict()}
             self.recorder = TraceRecorder(settings.record, metadata, settings.record_every_s)
+            self.ring.bound_watchers.append(self.recorder.note_bound)
         self.live: set[Exchange] = set()
         self._closed = False
         self._recording: asyncio.Task[None] | None = None
@@ -120,10 +121,10 @@ class Proxy:
             self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user)))
 
     def state(self) -> dict[str, Any]:
-        """The §8 snapshot: a lone proxy's own; a group replica's as last read from the store (``Group.state``)."""
+        """The §8 snapshot: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now (``Group.current_state``)."""
         if self.dispatcher is None:
             assert self.group is not None
-            return self.group.last_state
+            return self.group.current_state()
         return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
 
     @asynccontextmanager

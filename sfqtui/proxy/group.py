@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from redis.exceptions import RedisError
 
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
-from sfqtui.protocol import SCHEDULER, Event
+from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, Event
 from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.ring import EventRing
@@ -46,7 +46,6 @@ _NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
 # replicas of another layout never share a run.
 STORE_LAYOUT = 2
 EVENTS = PREFIX + "events"
-GLOBAL, SUSPENDED = "global", "suspended"
 READ_BLOCK_S = 1.0
 
 
@@ -171,6 +170,7 @@ class Group:
         except StoreAway as exc:
             raise GroupError(f"--state {self.shown_url}: the store does not answer ({exc})") from None
         await self._load_ring()
+        self.ring.set_bound(GLOBAL, "joined the group")
         self._loops = [asyncio.create_task(self._follow()), asyncio.create_task(self._keep_lease())]
 
     async def _join(self) -> None:
@@ -287,13 +287,11 @@ class Group:
         t = float(fields[b"t"])
         for data in fields[b"e"].split(b"\n"):
             self.ring.put(seq, t, data)
+            self.metrics.fairness.see(json.loads(data))
             seq += 1
-        if b"d" in fields:
-            me, own = int(self.replica), list[Any]()
-            for replica, rid, cost, user in json.loads(fields[b"d"]):
-                self.metrics.fairness.add(user, cost / self.weight(user))
-                if dispatches and replica == me:
-                    own += (rid, cost)
+        if dispatches and b"d" in fields:
+            me = int(self.replica)
+            own = [x for replica, rid, cost, _user in json.loads(fields[b"d"]) if replica == me for x in (rid, cost)]
             if own:
                 self._started_dispatches(own)
 
@@ -471,7 +469,7 @@ class Group:
     # The snapshot, and stopping
 
     async def state(self) -> dict[str, Any]:
-        """The §8 snapshot from the store (the same on every replica); while suspended, this replica's own."""
+        """The §8 snapshot read from the store now (the same on every replica); while suspended, this replica's own."""
         if self.mode == GLOBAL:
             try:
                 reply = await self.store.call("state")
@@ -480,8 +478,21 @@ class Group:
             else:
                 if _text(reply[0]) == "ok":
                     self.last_state = self._snapshot(reply)
-                    return self.last_state
-        return self._local_state()
+        return self.current_state()
+
+    def current_state(self) -> dict[str, Any]:
+        """Without waiting on the store: the group's snapshot as last read while the bound holds
+        (only what the replica knows of itself if none was read yet), else the local SFQ's;
+        both with the bound as it is now (``bound_fields``)."""
+        if self.mode == SUSPENDED:
+            return self._local_state()
+        known = self.last_state or {"run": self.run, "seq": self.ring.last_seq, "scheduler": SCHEDULER}
+        return {"replicas": len(self.replicas), **known, **self.bound_fields()}
+
+    def bound_fields(self) -> dict[str, Any]:
+        """The bound, since when (Unix time, and the last seq before it) and why, as the state gives them."""
+        bound = self.ring.bound or {}
+        return {"bound": self.mode, "bound_since": bound.get("since"), "bound_since_seq": bound.get("since_seq"), "bound_reason": bound.get("reason")}
 
     def _snapshot(self, reply: list[Any]) -> dict[str, Any]:
         _, run, seq, t, v, slots, inflight, replicas, rows = reply
@@ -489,13 +500,13 @@ class Group:
                                        for u, m, w, q, r in rows]
         users.sort(key=lambda row: str(row["user"]))
         return {"run": _text(run), "seq": int(seq), "t": float(_text(t)), "scheduler": SCHEDULER, "v": float(_text(v)),
-                "slots": int(slots), "inflight": int(inflight), "bound": GLOBAL, "replicas": len(replicas), "users": users}
+                "slots": int(slots), "inflight": int(inflight), "replicas": len(replicas), "users": users}
 
     def _local_state(self) -> dict[str, Any]:
         local = self.local
         state = local.state(self.ring.last_seq) if local is not None else {"seq": self.ring.last_seq, "v": 0.0, "users": []}
         return {**state, "run": self.run, "t": self.now(), "scheduler": SCHEDULER, "slots": local.slots if local else 0,
-                "inflight": self.inflight, "bound": SUSPENDED, "replicas": len(self.replicas)}
+                "inflight": self.inflight, "replicas": len(self.replicas), **self.bound_fields()}
 
     def close(self) -> None:
         """Draining: refuse new requests and cancel this replica's queued ones (only its own)."""

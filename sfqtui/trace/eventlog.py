@@ -185,6 +185,12 @@ class EventLogWriter:
         self._pending: queue.Queue[pa.Table | None] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._write_pending, name="event-log writer", daemon=True)
         self._failure: BaseException | None = None
+        self._footer_changed = False
+
+    def update_metadata(self, metadata: dict[str, Any]) -> None:
+        """New metadata for the file: before the first write, in its schema; after, in its footer when it closes."""
+        self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
+        self._footer_changed = self._writer is not None
 
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
@@ -225,7 +231,10 @@ class EventLogWriter:
         try:
             self._pending.put(None)
             self._thread.join()
-            self._writer.close()  # type: ignore[union-attr]  # set together with _output
+            assert self._writer is not None, "set together with _output"
+            if self._footer_changed:
+                self._writer.add_key_value_metadata(self._metadata)
+            self._writer.close()
         except BaseException as error:  # e.g. the disk filled up while the footer was written
             self._failure = self._failure or error
         failure = exc or self._failure
