@@ -18,7 +18,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from sfqtui import __version__
-from sfqtui.proxy.dispatcher import Closing, Stage, Ticket
+from sfqtui.proxy.dispatcher import Stage, Ticket
+from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down, unauthorized
@@ -26,7 +27,7 @@ from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.scheduling import Alone, Scheduling
 from sfqtui.proxy.settings import ProxySettings
-from sfqtui.proxy.upstream import UpstreamError, UpstreamReply, Upstreams, UpstreamWatch
+from sfqtui.proxy.upstream import UpstreamReply, Upstreams, UpstreamWatch
 
 if TYPE_CHECKING:
     from sfqtui.proxy.record import TraceRecorder
