@@ -17,6 +17,8 @@ READ_BLOCK_S = 1.0
 
 
 class Following(GroupBase):
+    """The group's event stream, read from where this replica left it."""
+
     async def _load_ring(self) -> None:
         """Start with the events the store still holds (the last --ring), so every replica serves the same stream."""
         entries: Any = await self.store.redis.xrange(EVENTS)

@@ -19,6 +19,8 @@ log = logging.getLogger("sfqtui.proxy")
 
 
 class Membership(GroupBase):
+    """Joining the group (``start``; again after the store was away), the lease, leaving."""
+
     async def start(self) -> None:
         try:
             await self._join()

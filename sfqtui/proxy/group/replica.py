@@ -19,6 +19,8 @@ from sfqtui.proxy.store.client import StoreAway
 
 
 class Group(Membership, Following, Suspension):
+    """A replica of a group: what the proxy asks of its scheduler (``sfqtui.proxy.scheduling.Scheduling``)."""
+
     # Requests
 
     async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> GroupTicket:

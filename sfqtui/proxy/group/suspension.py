@@ -22,6 +22,8 @@ def share_of(slots: int, replicas: list[str], me: str) -> int:
 
 
 class Suspension(GroupBase):
+    """The local SFQ this replica serves with while the store is away."""
+
     def suspend(self, reason: str) -> None:
         if self.mode == SUSPENDED or self._stopped:
             return
