@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 from httpx_sse import ServerSentEvent, connect_sse
 
-from sfqtui.protocol import BOUND, BYE, GLOBAL, RUN
+from sfqtui.protocol import BOUND, BYE, RUN
 from sfqtui.trace.schema import LOG_EXTRAS, LOG_SCHEMA
 
 EVENT_SCHEMA = pa.schema(list(LOG_SCHEMA) + list(LOG_EXTRAS))
@@ -105,10 +105,6 @@ class Bound:
     since_seq: int | None
     reason: str
     url: str
-
-    @property
-    def suspended(self) -> bool:
-        return self.bound != GLOBAL
 
     def as_dict(self) -> dict[str, Any]:
         return {"bound": self.bound, "since": self.since, "since_seq": self.since_seq, "reason": self.reason, "url": self.url}
