@@ -35,6 +35,7 @@ USERS = 50
 async def publish(rate: float) -> None:
     """Serve a proxy and feed its dispatcher ``rate`` events a second (about 4 per request)."""
     from sfqtui.proxy.keys import KeyBook
+    from sfqtui.proxy.scheduling import Alone
     from sfqtui.proxy.server import ProxyServer, listen_socket
     from sfqtui.proxy.settings import ProxySettings
 
@@ -46,8 +47,9 @@ async def publish(rate: float) -> None:
     while not server.started:
         await asyncio.sleep(0.01)
     print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    dispatcher, ring = server.proxy.dispatcher, server.proxy.ring
-    assert dispatcher is not None  # a lone proxy
+    scheduling, ring = server.proxy.scheduling, server.proxy.ring
+    assert isinstance(scheduling, Alone)  # a lone proxy
+    dispatcher = scheduling.dispatcher
     loop = asyncio.get_running_loop()
     started, n = loop.time(), 0
     while not server.should_exit:

@@ -16,8 +16,9 @@ SCHEDULER = "sfq"
 RUN = "run"  # first on every connection: {"run": id, "started": unix time}
 BYE = "bye"  # last before the proxy ends the stream on purpose: {"run": id, "reason": "shutdown" or "new_run"}
 # A replica of a group (--state): whether the group's SFQ bound holds, after run and on every change:
-# {"run": id, "bound": "global" or "suspended", "reason": text}
+# {"run": id, "bound": "global" or "suspended", "since": unix time, "since_seq": the last seq then, "reason": text}
 BOUND = "bound"
+GLOBAL, SUSPENDED = "global", "suspended"  # the bound's words (suspended: the store is away, the replica serves on its own)
 
 
 def gap_event(first_seq: int, t: float | None) -> Event:

@@ -108,7 +108,8 @@ async def test_upstream_breaking_off_a_stream_is_an_error_event(fake, keys_path:
 async def test_client_gone_while_queued_is_cancelled_uncharged(fake, keys_path: Path) -> None:
     upstream, upstream_url = fake
     with running_proxy(upstream_url, keys_path, slots=1) as px:
-        holder = asyncio.ensure_future(client_for(px.url, "bob").chat.completions.create(**chat("[slow] a b c d e")))
+        held = "[slow] " + " ".join(f"w{n}" for n in range(30))  # 3 s: time enough to queue the other on a loaded machine
+        holder = asyncio.ensure_future(client_for(px.url, "bob").chat.completions.create(**chat(held)))
         await asyncio.to_thread(wait_for, lambda: state(px.url)["inflight"] == 1, what="the slot to be taken")
         async with httpx.AsyncClient(base_url=px.url) as raw:
             waiting = asyncio.ensure_future(raw.post("/v1/chat/completions", json=chat("never sent upstream"),
@@ -118,7 +119,7 @@ async def test_client_gone_while_queued_is_cancelled_uncharged(fake, keys_path: 
             waiting.cancel()
             await asyncio.gather(waiting, return_exceptions=True)
         await asyncio.to_thread(wait_for, lambda: any(e["kind"] == "cancel" for e in read_events(px.url)), what="the cancel event")
-        assert (await holder).choices[0].message.content == "echo: [slow] a b c d e"
+        assert (await holder).choices[0].message.content == f"echo: {held}"
         events = read_events(px.url)
     kinds = by_request(events)
     assert kinds["r0"] == ["arrive", "dispatch", "complete"]

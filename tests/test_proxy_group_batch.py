@@ -85,7 +85,7 @@ async def test_two_replicas_concurrent_batches_are_one_sfq_with_exact_meters(fak
     with running_group(upstream_url, keys_path, store.url, 2, slots=2) as replicas:
         jobs = [ask(replicas[n % 2].url, USERS[n % 3], n, stream=n % 3 == 0) for n in range(36)]
         await asyncio.wait_for(asyncio.gather(*jobs), 60)
-        batches = [r.server.proxy.group.batch for r in replicas]  # type: ignore[attr-defined]  # ProxyServer's proxy is a group replica here
+        batches = [r.server.proxy.scheduling.batch for r in replicas]  # type: ignore[attr-defined]  # ProxyServer's proxy is a group replica here
         events = read_events(replicas[0].url)
         snapshot = state(replicas[1].url)
     assert upstream.most_running <= 2, "more requests in flight than the group's slots"

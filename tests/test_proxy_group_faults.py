@@ -1,21 +1,29 @@
 """A group's failures, with replicas as processes of their own: kill -9, the store paused and restarted,
-SIGTERM on one replica, a replica restarted on the same address, a replica joining late."""
+SIGTERM on one replica, a replica restarted on the same address, a replica joining late; and every
+surface (state, the bound event, /metrics, the recordings) saying the same while the store is away."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 
 from proxy_fixtures import KEY_OF, read_events, state
 from redis_server import free_port
+from sfqtui.live.bound import Bound
+from sfqtui.live.run_logs import RunLogs
+from sfqtui.live.source import LiveSource, Notice
+from sfqtui.trace.write import read_metadata
 from test_proxy_group import audited, lifecycles_ok
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,12 +35,12 @@ LEASE_S = 1.5
 class Replica:
     """``sfqtui proxy --state`` as a process, on a port of its own (kept across a restart)."""
 
-    def __init__(self, upstream_url: str, keys: Path, store_url: str, slots: int, port: int | None = None) -> None:
+    def __init__(self, upstream_url: str, keys: Path, store_url: str, slots: int, port: int | None = None, *options: str) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--keys", str(keys), "--slots", str(slots),
                         "--listen", f"127.0.0.1:{self.port}", "--state", store_url, "--lease", str(LEASE_S),
-                        "--store-timeout", "0.5", "--shutdown-grace", "5"]
+                        "--store-timeout", "0.5", "--shutdown-grace", "5", *options]
         self.proc = subprocess.Popen(self.command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()  # type: ignore[union-attr]
         assert "listening on" in line, line + self.proc.stderr.read()  # type: ignore[union-attr]
@@ -186,3 +194,95 @@ async def test_a_restarted_replica_and_a_new_one_join_the_running_group(fake, ke
     assert {e["replica"] for e in events if e["kind"] == "arrive"} == {0, 1, 2}
     audited(events)
     assert json.dumps(events).count('"r1-0"') == 3
+
+
+class Scraper:
+    """Scrapes /metrics of every replica every 0.1 s in a thread: (monotonic time, url, status, sfqtui_global_bound or None)."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.scrapes: list[tuple[float, str, int, float | None]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(urls,), daemon=True)
+        self._thread.start()
+
+    def _run(self, urls: list[str]) -> None:
+        with httpx.Client(timeout=5) as client:
+            while not self._stop.wait(0.1):
+                for url in urls:
+                    response = client.get(f"{url}/metrics")
+                    found = re.search(r"^sfqtui_global_bound (\S+)$", response.text, re.MULTILINE)
+                    self.scrapes.append((time.monotonic(), url, response.status_code, float(found.group(1)) if found else None))
+
+    def bound(self, url: str) -> float | None:
+        return next((value for _, at, _, value in reversed(self.scrapes) if at == url), None)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+class Attached:
+    """What ``sfqtui attach --record`` reads and records of one replica: a LiveSource in a thread."""
+
+    def __init__(self, url: str, record: Path) -> None:
+        self.source = LiveSource([url], record=RunLogs(record, url))
+        self.bounds: list[Bound] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for item, _ in self.source.batches():
+            if isinstance(item, Notice) and item.bound is not None:
+                self.bounds.append(item.bound)
+
+    def stop(self) -> None:
+        self.source.close()
+        self._thread.join(10)
+
+
+async def test_every_surface_says_the_bound_is_suspended_while_the_store_is_paused(fake, keys_path: Path, store: Any, tmp_path: Path) -> None:
+    _, upstream_url = fake
+    a = Replica(upstream_url, keys_path, store.url, 2, None, "--record", str(tmp_path / "a.parquet"))
+    b = Replica(upstream_url, keys_path, store.url, 2)
+    attached = Attached(b.url, tmp_path / "b-seen.parquet")
+    scraper = Scraper([a.url, b.url])
+    replicas = (a, b)
+    try:
+        await settle([client(r.url, "alice").chat.completions.create(**chat("before")) for r in replicas])
+        await until(lambda: [x.bound for x in attached.bounds] == ["global"], what="the bound event on connecting")
+        store.pause()
+        paused = time.monotonic()
+
+        def says(word: str, gauge: float) -> bool:
+            return all(state(r.url)["bound"] == word and scraper.bound(r.url) == gauge for r in replicas) \
+                and attached.bounds[-1].bound == word
+
+        await until(lambda: says("suspended", 0.0), timeout=5, what="every surface to say suspended")
+        suspended_in = time.monotonic() - paused
+        during = [state(r.url) for r in replicas]
+        answered = await settle([client(r.url, "bob").chat.completions.create(**chat("paused")) for r in replicas])
+        store.resume()
+        resumed = time.monotonic()
+        await until(lambda: says("global", 1.0), timeout=5, what="every surface to say global again")
+        global_in = time.monotonic() - resumed
+        after = state(a.url)
+        scraper.stop()
+        attached.stop()
+    finally:
+        scraper.stop()
+        attached.stop()
+        for replica in replicas:
+            replica.stop()
+    assert suspended_in < 3 and global_in < 3, (suspended_in, global_in)
+    statuses = [status for _, _, status, _ in scraper.scrapes]
+    assert len(statuses) > 20 and set(statuses) == {200}, statuses  # no scrape failed, of either replica
+    assert not [x for x in answered if isinstance(x, Exception)], answered
+    for seen in during:
+        assert seen["bound_reason"] and seen["bound_since"] > time.time() - 30 and seen["bound_since_seq"] >= 0, seen
+    assert after["bound"] == "global" and after["bound_since"] > during[0]["bound_since"] and after["replicas"] == 2
+    bounds = [x.bound for x in attached.bounds]
+    assert bounds == ["global", "suspended", "global"], bounds
+    assert all(x.since is not None and x.since_seq is not None and x.reason for x in attached.bounds)
+    for recorded in (read_metadata(tmp_path / "b-seen.parquet"), read_metadata(tmp_path / "a.parquet")):
+        assert [x["bound"] for x in recorded["bound"]] == ["global", "suspended", "global"], recorded
+        assert all(x["since"] and x["reason"] for x in recorded["bound"])

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sfqtui.proxy.sse import EventTooLong, WholeEvents, data_of, events_of
+from sfqtui.proxy.errors import EventTooLong
+from sfqtui.proxy.sse import WholeEvents, data_of, events_of
 
 LINE_ENDS = st.sampled_from([b"\n", b"\r\n", b"\r"])
 FIELD = st.sampled_from([b"data: {\"a\": 1}", b"data:x", b"id: 7", b"event: message", b": comment", b"data: "])

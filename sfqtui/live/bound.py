@@ -19,10 +19,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from sfqtui.protocol import BOUND
+from sfqtui.protocol import BOUND, GLOBAL, SUSPENDED
 
-GLOBAL, SUSPENDED = "global", "suspended"
-BOUND_KEY = "bound_changes"  # a recording's metadata: [{"t", "bound", "reason", "since"}, ...] in the order they came
+BOUND_KEY = "bound"  # a recording's metadata: [{"t", "bound", "reason", "since", "since_seq", "by"}, ...] in the order they came (as the proxy's --record keeps them)
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,7 @@ class Bound:
     reason: str = ""
     since: float | None = None
     by: bool = False
+    since_seq: int | None = None  # the proxy's seq when it changed, where it said
 
     @property
     def suspended(self) -> bool:
@@ -45,11 +45,12 @@ def bound_of(data: Any, found: bool) -> Bound | None:
     Without its ``since``, now stands in: when it was ``found`` already in force, as a latest time."""
     if not isinstance(data, dict) or not isinstance(data.get(BOUND), str):
         return None
-    since, reason = data.get("since"), data.get("reason")
+    since, reason, since_seq = data.get("since"), data.get("reason"), data.get("since_seq")
     reason = reason if isinstance(reason, str) else ""
+    since_seq = since_seq if isinstance(since_seq, int) else None
     if isinstance(since, (int, float)):
-        return Bound(data[BOUND], reason, float(since))
-    return Bound(data[BOUND], reason, time.time(), by=found)
+        return Bound(data[BOUND], reason, float(since), since_seq=since_seq)
+    return Bound(data[BOUND], reason, time.time(), by=found, since_seq=since_seq)
 
 
 def in_group(state: dict[str, Any] | None) -> bool | None:
@@ -82,4 +83,4 @@ def bound_at(changes: Sequence[dict[str, Any]], t: float) -> Bound | None:
     if not i:
         return None
     change = changes[i - 1]
-    return Bound(str(change.get(BOUND, GLOBAL)), str(change.get("reason") or ""), change.get("since"), bool(change.get("by")))
+    return Bound(str(change.get(BOUND, GLOBAL)), str(change.get("reason") or ""), change.get("since"), bool(change.get("by")), change.get("since_seq"))

@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -18,19 +18,18 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from sfqtui import __version__
-from sfqtui.core.engine.estimator import CostEstimator
-from sfqtui.protocol import Event
-from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
+from sfqtui.proxy.dispatcher import Stage, Ticket
+from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down, unauthorized
 from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
+from sfqtui.proxy.scheduling import Alone, Scheduling
 from sfqtui.proxy.settings import ProxySettings
-from sfqtui.proxy.upstream import UpstreamError, UpstreamReply, Upstreams, UpstreamWatch
+from sfqtui.proxy.upstream import UpstreamReply, Upstreams, UpstreamWatch
 
 if TYPE_CHECKING:
-    from sfqtui.proxy.group import Group
     from sfqtui.proxy.record import TraceRecorder
 
 
@@ -54,18 +53,6 @@ COMPLETION_ROUTES = ("/v1/chat/completions", "/v1/completions")
 ABORT_WAIT_S = 5.0
 
 
-class Scheduling(Protocol):
-    """What the proxy asks of its scheduler, a lone proxy's Dispatcher or a group replica's Group."""
-
-    inflight: int
-
-    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None: ...
-
-    def close(self) -> None: ...
-
-    def weight(self, user: str) -> float: ...
-
-
 def bearer(request: Request) -> str | None:
     scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
     return credentials.strip() or None if scheme.lower() == "bearer" else None
@@ -77,17 +64,14 @@ class Proxy:
     def __init__(self, settings: ProxySettings) -> None:
         self.settings = settings
         self.ring = EventRing(settings.ring_size)
-        self.group: Group | None = None
-        self.dispatcher: Dispatcher | None = None  # a lone proxy's scheduler; a group replica's is the store
         self.scheduling: Scheduling
         self.metrics = ProxyMetrics(settings.metrics_users, self.state, in_group=settings.state_url is not None)
         if settings.state_url is None:
-            self.dispatcher = self.scheduling = Dispatcher(settings.slots, dict(settings.keys.weights), CostEstimator(settings.estimator),
-                                                           sinks=(self._publish, self.metrics.see))
+            self.scheduling = Alone(settings.slots, dict(settings.keys.weights), settings.estimator, self.ring, sinks=(self.metrics.see,))
         else:
             from sfqtui.proxy.group import Group  # the redis client loads only for a group
 
-            self.group = self.scheduling = Group(
+            self.scheduling = Group(
                 settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
                 settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics)
         self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s,
@@ -99,13 +83,10 @@ class Proxy:
             metadata = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
                         "estimator": settings.estimator.as_dict()}
             self.recorder = TraceRecorder(settings.record, metadata, settings.record_every_s)
+            self.ring.bound_watchers.append(self.recorder.note_bound)
         self.live: set[Exchange] = set()
         self._closed = False
         self._recording: asyncio.Task[None] | None = None
-
-    def _publish(self, event: Event, _ticket: Ticket | None) -> None:
-        self.ring.publish(event)
-
 
     async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
         return await self.upstreams.open("POST", path, payload, stream)
@@ -120,16 +101,12 @@ class Proxy:
             self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user)))
 
     def state(self) -> dict[str, Any]:
-        """The §8 snapshot: a lone proxy's own; a group replica's as last read from the store (``Group.state``)."""
-        if self.dispatcher is None:
-            assert self.group is not None
-            return self.group.last_state
-        return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
+        """The §8 snapshot without waiting: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now."""
+        return self.scheduling.current_state()
 
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
-        if self.group is not None:
-            await self.group.start()
+        await self.scheduling.start()
         if self.recorder is not None:
             self._recording = asyncio.create_task(self.recorder.run())
         try:
@@ -152,8 +129,7 @@ class Proxy:
             deadline = loop.time() + ABORT_WAIT_S
             while self.scheduling.inflight and loop.time() < deadline:
                 await asyncio.sleep(0.02)
-        if self.group is not None:
-            await self.group.leave()
+        await self.scheduling.leave()
         self.ring.close()
 
     async def close(self) -> None:
@@ -202,11 +178,7 @@ class Proxy:
         scope = self.settings.estimator.scope
         key = user if scope == "user" else model if scope == "model" else None
         try:
-            if self.dispatcher is not None:
-                ticket: Ticket = self.dispatcher.arrive(user, prompt_tokens(body), output_cap(body), key)
-            else:
-                assert self.group is not None
-                ticket = await self.group.arrive(user, prompt_tokens(body), output_cap(body), key)
+            ticket = await self.scheduling.arrive(user, prompt_tokens(body), output_cap(body), key)
         except Closing:
             self.metrics.ended(user, "refused")
             return shutting_down()
@@ -226,7 +198,7 @@ class Proxy:
     async def sfq_state(self, request: Request) -> Response:
         if not self._may_watch(request):
             return unauthorized("this proxy's state needs its events token: Authorization: Bearer <token>")
-        return JSONResponse(self.state() if self.group is None else await self.group.state())
+        return JSONResponse(await self.scheduling.state())
 
     async def sfq_events(self, request: Request) -> Response:
         if not self._may_watch(request):
@@ -240,8 +212,7 @@ class Proxy:
                                  headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
     async def prometheus(self, _request: Request) -> Response:
-        if self.group is not None:
-            await self.group.state()
+        await self.scheduling.state()  # read now, so that the gauges are the store's of this scrape
         return Response(self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

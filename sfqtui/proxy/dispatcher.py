@@ -22,10 +22,7 @@ from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.core.schedulers import make_scheduler
 from sfqtui.errors import InputError
 from sfqtui.protocol import SCHEDULER, Event
-
-
-class Closing(Exception):
-    """The proxy is shutting down and takes no more requests."""
+from sfqtui.proxy.errors import Closing
 
 
 class Stage(Enum):

@@ -20,9 +20,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from sfqtui.proxy.dispatcher import Stage, Ticket
+from sfqtui.proxy.errors import Aborted, ClientGone, EventTooLong, Interrupted, UpstreamError
 from sfqtui.proxy.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
-from sfqtui.proxy.sse import EMPTY_LINES, EventTooLong, WholeEvents, data_of, events_of
-from sfqtui.proxy.upstream import FAILURES, UpstreamError, UpstreamReply, upstream_error
+from sfqtui.proxy.sse import EMPTY_LINES, WholeEvents, data_of, events_of
+from sfqtui.proxy.upstream import FAILURES, UpstreamReply, upstream_error
 
 T = TypeVar("T")
 # An event that may carry usage; a match inside a string value is impossible (its quotes
@@ -30,14 +31,6 @@ T = TypeVar("T")
 USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
 # Nobody reads the answer to a client that left; nginx's code says so in the access log.
 CLIENT_GONE = 499
-
-
-class ClientGone(Exception):
-    """The client disconnected."""
-
-
-class Aborted(Exception):
-    """Shutdown gave up waiting for this request."""
 
 
 async def _until_disconnect(request: Request) -> None:
@@ -88,7 +81,7 @@ class Exchange:
         self.keep_usage = keep_usage
         self.reply: UpstreamReply | None = None
         self.usage: dict[str, Any] | None = None
-        self._interruption: type[Exception] | None = None
+        self._interruption: type[Interrupted] | None = None
         self._timeout: asyncio.Timeout | None = None
         self._streaming = False
         self._watcher: asyncio.Future[None] | None = None
@@ -99,7 +92,7 @@ class Exchange:
         """Interrupt whatever this request is waiting for (shutdown's grace is over)."""
         self._interrupt(Aborted)
 
-    def _interrupt(self, reason: type[Exception]) -> None:
+    def _interrupt(self, reason: type[Interrupted]) -> None:
         if self._interruption is not None:
             return
         self._interruption = reason

@@ -9,7 +9,9 @@ series, and one that gains a label starts a new series from 0, which Prometheus'
 
 Counters count this process's own requests; the scheduler's gauges (queues, meters, in
 flight) read the state, which for a group replica (``--state``) is the group's, from the
-store. The fairness gauge is Jain's index over the cost per weight of the last
+store (while the store is away, the replica's own local SFQ). A gauge whose value the state
+does not give is left out, so that a scrape never fails and never shows a made-up value.
+The fairness gauge is Jain's index over the users backlogged throughout the last
 ``JAIN_WINDOW`` dispatches (the group's, for a replica). No ``_created`` series.
 """
 
@@ -25,7 +27,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import Event
+from sfqtui.protocol import GLOBAL, Event
 from sfqtui.proxy.dispatcher import Ticket
 
 disable_created_metrics()
@@ -37,18 +39,62 @@ FIRST_BYTE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 1
 STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 JAIN_WINDOW = 1000
 State = Callable[[], dict[str, Any]]
+JAIN_HELP = (f"Jain's fairness index, (sum x)^2 / (n sum x^2), over the n users backlogged (a request waiting) at every one of the "
+             f"last {JAIN_WINDOW:,} dispatches, x being each one's cost per weight dispatched in them: 1 when SFQ gave them the same; "
+             "users that asked for less than their share are not counted. Absent while no user was backlogged throughout.")
+_STATE_GAUGES = (
+    ("sfqtui_virtual_time", "v", "SFQ virtual time v."),
+    ("sfqtui_inflight", "inflight", "Requests holding a slot (a group replica: the group's)."),
+    ("sfqtui_slots", "slots", "Slots (requests sent upstream at once)."),
+)
 
 
 class FairnessWindow:
-    """Cost per weight of the last ``size`` dispatches, by user, and Jain's index over it:
-    (sum x)^2 / (n sum x^2), 1 when every user in the window got the same."""
+    """Jain's index over the users SFQ promises to equalise: those backlogged (with a request
+    waiting) at every one of the last ``size`` dispatches. Each one's x is the cost per weight
+    dispatched to it in that window (0 if none: a starved user counts); the index is
+    (sum x)^2 / (n sum x^2), 1 when they all got the same. A user that asks for less than its
+    share, and so is not backlogged throughout, is left out: getting less is its own doing.
+
+    It reads the §7 events in their order (``see``): arrivals and cancellations move a user's
+    queue, dispatches its queue and its charge."""
 
     def __init__(self, size: int = JAIN_WINDOW) -> None:
         self._recent: deque[tuple[str, float]] = deque()
         self._size = size
         self._sums: dict[str, float] = {}
+        self._dispatches = 0
+        self._queued: dict[str, int] = {}  # users seen backlogged, or not since their last dispatch
+        self._empty_at: dict[str, int] = {}  # a user's queue is empty since this many dispatches
+        self._missed: dict[str, int] = {}  # the latest dispatch (by number) at which the user was not backlogged
 
-    def add(self, user: str, charge: float) -> None:
+    def see(self, event: Event) -> None:
+        kind, user = event["kind"], event["user"]
+        if kind == "arrive":
+            self._arrive(user)
+        elif kind == "dispatch":
+            self._dispatch(user, event["cost"] / (event.get("weight") or 1.0))
+        elif kind == "cancel":
+            self._leave(user)
+
+    def _arrive(self, user: str) -> None:
+        queued = self._queued.get(user, 0)
+        if queued == 0 and self._empty_at.get(user, -1) < self._dispatches:
+            self._missed[user] = self._dispatches  # empty at some dispatch since (or never seen)
+        self._queued[user] = queued + 1
+        self._empty_at.pop(user, None)
+
+    def _leave(self, user: str) -> None:
+        left = self._queued.get(user, 0) - 1
+        if left > 0:
+            self._queued[user] = left
+        elif user in self._queued:
+            self._queued[user] = 0
+            self._empty_at[user] = self._dispatches
+
+    def _dispatch(self, user: str, charge: float) -> None:
+        self._dispatches += 1
+        self._leave(user)
         self._recent.append((user, charge))
         self._sums[user] = self._sums.get(user, 0.0) + charge
         if len(self._recent) > self._size:
@@ -59,10 +105,19 @@ class FairnessWindow:
             else:
                 self._sums[old] = left
 
+    def backlogged(self) -> list[str]:
+        """The users backlogged at every dispatch of the window (the ones it compares); forgets the idle ones."""
+        start = self._dispatches - len(self._recent)
+        for user in [u for u, at in self._empty_at.items() if at < self._dispatches]:
+            del self._queued[user], self._empty_at[user]
+            self._missed.pop(user, None)
+        return sorted(u for u in self._queued if self._missed.get(u, 0) <= start and self._recent)
+
     def jain(self) -> float | None:
-        values = list(self._sums.values())
+        """None when no user was backlogged throughout the window, or none was charged."""
+        values = [self._sums.get(user, 0.0) for user in self.backlogged()]
         squares = sum(x * x for x in values)
-        return None if not values or squares == 0.0 else sum(values) ** 2 / (len(values) * squares)
+        return None if squares == 0.0 else sum(values) ** 2 / (len(values) * squares)
 
 
 class _SchedulerGauges(Collector):
@@ -73,16 +128,36 @@ class _SchedulerGauges(Collector):
         self._state = state
 
     def collect(self) -> Iterator[Metric]:
+        """Every gauge whose value the state gives; one it does not give is left out, never made up."""
         state = self._state()
-        v = state["v"]
+        v = state.get("v")
+        users = state.get("users")
+        if isinstance(users, list):
+            yield from self._queues(users, v)
+        for name, key, text in _STATE_GAUGES:
+            if isinstance(state.get(key), (int, float)):
+                yield GaugeMetricFamily(name, text, value=state[key])
+        jain = self._metrics.fairness.jain()
+        if jain is not None:
+            yield GaugeMetricFamily("sfqtui_jain_index", JAIN_HELP, value=jain)
+        bound = state.get("bound")
+        if bound is not None:
+            yield GaugeMetricFamily("sfqtui_global_bound", "1 while the group's SFQ bound holds; 0 while this replica serves on its own "
+                                    "(store away), its other gauges then being its own local SFQ's.", value=1.0 if bound == GLOBAL else 0.0)
+            if isinstance(state.get("bound_since"), (int, float)):
+                yield GaugeMetricFamily("sfqtui_bound_since_timestamp_seconds", "When the bound last changed (Unix time).", value=state["bound_since"])
+            if bound == GLOBAL and isinstance(state.get("replicas"), int):  # a suspended replica does not know the group's size
+                yield GaugeMetricFamily("sfqtui_replicas", "Replicas in the group (absent while the bound is suspended).", value=state["replicas"])
+
+    def _queues(self, users: list[dict[str, Any]], v: float | None) -> Iterator[Metric]:
         depth = GaugeMetricFamily("sfqtui_queue_depth", "Requests waiting in the user's queue.", labels=["user"])
         lead = GaugeMetricFamily("sfqtui_meter_lead", "The user's meter minus the virtual time, S_i - v (other: the largest).", labels=["user"])
         depths: Tally[str] = Tally()
         leads: dict[str, float] = {}
-        for entry in state["users"]:
+        for entry in users:
             label = self._metrics.label(entry["user"])
             depths[label] += entry["queued"]
-            if entry["meter"] is not None:
+            if entry["meter"] is not None and v is not None:
                 ahead = entry["meter"] - v
                 leads[label] = max(leads.get(label, ahead), ahead)
         for label in sorted(depths):
@@ -91,19 +166,10 @@ class _SchedulerGauges(Collector):
             lead.add_metric([label], leads[label])
         yield depth
         yield lead
-        yield GaugeMetricFamily("sfqtui_worst_meter_lead", "The largest S_i - v over all users: how far ahead the most served user is.",
-                                value=max(leads.values(), default=0.0))
-        yield GaugeMetricFamily("sfqtui_virtual_time", "SFQ virtual time v.", value=v)
-        yield GaugeMetricFamily("sfqtui_inflight", "Requests holding a slot (a group replica: the group's).", value=state["inflight"])
+        if v is not None:
+            yield GaugeMetricFamily("sfqtui_worst_meter_lead", "The largest S_i - v over all users: how far ahead the most served user is.",
+                                    value=max(leads.values(), default=0.0))
         yield GaugeMetricFamily("sfqtui_queued", "Requests waiting (a group replica: the group's).", value=sum(depths.values()))
-        yield GaugeMetricFamily("sfqtui_slots", "Slots (requests sent upstream at once).", value=state["slots"])
-        jain = self._metrics.fairness.jain()
-        if jain is not None:
-            yield GaugeMetricFamily("sfqtui_jain_index", f"Jain's fairness index over the cost per weight of the last {JAIN_WINDOW:,} dispatches.", value=jain)
-        if "bound" in state:
-            yield GaugeMetricFamily("sfqtui_global_bound", "1 while the group's SFQ bound holds; 0 while this replica serves on its own (store away).",
-                                    value=1.0 if state["bound"] == "global" else 0.0)
-            yield GaugeMetricFamily("sfqtui_replicas", "Replicas in the group.", value=state["replicas"])
 
 
 class ProxyMetrics:
@@ -132,10 +198,10 @@ class ProxyMetrics:
 
     def see(self, event: Event, ticket: Ticket | None) -> None:
         """A lone proxy's dispatcher sink: count dispatches."""
+        self.fairness.see(event)
         if event["kind"] != "dispatch" or ticket is None:
             return
         self.count_dispatch(ticket.user, event["cost"], event["t"] - ticket.arrived_t)
-        self.fairness.add(ticket.user, event["cost"] / event["weight"])
 
     def count_dispatch(self, user: str, cost: float, wait_s: float) -> None:
         """One of this process's requests was dispatched, charged ``cost`` after waiting ``wait_s``."""

@@ -9,7 +9,8 @@ No ``cost`` column: a replay prices the requests with its own estimator options.
 Each flush rewrites the whole file atomically, so the file on disk is always a
 complete trace, even after a crash. Rows are kept in memory as compact Arrow columns;
 the time between flushes grows with the time a write takes, so writing never takes
-more than about a tenth of the proxy's time.
+more than about a tenth of the proxy's time. A group replica's metadata also lists the
+changes of its bound (``bound``: each ``bound`` event of its stream, docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class TraceRecorder:
         self._every_s = every_s
         self._pending: list[dict[str, Any]] = []
         self._written: list[pl.DataFrame] = []
+        self._bounds: list[dict[str, Any]] = []
+        self._changed = False  # the bound changed since the last write
         self._stop = asyncio.Event()
 
     @property
@@ -49,15 +52,23 @@ class TraceRecorder:
     def add(self, row: dict[str, Any]) -> None:
         self._pending.append(row)
 
+    def note_bound(self, bound: dict[str, Any]) -> None:
+        """A group replica's bound changed: kept in the metadata's ``bound`` list (the bound event, without its run)."""
+        self._bounds.append({k: v for k, v in bound.items() if k != "run"})
+        self._changed = True
+
     async def _flush(self) -> float:
-        """Write the file if rows came in since the last write; returns how long the write took."""
-        if not self._pending:
+        """Write the file if rows came in, or the bound changed, since the last write; returns how long the write took."""
+        if not self._pending and not (self._changed and self._written):
             return 0.0
-        self._written.append(pl.DataFrame(self._pending, schema=SCHEMA))
+        self._changed = False
+        if self._pending:
+            self._written.append(pl.DataFrame(self._pending, schema=SCHEMA))
         self._pending = []
         frame = pl.concat(self._written, rechunk=False)
         started = time.perf_counter()
-        await asyncio.to_thread(write_trace, frame, self.path, self._metadata)
+        metadata = {**self._metadata, "bound": list(self._bounds)} if self._bounds else self._metadata
+        await asyncio.to_thread(write_trace, frame, self.path, metadata)
         return time.perf_counter() - started
 
     async def run(self) -> None:

@@ -17,7 +17,8 @@ import json
 import secrets
 import time
 from array import array
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from sfqtui.errors import InputError
 from sfqtui.protocol import BOUND, BYE, RUN, Event, gap_event
@@ -40,7 +41,9 @@ class EventRing:
         self.next_seq = 0
         self.closed = False
         self._floor = 0  # with events put by seq (a group's stream), the first seq this ring ever held
-        self._bound: bytes | None = None  # a group replica's latest bound event
+        self.bound: dict[str, Any] | None = None  # a group replica's latest bound event (``set_bound``)
+        self._bound: bytes | None = None  # ... as an SSE frame
+        self.bound_watchers: list[Callable[[dict[str, Any]], None]] = []  # told each bound event (the --record)
         self._bound_version = 0
         self._frames: list[bytes] = []
         self._times = array("d")
@@ -97,8 +100,13 @@ class EventRing:
         self._wake()
 
     def set_bound(self, bound: str, reason: str) -> None:
-        self._bound = frame(json.dumps({"run": self.run, "bound": bound, "reason": reason}), event=BOUND)
+        """The group's bound changed (or is first known): ``bound`` (global or suspended) since now
+        (Unix time) and since the last event held, ``last_seq``, because of ``reason``."""
+        self.bound = {"run": self.run, "bound": bound, "since": time.time(), "since_seq": self.last_seq, "reason": reason}
+        self._bound = frame(json.dumps(self.bound), event=BOUND)
         self._bound_version += 1
+        for watcher in self.bound_watchers:
+            watcher(self.bound)
         self._wake()
 
     def close(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sfqtui.proxy.errors import EventTooLong
+
 KEEPALIVE = b": keepalive\n\n"
 # A line ends in \n, \r\n or \r; an event ends at an empty line.
 EMPTY_LINES = (b"\n", b"\r\n", b"\r")
@@ -33,10 +35,6 @@ def data_of(event: list[bytes]) -> str:
     """An event's data: its ``data:`` values (one leading space dropped), joined by newlines."""
     values = [line[5:].rstrip(b"\r\n") for line in event if line.startswith(b"data:")]
     return "\n".join((v[1:] if v.startswith(b" ") else v).decode() for v in values)
-
-
-class EventTooLong(ValueError):
-    """An event grew past ``WholeEvents.limit`` bytes without ending."""
 
 
 class WholeEvents:

@@ -21,19 +21,10 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 
 from sfqtui.errors import InputError
+from sfqtui.proxy.errors import UpstreamError
 
 log = logging.getLogger("sfqtui.proxy")
 KEEP_IDLE_S = 4.0
-
-
-class UpstreamError(Exception):
-    """A request the upstreams could not answer; ``status`` is what the client gets."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
 
 
 def upstream_error(exc: BaseException) -> UpstreamError:

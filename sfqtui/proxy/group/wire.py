@@ -1,0 +1,66 @@
+"""The store's wire format, as a replica reads and writes it: a request as the store keeps it
+(``packed``), the group's settings, the state script's reply, the event stream's entries."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, NamedTuple
+
+from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.protocol import SCHEDULER
+from sfqtui.proxy.dispatcher import Ticket
+from sfqtui.proxy.store.client import PREFIX
+
+_NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
+# The layout of the store's keys (sfqtui.proxy.store): a group's settings name it, so that
+# replicas of another layout never share a run.
+STORE_LAYOUT = 2
+EVENTS = PREFIX + "events"
+
+
+def packed(rid: str, replica: str, ticket: Ticket, weight: float) -> bytes:
+    """A request as the store keeps it (lib.lua's unpack_req reads it without parsing a number):
+    input tokens, cap (-1 if none) and weight as binary doubles (Lua's numbers), then id, replica,
+    weight as text (for the events), user, scope key and user as JSON, each after its length."""
+    cap = -1 if ticket.max_tokens is None else ticket.max_tokens
+    texts = (rid, replica, repr(weight), ticket.user, "" if ticket.scope_key is None else str(ticket.scope_key), json.dumps(ticket.user))
+    return _NUMBERS.pack(ticket.input_tokens, cap, weight) + b"".join(_LENGTH.pack(len(b)) + b for b in (t.encode() for t in texts))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def group_settings(slots: int, ring: int, estimator: EstimatorParams) -> str:
+    """What every replica of a group must share, as the store keeps it (JSON)."""
+    priced = {k: v for k, v in estimator.as_dict().items() if k != "oracle"}
+    return json.dumps({"slots": slots, "ring": ring, "estimator": priced, "layout": STORE_LAYOUT}, sort_keys=True)
+
+
+def snapshot(reply: list[Any]) -> dict[str, Any]:
+    """The state script's reply as the §8 snapshot (without the bound, which is the replica's own)."""
+    _, run, seq, t, v, slots, inflight, replicas, rows = reply
+    users: list[dict[str, Any]] = [{"user": _text(u), "meter": float(_text(m)), "weight": float(_text(w)), "queued": int(q), "inflight": int(r)}
+                                   for u, m, w, q, r in rows]
+    users.sort(key=lambda row: str(row["user"]))
+    return {"run": _text(run), "seq": int(seq), "t": float(_text(t)), "scheduler": SCHEDULER, "v": float(_text(v)),
+            "slots": int(slots), "inflight": int(inflight), "replicas": len(replicas), "users": users}
+
+
+class StreamEntry(NamedTuple):
+    """One entry of the group's event stream: one script's events, their JSON one per line
+    (entry id ``<first seq>-<count>``, one t), and its dispatches."""
+
+    entry_id: str
+    first_seq: int
+    t: float
+    events: list[bytes]
+    dispatches: list[tuple[int, str, float, str]]  # replica, request id, cost, user
+
+
+def stream_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> StreamEntry:
+    """An entry as XRANGE or XREAD give it (fields ``e``, ``t`` and, if some were dispatches, ``d``)."""
+    text = entry_id.decode()
+    dispatches = [(replica, rid, cost, user) for replica, rid, cost, user in json.loads(fields[b"d"])] if b"d" in fields else []
+    return StreamEntry(text, int(text.partition("-")[0]), float(fields[b"t"]), fields[b"e"].split(b"\n"), dispatches)

@@ -1,0 +1,92 @@
+"""What the proxy asks of its scheduler (``Scheduling``), and a lone proxy's (``Alone``).
+
+Two schedulers implement it: ``Alone``, the local SFQ of a proxy on its own, and
+``sfqtui.proxy.group.Group``, a replica of a group sharing one SFQ through the store
+(``--state``). The proxy's HTTP side (``sfqtui.proxy.app``) talks to either the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any, Protocol
+
+from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
+from sfqtui.protocol import Event
+from sfqtui.proxy.dispatcher import Dispatcher, Sink, Ticket
+from sfqtui.proxy.ring import EventRing
+
+
+class Scheduling(Protocol):
+    """A scheduler as the proxy uses it, from ``start`` (before serving) to ``leave`` (after draining)."""
+
+    @property
+    def inflight(self) -> int:
+        """This process's requests holding a slot."""
+        ...
+
+    async def start(self) -> None: ...
+
+    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> Ticket:
+        """Queue a request (``Closing`` once draining); its ticket's ``settled`` resolves when it is dispatched or cancelled."""
+        ...
+
+    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
+        """End a request at whatever stage it is (cancelled if queued, finished if running)."""
+        ...
+
+    def weight(self, user: str) -> float: ...
+
+    async def state(self) -> dict[str, Any]:
+        """The §8 snapshot, read now."""
+        ...
+
+    def current_state(self) -> dict[str, Any]:
+        """The §8 snapshot without waiting (for the metrics' collector)."""
+        ...
+
+    def close(self) -> None:
+        """Draining: refuse new requests and cancel the queued ones."""
+        ...
+
+    async def leave(self) -> None:
+        """After draining: let go of whatever is left."""
+        ...
+
+
+class Alone:
+    """A lone proxy's scheduler: one Dispatcher, whose events are numbered into the proxy's ring."""
+
+    def __init__(self, slots: int, weights: dict[str, float], estimator: EstimatorParams, ring: EventRing, sinks: Iterable[Sink]) -> None:
+        self.ring = ring
+        self.dispatcher = Dispatcher(slots, weights, CostEstimator(estimator), sinks=(self._publish, *sinks))
+
+    def _publish(self, event: Event, _ticket: Ticket | None) -> None:
+        self.ring.publish(event)
+
+    @property
+    def inflight(self) -> int:
+        return self.dispatcher.inflight
+
+    async def start(self) -> None:
+        pass
+
+    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> Ticket:
+        return self.dispatcher.arrive(user, input_tokens, max_tokens, scope_key)
+
+    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
+        self.dispatcher.release(ticket, output_tokens)
+
+    def weight(self, user: str) -> float:
+        return self.dispatcher.weight(user)
+
+    async def state(self) -> dict[str, Any]:
+        return self.current_state()
+
+    def current_state(self) -> dict[str, Any]:
+        return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
+
+    def close(self) -> None:
+        self.dispatcher.close()
+
+    async def leave(self) -> None:
+        pass
