@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from sfqtui.protocol import BOUND, GLOBAL, SUSPENDED
 
-BOUND_KEY = "bound"  # a recording's metadata: [{"t", "bound", "reason", "since", "since_seq", "by"}, ...] in the order they came (as the proxy's --record keeps them)
+# A recording's metadata, as the proxy's --record keeps it too: [{"t", "bound", "reason", "since", "since_seq", "by"}, ...] in the order they came.
+BOUND_KEY = "bound"
 
 
 @dataclass(frozen=True)
