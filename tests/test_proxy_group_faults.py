@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import pytest
 
 from proxy_fixtures import KEY_OF, read_events, state
 from redis_server import free_port
@@ -64,6 +65,7 @@ async def settle(jobs: list[Any]) -> list[Any]:
     return await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), 60)
 
 
+@pytest.mark.both_servers
 async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_answering(fake, keys_path: Path, store: Any) -> None:
     _, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 2), Replica(upstream_url, keys_path, store.url, 2)
@@ -95,6 +97,7 @@ async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_ans
     audited(events)
 
 
+@pytest.mark.both_servers
 async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Path, store: Any) -> None:
     _, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 2), Replica(upstream_url, keys_path, store.url, 2)

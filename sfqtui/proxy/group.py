@@ -38,14 +38,15 @@ from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.store.batch import Batch
-from sfqtui.proxy.store.client import PREFIX, Store, StoreAway
+from sfqtui.proxy.store.client import Store, StoreAway
+from sfqtui.proxy.store.keys import EVENTS, RUN
+from sfqtui.proxy.store.replies import Answered, Dispatched, OtherSettings, Refused, Snapshot
 
 log = logging.getLogger("sfqtui.proxy")
 _NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
 # The layout of the store's keys (sfqtui.proxy.store): a group's settings name it, so that
 # replicas of another layout never share a run.
 STORE_LAYOUT = 2
-EVENTS = PREFIX + "events"
 GLOBAL, SUSPENDED = "global", "suspended"
 READ_BLOCK_S = 1.0
 
@@ -114,7 +115,7 @@ def check_store(url: str, timeout_s: float, settings: str) -> None:
 
     client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
     try:
-        running = client.hget(PREFIX + "run", "settings")
+        running = client.hget(RUN, "settings")
     except (RedisError, OSError) as exc:
         raise InputError(f"--state {redacted(url)}: the store does not answer ({type(exc).__name__}: {exc})") from None
     finally:
@@ -180,16 +181,15 @@ class Group:
         counted = {t for t in self._outside if t.stage is Stage.RUNNING}
         charges = dict(self.charges)
         flat = [x for user, charge in charges.items() for x in (user, repr(charge), repr(self.weight(user)))]
-        reply = await self.store.call("join", self.address, self.incarnation, self.settings_json, self.lease_s, secrets.token_hex(8),
-                                      len(keep), *keep, len(sent), *finished, len(counted), len(charges), *flat)
-        if _text(reply[0]) == "settings":
-            raise GroupError(f"--state {self.shown_url}: the group runs with other settings ({_text(reply[1])}); "
+        joined = await self.store.join(self.address, self.incarnation, self.settings_json, self.lease_s, secrets.token_hex(8),
+                                       len(keep), *keep, len(sent), *finished, len(counted), len(charges), *flat)
+        if isinstance(joined, OtherSettings):
+            raise GroupError(f"--state {self.shown_url}: the group runs with other settings ({joined.settings}); "
                              "every replica needs the same --slots, --ring and estimator options")
-        run, started, replica, next_n, replicas, own, settled = reply
-        new_run = _text(run) != self.run
-        self.run, self.started, self.replica = _text(run), float(_text(started)), _text(replica)
-        self._next_n = max(self._next_n, int(next_n))
-        self.replicas = [_text(r) for r in replicas]
+        new_run = joined.run != self.run
+        self.run, self.started, self.replica = joined.run, joined.started, joined.replica
+        self._next_n = max(self._next_n, joined.next_request)
+        self.replicas = joined.replicas
         if new_run and self.ring.next_seq > 0:
             self.ring.restart(self.run, self.started)
             self._last_id = "0-0"
@@ -201,7 +201,7 @@ class Group:
         for ticket in list(self._outside):
             if ticket.stage is Stage.RUNNING:
                 ticket.local, ticket.held = None, ticket in counted
-        if _text(settled) == "1":
+        if joined.settled:
             for rid in keep:
                 kept = self.tickets.pop(rid, None)
                 if kept is not None and kept.stage is Stage.RUNNING:
@@ -218,7 +218,7 @@ class Group:
             log.warning("store %s answers again: replica %s rejoined the group's SFQ", self.shown_url, self.replica)
             self.mode = GLOBAL
             self.ring.set_bound(GLOBAL, "the store answers again")
-        self._started_dispatches(own)
+        self._started_dispatches(joined.dispatched)
         for rid, (output, request) in late.items():
             self._complete(rid, request, output, held=False)
         for ticket in waiting:  # queued again, under new ids, in their arrival order
@@ -241,24 +241,22 @@ class Group:
                 if self.mode == SUSPENDED:
                     await self._join()
                     continue
-                reply = await self.store.call("renew", self.run, self.replica, self.lease_s)
+                reply = await self.store.renew(self.run, self.replica, self.lease_s)
             except StoreAway as exc:
                 self.suspend(str(exc))
                 continue
             except GroupError as exc:
                 log.error("%s", exc)
                 continue
-            if self._refused(reply):
+            if isinstance(reply, Refused):
+                self._refused(reply)
                 continue
-            self._started_dispatches(reply[1])
-            self.replicas = [_text(r) for r in reply[2]]
+            self._started_dispatches(reply.dispatched)
+            self.replicas = reply.replicas
 
-    def _refused(self, reply: Any) -> bool:
-        """A reply saying the run changed or this replica was settled: it joins again, local meanwhile."""
-        if isinstance(reply, list) and len(reply) == 1 and _text(reply[0]) in ("run", "gone"):
-            self.suspend("the store " + ("has a new run" if _text(reply[0]) == "run" else "settled this replica (its lease ran out)"))
-            return True
-        return False
+    def _refused(self, refusal: Refused) -> None:
+        """The run changed or this replica was settled: it joins again, local meanwhile."""
+        self.suspend("the store " + ("has a new run" if refusal.reason == "run" else "settled this replica (its lease ran out)"))
 
     async def _follow(self) -> None:
         """Follow the group's event stream: into the ring, and this replica's dispatches started."""
@@ -289,11 +287,11 @@ class Group:
             self.ring.put(seq, t, data)
             seq += 1
         if b"d" in fields:
-            me, own = int(self.replica), list[Any]()
+            me, own = int(self.replica), Dispatched()
             for replica, rid, cost, user in json.loads(fields[b"d"]):
                 self.metrics.fairness.add(user, cost / self.weight(user))
                 if dispatches and replica == me:
-                    own += (rid, cost)
+                    own.append((rid, float(cost)))
             if own:
                 self._started_dispatches(own)
 
@@ -326,13 +324,15 @@ class Group:
             self.suspend(str(exc))
             self._strand(ticket)
             return
-        if self._refused(reply):
+        if isinstance(reply, Refused):  # _answered suspended the replica
             self._strand(ticket)
 
-    def _answered(self, reply: Any) -> None:
+    def _answered(self, reply: Answered | Refused) -> None:
         """A batch's reply, once for all its operations: this replica's dispatches start."""
-        if not self._refused(reply):
-            self._started_dispatches(reply[1])
+        if isinstance(reply, Refused):
+            self._refused(reply)
+        else:
+            self._started_dispatches(reply.dispatched)
 
     def _strand(self, ticket: GroupTicket) -> None:
         """A request whose arrival the store may not have seen, while suspended: it goes local
@@ -341,17 +341,15 @@ class Group:
             del self.tickets[ticket.request_id]
             self._go_local(ticket)
 
-    def _started_dispatches(self, own: list[Any]) -> None:
-        """Requests the store dispatched for this replica: (id, cost) pairs, flat (as text, or a
-        stream entry's id and number). A request already started (or ended, or gone local) is
-        left alone: joining settles the rest."""
-        for k in range(0, len(own), 2):
-            ticket = self.tickets.get(_text(own[k]))
+    def _started_dispatches(self, dispatched: Dispatched) -> None:
+        """Requests the store dispatched for this replica (from a reply or the stream). A request
+        already started (or ended, or gone local) is left alone: joining settles the rest."""
+        for rid, cost in dispatched:
+            ticket = self.tickets.get(rid)
             if ticket is None or ticket.stage is not Stage.QUEUED:
                 continue
             ticket.stage = Stage.RUNNING
-            cost = own[k + 1]
-            ticket.cost = float(cost) if isinstance(cost, (int, float)) else float(_text(cost))
+            ticket.cost = cost
             ticket.dispatched_t = self.now()
             self.inflight += 1
             ticket.settled.set_result(None)
@@ -474,22 +472,20 @@ class Group:
         """The §8 snapshot from the store (the same on every replica); while suspended, this replica's own."""
         if self.mode == GLOBAL:
             try:
-                reply = await self.store.call("state")
+                snapshot = await self.store.state()
             except StoreAway as exc:
                 self.suspend(str(exc))
             else:
-                if _text(reply[0]) == "ok":
-                    self.last_state = self._snapshot(reply)
+                if snapshot is not None:
+                    self.last_state = self._snapshot(snapshot)
                     return self.last_state
         return self._local_state()
 
-    def _snapshot(self, reply: list[Any]) -> dict[str, Any]:
-        _, run, seq, t, v, slots, inflight, replicas, rows = reply
-        users: list[dict[str, Any]] = [{"user": _text(u), "meter": float(_text(m)), "weight": float(_text(w)), "queued": int(q), "inflight": int(r)}
-                                       for u, m, w, q, r in rows]
-        users.sort(key=lambda row: str(row["user"]))
-        return {"run": _text(run), "seq": int(seq), "t": float(_text(t)), "scheduler": SCHEDULER, "v": float(_text(v)),
-                "slots": int(slots), "inflight": int(inflight), "bound": GLOBAL, "replicas": len(replicas), "users": users}
+    def _snapshot(self, snapshot: Snapshot) -> dict[str, Any]:
+        users = [{"user": u.user, "meter": u.meter, "weight": u.weight, "queued": u.queued, "inflight": u.running}
+                 for u in sorted(snapshot.users, key=lambda u: u.user)]
+        return {"run": snapshot.run, "seq": snapshot.seq, "t": snapshot.t, "scheduler": SCHEDULER, "v": snapshot.v, "slots": snapshot.slots,
+                "inflight": snapshot.inflight, "bound": GLOBAL, "replicas": len(snapshot.replicas), "users": users}
 
     def _local_state(self) -> dict[str, Any]:
         local = self.local
@@ -515,7 +511,7 @@ class Group:
         await asyncio.gather(*self._loops, return_exceptions=True)
         if self.mode == GLOBAL and self.run:
             try:
-                await self.store.call("leave", self.run, self.replica)
+                await self.store.leave(self.run, self.replica)
             except StoreAway as exc:
                 log.warning("could not leave the group cleanly (%s); the others settle this replica when its lease runs out", exc)
         await self.store.aclose()
