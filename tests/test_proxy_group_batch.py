@@ -9,11 +9,15 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from proxy_fixtures import read_events, running_group, state
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.group import group_settings, packed
-from sfqtui.proxy.store.client import PREFIX, Store
+from sfqtui.proxy.store import keys
+from sfqtui.proxy.store.client import Store
+from sfqtui.proxy.store.replies import Answered, Joined
 from test_proxy_group import USERS, ask, audited
 
 WEIGHTS = {"alice": 2.0, "bob": 1.0, "carol": 0.7}
@@ -34,8 +38,9 @@ async def run_operations(url: str, grouped: bool) -> tuple[list[dict[str, Any]],
     store = Store(url, 2.0, lambda _seconds: None)
     await store.redis.flushdb()
     settings = group_settings(2, 1000, EstimatorParams())
-    joined = await store.call("join", "test/0", secrets.token_hex(8), settings, 5, secrets.token_hex(8), 0, 0, 0, 0)
-    run, replica = joined[0].decode(), joined[2].decode()
+    joined = await store.join("test/0", secrets.token_hex(8), settings, 5, secrets.token_hex(8), 0, 0, 0, 0)
+    assert isinstance(joined, Joined)
+    run, replica = joined.run, joined.replica
     requests = {f"r0-{n}": packed(f"r0-{n}", replica, request(user, n), WEIGHTS[user])
                 for n, user in enumerate(["alice", "bob", "alice", "carol", "bob", "carol"])}
 
@@ -50,15 +55,15 @@ async def run_operations(url: str, grouped: bool) -> tuple[list[dict[str, Any]],
     while steps:
         step = steps.pop(0)
         for operations in [step] if grouped else [[operation] for operation in step]:
-            reply = await store.call("batch", run, replica, *[arg for operation in operations for arg in operation])
-            assert reply[0] == b"ok", reply
-            dispatched += reply[1]
-            running |= {rid.decode() for rid in reply[1][::2]}
+            reply = await store.batch(run, replica, *[arg for operation in operations for arg in operation])
+            assert isinstance(reply, Answered), reply
+            dispatched += reply.dispatched
+            running |= {rid for rid, _ in reply.dispatched}
         running -= {rid for rid, request in requests.items() if any(op[0] == "c" and op[1] == request for op in step)}
         if not steps and running:
             steps.append([complete(rid) for rid in sorted(running)])
-    entries: Any = await store.redis.xrange(PREFIX + "events")
-    users: Any = await store.redis.hgetall(PREFIX + "users")
+    entries: Any = await store.redis.xrange(keys.EVENTS)
+    users: Any = await store.redis.hgetall(keys.USERS)
     await store.aclose()
     events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
     for event in events:
@@ -66,6 +71,7 @@ async def run_operations(url: str, grouped: bool) -> tuple[list[dict[str, Any]],
     return events, dispatched, sorted(users.items())
 
 
+@pytest.mark.both_servers
 async def test_one_call_decides_as_one_call_per_operation(store: Any) -> None:
     one_each = await run_operations(store.url, grouped=False)
     grouped = await run_operations(store.url, grouped=True)
@@ -76,7 +82,7 @@ async def test_one_call_decides_as_one_call_per_operation(store: Any) -> None:
     kinds = [e["kind"] for e in events]
     assert kinds.count("dispatch") == 5 and kinds.count("cancel") == 1 and kinds.count("complete") == 5 and kinds.count("arrive") == 6
     assert [e["request_id"] for e in events if e["kind"] == "cancel"] == ["r0-3"]
-    assert len(dispatched) == 10  # every dispatch was this replica's: (id, cost) each
+    assert len(dispatched) == 5  # every dispatch was this replica's
 
 
 async def test_two_replicas_concurrent_batches_are_one_sfq_with_exact_meters(fake, keys_path: Path, store: Any) -> None:
@@ -97,19 +103,20 @@ async def test_two_replicas_concurrent_batches_are_one_sfq_with_exact_meters(fak
     assert snapshot["inflight"] == 0 and all(u["queued"] == 0 and u["inflight"] == 0 for u in snapshot["users"])
 
 
+@pytest.mark.both_servers
 async def test_a_request_packed_for_the_store_keeps_any_size_and_name(store: Any) -> None:
     """Token counts past 32 bits and users or scope keys in any script reach the store intact."""
     client = Store(store.url, 2.0, lambda _seconds: None)
-    joined = await client.call("join", "test/0", secrets.token_hex(8), group_settings(1, 1000, EstimatorParams(scope="model")), 5,
+    joined = await client.join("test/0", secrets.token_hex(8), group_settings(1, 1000, EstimatorParams(scope="model")), 5,
                                secrets.token_hex(8), 0, 0, 0, 0)
-    run, replica = joined[0].decode(), joined[2].decode()
+    assert isinstance(joined, Joined)
     huge = Ticket(0, "zoë 用户 \"q\"", 3 * 10**12, 10**15, "mödel/x", 0.0)
-    reply = await client.call("batch", run, replica, "a", packed("r0-0", replica, huge, 0.7))
-    entries: Any = await client.redis.xrange(PREFIX + "events")
+    reply = await client.batch(joined.run, joined.replica, "a", packed("r0-0", joined.replica, huge, 0.7))
+    entries: Any = await client.redis.xrange(keys.EVENTS)
     await client.aclose()
     events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
     dispatch = next(e for e in events if e["kind"] == "dispatch")
     assert dispatch["user"] == huge.user and dispatch["weight"] == 0.7
     assert dispatch["cost"] == 1.0 * 3 * 10**12 + 2.0 * 10**15 * 1.0 and dispatch["est_output"] == 10**15
     assert dispatch["meter"] == dispatch["cost"] / 0.7
-    assert reply[1][0] == b"r0-0" and float(reply[1][1]) == dispatch["cost"]
+    assert reply == Answered([("r0-0", dispatch["cost"])])

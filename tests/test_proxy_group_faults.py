@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import openai
+import pytest
 
 from proxy_fixtures import KEY_OF, read_events, state
 from redis_server import free_port
@@ -72,6 +73,7 @@ async def settle(jobs: list[Any]) -> list[Any]:
     return await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), 60)
 
 
+@pytest.mark.both_servers
 async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_answering(fake, keys_path: Path, store: Any) -> None:
     _, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 2), Replica(upstream_url, keys_path, store.url, 2)
@@ -103,6 +105,7 @@ async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_ans
     audited(events)
 
 
+@pytest.mark.both_servers
 async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Path, store: Any) -> None:
     _, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 2), Replica(upstream_url, keys_path, store.url, 2)

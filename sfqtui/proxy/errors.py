@@ -11,8 +11,8 @@ Our exception classes::
     ├── EventTooLong            an upstream's SSE event grew past the relay's limit without ending
     ├── GroupError              the group cannot be joined as asked (other settings, or no store at start)
     └── StoreError              a call to the group's store failed
-        └── StoreAway           the store did not answer (in time): the replica serves on its own
-                                (``sfqtui.proxy.store.client``)
+        ├── StoreAway           the store did not answer (in time): the replica serves on its own
+        └── BadReply            the store answered something no script sends (a bug, or another version's scripts)
 
 None of them is the user's fault at the command line: that is ``sfqtui.errors.InputError``,
 which the CLI turns into one line and exit status 2.
@@ -61,3 +61,11 @@ class GroupError(ProxyError):
 
 class StoreError(ProxyError):
     """A call to the group's store failed."""
+
+
+class StoreAway(StoreError):
+    """The store did not answer (in time)."""
+
+
+class BadReply(StoreError):
+    """The store answered something no script sends (a bug, or not this version's scripts)."""

@@ -20,6 +20,7 @@ from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.store.batch import Batch
 from sfqtui.proxy.store.client import Store
+from sfqtui.proxy.store.replies import Answered, Dispatched, Refused
 
 
 class GroupTicket(Ticket):
@@ -90,7 +91,7 @@ class GroupBase(ABC):
     # What one part asks of another
 
     @abstractmethod
-    def _answered(self, reply: Any) -> None:
+    def _answered(self, reply: Answered | Refused) -> None:
         """replica: a batch's reply."""
 
     @abstractmethod
@@ -98,7 +99,7 @@ class GroupBase(ABC):
         """replica: queue a request in the store."""
 
     @abstractmethod
-    def _started_dispatches(self, own: list[Any]) -> None:
+    def _started_dispatches(self, dispatched: Dispatched) -> None:
         """replica: requests the store dispatched for this replica."""
 
     @abstractmethod
@@ -106,7 +107,7 @@ class GroupBase(ABC):
         """replica: tell the store a request ended."""
 
     @abstractmethod
-    def _refused(self, reply: Any) -> bool:
+    def _refused(self, refusal: Refused) -> None:
         """membership: a reply saying the run changed or this replica was settled."""
 
     @abstractmethod

@@ -11,7 +11,9 @@ from redis.exceptions import RedisError
 
 from sfqtui.protocol import SUSPENDED
 from sfqtui.proxy.group.base import GroupBase
-from sfqtui.proxy.group.wire import EVENTS, stream_entry
+from sfqtui.proxy.group.wire import stream_entry
+from sfqtui.proxy.store.keys import EVENTS
+from sfqtui.proxy.store.replies import Dispatched
 
 READ_BLOCK_S = 1.0
 
@@ -53,6 +55,6 @@ class Following(GroupBase):
             self.metrics.fairness.see(json.loads(data))
         if dispatches:
             me = int(self.replica)
-            own = [x for replica, rid, cost, _user in entry.dispatches if replica == me for x in (rid, cost)]
+            own: Dispatched = [(rid, float(cost)) for replica, rid, cost, _user in entry.dispatches if replica == me]
             if own:
                 self._started_dispatches(own)

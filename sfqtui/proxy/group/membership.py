@@ -6,14 +6,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from typing import Any
 
 from sfqtui.protocol import GLOBAL, SUSPENDED
 from sfqtui.proxy.dispatcher import Stage
-from sfqtui.proxy.errors import GroupError
+from sfqtui.proxy.errors import GroupError, StoreAway
 from sfqtui.proxy.group.base import GroupBase
-from sfqtui.proxy.group.wire import _text
-from sfqtui.proxy.store.client import StoreAway
+from sfqtui.proxy.store.replies import OtherSettings, Refused
 
 log = logging.getLogger("sfqtui.proxy")
 
@@ -37,16 +35,15 @@ class Membership(GroupBase):
         counted = {t for t in self._outside if t.stage is Stage.RUNNING}
         charges = dict(self.charges)
         flat = [x for user, charge in charges.items() for x in (user, repr(charge), repr(self.weight(user)))]
-        reply = await self.store.call("join", self.address, self.incarnation, self.settings_json, self.lease_s, secrets.token_hex(8),
-                                      len(keep), *keep, len(sent), *finished, len(counted), len(charges), *flat)
-        if _text(reply[0]) == "settings":
-            raise GroupError(f"--state {self.shown_url}: the group runs with other settings ({_text(reply[1])}); "
+        joined = await self.store.join(self.address, self.incarnation, self.settings_json, self.lease_s, secrets.token_hex(8),
+                                       len(keep), *keep, len(sent), *finished, len(counted), len(charges), *flat)
+        if isinstance(joined, OtherSettings):
+            raise GroupError(f"--state {self.shown_url}: the group runs with other settings ({joined.settings}); "
                              "every replica needs the same --slots, --ring and estimator options")
-        run, started, replica, next_n, replicas, own, settled = reply
-        new_run = _text(run) != self.run
-        self.run, self.started, self.replica = _text(run), float(_text(started)), _text(replica)
-        self._next_n = max(self._next_n, int(next_n))
-        self.replicas = [_text(r) for r in replicas]
+        new_run = joined.run != self.run
+        self.run, self.started, self.replica = joined.run, joined.started, joined.replica
+        self._next_n = max(self._next_n, joined.next_request)
+        self.replicas = joined.replicas
         if new_run and self.ring.next_seq > 0:
             self.ring.restart(self.run, self.started)
             self._last_id = "0-0"
@@ -58,7 +55,7 @@ class Membership(GroupBase):
         for ticket in list(self._outside):
             if ticket.stage is Stage.RUNNING:
                 ticket.local, ticket.held = None, ticket in counted
-        if _text(settled) == "1":
+        if joined.settled:
             for rid in keep:
                 kept = self.tickets.pop(rid, None)
                 if kept is not None and kept.stage is Stage.RUNNING:
@@ -75,7 +72,7 @@ class Membership(GroupBase):
             log.warning("store %s answers again: replica %s rejoined the group's SFQ", self.shown_url, self.replica)
             self.mode = GLOBAL
             self.ring.set_bound(GLOBAL, "the store answers again")
-        self._started_dispatches(own)
+        self._started_dispatches(joined.dispatched)
         for rid, (output, request) in late.items():
             self._complete(rid, request, output, held=False)
         for ticket in waiting:  # queued again, under new ids, in their arrival order
@@ -92,24 +89,22 @@ class Membership(GroupBase):
                 if self.mode == SUSPENDED:
                     await self._join()
                     continue
-                reply = await self.store.call("renew", self.run, self.replica, self.lease_s)
+                reply = await self.store.renew(self.run, self.replica, self.lease_s)
             except StoreAway as exc:
                 self.suspend(str(exc))
                 continue
             except GroupError as exc:
                 log.error("%s", exc)
                 continue
-            if self._refused(reply):
+            if isinstance(reply, Refused):
+                self._refused(reply)
                 continue
-            self._started_dispatches(reply[1])
-            self.replicas = [_text(r) for r in reply[2]]
+            self._started_dispatches(reply.dispatched)
+            self.replicas = reply.replicas
 
-    def _refused(self, reply: Any) -> bool:
-        """A reply saying the run changed or this replica was settled: it joins again, local meanwhile."""
-        if isinstance(reply, list) and len(reply) == 1 and _text(reply[0]) in ("run", "gone"):
-            self.suspend("the store " + ("has a new run" if _text(reply[0]) == "run" else "settled this replica (its lease ran out)"))
-            return True
-        return False
+    def _refused(self, refusal: Refused) -> None:
+        """The run changed or this replica was settled: it joins again, local meanwhile."""
+        self.suspend("the store " + ("has a new run" if refusal.reason == "run" else "settled this replica (its lease ran out)"))
 
     async def leave(self) -> None:
         """After draining: hand back whatever is left, stop following the store."""
@@ -120,7 +115,7 @@ class Membership(GroupBase):
         await asyncio.gather(*self._loops, return_exceptions=True)
         if self.mode == GLOBAL and self.run:
             try:
-                await self.store.call("leave", self.run, self.replica)
+                await self.store.leave(self.run, self.replica)
             except StoreAway as exc:
                 log.warning("could not leave the group cleanly (%s); the others settle this replica when its lease runs out", exc)
         await self.store.aclose()

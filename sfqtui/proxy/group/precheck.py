@@ -7,8 +7,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from redis.exceptions import RedisError
 
-from sfqtui.proxy.group.wire import _text
-from sfqtui.proxy.store.client import PREFIX
+from sfqtui.proxy.group.wire import as_text
+from sfqtui.proxy.store.keys import RUN
 
 
 def redacted(url: str) -> str:
@@ -29,11 +29,11 @@ def check_store(url: str, timeout_s: float, settings: str) -> None:
 
     client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
     try:
-        running = client.hget(PREFIX + "run", "settings")
+        running = client.hget(RUN, "settings")
     except (RedisError, OSError) as exc:
         raise InputError(f"--state {redacted(url)}: the store does not answer ({type(exc).__name__}: {exc})") from None
     finally:
         client.close()
-    if running is not None and _text(running) != settings:
-        raise InputError(f"--state {redacted(url)}: the group there runs with other settings ({_text(running)}); "
+    if running is not None and as_text(running) != settings:
+        raise InputError(f"--state {redacted(url)}: the group there runs with other settings ({as_text(running)}); "
                          "every replica needs the same --slots, --ring and estimator options")

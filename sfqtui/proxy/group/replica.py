@@ -9,13 +9,13 @@ from typing import Any
 
 from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED
 from sfqtui.proxy.dispatcher import Stage, Ticket
-from sfqtui.proxy.errors import Closing
+from sfqtui.proxy.errors import Closing, StoreAway
 from sfqtui.proxy.group.base import GroupTicket
 from sfqtui.proxy.group.following import Following
 from sfqtui.proxy.group.membership import Membership
 from sfqtui.proxy.group.suspension import Suspension
-from sfqtui.proxy.group.wire import _text, packed, snapshot
-from sfqtui.proxy.store.client import StoreAway
+from sfqtui.proxy.group.wire import packed, snapshot
+from sfqtui.proxy.store.replies import Answered, Dispatched, Refused
 
 
 class Group(Membership, Following, Suspension):
@@ -47,13 +47,15 @@ class Group(Membership, Following, Suspension):
             self.suspend(str(exc))
             self._strand(ticket)
             return
-        if self._refused(reply):
+        if isinstance(reply, Refused):  # _answered suspended the replica
             self._strand(ticket)
 
-    def _answered(self, reply: Any) -> None:
+    def _answered(self, reply: Answered | Refused) -> None:
         """A batch's reply, once for all its operations: this replica's dispatches start."""
-        if not self._refused(reply):
-            self._started_dispatches(reply[1])
+        if isinstance(reply, Refused):
+            self._refused(reply)
+        else:
+            self._started_dispatches(reply.dispatched)
 
     def _strand(self, ticket: GroupTicket) -> None:
         """A request whose arrival the store may not have seen, while suspended: it goes local
@@ -62,17 +64,15 @@ class Group(Membership, Following, Suspension):
             del self.tickets[ticket.request_id]
             self._go_local(ticket)
 
-    def _started_dispatches(self, own: list[Any]) -> None:
-        """Requests the store dispatched for this replica: (id, cost) pairs, flat (as text, or a
-        stream entry's id and number). A request already started (or ended, or gone local) is
-        left alone: joining settles the rest."""
-        for k in range(0, len(own), 2):
-            ticket = self.tickets.get(_text(own[k]))
+    def _started_dispatches(self, dispatched: Dispatched) -> None:
+        """Requests the store dispatched for this replica (from a reply or the stream). A request
+        already started (or ended, or gone local) is left alone: joining settles the rest."""
+        for rid, cost in dispatched:
+            ticket = self.tickets.get(rid)
             if ticket is None or ticket.stage is not Stage.QUEUED:
                 continue
             ticket.stage = Stage.RUNNING
-            cost = own[k + 1]
-            ticket.cost = float(cost) if isinstance(cost, (int, float)) else float(_text(cost))
+            ticket.cost = cost
             ticket.dispatched_t = self.now()
             self.inflight += 1
             ticket.settled.set_result(None)
@@ -147,11 +147,11 @@ class Group(Membership, Following, Suspension):
         """The §8 snapshot read from the store now (the same on every replica); while suspended, this replica's own."""
         if self.mode == GLOBAL:
             try:
-                reply = await self.store.call("state")
+                reply = await self.store.state()
             except StoreAway as exc:
                 self.suspend(str(exc))
             else:
-                if _text(reply[0]) == "ok":
+                if reply is not None:
                     self.last_state = snapshot(reply)
         return self.current_state()
 

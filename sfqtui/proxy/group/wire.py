@@ -10,13 +10,12 @@ from typing import Any, NamedTuple
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.protocol import SCHEDULER
 from sfqtui.proxy.dispatcher import Ticket
-from sfqtui.proxy.store.client import PREFIX
+from sfqtui.proxy.store.replies import Snapshot
 
 _NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
 # The layout of the store's keys (sfqtui.proxy.store): a group's settings name it, so that
 # replicas of another layout never share a run.
 STORE_LAYOUT = 2
-EVENTS = PREFIX + "events"
 
 
 def packed(rid: str, replica: str, ticket: Ticket, weight: float) -> bytes:
@@ -28,7 +27,7 @@ def packed(rid: str, replica: str, ticket: Ticket, weight: float) -> bytes:
     return _NUMBERS.pack(ticket.input_tokens, cap, weight) + b"".join(_LENGTH.pack(len(b)) + b for b in (t.encode() for t in texts))
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -38,14 +37,12 @@ def group_settings(slots: int, ring: int, estimator: EstimatorParams) -> str:
     return json.dumps({"slots": slots, "ring": ring, "estimator": priced, "layout": STORE_LAYOUT}, sort_keys=True)
 
 
-def snapshot(reply: list[Any]) -> dict[str, Any]:
+def snapshot(reply: Snapshot) -> dict[str, Any]:
     """The state script's reply as the §8 snapshot (without the bound, which is the replica's own)."""
-    _, run, seq, t, v, slots, inflight, replicas, rows = reply
-    users: list[dict[str, Any]] = [{"user": _text(u), "meter": float(_text(m)), "weight": float(_text(w)), "queued": int(q), "inflight": int(r)}
-                                   for u, m, w, q, r in rows]
-    users.sort(key=lambda row: str(row["user"]))
-    return {"run": _text(run), "seq": int(seq), "t": float(_text(t)), "scheduler": SCHEDULER, "v": float(_text(v)),
-            "slots": int(slots), "inflight": int(inflight), "replicas": len(replicas), "users": users}
+    users = [{"user": u.user, "meter": u.meter, "weight": u.weight, "queued": u.queued, "inflight": u.running}
+             for u in sorted(reply.users, key=lambda u: u.user)]
+    return {"run": reply.run, "seq": reply.seq, "t": reply.t, "scheduler": SCHEDULER, "v": reply.v, "slots": reply.slots,
+            "inflight": reply.inflight, "replicas": len(reply.replicas), "users": users}
 
 
 class StreamEntry(NamedTuple):

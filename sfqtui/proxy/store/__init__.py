@@ -1,13 +1,15 @@
-"""The store replicas share one SFQ through (semantics §12): Redis or Valkey, 6.2's commands only.
+"""The store replicas share one SFQ through (semantics §12): Redis 6.2 or later, or Valkey.
 
-Every change of state is one cached Lua script (``scripts/*.lua``, each loaded with
-``scripts/lib.lua``, and but for the per-request ``batch.lua`` ``scripts/members.lua``, in
-front of it, run by EVALSHA and loaded again on NOSCRIPT), so two
-replicas never decide on stale state. ``Store`` (``client.py``) runs them; ``Batch``
-(``batch.py``) sends a replica's arrivals, completions and cancellations of one turn of its
-event loop as one call of ``scripts/batch.lua``.
+Every change of state is one call of a Lua script (``scripts/*.lua``, after the shared
+``scripts/lib.lua`` and ``scripts/members.lua``), so two replicas never decide on stale state.
+``library.py`` puts the files together: on a server with Functions (Redis 7 and later, Valkey)
+as one library loaded once and run with FCALL, on Redis 6.2 as cached scripts run by EVALSHA.
+``Store`` (``client.py``) runs them and reads their replies as typed values (``replies.py``);
+``Batch`` (``batch.py``) sends a replica's arrivals, completions and cancellations of one turn
+of its event loop as one call of ``scripts/batch.lua``. ``keys.py`` names the keys, which every
+script gets as its KEYS.
 
-Keys, under the prefix ``sfqtui:`` in the database the URL names:
+Keys, under the prefix ``sfqtui:`` in the database the URL names (``keys.py``):
 
 - ``run`` (hash): the group's run: ``id``, ``settings`` (JSON: slots, ring, estimator and the
   layout of these keys; every replica must bring the same), ``next_replica``, and two binary

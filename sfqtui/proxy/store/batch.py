@@ -15,32 +15,33 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from sfqtui.proxy.store.client import Store
+from sfqtui.proxy.store.replies import Answered, Refused
 
 Arg = str | int | bytes
+Reply = Answered | Refused
 
 
 class Batch:
     """``header()`` gives the call's first arguments (run, replica) when it is sent; ``answered``
     is told each reply once, before the operations' futures resolve with it."""
 
-    def __init__(self, store: Store, header: Callable[[], tuple[str, str]], answered: Callable[[Any], None]) -> None:
+    def __init__(self, store: Store, header: Callable[[], tuple[str, str]], answered: Callable[[Reply], None]) -> None:
         self._store = store
         self._header = header
         self._answered = answered
         self._args: list[Arg] = []
-        self._waiting: list[asyncio.Future[Any]] = []
+        self._waiting: list[asyncio.Future[Reply]] = []
         self._gathering = False
         self._calls: set[asyncio.Task[None]] = set()
         self.calls = 0
         self.operations = 0
 
-    def add(self, *operation: Arg) -> asyncio.Future[Any]:
+    def add(self, *operation: Arg) -> asyncio.Future[Reply]:
         """Queue one operation (its code and arguments, as batch.lua reads them); the future
         resolves with the call's reply, or fails with StoreAway."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._args.extend(operation)
         self._waiting.append(future)
         if not self._gathering:
@@ -56,7 +57,7 @@ class Batch:
         self.calls += 1
         self.operations += len(waiting)
         try:
-            reply = await self._store.call("batch", *self._header(), *args)
+            reply = await self._store.batch(*self._header(), *args)
         except Exception as exc:  # StoreAway, or a script's error (a bug), for every operation it carried
             for future in waiting:
                 future.set_exception(exc)

@@ -21,16 +21,16 @@ while a <= #ARGV do
     a = a + 2
   elseif op == 'c' then
     if ARGV[a + 3] == '1' then
-      redis.call('HINCRBY', S.P .. 'rep:' .. rep, 'held', -1)
+      redis.call('HINCRBY', S.REP .. rep, 'held', -1)
       S.run.inflight = S.run.inflight - 1
     else
       local req = F.unpack_req(ARGV[a + 1])
-      if redis.call('HDEL', S.P .. 'rr:' .. rep, req.rid) == 1 then F.complete(req, tonumber(ARGV[a + 2]), nil) end
+      if redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, tonumber(ARGV[a + 2]), nil) end
     end
     a = a + 4
   else
     local req = F.unpack_req(ARGV[a + 1])
-    if not F.cancel(req) and redis.call('HDEL', S.P .. 'rr:' .. rep, req.rid) == 1 then F.complete(req, nil, 'abandoned') end
+    if not F.cancel(req) and redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, nil, 'abandoned') end
     a = a + 2
   end
   F.dispatch_while_free(rep, own)

@@ -23,12 +23,12 @@ local group_settings = redis.call('HGET', S.RUN, 'settings')
 if group_settings ~= settings then return {'settings', group_settings} end
 F.load_run()
 local run = S.run
-local rep = redis.call('HGET', S.P .. 'addr', address)
+local rep = redis.call('HGET', S.ADDR, address)
 if not rep then
   rep = tostring(redis.call('HINCRBY', S.RUN, 'next_replica', 1) - 1)
-  redis.call('HSET', S.P .. 'addr', address, rep)
+  redis.call('HSET', S.ADDR, address, rep)
 end
-local rkey, rr = S.P .. 'rep:' .. rep, S.P .. 'rr:' .. rep
+local rkey, rr = S.REP .. rep, S.RR .. rep
 local a = 6
 local keep, finished = {}, {}
 local n = tonumber(ARGV[a]); a = a + 1

@@ -1,22 +1,33 @@
--- Shared by every script (prepended to each when it is loaded; members.lua follows it in all but
--- batch.lua): the SFQ of semantics §3 on the store's keys, the estimator of §6, and the event log. Every number is kept as text that reads
--- back as the same double; no float is ever returned as a Lua number (Redis would truncate it to
--- an integer). Each script reads the run once, writes it back once and publishes its events as
--- one stream entry, so the fixed cost of a call is shared by all the operations it carries.
+-- Shared by every script (members.lua follows it, and then the scripts; client.py puts them
+-- together): the SFQ of semantics §3 on the store's keys, the estimator of §6, and the event log.
+-- Every number is kept as text that reads back as the same double; no float is ever returned as a
+-- Lua number (Redis would truncate it to an integer). Each script reads the run once, writes it
+-- back once and publishes its events as one stream entry, so the fixed cost of a call is shared by
+-- all the operations it carries.
 --
--- Every call of a script defines these functions anew, so defining them must cost little: they
--- are fields of one table F (made with every field in place: no rehashing as they are added)
--- and keep this call's state in one table S, so that each closure captures two upvalues (a
--- closure capturing many locals costs a walk of Lua's open upvalues per capture). Done with
--- locals and an empty table, defining the library cost more than most operations.
+-- Every script starts with F.begin(KEYS), which makes this call's state S (the keys, in the order
+-- keys.py gives them, and what the call has read and will write). On a server with Functions
+-- these functions are defined once, when the library is loaded; on Redis 6.2 every call of a
+-- script defines them anew, so defining them must cost little: they are fields of one table F
+-- (made with every field in place: no rehashing as they are added) and keep the call's state in
+-- one table S, so that each closure captures two upvalues (a closure capturing many locals costs
+-- a walk of Lua's open upvalues per capture).
 
-local P = KEYS[1]
-local S = {P = P, RUN = P .. 'run', USERS = P .. 'users', BACKLOG = P .. 'backlog', REPLICAS = P .. 'replicas', EVENTS = P .. 'events',
-  run = false, est_params = false, events = {}, dispatched = {}, est = {}, meters = {}, clock = false, t_text = false, first_seq = false,
-  CONSTANTS = '<dddddddddHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
-local F = {fmt = false, load_run = false, pack_state = false, store_now = false, event_time = false, emit = false, finish = false,
-  unpack_req = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false, meter_of = false, set_meter = false,
-  start = false, dispatch_while_free = false, arrive = false, cancel = false, complete = false, enter = false}
+local S = false
+local F = {begin = false, fmt = false, load_run = false, pack_state = false, store_now = false, event_time = false, emit = false,
+  finish = false, unpack_req = false, ratio_of = false, price = false, learn = false, idle_reset_if_idle = false, meter_of = false,
+  set_meter = false, start = false, dispatch_while_free = false, arrive = false, cancel = false, complete = false, enter = false,
+  pack_constants = false, rid_number = false, oldest_first = false, queued_of = false, running_of = false, settle_replica = false,
+  reap = false, replicas_reply = false}
+
+-- keys: the run, the users, the backlog, the replicas, the events, the addresses; then the
+-- prefixes of the keys named after a user, a replica or a scope key (keys.py, SCRIPT_KEYS).
+function F.begin(keys)
+  S = {RUN = keys[1], USERS = keys[2], BACKLOG = keys[3], REPLICAS = keys[4], EVENTS = keys[5], ADDR = keys[6], Q = keys[7],
+    RR = keys[8], REP = keys[9], EST = keys[10], ESTW = keys[11],
+    run = false, est_params = false, events = {}, dispatched = {}, est = {}, meters = {}, clock = false, t_text = false, first_seq = false,
+    CONSTANTS = '<dddddddddHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
+end
 
 -- %.17g reads back as the same double; an integral value has the same digits with %d, which
 -- costs a fifth as much (zero, infinities and NaN keep %.17g: -0 and inf print otherwise).
@@ -93,7 +104,7 @@ end
 function F.finish()
   local run = S.run
   for sk, ratio in pairs(S.est) do
-    if ratio.learned then redis.call('SET', S.P .. 'est:' .. sk, struct.pack(S.RATIO, ratio[1], ratio.out, ratio.cap, #ratio[2], ratio[2])) end
+    if ratio.learned then redis.call('SET', S.EST .. sk, struct.pack(S.RATIO, ratio[1], ratio.out, ratio.cap, #ratio[2], ratio[2])) end
   end
   if S.first_seq then
     local entry = {'XADD', S.EVENTS, 'MINID', '~', string.format('%d', math.max(0, S.first_seq - run.ring)),
@@ -123,7 +134,7 @@ end
 function F.ratio_of(sk)
   local ratio = S.est[sk]
   if ratio == nil then
-    local stored = redis.call('GET', S.P .. 'est:' .. sk)
+    local stored = redis.call('GET', S.EST .. sk)
     if stored then
       local value, out, cap, text = struct.unpack(S.RATIO, stored)
       ratio = {value, text, out = out, cap = cap, learned = false}
@@ -155,7 +166,7 @@ function F.learn(sk, output, cap)
   else
     ratio.out, ratio.cap = ratio.out + output, ratio.cap + cap
     if e.update == 'window' then
-      local pairs_key = S.P .. 'estw:' .. sk
+      local pairs_key = S.ESTW .. sk
       if redis.call('RPUSH', pairs_key, struct.pack('<dd', output, cap)) > e.window then
         local old_out, old_cap = struct.unpack('<dd', redis.call('LPOP', pairs_key))
         ratio.out, ratio.cap = ratio.out - old_out, ratio.cap - old_cap
@@ -206,7 +217,7 @@ function F.start(req, meter, meter_text, mine, own)
   local charged_text, cost_text = F.fmt(charged), F.fmt(cost)
   if charged > run.max_meter then run.max_meter, run.max_text = charged, charged_text end
   run.inflight = run.inflight + 1
-  redis.call('HSET', S.P .. 'rr:' .. req.rep, req.rid, req.packed)
+  redis.call('HSET', S.RR .. req.rep, req.rid, req.packed)
   F.emit('dispatch', req, cost_text, charged_text, ',"ratio":' .. (ratio_text or 'null') .. ',"est_output":' .. est_output_text)
   S.dispatched[#S.dispatched + 1] = '[' .. req.rep .. ',"' .. req.rid .. '",' .. cost_text .. ',' .. req.uj .. ']'
   if req.rep == mine then
@@ -223,7 +234,7 @@ function F.dispatch_while_free(mine, own)
   while run.inflight < run.slots and run.backlogged > 0 do
     local top = redis.call('ZRANGE', S.BACKLOG, 0, 0, 'WITHSCORES')
     local user = top[1]
-    local qkey = S.P .. 'q:' .. user
+    local qkey = S.Q .. user
     local charged_text = F.start(F.unpack_req(redis.call('LPOP', qkey)), tonumber(top[2]), top[2], mine, own)
     local emptied = redis.call('LLEN', qkey) == 0
     if emptied then
@@ -245,7 +256,7 @@ function F.arrive(req, mine, own)
   local run = S.run
   local meter_text = F.meter_of(req.u)
   local immediate = run.backlogged == 0 and run.inflight < run.slots
-  if immediate or redis.call('RPUSH', S.P .. 'q:' .. req.u, req.packed) == 1 then
+  if immediate or redis.call('RPUSH', S.Q .. req.u, req.packed) == 1 then
     local meter = meter_text and tonumber(meter_text)
     if not meter or meter < run.v then meter, meter_text = run.v, run.v_text end
     if meter > run.max_meter then run.max_meter, run.max_text = meter, meter_text end
@@ -266,7 +277,7 @@ end
 -- A queued request leaves its queue, uncharged (§3: the user leaves the backlog if it was its
 -- last). False if it was not queued.
 function F.cancel(req)
-  local qkey = S.P .. 'q:' .. req.u
+  local qkey = S.Q .. req.u
   if redis.call('LREM', qkey, 1, req.packed) == 0 then return false end
   local emptied = redis.call('LLEN', qkey) == 0
   if emptied then

@@ -1,5 +1,6 @@
--- The group's membership, prepended (after lib.lua) to the scripts that change it or read it
--- whole (join, renew, leave, state), not to batch.lua, which runs for every request.
+-- The group's membership, after lib.lua: in the library, and in front of the scripts that change
+-- it or read it whole (join, renew, leave, state) on Redis 6.2, where batch.lua, which runs for
+-- every request, goes without it.
 
 -- 'c' of a new run: settings is the group's (JSON), started the store's time (and its text).
 function F.pack_constants(settings, started, started_text)
@@ -20,7 +21,7 @@ end
 function F.queued_of(rep)
   local reqs = {}
   for _, user in ipairs(redis.call('ZRANGE', S.BACKLOG, 0, -1)) do
-    for _, packed in ipairs(redis.call('LRANGE', S.P .. 'q:' .. user, 0, -1)) do
+    for _, packed in ipairs(redis.call('LRANGE', S.Q .. user, 0, -1)) do
       local req = F.unpack_req(packed)
       if req.rep == rep then reqs[#reqs + 1] = req end
     end
@@ -30,7 +31,7 @@ end
 
 function F.running_of(rep)
   local reqs = {}
-  for _, packed in ipairs(redis.call('HVALS', S.P .. 'rr:' .. rep)) do reqs[#reqs + 1] = F.unpack_req(packed) end
+  for _, packed in ipairs(redis.call('HVALS', S.RR .. rep)) do reqs[#reqs + 1] = F.unpack_req(packed) end
   return F.oldest_first(reqs)
 end
 
@@ -39,8 +40,8 @@ end
 function F.settle_replica(rep)
   for _, req in ipairs(F.queued_of(rep)) do F.cancel(req) end
   for _, req in ipairs(F.running_of(rep)) do F.complete(req, nil, 'lost') end
-  redis.call('DEL', S.P .. 'rr:' .. rep)
-  local rkey = S.P .. 'rep:' .. rep
+  redis.call('DEL', S.RR .. rep)
+  local rkey = S.REP .. rep
   S.run.inflight = S.run.inflight - tonumber(redis.call('HGET', rkey, 'held') or '0')
   redis.call('HSET', rkey, 'held', '0')
   redis.call('ZREM', S.REPLICAS, rep)

@@ -13,7 +13,7 @@ end
 for k = 1, #fields, 2 do
   if string.sub(fields[k], 1, 2) == 'm:' then
     local user = string.sub(fields[k], 3)
-    rows[#rows + 1] = {user, fields[k + 1], weights[user] or '1', redis.call('LLEN', S.P .. 'q:' .. user), running[user] or 0}
+    rows[#rows + 1] = {user, fields[k + 1], weights[user] or '1', redis.call('LLEN', S.Q .. user), running[user] or 0}
   end
 end
 local t = math.max(F.store_now() - S.run.started, S.run.t)
