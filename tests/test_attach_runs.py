@@ -39,8 +39,10 @@ async def test_a_dead_url_shows_its_state_within_seconds_and_counts_down() -> No
         assert "loading" not in status(app)
         assert waiting(app).startswith(f"Nothing answers at {url}: connection refused.")
         countdowns: dict[float, set[int]] = {}  # each attempt's countdown, as the status line shows it
+        live = app.current.live
+        assert live is not None
         for _ in range(int(6 / 0.1)):
-            link = app.current.link
+            link = live.link
             shown = re.search(r"retrying in (\d+) s", status(app))
             if link is not None and link.retry_at is not None and shown:
                 countdowns.setdefault(link.retry_at, set()).add(int(shown.group(1)))
@@ -68,11 +70,13 @@ async def test_a_restarted_proxy_is_a_new_run_kept_browsable_and_recorded_apart(
         with running_proxy(upstream_url, keys_path, port=port) as px:  # the same address, a new run
             ask(px.url, 2, user="alice")
             second = state(px.url)
-            await until(pilot, lambda: app.current.proxy_run is not None and app.current.proxy_run.run == second["run"]
+            following = app.current.live
+            assert following is not None
+            await until(pilot, lambda: following.proxy_run is not None and following.proxy_run.run == second["run"]
                         and seen(app) == second["seq"], "the new run's events")
             live = app.current
-            assert live.proxy_run is not None and live.proxy_run.started is not None
-            assert f"● live 127.0.0.1:{port}  new proxy run since {clock(live.proxy_run.started)}" in status(app)
+            assert following.proxy_run is not None and following.proxy_run.started is not None
+            assert f"● live 127.0.0.1:{port}  new proxy run since {clock(following.proxy_run.started)}" in status(app)
             assert app.table.first_seq == 0 and len(app.table) == second["seq"] + 1 and app.table.users == ["alice"]
             assert "bob" not in text_of(app.query_one(SharesPanel))  # the first run's chart went with its table
             assert app.check_action("earlier_proxy_run", ())  # the key is a live stream's (a replay's help leaves it out)

@@ -91,7 +91,7 @@ def notices(messages: list[Message]) -> list[str]:
 
 
 async def test_a_worker_that_raises_is_reported_and_the_app_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sfqtui.ui.runs_app.shares_chart", raising("a bug in the chart"))
+    monkeypatch.setattr("sfqtui.ui.run_loader.shares_chart", raising("a bug in the chart"))
     messages: list[Message] = []
     app = dashboard("seed-example.parquet")
     async with app.run_test(size=(120, 34), message_hook=messages.append) as pilot:

@@ -12,6 +12,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from textual.widget import Widget
 from textual.widgets import Static
 
 from sfqtui.live.source import CLOSED
@@ -95,3 +96,14 @@ class WaitingForEvents(Static):
     """The log's message while a live run has no event to list."""
 
     DEFAULT_CSS = "WaitingForEvents { height: auto; padding: 1 2; color: $text-muted; }"
+
+    @classmethod
+    def show_over(cls, log: Widget, text: str | None) -> None:
+        """Say ``text`` over the log (in its box), or nothing (None)."""
+        waiting = log.screen.query(cls)
+        if text is None:
+            waiting.remove()
+        elif waiting:
+            waiting.first().update(text)
+        else:
+            log.parent.mount(cls(text), before=log)  # type: ignore[union-attr]  # the log is always in its box
