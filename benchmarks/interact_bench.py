@@ -27,8 +27,8 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.export_frames import ListedRows, log_frame, write
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.ui.event_log import EventLog, EventLogHeader
-from sfqtui.ui.search import LogSearch
+from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
+from sfqtui.ui.panes.search import LogSearch
 
 T = TypeVar("T")
 

@@ -17,9 +17,9 @@ from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.connection import WaitingForEvents
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.live.connection import WaitingForEvents
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.status_line import StatusLine
 from tcp_relay import TcpRelay
 from test_proxy_stream import ask
 

@@ -19,7 +19,7 @@ from proxy_fixtures import running_proxy, state, wait_for
 from sfqtui.live.stream import EventStream, RunStarted, Status
 from sfqtui.runs.live import LiveOpening
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.status_line import StatusLine
 from tcp_relay import TcpRelay
 from test_attach import SIZE, seen
 from test_proxy_stream import ask

@@ -16,9 +16,9 @@ from sfqtui.live.run_logs import run_log_path
 from sfqtui.runs.live import LiveOpening
 from sfqtui.trace.eventlog import read_log
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.connection import WaitingForEvents, clock
-from sfqtui.ui.shares import SharesPanel
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.live.connection import WaitingForEvents, clock
+from sfqtui.ui.panes.shares import SharesPanel
+from sfqtui.ui.panes.status_line import StatusLine
 from test_attach import SIZE, seen
 from test_proxy_stream import ask
 

@@ -12,10 +12,10 @@ from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.meter_band import MeterBand, MeterHeader
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.panes.status_line import StatusLine
 
 
 async def test_loading_posts_opened_then_batches_then_finished_then_analysed() -> None:

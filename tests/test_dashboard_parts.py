@@ -19,12 +19,12 @@ from sfqtui.runs.export_frames import ListedRows, log_frame, shares_frame
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.ui.live_follower import LiveFollower
-from sfqtui.ui.loading import Analysed, ChartReady, EventsLoaded, LiveAudit, LoadFailed, LoadFinished, Opened
-from sfqtui.ui.open_runs import OpenRuns
+from sfqtui.ui.live.follower import LiveFollower
+from sfqtui.ui.loading.messages import Analysed, ChartReady, EventsLoaded, LiveAudit, LoadFailed, LoadFinished, Opened
+from sfqtui.ui.loading.open_runs import OpenRuns
+from sfqtui.ui.loading.run_loader import RunLoader
 from sfqtui.ui.player import TICKS_PER_S, Player
-from sfqtui.ui.run_loader import RunLoader
-from sfqtui.ui.teacher import Teacher
+from sfqtui.ui.side_by_side.teacher import Teacher
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "traces" / "heavy-vs-light.parquet"

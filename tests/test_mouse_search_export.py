@@ -14,10 +14,10 @@ from dashboard import SIZE, TRACES, dashboard, settle, text_of, until
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.meter_band import MeterBand
-from sfqtui.ui.shares import SharesPanel
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand
+from sfqtui.ui.panes.shares import SharesPanel
 
 
 def said(app: SfqApp) -> list[str]:

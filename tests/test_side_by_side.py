@@ -10,10 +10,10 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.run_pane import PaneHead, QueueOrder, RunPane
-from sfqtui.ui.side_by_side import DivergenceLine
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.side_by_side.lesson import LessonPanel
+from sfqtui.ui.side_by_side.run_pane import PaneHead, QueueOrder, RunPane
+from sfqtui.ui.side_by_side.view import DivergenceLine
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (160, 44)

@@ -22,28 +22,28 @@ from sfqtui.runs.opening import Opening
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
-from sfqtui.ui.ask import Ask
-from sfqtui.ui.calibration_view import CalibrationScreen, estimator_twin
-from sfqtui.ui.clicks import EventClicked, UserClicked
-from sfqtui.ui.connection import WaitingForEvents
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.explain_panel import ExplainPanel
+from sfqtui.ui.commands.palette import palette_commands
+from sfqtui.ui.commands.reruns import Reruns
 from sfqtui.ui.frame import Frame, ViewOptions
-from sfqtui.ui.help import KeysHelp
 from sfqtui.ui.layout import dashboard
-from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.loading import OutcomeMeasured, RunMessage
-from sfqtui.ui.log_keys import LogKeys
-from sfqtui.ui.meter_band import SORTS, MeterBand, MeterHeader
-from sfqtui.ui.open_runs import OpenRuns
-from sfqtui.ui.palette import palette_commands
+from sfqtui.ui.live.connection import WaitingForEvents
+from sfqtui.ui.loading.messages import OutcomeMeasured, RunMessage
+from sfqtui.ui.loading.open_runs import OpenRuns
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.log_keys import LogKeys
+from sfqtui.ui.panes.meter_band import SORTS, MeterBand, MeterHeader
+from sfqtui.ui.panes.shares import SharesPanel
+from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.player import TICKS_PER_S, Player
-from sfqtui.ui.reruns import Reruns
-from sfqtui.ui.run_pane import RunPane
-from sfqtui.ui.shares import SharesPanel
-from sfqtui.ui.side_by_side import SideBySide
-from sfqtui.ui.status_line import StatusLine
-from sfqtui.ui.teacher import Teacher
+from sfqtui.ui.screens.calibration_view import CalibrationScreen, estimator_twin
+from sfqtui.ui.screens.help import KeysHelp
+from sfqtui.ui.side_by_side.lesson import LessonPanel
+from sfqtui.ui.side_by_side.run_pane import RunPane
+from sfqtui.ui.side_by_side.teacher import Teacher
+from sfqtui.ui.side_by_side.view import SideBySide
+from sfqtui.ui.widgets.ask import Ask
+from sfqtui.ui.widgets.clicks import EventClicked, UserClicked
 
 BACK_TO_LESSONS = "lessons"  # what the dashboard of a lesson returns when escape leaves it for the menu
 CHART_EVERY_S = 2.0  # while a log grows, the shares chart is binned again this often

@@ -13,14 +13,14 @@ from textual.widgets import Footer, ProgressBar
 
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
-from sfqtui.ui.event_log import EventLog, EventLogHeader, header_for
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.log_keys import LOG_MOUSE
-from sfqtui.ui.meter_band import MeterBand, MeterHeader
-from sfqtui.ui.shares import SharesPanel
-from sfqtui.ui.side_by_side import SideBySide
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.event_log import EventLog, EventLogHeader, header_for
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.log_keys import LOG_MOUSE
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.panes.shares import SharesPanel
+from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.side_by_side.lesson import LessonPanel
+from sfqtui.ui.side_by_side.view import SideBySide
 
 W = TypeVar("W", bound=Widget)
 

@@ -17,7 +17,7 @@ from sfqtui.core.numbers import count
 from sfqtui.live.stream import LIVE, RECONNECTING, REFUSED, STOPPED, RunStarted, Status
 from sfqtui.runs.live import LiveState
 from sfqtui.runs.run import Run
-from sfqtui.ui.connection import Link, clock, waiting_message
+from sfqtui.ui.live.connection import Link, clock, waiting_message
 
 LATE_VIOLATIONS = 100_000  # a live window's violations are placed up to this far past its end (the audit may be ahead)
 

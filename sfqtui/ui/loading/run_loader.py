@@ -3,7 +3,7 @@ whole log, binning the shares chart, indexing replicas, warming a shadow, measur
 lesson's outcome.
 
 Each job is a plain method that runs on a worker's thread, reads a growing log only up
-to a bound taken before, and only posts messages (sfqtui.ui.loading): called with a host
+to a bound taken before, and only posts messages (sfqtui.ui.loading.messages): called with a host
 that collects them, it runs without an app. ``RunLoader`` notes the run each worker works
 for, so that the one handler of failures (OpenRuns) can say which run and stop its waiting.
 """
@@ -31,7 +31,7 @@ from sfqtui.runs.protocols import RunSource
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.trace.load import load_trace
-from sfqtui.ui.loading import (
+from sfqtui.ui.loading.messages import (
     Analysed,
     ChartReady,
     ConnectionChanged,
@@ -45,8 +45,8 @@ from sfqtui.ui.loading import (
     ShadowWarmed,
     WindowStarted,
 )
-from sfqtui.ui.shares import shares_chart
-from sfqtui.ui.teacher import Teacher
+from sfqtui.ui.panes.shares import shares_chart
+from sfqtui.ui.side_by_side.teacher import Teacher
 
 INDEX_STEP = 16_384  # events a replica-indexing worker takes at a time (the screen waits at most that long for it)
 Stopped = Callable[[], bool]  # whether the job is no longer wanted (cancelled, or its run closed)

@@ -20,9 +20,9 @@ from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import count
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
-from sfqtui.ui.connection import Link
-from sfqtui.ui.live_follower import LiveFollower, Toast
-from sfqtui.ui.loading import (
+from sfqtui.ui.live.connection import Link
+from sfqtui.ui.live.follower import LiveFollower, Toast
+from sfqtui.ui.loading.messages import (
     Analysed,
     ChartReady,
     ConnectionChanged,
@@ -36,8 +36,8 @@ from sfqtui.ui.loading import (
     ShadowWarmed,
     WindowStarted,
 )
-from sfqtui.ui.run_loader import LoaderHost, RunLoader
-from sfqtui.ui.teacher import Teacher
+from sfqtui.ui.loading.run_loader import LoaderHost, RunLoader
+from sfqtui.ui.side_by_side.teacher import Teacher
 
 
 class RunsScreen(LoaderHost, Protocol):

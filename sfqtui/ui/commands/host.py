@@ -13,9 +13,9 @@ from textual.worker import Worker
 
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
-from sfqtui.ui.event_log import EventLog
+from sfqtui.ui.commands.reruns import Reruns
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.reruns import Reruns
+from sfqtui.ui.panes.event_log import EventLog
 
 
 class CommandHost(Protocol):

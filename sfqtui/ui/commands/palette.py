@@ -12,9 +12,9 @@ from textual.binding import Binding
 
 from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
 from sfqtui.runs.opening import rerunnable
-from sfqtui.ui.calibration_view import estimator_choices
-from sfqtui.ui.command_host import CommandHost
-from sfqtui.ui.export import export_log, export_shares, save_screenshot
+from sfqtui.ui.commands.export import export_log, export_shares, save_screenshot
+from sfqtui.ui.commands.host import CommandHost
+from sfqtui.ui.screens.calibration_view import estimator_choices
 
 SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 

@@ -13,7 +13,7 @@ from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.numbers import count
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.run import Run
-from sfqtui.ui.open_runs import OpenRuns
+from sfqtui.ui.loading.open_runs import OpenRuns
 
 
 class RerunsHost(Protocol):

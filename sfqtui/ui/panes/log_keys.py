@@ -13,10 +13,10 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from sfqtui.runs.run import Run
-from sfqtui.ui.ask import Ask
-from sfqtui.ui.event_log import EventLog
 from sfqtui.ui.frame import ViewOptions
-from sfqtui.ui.search import LogSearch, closest_users
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.search import LogSearch, closest_users
+from sfqtui.ui.widgets.ask import Ask
 
 LOG_MOUSE = "click: go to a row · a name: only that user"
 

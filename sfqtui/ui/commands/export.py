@@ -18,8 +18,8 @@ import polars as pl
 
 from sfqtui.errors import InputError
 from sfqtui.runs.export_frames import ListedRows, checked_output, log_frame, shares_frame, write
-from sfqtui.ui.ask import Ask
-from sfqtui.ui.command_host import CommandHost
+from sfqtui.ui.commands.host import CommandHost
+from sfqtui.ui.widgets.ask import Ask
 
 
 def _stamp(app: CommandHost) -> str:

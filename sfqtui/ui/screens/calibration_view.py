@@ -28,9 +28,9 @@ from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, seconds
 from sfqtui.runs.opening import rerunnable
 from sfqtui.runs.run import Run
-from sfqtui.ui.columns import grid
-from sfqtui.ui.open_runs import ReportsWorkers
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.loading.open_runs import ReportsWorkers
+from sfqtui.ui.widgets.columns import grid
+from sfqtui.ui.widgets.text_view import TextView
 
 RATIO_BINS = 60  # one chart column per time bin
 SHOWN_USERS = 12
