@@ -176,7 +176,8 @@ class SfqApp(App[str]):
 
     @property
     def drawing(self) -> bool:
-        return bool(self.screen_stack)
+        """False once closing: a late message has nothing to draw on (a test's shutdown runs beside the app's loop)."""
+        return bool(self.screen_stack) and self.is_running
 
     def show_title(self, title: str) -> None:
         self.sub_title = title
@@ -230,7 +231,7 @@ class SfqApp(App[str]):
         )
 
     def refresh_views(self) -> None:
-        if not self.screen_stack:  # closing: a late message has nothing to draw on
+        if not self.drawing:
             return
         frame = self.frame()
         self.main.query_one(StatusLine).show(frame)

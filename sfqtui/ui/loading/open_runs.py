@@ -147,7 +147,7 @@ class OpenRuns:
     def take(self, message: RunMessage) -> None:
         """A message of a run's loading: taken in if that run is still open (a re-run replaces its key)."""
         run = next((run for run in (*self.runs, *self.live.offstage) if run.key == message.run), None)
-        if run is None:
+        if run is None or not self._screen.drawing:  # closed, or the app closing
             return
         match message:
             case Opened():
