@@ -43,7 +43,7 @@ from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.loading import EventsLoaded
+from sfqtui.ui.loading.messages import EventsLoaded
 
 
 class TimedApp(SfqApp):

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.export_frames import ListedRows, log_frame, write
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.ui.event_log import EventLog, EventLogHeader
-from sfqtui.ui.export import LogRows, log_frame, write
-from sfqtui.ui.search import LogSearch
+from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
+from sfqtui.ui.panes.search import LogSearch
 
 T = TypeVar("T")
 
@@ -68,7 +68,7 @@ def main() -> None:
             timed(f"  N ({found.count:,} matches)", functools.partial(search.step, table, None, found.k, 1))
         events = EventLog(EventLogHeader())
         events.use(table)
-        rows = timed("export: fixed on the main thread", lambda: LogRows.of(events))
+        rows = timed("export: fixed on the main thread", lambda: ListedRows.of(table, events.listed))
         data = timed("export: the columns gathered on the worker", lambda: log_frame(rows))
         for suffix in (".csv", ".parquet"):
             path = Path(folder) / f"export{suffix}"

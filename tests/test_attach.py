@@ -17,9 +17,9 @@ from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.connection import WaitingForEvents
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.live.connection import WaitingForEvents
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.status_line import StatusLine
 from tcp_relay import TcpRelay
 from test_proxy_stream import ask
 
@@ -47,12 +47,13 @@ async def test_the_dashboard_follows_a_live_proxy(fake, keys_path: Path, tmp_pat
             assert len(app.table.dispatches) == 5 and set(app.table.users) == {"alice", "bob"}
             assert app.current.checked and list(app.cursor.violations) == []  # audited as it arrives
             await pilot.press("left")
-            assert not app.current.following
+            live = app.current.live
+            assert live is not None and not live.following
             ask(px.url, 1, user="carol")
             await until(pilot, lambda: seen(app) == state(px.url)["seq"], "more events")
             assert app.cursor.k < len(app.table) - 1  # stepped back: it stays put
             await pilot.press("space")
-            assert app.current.following and app.cursor.k == len(app.table) - 1
+            assert live.following and app.cursor.k == len(app.table) - 1
             await pilot.press("n", "p")  # the why panel explains a live dispatch like a replayed one
             assert "why:" in app.query_one("#explain").text or "only user" in app.query_one("#explain").text
         last = state(px.url)["seq"]

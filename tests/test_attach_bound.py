@@ -20,9 +20,9 @@ from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.eventlog import read_log
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.connection import clock
-from sfqtui.ui.event_log import EventLogHeader
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.live.connection import clock
+from sfqtui.ui.panes.event_log import EventLogHeader
+from sfqtui.ui.panes.status_line import StatusLine
 
 SIZE = (160, 40)
 GROUP = {"bound": "global", "replicas": 2}

@@ -19,7 +19,7 @@ from proxy_fixtures import running_proxy, state, wait_for
 from sfqtui.live.stream import EventStream, RunStarted, Status
 from sfqtui.runs.live import LiveOpening
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.status_line import StatusLine
 from tcp_relay import TcpRelay
 from test_attach import SIZE, seen
 from test_proxy_stream import ask
@@ -109,8 +109,10 @@ async def test_the_status_line_says_which_url_is_followed(fake, keys_path: Path)
             await until(pilot, lambda: seen(app) == state(px.url)["seq"], "the events")
             one.close()
             ask(px.url, 2, user="alice")
-            await until(pilot, lambda: seen(app) == state(px.url)["seq"] and app.current.link is not None
-                        and app.current.link.url == two.url, "the move to the second URL")
+            live = app.current.live
+            assert live is not None
+            await until(pilot, lambda: seen(app) == state(px.url)["seq"] and live.link is not None and live.link.url == two.url,
+                        "the move to the second URL")
             assert f"● live {two.url.removeprefix('http://')}" in text_of(app.query_one(StatusLine))
             assert len(app.table) == state(px.url)["seq"] + 1 and app.table.first_seq == 0
         two.close()

@@ -15,7 +15,7 @@ from fake_upstream import ServerThread
 from proxy_fixtures import EVENTS_TOKEN, running_proxy
 from sfqtui.live.source import LiveSource, Notice
 from sfqtui.live.stream import REFUSED, EventStream, Status
-from sfqtui.ui.connection import Link, connection_part, waiting_message
+from sfqtui.ui.live.connection import Link, connection_part, waiting_message
 
 
 def refusal(url: str, token: str | None) -> Status:

@@ -16,9 +16,9 @@ from sfqtui.live.run_logs import run_log_path
 from sfqtui.runs.live import LiveOpening
 from sfqtui.trace.eventlog import read_log
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.connection import WaitingForEvents, clock
-from sfqtui.ui.shares import SharesPanel
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.live.connection import WaitingForEvents, clock
+from sfqtui.ui.panes.shares import SharesPanel
+from sfqtui.ui.panes.status_line import StatusLine
 from test_attach import SIZE, seen
 from test_proxy_stream import ask
 
@@ -39,8 +39,10 @@ async def test_a_dead_url_shows_its_state_within_seconds_and_counts_down() -> No
         assert "loading" not in status(app)
         assert waiting(app).startswith(f"Nothing answers at {url}: connection refused.")
         countdowns: dict[float, set[int]] = {}  # each attempt's countdown, as the status line shows it
+        live = app.current.live
+        assert live is not None
         for _ in range(int(6 / 0.1)):
-            link = app.current.link
+            link = live.link
             shown = re.search(r"retrying in (\d+) s", status(app))
             if link is not None and link.retry_at is not None and shown:
                 countdowns.setdefault(link.retry_at, set()).add(int(shown.group(1)))
@@ -68,17 +70,20 @@ async def test_a_restarted_proxy_is_a_new_run_kept_browsable_and_recorded_apart(
         with running_proxy(upstream_url, keys_path, port=port) as px:  # the same address, a new run
             ask(px.url, 2, user="alice")
             second = state(px.url)
-            await until(pilot, lambda: app.current.proxy_run is not None and app.current.proxy_run.run == second["run"]
+            following = app.current.live
+            assert following is not None
+            await until(pilot, lambda: following.proxy_run is not None and following.proxy_run.run == second["run"]
                         and seen(app) == second["seq"], "the new run's events")
             live = app.current
-            assert live.proxy_run is not None and live.proxy_run.started is not None
-            assert f"● live 127.0.0.1:{port}  new proxy run since {clock(live.proxy_run.started)}" in status(app)
+            assert following.proxy_run is not None and following.proxy_run.started is not None
+            assert f"● live 127.0.0.1:{port}  new proxy run since {clock(following.proxy_run.started)}" in status(app)
             assert app.table.first_seq == 0 and len(app.table) == second["seq"] + 1 and app.table.users == ["alice"]
             assert "bob" not in text_of(app.query_one(SharesPanel))  # the first run's chart went with its table
             assert app.check_action("earlier_proxy_run", ())  # the key is a live stream's (a replay's help leaves it out)
             await pilot.press("e")  # the earlier run, as it was
             assert app.current is not live and len(app.table) == first["seq"] + 1 and app.table.users == ["bob"]
-            assert f"proxy run 1 of 2, ended by {clock(live.proxy_run.started)}" in status(app) and "● live" in status(app)
+            assert live.live is not None and live.live.proxy_run is not None and live.live.proxy_run.started is not None
+            assert f"proxy run 1 of 2, ended by {clock(live.live.proxy_run.started)}" in status(app) and "● live" in status(app)
             assert "new proxy run since" not in status(app)  # one clear line: the run shown, and when it ended
             ask(px.url, 1, user="alice")  # the live run goes on meanwhile
             await until(pilot, lambda: live.table.first_seq + len(live.table) - 1 == state(px.url)["seq"], "more events")

@@ -23,9 +23,9 @@ from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.loading import Opened
-from sfqtui.ui.run_pane import RunPane
-from sfqtui.ui.shares import shares_chart
+from sfqtui.ui.loading.messages import Opened
+from sfqtui.ui.panes.shares import shares_chart
+from sfqtui.ui.side_by_side.run_pane import RunPane
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "traces"
@@ -91,7 +91,7 @@ def notices(messages: list[Message]) -> list[str]:
 
 
 async def test_a_worker_that_raises_is_reported_and_the_app_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sfqtui.ui.runs_app.shares_chart", raising("a bug in the chart"))
+    monkeypatch.setattr("sfqtui.ui.loading.run_loader.shares_chart", raising("a bug in the chart"))
     messages: list[Message] = []
     app = dashboard("seed-example.parquet")
     async with app.run_test(size=(120, 34), message_hook=messages.append) as pilot:
@@ -131,7 +131,7 @@ async def test_a_pane_whose_loading_fails_says_so_and_the_other_panes_go_on(monk
 
 
 async def test_a_screens_worker_that_raises_is_reported_by_the_same_handler(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sfqtui.ui.calibration_view.calibrate_log", raising("a bug in the calibration"))
+    monkeypatch.setattr("sfqtui.ui.screens.calibration_view.calibrate_log", raising("a bug in the calibration"))
     messages: list[Message] = []
     app = dashboard("seed-example.parquet")
     async with app.run_test(size=(120, 34), message_hook=messages.append) as pilot:

@@ -17,7 +17,7 @@ from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.load import load_trace
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.calibration_view import CalibrationScreen, CalibrationText
+from sfqtui.ui.screens.calibration_view import CalibrationScreen, CalibrationText
 
 CALIBRATION = TRACES / "calibration.parquet"
 SIZE = (120, 34)

@@ -12,10 +12,10 @@ from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.meter_band import MeterBand, MeterHeader
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.panes.status_line import StatusLine
 
 
 async def test_loading_posts_opened_then_batches_then_finished_then_analysed() -> None:
@@ -79,27 +79,27 @@ async def test_play_pause_and_speed() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("plus", "plus")
-        assert app.speed == 50.0
+        assert app.player.speed == 50.0
         await pilot.press("minus")
-        assert app.speed == 20.0
+        assert app.player.speed == 20.0
         await pilot.press("space")
-        assert app.playing
+        assert app.player.playing
         await pilot.pause(0.4)
         await pilot.press("space")
         moved = app.cursor.k
-        assert not app.playing and moved > 0
+        assert not app.player.playing and moved > 0
         await pilot.pause(0.2)
         assert app.cursor.k == moved
 
 
 async def test_playing_stops_at_the_end() -> None:
     app = dashboard()
-    app.speed = 10000.0
+    app.player.speed = 10000.0
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("space")
         await pilot.pause(0.5)
-        assert app.cursor.k == len(app.table) - 1 and not app.playing
+        assert app.cursor.k == len(app.table) - 1 and not app.player.playing
 
 
 @pytest.mark.parametrize("answer,expected", [("20", 20), ("t=6", None), ("r000005", "dispatch")])

@@ -23,12 +23,12 @@ from sfqtui.runs.run import Run
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.calibration_view import CalibrationScreen, CalibrationText
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.help import GROUPS, KeysTable, key_groups
-from sfqtui.ui.meter_band import MeterBand, MeterHeader
-from sfqtui.ui.shares import SharesPanel
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.panes.shares import SharesPanel
+from sfqtui.ui.screens.calibration_view import CalibrationScreen, CalibrationText
+from sfqtui.ui.screens.help import GROUPS, KeysTable, key_groups
 from test_attach import seen
 from test_proxy_stream import ask
 

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 from dashboard import dashboard, lesson_dashboard, settle
 from sfqtui.cli.app import app as cli_app
 from sfqtui.ui.app import BACK_TO_LESSONS, SfqApp
-from sfqtui.ui.lesson import LessonMenu, LessonPanel
-from sfqtui.ui.palette import palette_commands
+from sfqtui.ui.commands.palette import palette_commands
+from sfqtui.ui.side_by_side.lesson import LessonMenu, LessonPanel
 
 SIZE = (160, 44)
 

@@ -15,10 +15,10 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource
-from sfqtui.ui.event_log import EventLog, EventLogHeader, page_top
 from sfqtui.ui.frame import Frame, ViewOptions
-from sfqtui.ui.line_view import LineView
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.panes.event_log import EventLog, EventLogHeader, page_top
+from sfqtui.ui.widgets.line_view import LineView
+from sfqtui.ui.widgets.text_view import TextView
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 

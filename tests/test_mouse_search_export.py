@@ -14,10 +14,10 @@ from dashboard import SIZE, TRACES, dashboard, settle, text_of, until
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.meter_band import MeterBand
-from sfqtui.ui.shares import SharesPanel
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand
+from sfqtui.ui.panes.shares import SharesPanel
 
 
 def said(app: SfqApp) -> list[str]:
@@ -145,13 +145,13 @@ async def test_search_matches_users_and_parts_of_ids_ignoring_case_and_marks_the
         await settle(pilot)
         await pilot.press("slash", *"b", "enter")  # user B (the ids hold no b)
         assert app.table.user_name(app.cursor.k) == "B"
-        found = app.search.matches(app.table, None)
+        found = app.log_keys.search.matches(app.table, None)
         assert list(found) == [k for k in range(len(app.table)) if app.table.user_name(k) == "B"]
         log = app.query_one(EventLog)
         row = log.render_line(app.cursor.k - int(log.scroll_offset.y))
         assert any(seg.style is not None and seg.style.bgcolor is not None and seg.text == "B" for seg in row)
         await pilot.press("slash", "ctrl+u", *"00001", "enter")  # r000010 .. r000016 and r000001
-        ids = {app.table.request_id(int(k)) for k in app.search.matches(app.table, None)}
+        ids = {app.table.request_id(int(k)) for k in app.log_keys.search.matches(app.table, None)}
         assert ids == {"r000001", *(f"r00001{d}" for d in range(7))}
 
 

@@ -21,10 +21,10 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.write import write_trace
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.event_log import EventLog, EventLogHeader
-from sfqtui.ui.meter_band import MeterBand, MeterHeader
-from sfqtui.ui.run_pane import RunPane
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.side_by_side.run_pane import RunPane
 
 PRODUCTION = TRACES / "production-20k.parquet"  # no cost column: the estimator prices every request
 FAR = "50000"  # of about 64,000 events: v is in the millions there

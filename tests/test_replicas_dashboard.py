@@ -25,15 +25,15 @@ from sfqtui.core.engine.replication import ReplicaSettings, Share
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.meter_band import MeterBand
-from sfqtui.ui.replicas import run_label
-from sfqtui.ui.run_pane import RunPane
-from sfqtui.ui.shares import SharesPanel
-from sfqtui.ui.side_by_side import DivergenceLine
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand
+from sfqtui.ui.panes.replicas import run_label
+from sfqtui.ui.panes.shares import SharesPanel
+from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.side_by_side.lesson import LessonPanel
+from sfqtui.ui.side_by_side.run_pane import RunPane
+from sfqtui.ui.side_by_side.view import DivergenceLine
 
 SIZE = (140, 40)
 BORDER = str.maketrans({c: " " for c in "│╭╮╰╯─▁▂▃▄▅▆▇█"})

@@ -20,8 +20,8 @@ from sfqtui.runs.run import Run
 from sfqtui.trace.eventlog import log_rows, read_log
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.status_line import StatusLine
 
 DEMO = Path(__file__).resolve().parents[1] / "traces" / "demo.parquet"  # has tokens, so VTC runs on it too
 

@@ -10,10 +10,10 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.explain_panel import ExplainPanel
-from sfqtui.ui.lesson import LessonPanel
-from sfqtui.ui.run_pane import PaneHead, QueueOrder, RunPane
-from sfqtui.ui.side_by_side import DivergenceLine
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.side_by_side.lesson import LessonPanel
+from sfqtui.ui.side_by_side.run_pane import PaneHead, QueueOrder, RunPane
+from sfqtui.ui.side_by_side.view import DivergenceLine
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (160, 44)
@@ -81,7 +81,7 @@ async def test_a_re_run_from_the_palette_redraws_every_pane() -> None:
     app = side_by_side("heavy-vs-light.parquet", "sfq", "drr", slots=4, lockstep="dispatch")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.rerun(scheduler="fifo")
+        app.reruns.rerun(scheduler="fifo")
         await settle(pilot)
         await pilot.press("n", "n")
         fifo, drr = app.runs
@@ -156,12 +156,12 @@ async def test_panes_are_added_and_dropped_from_the_palette() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert not app.side_by_side
-        await app.compare_with("drr")
+        await app.reruns.compare_with("drr")
         await settle(pilot)
         assert [run.scheduler for run in app.runs] == ["sfq", "drr"] and len(app.query(RunPane)) == 2
         await pilot.press("n", "n")
         assert app.runs[1].cursor.dispatch_number in (0, 1)
-        await app.drop_pane(app.runs[1].key)
+        await app.reruns.drop_pane(app.runs[1].key)
         await pilot.pause()
         assert len(app.runs) == 1 and not app.query(RunPane)
         await pilot.press("n")
@@ -179,14 +179,14 @@ async def test_view_options_are_the_apps_and_outlive_panes_added_and_dropped() -
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("o", "d", "n")
-        await app.compare_with("drr")
+        await app.reruns.compare_with("drr")
         await settle(pilot)
         await pilot.press("n")
         for run in app.runs:  # the new pane and the leader's new one alike
             assert "by name" in pane(app, run).band_header.text and dispatches_only(text_of(pane(app, run).events))
         await pilot.press("o")
         assert all("by share" in pane(app, run).band_header.text for run in app.runs)
-        await app.drop_pane(app.runs[1].key)
+        await app.reruns.drop_pane(app.runs[1].key)
         await pilot.pause()
         assert "by share" in text_of(app.query_one("#band-header")) and dispatches_only(text_of(app.query_one("#log")))
         assert app.query_one("#log-box").border_title == "event log: dispatches"

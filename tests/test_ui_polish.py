@@ -11,8 +11,8 @@ from textual.widgets import Footer, Input, Label
 from dashboard import dashboard, settle, text_of
 from sfqtui.live.stream import LIVE, Status
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.connection import Link, connection_part
-from sfqtui.ui.explain_panel import ExplainPanel
+from sfqtui.ui.live.connection import Link, connection_part
+from sfqtui.ui.panes.explain_panel import ExplainPanel
 
 SIZE = (160, 40)
 
@@ -49,11 +49,11 @@ async def test_enter_on_an_empty_search_prompt_ends_the_search() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash", *"A", "enter")
-        assert app.search.text == "A"
+        assert app.log_keys.search.text == "A"
         await pilot.press("slash")
         assert app.screen.query_one(Input).value == "" and "now: A" in app.screen.query_one(Input).placeholder
         await pilot.press("enter")
-        assert app.search.text == ""
+        assert app.log_keys.search.text == ""
 
 
 async def test_a_prompt_wraps_its_question_instead_of_cutting_it() -> None:
@@ -73,7 +73,7 @@ async def test_the_key_bar_keeps_its_keys_after_a_pane_is_added() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert {"Quit", "Search"} <= keys_shown(app)
-        await app.compare_with("drr")
+        await app.reruns.compare_with("drr")
         await settle(pilot)
         await pilot.pause()
         assert {"Quit", "Search"} <= keys_shown(app)

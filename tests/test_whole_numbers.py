@@ -13,9 +13,9 @@ from sfqtui.core.log.table import number
 from sfqtui.core.numbers import amount, count
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.event_log import EventLog
-from sfqtui.ui.run_pane import PaneHead
-from sfqtui.ui.status_line import StatusLine
+from sfqtui.ui.panes.event_log import EventLog
+from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.side_by_side.run_pane import PaneHead
 
 
 def two_panes(trace: Path, *schedulers: str) -> SfqApp:
@@ -97,7 +97,7 @@ async def test_a_long_request_id_keeps_its_end_after_an_ellipsis(tmp_path: Path)
 
 
 async def test_a_narrow_why_panel_leaves_out_whole_candidate_columns() -> None:
-    from sfqtui.ui.explain_panel import ExplainPanel
+    from sfqtui.ui.panes.explain_panel import ExplainPanel
 
     app = dashboard("production-20k.parquet")
     async with app.run_test(size=(100, 34)) as pilot:

@@ -20,7 +20,7 @@ def teach(
     lesson: Annotated[str | None, typer.Argument(help="The lesson to open (see the list above); without one, a menu.", show_default=False)] = None,
     list_them: Annotated[bool, typer.Option("--list", help="Print the lessons and exit.")] = False,
 ) -> None:
-    from sfqtui.ui.lesson import LessonMenu
+    from sfqtui.ui.side_by_side.lesson import LessonMenu
 
     if list_them:
         for name, each in LESSONS.items():

@@ -1,4 +1,4 @@
-"""Opening a live proxy's event stream, and the state a new window of it starts from."""
+"""Opening a live proxy's event stream, what a run of it holds besides its events, and the state a new window of it starts from."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.timeline import State
+from sfqtui.live.bound import Bound
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.source import WINDOW, LiveSource
-from sfqtui.live.stream import proxy_base
+from sfqtui.live.stream import RunStarted, Status, proxy_base
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,30 @@ class LiveOpening:
 
     can_rerun = False
     is_log = False
+    is_live = True
     scheduler = "sfq"  # until the proxy's state says otherwise
 
     def source(self) -> LiveSource:
         return LiveSource(self.urls, self.token, self.recording, self.window)
+
+
+@dataclass(eq=False)
+class LiveState:
+    """What only a run of a live stream has: its connection, the proxy run its events belong
+    to, whether its cursor follows the newest event, and the stream's audit so far."""
+
+    link: Status | None = None  # the connection: the URL followed, why none is, the next attempt
+    proxy_run: RunStarted | None = None  # the proxy run the events belong to
+    new_run_since: float | None = None  # when the proxy run followed started, once the proxy restarted while attached
+    ended_at: float | None = None  # an earlier proxy run: ended by then (the next one's start)
+    bound: Bound | None = None  # a run of a group: whether the group's bound holds, as last heard
+    following: bool = True  # the cursor follows the newest event
+    violations: list[Violation] = field(default_factory=list)  # from the stream's audit, by seq
+
+    @property
+    def connection(self) -> str | None:
+        """The connection's state (sfqtui.live.stream.STATES, or "closed"), None before the first word of it."""
+        return self.link.state if self.link is not None else None
 
 
 def seed_from_proxy(state: dict[str, Any], users: list[str]) -> State:

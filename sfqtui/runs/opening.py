@@ -52,6 +52,8 @@ class Opening:
     def scheduler(self) -> str:
         return self.config.scheduler
 
+    is_live = False
+
     @property
     def can_rerun(self) -> bool:
         """Only a trace can be replayed under other settings."""

@@ -13,9 +13,9 @@ from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
-from sfqtui.live.bound import Bound
+from sfqtui.core.schedulers import REGISTRY
 from sfqtui.live.source import Notice
-from sfqtui.live.stream import RunStarted, Status
+from sfqtui.runs.live import LiveState
 from sfqtui.runs.protocols import RunOpening
 
 _keys = count(1)
@@ -26,7 +26,8 @@ class Run:
     """One source opened. ``key`` names this loading of it: messages about a run carry its
     key, and a re-run gets a new key, so late messages of the old one are ignored.
 
-    ``loaded`` is the fraction loaded so far, None for a source that never ends."""
+    ``loaded`` is the fraction loaded so far, None for a source that never ends, whose
+    run has a ``live`` part."""
 
     opening: RunOpening
     scheduler: str = "sfq"
@@ -37,14 +38,7 @@ class Run:
     loaded: float | None = 0.0
     loading: bool = True
     started: bool = False  # its loading has begun
-    connection: str | None = None  # a live source's connection state (link.state)
-    link: Status | None = None  # a live source's connection: the URL followed, why none is, the next attempt
-    proxy_run: RunStarted | None = None  # the proxy run a live run's events belong to
-    new_run_since: float | None = None  # when the proxy run followed started, once the proxy restarted while attached
-    bound: Bound | None = None  # a live run of a group: whether the group's bound holds, as last heard
-    ended_at: float | None = None  # an earlier proxy run: ended by then (the next one's start)
-    following: bool = True  # a live run's cursor follows the newest event
-    live_violations: list[Violation] = field(default_factory=list)  # from a live stream's audit, by seq
+    live: LiveState | None = None  # a live stream's connection, proxy run and audit (None: a source that ends)
     broken: dict[int, list[Violation]] = field(default_factory=dict)  # event index -> the invariants it breaks
     checked: bool = False
     audit_failure: str | None = None
@@ -88,6 +82,17 @@ class Run:
         self.loading = False
         return self
 
+    @classmethod
+    def of(cls, opening: RunOpening, title: str | None = None) -> Run:
+        """A run about to load what ``opening`` opens (a live stream: with its live part, and no fraction loaded)."""
+        live = LiveState() if opening.is_live else None
+        return cls(opening, title=opening.title if title is None else title, live=live, loaded=None if live else 0.0)
+
+    @property
+    def connection(self) -> str | None:
+        """A live run's connection state (None for a source that ends, or before the first word of it)."""
+        return self.live.connection if self.live is not None else None
+
     def state(self) -> State:
         return self.timeline.state_at(self.cursor.k)
 
@@ -102,6 +107,15 @@ class Run:
         if found is None or found.table is not self.table:
             found = self._replicas = ReplicaStates(self.table, ReplicaSettings.from_metadata(self.metadata.get("replicas")))
         return found
+
+    def why_unchecked(self) -> str:
+        """Why the events that break an invariant are not known (while ``checked`` is False)."""
+        traits = REGISTRY.get(self.scheduler)
+        if self.audit_failure:
+            return f"the log could not be checked: {self.audit_failure}"
+        if self.loading or (traits is not None and traits.audit is not None):
+            return "still checking the log"
+        return "no invariants to check for this scheduler"
 
     @property
     def violations(self) -> Sequence[int]:

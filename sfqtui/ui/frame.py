@@ -9,7 +9,7 @@ from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
 from sfqtui.live.bound import Bound
-from sfqtui.ui.connection import Link
+from sfqtui.ui.live.connection import Link
 
 
 @dataclass(frozen=True)

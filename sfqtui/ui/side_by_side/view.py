@@ -23,9 +23,9 @@ from sfqtui.core.log.lockstep import HOW, Mode, pair
 from sfqtui.core.log.table import EventTable
 from sfqtui.runs.run import Run
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.replicas import run_label
-from sfqtui.ui.run_pane import RunPane
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.panes.replicas import run_label
+from sfqtui.ui.side_by_side.run_pane import RunPane
+from sfqtui.ui.widgets.text_view import TextView
 
 Narrator = Callable[[Run], str]
 Orderer = Callable[[Run], "list[tuple[str, str]] | None"]

@@ -18,10 +18,10 @@ from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.numbers import Fixed, amount, count, seconds
-from sfqtui.ui.columns import fitted_grid
-from sfqtui.ui.fitted_line import FittedLine
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.widgets.columns import fitted_grid
+from sfqtui.ui.widgets.fitted_line import FittedLine
+from sfqtui.ui.widgets.text_view import TextView
 
 AHEAD_ROWS = 6
 CANDIDATE_ROWS = 10

@@ -10,7 +10,7 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from sfqtui.scenarios.lessons import LESSONS, Lesson
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.widgets.text_view import TextView
 
 
 class LessonPanel(TextView):

@@ -15,14 +15,15 @@ import time
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import Static
 
 from sfqtui.live.bound import Bound
 from sfqtui.live.source import CLOSED
 from sfqtui.live.stream import CONNECTING, LIVE, RECONNECTING, REFUSED, STOPPED, UNREACHABLE, Status
-from sfqtui.ui.fitted_line import Part, always, part
+from sfqtui.ui.widgets.fitted_line import Part, always, part
 
-REASON_RANK = 8  # why the bound is suspended gives way last, with the counts (sfqtui.ui.status_line)
+REASON_RANK = 8  # why the bound is suspended gives way last, with the counts (sfqtui.ui.panes.status_line)
 
 _STYLES = {LIVE: "bold green", CONNECTING: "yellow", RECONNECTING: "bold yellow", UNREACHABLE: "bold red", STOPPED: "bold yellow",
            REFUSED: "bold red", CLOSED: "dim"}
@@ -110,3 +111,14 @@ class WaitingForEvents(Static):
     """The log's message while a live run has no event to list."""
 
     DEFAULT_CSS = "WaitingForEvents { height: auto; padding: 1 2; color: $text-muted; }"
+
+    @classmethod
+    def show_over(cls, log: Widget, text: str | None) -> None:
+        """Say ``text`` over the log (in its box), or nothing (None)."""
+        waiting = log.screen.query(cls)
+        if text is None:
+            waiting.remove()
+        elif waiting:
+            waiting.first().update(text)
+        else:
+            log.parent.mount(cls(text), before=log)  # type: ignore[union-attr]  # the log is always in its box

@@ -24,9 +24,9 @@ from textual.widgets import Static
 from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.numbers import TIME, Fixed, count
-from sfqtui.ui.clicks import EventClicked
 from sfqtui.ui.frame import Frame, ViewOptions
-from sfqtui.ui.line_view import LineView
+from sfqtui.ui.widgets.clicks import EventClicked
+from sfqtui.ui.widgets.line_view import LineView
 
 KIND_W = 8
 USER_W = 10

@@ -6,23 +6,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
 from textual.binding import Binding
 
 from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
 from sfqtui.runs.opening import rerunnable
-from sfqtui.ui.calibration_view import estimator_choices
-from sfqtui.ui.export import export_log, export_shares, save_screenshot
-
-if TYPE_CHECKING:
-    from sfqtui.ui.app import SfqApp
+from sfqtui.ui.commands.export import export_log, export_shares, save_screenshot
+from sfqtui.ui.commands.host import CommandHost
+from sfqtui.ui.screens.calibration_view import estimator_choices
 
 SLOT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 
-def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
+def palette_commands(app: CommandHost) -> Iterable[SystemCommand]:
     for binding in app.BINDINGS:
         assert isinstance(binding, Binding)
         name, _, arg = binding.action.partition("(")
@@ -42,22 +39,22 @@ def palette_commands(app: SfqApp) -> Iterable[SystemCommand]:
     if opening is not None:
         for name in SCHEDULERS:
             yield SystemCommand(f"Re-run with scheduler {name}", f"Replay this trace under {name}: {REGISTRY[name].title}",
-                                lambda n=name: app.rerun(scheduler=n))
+                                lambda n=name: app.reruns.rerun(scheduler=n))
             yield SystemCommand(f"Compare with {name}", f"Add a pane: this trace under {name}, stepped beside the others",
-                                lambda n=name: app.run_worker(app.compare_with(n), exit_on_error=False, description="adding a pane"))
+                                lambda n=name: app.run_worker(app.reruns.compare_with(n), exit_on_error=False, description="adding a pane"))
         for slots in SLOT_CHOICES:
             yield SystemCommand(f"Re-run with {slots} slot{'s' if slots > 1 else ''}", "Replay with another slot count",
-                                lambda s=slots: app.rerun(slots=s))
+                                lambda s=slots: app.reruns.rerun(slots=s))
         estimator = opening.config.estimator
         for scope in ("global", "model", "user"):
             yield SystemCommand(f"Re-run with the output ratio learned per {scope}", "Estimator: ratio scope (docs/estimator.md)",
-                                lambda s=scope: app.rerun(estimator=replace(estimator, scope=s)))
+                                lambda s=scope: app.reruns.rerun(estimator=replace(estimator, scope=s)))
         for update in ("window", "ema", "cumulative"):
             yield SystemCommand(f"Re-run with ratio update {update}", "Estimator: how the ratio learns",
-                                lambda u=update: app.rerun(estimator=replace(estimator, update=u)))
+                                lambda u=update: app.reruns.rerun(estimator=replace(estimator, update=u)))
         for title, params in estimator_choices(estimator):
             yield SystemCommand(f"Compare estimator: {title}", "Add a pane: this trace priced by another estimator; the calibration view says who moved",
-                                lambda p=params: app.run_worker(app.compare_estimator(p), exit_on_error=False, description="adding a pane"))
+                                lambda p=params: app.run_worker(app.reruns.compare_estimator(p), exit_on_error=False, description="adding a pane"))
     for run in app.runs[1:]:
         yield SystemCommand(f"Drop the {run.scheduler} pane", "Stop comparing with this run",
-                            lambda k=run.key: app.run_worker(app.drop_pane(k), exit_on_error=False, description="dropping a pane"))
+                            lambda k=run.key: app.run_worker(app.reruns.drop_pane(k), exit_on_error=False, description="dropping a pane"))

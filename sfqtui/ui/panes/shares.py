@@ -12,11 +12,11 @@ from textual.events import Click
 
 from sfqtui.core.analysis.shares import share_series, top_users
 from sfqtui.core.log.table import EventTable
-from sfqtui.ui.clicks import UserClicked
-from sfqtui.ui.columns import grid
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.replicas import routed_lines
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.panes.replicas import routed_lines
+from sfqtui.ui.widgets.clicks import UserClicked
+from sfqtui.ui.widgets.columns import grid
+from sfqtui.ui.widgets.text_view import TextView
 
 ROWS = 6
 CHARTED = 3

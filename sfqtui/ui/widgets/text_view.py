@@ -15,8 +15,8 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.strip import Strip
 
-from sfqtui.ui.fitted_line import FittedLine
-from sfqtui.ui.line_view import KEPT_LINES, LineView
+from sfqtui.ui.widgets.fitted_line import FittedLine
+from sfqtui.ui.widgets.line_view import KEPT_LINES, LineView
 
 
 class TextView(LineView):

@@ -25,11 +25,11 @@ from textual.strip import Strip
 
 from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import Fixed, amount, count, counted, percent
-from sfqtui.ui.clicks import UserClicked
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.line_view import LineView
-from sfqtui.ui.replicas import BandPart, band_parts
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.panes.replicas import BandPart, band_parts
+from sfqtui.ui.widgets.clicks import UserClicked
+from sfqtui.ui.widgets.line_view import LineView
+from sfqtui.ui.widgets.text_view import TextView
 
 SORTS = ("meter", "name", "share")
 NAME_W = 14

@@ -20,9 +20,9 @@ from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import amount, count
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.ui.columns import grid
-from sfqtui.ui.fitted_line import Part, part
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.widgets.columns import grid
+from sfqtui.ui.widgets.fitted_line import Part, part
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def _heading(frame: Frame, r: int, state: State, slots: int | None) -> str:
 def status_text(frame: Frame) -> list[Part]:
     """The status line's parts for replicas: which replica is shown (k cycles), and its v,
     slots in flight and requests waiting (for all: each replica's v). Each part is shown
-    whole or not at all (sfqtui.ui.fitted_line); the ranks say which give way first."""
+    whole or not at all (sfqtui.ui.widgets.fitted_line); the ranks say which give way first."""
     replicas = replica_count(frame)
     if not replicas:
         return []

@@ -17,14 +17,14 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, seconds
-from sfqtui.ui.columns import grid
-from sfqtui.ui.event_log import EventLog, EventLogHeader
-from sfqtui.ui.fitted_line import FittedLine, part
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.meter_band import MeterBand, MeterHeader
-from sfqtui.ui.replicas import status_text
-from sfqtui.ui.status_line import kind_part, seq_position
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
+from sfqtui.ui.panes.replicas import status_text
+from sfqtui.ui.panes.status_line import kind_part, seq_position
+from sfqtui.ui.widgets.columns import grid
+from sfqtui.ui.widgets.fitted_line import FittedLine, part
+from sfqtui.ui.widgets.text_view import TextView
 
 SHARE_ROWS = 5
 
@@ -33,7 +33,7 @@ class PaneHead(TextView):
     DEFAULT_CSS = "PaneHead { height: 4; overflow: hidden hidden; }"
 
     def show(self, frame: Frame, narration: str, differs: bool) -> None:
-        """The first line's parts give way whole when the pane is narrow (sfqtui.ui.fitted_line):
+        """The first line's parts give way whole when the pane is narrow (sfqtui.ui.widgets.fitted_line):
         the last seq first, then the dispatch number, t, v; the replica parts by their ranks."""
         s = frame.state
         split = frame.replicas is not None and frame.replicas.count > 0 and frame.replicas.split  # each replica has its own v

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from sfqtui.ui.fitted_line import FittedLine, part
+from sfqtui.ui.widgets.fitted_line import FittedLine, part
 
 
 def _widths(header: Sequence[str], rows: Sequence[tuple[Sequence[str], str]]) -> list[int]:

@@ -28,9 +28,9 @@ from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, seconds
 from sfqtui.runs.opening import rerunnable
 from sfqtui.runs.run import Run
-from sfqtui.ui.columns import grid
-from sfqtui.ui.runs_app import RunsApp
-from sfqtui.ui.text_view import TextView
+from sfqtui.ui.loading.open_runs import ReportsWorkers
+from sfqtui.ui.widgets.columns import grid
+from sfqtui.ui.widgets.text_view import TextView
 
 RATIO_BINS = 60  # one chart column per time bin
 SHOWN_USERS = 12
@@ -107,7 +107,7 @@ class CalibrationScreen(Screen[None]):
         self.post_message(CalibrationMeasured(measures, change))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if isinstance(self.app, RunsApp):  # a screen's workers report to it: the app's one handler says what failed
+        if isinstance(self.app, ReportsWorkers):  # a screen's workers report to it: the app's one handler says what failed
             self.app.on_worker_state_changed(event)
 
     def on_calibration_measured(self, message: CalibrationMeasured) -> None:

@@ -1,0 +1,1 @@
+"""Screens over the dashboard: the calibration view and the keys' help."""

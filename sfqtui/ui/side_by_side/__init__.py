@@ -1,0 +1,1 @@
+"""Runs side by side in lockstep, what each pane says at a step, and lessons."""

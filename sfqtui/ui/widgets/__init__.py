@@ -1,0 +1,1 @@
+"""Reusable widgets: line views that redraw only changed lines, fitted lines and columns, prompts, clicks."""
