@@ -18,6 +18,9 @@ BYE = "bye"  # last before the proxy ends the stream on purpose: {"run": id, "re
 # A replica of a group (--state): whether the group's SFQ bound holds, after run and on every change:
 # {"run": id, "bound": "global" or "suspended", "reason": text}
 BOUND = "bound"
+# A §7 event of kind merge (a replica back in its group, semantics §7) goes as this type, so a
+# client that does not know the kind skips it (and sees a gap at its seq); it has its seq as id.
+MERGE = "merge"
 
 
 def gap_event(first_seq: int, t: float | None) -> Event:

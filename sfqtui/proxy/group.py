@@ -181,7 +181,8 @@ class Group:
         charges = dict(self.charges)
         flat = [x for user, charge in charges.items() for x in (user, repr(charge), repr(self.weight(user)))]
         reply = await self.store.call("join", self.address, self.incarnation, self.settings_json, self.lease_s, secrets.token_hex(8),
-                                      len(keep), *keep, len(sent), *finished, len(counted), len(charges), *flat)
+                                      len(keep), *keep, len(sent), *finished, len(counted),
+                                      self.ring.last_seq if self.mode == SUSPENDED else "", len(charges), *flat)
         if _text(reply[0]) == "settings":
             raise GroupError(f"--state {self.shown_url}: the group runs with other settings ({_text(reply[1])}); "
                              "every replica needs the same --slots, --ring and estimator options")

@@ -329,7 +329,7 @@ class SfqApp(RunsApp):
     def action_goto(self) -> None:
         def go(answer: str | None) -> None:
             if answer:
-                self._moved(self.cursor.goto(answer), f"nothing matches {answer!r}")
+                self._moved(self.cursor.goto(answer), self.cursor.not_found(answer))
 
         self.push_screen(Ask("Go to an event number (1234), a time (12.5s or t=12.5) or a request id:"), go)
 
@@ -382,7 +382,7 @@ class SfqApp(RunsApp):
         goes to the same moment); on the row's user, it also filters by that user."""
         pane = next((node for node in message.view.ancestors_with_self if isinstance(node, RunPane)), None)
         run = next((r for r in self.runs if pane is not None and r.key == pane.run_key), self.current)
-        run.cursor.goto(str(message.k))
+        run.cursor.at_event(message.k)
         if run is not self.current:
             follow(run.cursor, [self.cursor], self.lockstep)
         self._moved(self.cursor.k, "")
@@ -425,7 +425,7 @@ class SfqApp(RunsApp):
             return
         wrapped = (" (from the start)" if direction > 0 else " (from the end)") if found.wrapped else ""
         self._say_found(f"/{text}: match {found.position:,} of {found.count:,}{wrapped} · N next, P previous")
-        self._moved(self.cursor.goto(str(found.k)), "")
+        self._moved(self.cursor.at_event(found.k), "")
 
     def _say_found(self, said: str) -> None:
         """Where a search stands, on the border under the leading log (its mouse keys when no search is on)."""

@@ -28,7 +28,7 @@ from sfqtui.live.bound import bound_of
 from sfqtui.live.source import Notice
 from sfqtui.live.stream import LIVE, RECONNECTING, REFUSED, STOPPED
 from sfqtui.runs.audit_job import violations
-from sfqtui.runs.live import LiveOpening, seed_from_proxy
+from sfqtui.runs.live import LiveOpening, seed_from_proxy, snapshot_window
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.protocols import RunOpening, RunSource
 from sfqtui.runs.run import Run
@@ -149,6 +149,8 @@ class RunsApp(App[str]):
             self._sources[run.key] = source
             self.post_message(Opened(run.key, source.title, source.scheduler, source.metadata))
             builder = CheckpointBuilder()
+            if run.opening.is_log and (window := snapshot_window(source.metadata, builder)) is not None:
+                self.post_message(WindowStarted(run.key, *window))
             try:
                 for item, fraction in source.batches():
                     if worker.is_cancelled or not self._is_open(run):
