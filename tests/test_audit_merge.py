@@ -54,7 +54,7 @@ async def test_a_recording_across_a_suspension_passes_check_and_names_it(fake, k
     assert {int(replica) for _, _, replica in found} == {0, 1}, result.output
     for since, merged, _ in found:
         assert int(since.replace(",", "")) < int(merged.replace(",", ""))
-    assert "§12 merge rows raise a meter" in result.output
+    assert "[  ok] §12 merge rows raise a meter" in result.output
 
     # A merge row that lowers its meter instead: caught, at that row.
     table = pq.read_table(saved)

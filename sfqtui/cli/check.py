@@ -50,9 +50,9 @@ def suspended(suspension: Suspension) -> str:
     """Where a group's bound did not hold, as the merge rows say."""
     who = "a replica" if suspension.replica is None else f"replica {suspension.replica}"
     since = "" if suspension.since_seq is None else f"from seq {count(suspension.since_seq)} "
-    merged = count(suspension.seq) if suspension.last_seq == suspension.seq else f"{count(suspension.seq)} to {count(suspension.last_seq)}"
-    return (f"the group's bound was suspended {since}to seq {count(suspension.seq)}: {who} served on its own, "
-            f"its charges merged at seq {merged}")
+    merged = f"seq {count(suspension.seq)}" if suspension.last_seq == suspension.seq else \
+        f"seqs {count(suspension.seq)} to {count(suspension.last_seq)}"
+    return f"the group's bound was suspended {since}to seq {count(suspension.seq)}: {who} served on its own; its charges were merged at {merged}"
 
 
 @refuses_bad_input

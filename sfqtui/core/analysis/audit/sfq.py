@@ -96,10 +96,10 @@ class SFQRules(RuleSet):
 
     def checks(self) -> Checks:
         join = "S_i <- v" if self.reset_join else "S_i <- max(S_i, v)"
-        own = [(("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"),
+        own: Checks = [(("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"),
                 f"§3 join {join}, pick argmin (S_i, id), charge S_i + c/w, idle reset v <- max(v, max S_i)")]
         if self.suspensions:
-            own.append((("§12 merge",), "§12 merge rows raise a meter (or v) by the replica's own charges, v unchanged; "
+            own.append((("§12 merge",), "§12 merge rows raise a meter (v for a new user) by the replica's own charges, v unchanged; "
                         "no 2 c_max interval spans a merge"))
         if self.published is not None:
             return [
