@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 from proxy_fixtures import KEY_OF, running_proxy, state, wait_for
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.live.run_logs import RunLogs
+from sfqtui.live.source import LiveSource, Notice
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.eventlog import read_log
@@ -28,28 +30,35 @@ def slow(url: str, user: str, n: int) -> None:
     client.completions.create(model="m", prompt=f"[slow] {n} one two three", max_tokens=16)
 
 
-def recorded_late(url: str, saved: Path) -> dict[str, Any]:
-    """Traffic past the ring, then a recording joined while requests are queued; returns the log's metadata."""
+def recorded_late(url: str, saved: Path) -> tuple[dict[str, Any], list[Notice]]:
+    """Traffic past the ring, then the dashboard's source joined while requests are queued,
+    recording (as attach --record does); returns the log's metadata and the source's notices."""
     ask(url, 8, user="bob")  # about 30 events: more than the ring holds
     jobs = [threading.Thread(target=slow, args=(url, user, n)) for n, user in enumerate(("alice", "carol", "bob", "carol", "alice"))]
     for job in jobs:
         job.start()
     wait_for(lambda: sum(u["queued"] for u in state(url)["users"]) >= 3, what="requests queued")
-    follower = Follower(url, log=saved)
+    source = LiveSource([url], record=RunLogs(saved, url))
+    notices: list[Notice] = []
+    follower = threading.Thread(target=lambda: notices.extend(item for item, _ in source.batches() if isinstance(item, Notice)))
+    follower.start()
     for job in jobs:
         job.join(30)
     ask(url, 2, user="carol")
-    follower.caught_up(url)
-    follower.stop()
+    wait_for(lambda: source._stream.last_seq == state(url)["seq"], what="the source to catch up")
+    source.close()
+    follower.join(10)
     _df, metadata = read_log(saved)
-    return metadata
+    return metadata, notices
 
 
 def test_a_late_recording_is_audited_from_the_proxys_state_at_the_join(fake, keys_path: Path, tmp_path: Path, cli: CliRunner) -> None:
     _, upstream_url = fake
     saved = tmp_path / "late.parquet"
     with running_proxy(upstream_url, keys_path, slots=1, ring_size=16) as px:
-        metadata = recorded_late(px.url, saved)
+        metadata, notices = recorded_late(px.url, saved)
+    # The dashboard's own audit also went on from the join: nothing stopped it, nothing broke.
+    assert not [n for n in notices if n.audit_stopped or n.violations], notices
     df, _ = read_log(saved)
     snapshot = metadata["snapshot"]
     n = snapshot["seq"]
