@@ -10,18 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from proxy_fixtures import KEY_OF, running_proxy, state, wait_for
 from sfqtui.cli.app import app as cli_app
+from sfqtui.core.analysis.audit import Snapshot, audit
+from sfqtui.core.analysis.audit.snapshot import UserAtSnapshot
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.log.rows import LogRows
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.source import LiveSource, Notice
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.eventlog import read_log
-from sfqtui.trace.schema import METADATA_KEY
+from sfqtui.trace.schema import LOG_SCHEMA, METADATA_KEY
 from test_proxy_stream import Follower, ask
 
 
@@ -112,3 +116,30 @@ def test_a_recording_from_seq_0_has_no_snapshot(fake, keys_path: Path, tmp_path:
     assert "snapshot" not in metadata
     result = cli.invoke(cli_app, ["check", str(saved)])
     assert result.exit_code == 0 and "audited from" not in result.output, result.output
+
+
+def rows(*events: tuple[int, str, str | None, str | None, float | None, float | None, float | None]) -> LogRows:
+    """(seq, kind, request, user, cost, v, meter) each, as a log's rows."""
+    seq, kind, rid, user, cost, v, meter = (list(column) for column in zip(*events))
+    return LogRows("sfq", seq, [float(s) for s in seq], kind, user, rid, cost, v, meter, [None] * len(seq))
+
+
+def test_the_snapshot_counts_the_requests_a_late_log_may_first_show_at_their_dispatch() -> None:
+    snapshot = Snapshot(10, 5.0, {"bob": UserAtSnapshot(5.0, queued=1, inflight=1)})
+    log = rows((10, "gap", None, None, None, 5.0, None), (11, "dispatch", "r1", "bob", 2.0, 5.0, 7.0),
+               (12, "complete", "r0", "bob", None, 5.0, 7.0), (13, "idle_reset", None, None, None, 7.0, None),
+               (14, "complete", "r1", "bob", None, 7.0, 7.0))
+    assert audit(log, snapshot=snapshot).ok
+    one_queued_too_few = Snapshot(10, 5.0, {"bob": UserAtSnapshot(5.0, queued=0, inflight=1)})
+    found = audit(log, snapshot=one_queued_too_few).violations
+    assert [(v.seq, v.rule) for v in found][:2] == [(11, "structure"), (11, "§3 pick")], found
+    assert "request r1: dispatch after nothing" in found[0].message
+
+
+def test_a_malformed_snapshot_is_refused_in_one_line(tmp_path: Path, cli: CliRunner) -> None:
+    log = tmp_path / "late.parquet"
+    table = pa.Table.from_pylist([{"seq": 3, "t": 1.0, "kind": "gap", "scheduler": "sfq", "request_id": None, "user": None,
+                                   "cost": None, "v": 0.0, "meter": None, "deficit": None}], schema=LOG_SCHEMA)
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps({"format": 2, "snapshot": {"seq": 3}}).encode()}), log)
+    result = cli.invoke(cli_app, ["check", str(log)])
+    assert result.exit_code == 2 and "the log's snapshot (its metadata) is malformed" in result.output and "Traceback" not in result.output
