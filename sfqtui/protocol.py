@@ -19,6 +19,9 @@ BYE = "bye"  # last before the proxy ends the stream on purpose: {"run": id, "re
 # {"run": id, "bound": "global" or "suspended", "since": unix time, "since_seq": the last seq then, "reason": text}
 BOUND = "bound"
 GLOBAL, SUSPENDED = "global", "suspended"  # the bound's words (suspended: the store is away, the replica serves on its own)
+# A §7 event of kind merge (a replica back in its group, semantics §7) goes as this type, so a
+# client that does not know the kind skips it (and sees a gap at its seq); it has its seq as id.
+MERGE = "merge"
 
 
 def gap_event(first_seq: int, t: float | None) -> Event:

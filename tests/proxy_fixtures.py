@@ -12,6 +12,7 @@ import httpx
 from httpx_sse import connect_sse
 
 from fake_upstream import ServerThread
+from sfqtui.protocol import MERGE
 from sfqtui.proxy.keys import load_keys
 from sfqtui.proxy.server import ProxyServer
 from sfqtui.proxy.settings import ProxySettings
@@ -60,7 +61,7 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
         return events
     with httpx.Client(headers=headers, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
         for sse in source.iter_sse():
-            if sse.event != "message":
+            if sse.event not in ("message", MERGE):  # a merge is a §7 event of its own SSE type
                 continue
             event = sse.json()
             assert str(event["seq"]) == sse.id

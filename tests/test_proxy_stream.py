@@ -130,9 +130,12 @@ def test_follower_past_an_overrun_gets_a_gap_with_the_state(fake, keys_path: Pat
     assert overrun_gap.first_seq == last - 4 and overrun_gap.state is not None and overrun_gap.state["seq"] >= last - 4
     after = seqs[seqs.index(overrun_gap.first_seq):]
     assert after == list(range(overrun_gap.first_seq, last + 1))
-    df, _ = read_log(saved)
+    df, metadata = read_log(saved)
     gaps = df.filter(df["kind"] == "gap")
-    assert gaps["seq"].to_list() == [start_gap.first_seq - 1, overrun_gap.first_seq - 1]
+    # The log starts from the state read at the join (its snapshot, docs/semantics.md §7), not before it.
+    joined = metadata["snapshot"]["seq"]
+    assert start_gap.state is not None and joined == start_gap.state["seq"] >= start_gap.first_seq - 1
+    assert gaps["seq"].to_list() == [joined, overrun_gap.first_seq - 1] and df["seq"][0] == joined
     assert df["seq"].is_sorted() and df["t"].is_sorted()
 
 

@@ -6,7 +6,8 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import refuses_bad_input
-from sfqtui.core.analysis.audit import AuditReport, Replicas, audit
+from sfqtui.core.analysis.audit import AuditReport, Replicas, Snapshot, audit
+from sfqtui.core.analysis.audit.report import Suspension
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.numbers import amount, count, counted
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
@@ -18,6 +19,9 @@ def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = N
         f"{path}: {report.scheduler} log{made}, {counted(report.events, 'event')}, {counted(report.dispatches, 'dispatch', 'dispatches')}, "
         f"{counted(report.users, 'user')}" + (f", c_max {amount(report.c_max)}" if report.c_max else "")
     ]
+    if report.snapshot_seq is not None:
+        lines.append(f"  audited from seq {count(report.snapshot_seq)} (a snapshot of the proxy's state at the join)")
+    lines += [f"  {suspended(s)}" for s in report.suspensions]
     for rules, text in report.checks:
         mark = "FAIL" if report.failed(rules) else "ok"
         lines.append(f"  [{mark:>4}] {text}")
@@ -42,6 +46,15 @@ def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = N
     return "\n".join(lines)
 
 
+def suspended(suspension: Suspension) -> str:
+    """Where a group's bound did not hold, as the merge rows say."""
+    who = "a replica" if suspension.replica is None else f"replica {suspension.replica}"
+    since = "" if suspension.since_seq is None else f"from seq {count(suspension.since_seq)} "
+    merged = f"seq {count(suspension.seq)}" if suspension.last_seq == suspension.seq else \
+        f"seqs {count(suspension.seq)} to {count(suspension.last_seq)}"
+    return f"the group's bound was suspended {since}to seq {count(suspension.seq)}: {who} served on its own; its charges were merged at {merged}"
+
+
 @refuses_bad_input
 def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file written by simulate (or any §7 log).", show_default=False)]) -> None:
     """Verify LOG: seq and time order, each request's life, and for SFQ logs every join,
@@ -50,13 +63,17 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     charge of §9. A log of several replicas (semantics §11): the router and each
     replica's slots, then those rules on each replica under share none, each replica's
     rules and every sync row under share sync (docs/semantics.md), the whole log under
-    share global. The log is read in batches. Exits 1 on any violation.
+    share global. A recording that joined a proxy late is audited from the proxy's state
+    at the join (its snapshot), and a live group's merge rows are checked and say where
+    the group's bound was suspended (docs/semantics.md §7). The log is read in batches.
+    Exits 1 on any violation.
     """
     metadata, _columns, _scheduler = read_log_schema(log)
     replicas = ReplicaSettings.from_metadata(metadata.get("replicas"))
     slots = metadata.get("slots")
     report = audit(iter_log_rows(log), output_weight=output_weight_of(metadata),
-                   replicas=Replicas(replicas, slots if isinstance(slots, int) else None))
+                   replicas=Replicas(replicas, slots if isinstance(slots, int) else None),
+                   snapshot=Snapshot.from_metadata(metadata.get("snapshot")))
     typer.echo(render(report, log, replicas))
     if not report.ok:
         raise typer.Exit(1)

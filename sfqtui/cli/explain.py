@@ -34,6 +34,9 @@ def _request_code(table: EventTable, request_id: str, path: Path) -> int:
     if code is None or not table.life_of(code):
         example = f", such as {table.request_id(0)}" if len(table) else ""
         raise fail(f"no request {request_id!r} in {path} (its request ids are the trace's request_id column{example})")
+    if "arrive" not in table.life_of(code):  # a recording that starts from a snapshot (docs/semantics.md §7)
+        raise fail(f"{request_id} arrived before {path} starts (a recording that joined late starts from the proxy's "
+                   "state at the join): its wait is not in the log; explain a request that arrived later")
     return code
 
 

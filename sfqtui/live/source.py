@@ -2,7 +2,9 @@
 
 It yields the same event batches as a replay or a saved log, and, between them,
 notices: the connection's state, the start of a proxy run, and the start of a new
-window. The dashboard keeps a window of recent events in memory: when a window holds
+window. The stream's audit runs as it comes; a stream joined late (its first event is
+not seq 0) is audited from the proxy's state at the join, as ``check`` audits its
+recording. The dashboard keeps a window of recent events in memory: when a window holds
 ``window`` events, or when events were lost (a gap: the proxy's ring no longer held
 them), the next batch starts a new table, seeded with the state the last one ended in
 or, after a gap, the state the proxy reports. Older events live only in the ``--record``
@@ -24,8 +26,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sfqtui.core.analysis.audit import GrowingAudit, Violation
+from sfqtui.core.analysis.audit import GrowingAudit, Snapshot, Violation
 from sfqtui.core.log.table import EventBatch
+from sfqtui.errors import InputError
 from sfqtui.live.bound import Bound, in_group, of_group
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
@@ -53,6 +56,18 @@ class Notice:
     audit_stopped: str | None = None  # why the audit of the stream stopped
     record_problem: str | None = None  # the recording cannot be written where asked
     bound: Bound | None = None  # a group replica says whether the group's bound holds
+
+
+def _audit_from(scheduler: str, state: dict[str, Any], first_seq: int) -> GrowingAudit | None:
+    """The audit of a stream joined late, from the proxy's state at the join (docs/semantics.md
+    §7); None when the state cannot start one (unread, malformed, or older than the events held)."""
+    if not isinstance(state.get("seq"), int) or state["seq"] < first_seq - 1:
+        return None
+    try:
+        snapshot = Snapshot.from_metadata(state)
+    except InputError:
+        return None
+    return None if snapshot is None else GrowingAudit(scheduler, snapshot=snapshot)
 
 
 class LiveSource:
@@ -99,20 +114,27 @@ class LiveSource:
                 elif isinstance(item, Bound):
                     yield Notice(bound=item), None
                 elif isinstance(item, Gap):
-                    if audit is not None:
-                        audit = None  # what was lost cannot be checked, nor what follows it
-                        yield Notice(audit_stopped=f"the stream lost events before seq {item.first_seq}: the audit stopped there; "
-                                                   "record the stream (--record) and run sfqtui check on the log"), None
                     # The proxy's state is as of its seq S: the new window starts there, and
                     # the held events up to S, already in that state, are skipped.
                     snapshot = item.state or {}
                     skip_through = int(snapshot.get("seq", item.first_seq - 1))
+                    joined = _audit_from(self.scheduler, snapshot, item.first_seq) if audit is not None and seq == 0 else None
+                    if audit is not None and joined is None:
+                        audit = None  # what was lost cannot be checked, nor what follows it
+                        yield Notice(audit_stopped=f"the stream lost events before seq {item.first_seq}: the audit stopped there; "
+                                                   "record the stream (--record) and run sfqtui check on the log"), None
                     new_users = batcher.add_users([u["user"] for u in snapshot.get("users", [])])
                     batcher.new_window()
                     yield Notice(window=skip_through, state=item.state, new_users=new_users, users=list(batcher.names)), None
                     row = gap_event(skip_through + 1, item.t if item.t is not None else last_t)
                     row["scheduler"] = self.scheduler
-                    yield batcher.convert(of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), group)), None
+                    if joined is not None:
+                        row["v"] = snapshot["v"]
+                    head = of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), group)
+                    yield batcher.convert(head), None
+                    if joined is not None:  # joined late: the audit starts from the proxy's state, as check does on the recording
+                        audit = joined
+                        audit.feed(rows_of(self.scheduler, head))
                     seq, in_window = skip_through + 1, 1
                 elif item.num_rows:
                     if item["seq"][0].as_py() < seq:

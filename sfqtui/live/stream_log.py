@@ -7,6 +7,11 @@ move), with everything received, also when the stream was interrupted; nothing i
 written if no event came. The metadata names the proxy run, and, for a replica of a
 group, each change of the group's bound (sfqtui.live.bound, ``BOUND_KEY``).
 
+A recording that joins late (the proxy's ring no longer holds seq 0: the stream opens with
+a gap) starts from the proxy's state at seq N, kept in the metadata as ``snapshot``
+(docs/semantics.md §7): its first row is the gap at N, carrying that state's v, and the
+events from N + 1 follow, so ``sfqtui check`` audits it from there.
+
 A file that cannot be written (its folder removed, the disk full) does not lose what is
 still in memory: the log goes on in a file of the temporary folder instead (after a gap
 row when what was already written is lost with the first file), and ``problem`` says so.
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sfqtui import __version__
 from sfqtui.core.numbers import count, counted
@@ -65,6 +71,7 @@ class StreamLogWriter:
         self._bound_changes: list[dict[str, Any]] = []
         self._group = in_group(run.state) if run is not None else None  # a lone proxy's log has no replica column
         self._closed = False
+        self._snapshot: dict[str, Any] | None = None  # the proxy's state the log starts from (a late join)
 
     @property
     def problem(self) -> str | None:
@@ -97,12 +104,30 @@ class StreamLogWriter:
             state = item.state or {}
             self._slots = state.get("slots", self._slots)
             row = gap_event(item.first_seq, item.t if item.t is not None else self._last_t)
+            if self._starts_at(item):
+                row = {**gap_event(state["seq"] + 1, item.t if item.t is not None else state.get("t")), "v": state["v"]}
             row["scheduler"] = self._scheduler or state.get("scheduler") or row["scheduler"]
             self._hold(pa.Table.from_pylist([row], schema=EVENT_SCHEMA))
         elif isinstance(item, pa.Table) and item.num_rows:
+            if self._snapshot is not None and item["seq"][0].as_py() <= self._snapshot["seq"]:
+                item = item.filter(pc.greater(item["seq"], self._snapshot["seq"]))  # already in the snapshot
+                if not item.num_rows:
+                    return
             self._scheduler = self._scheduler or item["scheduler"][0].as_py()
             self._last_t = item["t"][-1].as_py()
             self._hold(item)
+
+    def _starts_at(self, gap: Gap) -> bool:
+        """Whether the log starts at this gap's state (nothing before it; a state that says
+        seq, v and users, not older than the first event the stream still has): then it is
+        the log's snapshot."""
+        state = gap.state
+        if self.rows or self._held or self.lost or state is None or not all(k in state for k in ("seq", "v", "users")):
+            return False
+        if not isinstance(state["seq"], int) or state["seq"] < gap.first_seq - 1:
+            return False
+        self._snapshot = {key: state[key] for key in ("seq", "t", "v", "inflight", "users") if key in state}
+        return True
 
     def _event_time(self, bound: Bound) -> float:
         """When a change of the bound came, on the events' clock (seconds since the run started)."""
@@ -170,6 +195,8 @@ class StreamLogWriter:
                                 "source": f"live stream {self._source}"}
         if self._slots is not None:
             meta["slots"] = self._slots
+        if self._snapshot is not None and not self.lost:
+            meta["snapshot"] = self._snapshot
         if self._run is not None and self._run.run is not None:
             meta["run"] = self._run.run
             if self._run.started is not None:

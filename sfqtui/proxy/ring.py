@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import BOUND, BYE, RUN, Event, gap_event
+from sfqtui.protocol import BOUND, BYE, MERGE, RUN, Event, gap_event
 from sfqtui.proxy.sse import KEEPALIVE, frame
 
 MAX_FRAMES_PER_WRITE = 4096
@@ -81,7 +81,8 @@ class EventRing:
             self._floor = seq
             self._frames, self._times = [b""] * self.size, array("d", bytes(8 * self.size))
         position = seq % self.size
-        body = b"id: %d\ndata: %s\n\n" % (seq, data)
+        typed = b"event: %s\n" % MERGE.encode() if b'"kind":"merge"' in data else b""
+        body = b"%sid: %d\ndata: %s\n\n" % (typed, seq, data)
         if position < len(self._frames):
             self._frames[position] = body
             self._times[position] = t

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sfqtui.core.analysis.audit import Violation
-from sfqtui.core.log.timeline import State
+from sfqtui.core.log.timeline import CheckpointBuilder, State
 from sfqtui.live.bound import Bound
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.source import WINDOW, LiveSource
@@ -86,3 +86,18 @@ def seed_from_proxy(state: dict[str, Any], users: list[str]) -> State:
     seed.queued_total = sum(seed.queued)
     seed.inflight = sum(seed.inflight_of)
     return seed
+
+
+def snapshot_window(metadata: dict[str, Any], builder: CheckpointBuilder) -> tuple[int, State, list[str], list[float]] | None:
+    """A saved log that starts from a snapshot of a proxy's state (docs/semantics.md §7):
+    the window it is shown in (first seq, the state before it, its users by code and their
+    weights, as the log's source codes them), with ``builder`` started from that state;
+    None for a log that starts at seq 0."""
+    snapshot = metadata.get("snapshot")
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("seq"), int):
+        return None
+    users = list(dict.fromkeys(str(u["user"]) for u in snapshot.get("users", [])))
+    weight = {str(u["user"]): float(u.get("weight") or 1.0) for u in snapshot.get("users", [])}
+    weights = [weight[name] for name in users]
+    builder.add_users(weights)
+    return snapshot["seq"], builder.new_window(seed_from_proxy(snapshot, users)), users, weights

@@ -15,7 +15,7 @@ from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.live.source import Notice
-from sfqtui.runs.live import LiveState
+from sfqtui.runs.live import LiveState, snapshot_window
 from sfqtui.runs.protocols import RunOpening
 
 _keys = count(1)
@@ -75,6 +75,9 @@ class Run:
         self.reset(source.scheduler)
         self.title, self.slots, self.metadata = source.title, source.metadata.get("slots"), source.metadata
         builder = CheckpointBuilder()
+        window = snapshot_window(self.metadata, builder) if self.opening.is_log else None
+        if window is not None:
+            self.new_window(*window)
         for batch, fraction in source.batches():
             if isinstance(batch, Notice):  # a live source's word besides its events: for the dashboard
                 continue

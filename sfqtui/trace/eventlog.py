@@ -249,6 +249,7 @@ _AUDITED: dict[str, pa.DataType | None] = {
     "seq": None, "t": pa.float64(), "kind": pa.string(), "user": pa.string(), "request_id": pa.string(),
     "cost": pa.float64(), "v": pa.float64(), "meter": pa.float64(), "deficit": pa.float64(),
     "weight": pa.float64(), "credit": pa.float64(), "output_tokens": None, "replica": None,
+    "since_seq": None,
 }
 
 

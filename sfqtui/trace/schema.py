@@ -46,6 +46,7 @@ LOG_EXTRAS = pa.schema(
         ("credit", pa.float64()),
         ("output_tokens", pa.int64()),
         ("replica", pa.int32()),
+        ("since_seq", pa.int64()),  # a live group's merge row: the last seq the replica saw before it served on its own
     ]
 )
 # The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);

@@ -284,6 +284,9 @@ class LogFileSource:
         parquet = pq.ParquetFile(self.path)
         total = max(1, parquet.metadata.num_rows)
         batcher = ArrowBatcher(value_column(self.scheduler))
+        snapshot = self.metadata.get("snapshot")
+        if isinstance(snapshot, dict):  # a log from a proxy's state: its users coded first, as the run's window has them
+            batcher.add_users([str(u["user"]) for u in snapshot.get("users", [])])
         done = 0
         first = True
         for record_batch in parquet.iter_batches(batch_size=self.batch_rows, columns=self._columns):

@@ -329,7 +329,7 @@ class SfqApp(App[str]):
     def action_goto(self) -> None:
         def go(answer: str | None) -> None:
             if answer:
-                self.moved(self.cursor.goto(answer), f"nothing matches {answer!r}")
+                self.moved(self.cursor.goto(answer), self.cursor.not_found(answer))
 
         self.push_screen(Ask("Go to an event number (1234), a time (12.5s or t=12.5) or a request id:"), go)
 
@@ -356,7 +356,7 @@ class SfqApp(App[str]):
         goes to the same moment); on the row's user, it also filters by that user."""
         pane = next((node for node in message.view.ancestors_with_self if isinstance(node, RunPane)), None)
         run = next((r for r in self.runs if pane is not None and r.key == pane.run_key), self.current)
-        run.cursor.goto(str(message.k))
+        run.cursor.at_event(message.k)
         if run is not self.current:
             follow(run.cursor, [self.cursor], self.lockstep)
         self.moved(self.cursor.k, "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from sfqtui.core.analysis.explain import explain_dispatch
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET, SYNC
+from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET, MERGE, SYNC
 from sfqtui.core.log.replica_states import ReplicaStates, ReplicaTimeline
 from sfqtui.core.log.shadow import Look, Shadow
 from sfqtui.core.log.table import EventTable
@@ -59,6 +59,8 @@ def _told(table: EventTable, timeline: Timeline, k: int, shadow: Shadow | None, 
         return _cancellation(table, timeline, k)
     if kind == SYNC:
         return _sync(table, timeline, k)
+    if kind == MERGE:
+        return _merge(table, timeline, k)
     return f"{table.kind_name(k)}: {table.request_id(k)} of {table.user_name(k)}"
 
 
@@ -223,6 +225,13 @@ def _sync(table: EventTable, timeline: Timeline, k: int) -> str:
     before, after = distinct(timeline.state_at(k - 1).value[table.user[k]], table.value[k])
     return (f"sync: {symbol} rises from {before} to {after}, the meter published for {user} "
             "plus this replica's charges since (share sync)")
+
+
+def _merge(table: EventTable, timeline: Timeline, k: int) -> str:
+    user = table.users[table.user[k]]
+    before, after = distinct(timeline.state_at(k - 1).value[table.user[k]], table.value[k])
+    return (f"merge: {_symbol(table.traits, user)} rises from {before} to {after}: a replica back in its group after the "
+            f"store was away adds what it charged {user} on its own (the group's bound was suspended until here)")
 
 
 def _cancellation(table: EventTable, timeline: Timeline, k: int) -> str:

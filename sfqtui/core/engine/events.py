@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import cast
 
 # `sync`: a replica raised a user's meter by the charges other replicas made (semantics §11, share sync).
-KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync")
-ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC = range(len(KINDS))
+# `merge`: a live group's replica, back after the store was away, raised a meter by its own charges (§12).
+KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync", "merge")
+ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC, MERGE = range(len(KINDS))
 
 
 # One event: (t, kind code, request index or -1, cost or None, v, meter, deficit, credit).

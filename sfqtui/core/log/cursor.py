@@ -11,6 +11,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from sfqtui.core.log.table import EventTable
+from sfqtui.core.numbers import count
 
 _TIME = re.compile(r"^\s*(?:t\s*=\s*)?([0-9]*\.?[0-9]+)\s*s\s*$|^\s*t\s*=\s*([0-9]*\.?[0-9]+)\s*$")
 
@@ -64,6 +65,14 @@ class Cursor:
     def next_idle_reset(self) -> int | None:
         return self._go(self.table.next_idle_reset(self.k))
 
+    def not_found(self, text: str) -> str:
+        """Why ``goto(text)`` found nothing, in one line."""
+        text = text.strip()
+        first = self.table.first_seq
+        if text.isdigit() and int(text) < first:
+            return f"seq {count(int(text))} is no longer held: the window starts at seq {count(first)}"
+        return f"nothing matches {text!r}"
+
     def at_time(self, t: float) -> int | None:
         """Go to the last event at or before time t (before the first event if t is earlier)."""
         return self._go(self.table.at_time(t))
@@ -87,12 +96,14 @@ class Cursor:
         return self._go(self.violations[pos]) if pos < len(self.violations) else None
 
     def goto(self, text: str) -> int | None:
-        """Go to an event number (``1234``), a time (``12.5s`` or ``t=12.5``) or a request id."""
+        """Go to an event number (``1234``: its seq, also in a live window that starts later),
+        a time (``12.5s`` or ``t=12.5``) or a request id."""
         text = text.strip()
         if not text:
             return None
         if text.isdigit():
-            return self._go(int(text)) if int(text) <= self.last else None
+            k = int(text) - self.table.first_seq
+            return self._go(k) if 0 <= k <= self.last else None
         match = _TIME.match(text)
         if match:
             return self.at_time(float(match.group(1) or match.group(2)))

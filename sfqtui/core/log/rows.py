@@ -30,6 +30,7 @@ class LogRows:
     credit: Sequence[float | None] | None = None
     output_tokens: Sequence[int | None] | None = None  # the actual output, on complete rows
     replica: Sequence[int | None] | None = None  # a replicated replay's log (semantics §11)
+    since_seq: Sequence[int | None] | None = None  # on a merge row: the last seq its replica saw before serving on its own
 
     def __len__(self) -> int:
         return len(self.seq)

@@ -36,7 +36,8 @@ class Membership(GroupBase):
         charges = dict(self.charges)
         flat = [x for user, charge in charges.items() for x in (user, repr(charge), repr(self.weight(user)))]
         joined = await self.store.join(self.address, self.incarnation, self.settings_json, self.lease_s, secrets.token_hex(8),
-                                       len(keep), *keep, len(sent), *finished, len(counted), len(charges), *flat)
+                                       len(keep), *keep, len(sent), *finished, len(counted),
+                                       self.ring.last_seq if self.mode == SUSPENDED else "", len(charges), *flat)
         if isinstance(joined, OtherSettings):
             raise GroupError(f"--state {self.shown_url}: the group runs with other settings ({joined.settings}); "
                              "every replica needs the same --slots, --ring and estimator options")

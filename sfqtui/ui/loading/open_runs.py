@@ -179,6 +179,8 @@ class OpenRuns:
                 self.teacher.adopt(run, message.shadow)
             case WindowStarted() if run.live is not None:
                 self.live.window_started(run, run.live, message.first_seq, message.seed, message.new_users, message.weights)
+            case WindowStarted():  # a saved log that starts from a snapshot of the proxy's state
+                run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
 
     def worker_changed(self, event: Worker.StateChanged) -> None:
         """The one place where background work that failed is reported: a notification says

@@ -25,7 +25,7 @@ from sfqtui.core.log.timeline import CheckpointBuilder
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.live.source import Notice
 from sfqtui.runs.audit_job import violations
-from sfqtui.runs.live import seed_from_proxy
+from sfqtui.runs.live import seed_from_proxy, snapshot_window
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.protocols import RunSource
 from sfqtui.runs.run import Run
@@ -119,6 +119,8 @@ class RunLoader:
             self.sources[run.key] = source
             post(Opened(run.key, source.title, source.scheduler, source.metadata))
             builder = CheckpointBuilder()
+            if run.opening.is_log and (window := snapshot_window(source.metadata, builder)) is not None:
+                post(WindowStarted(run.key, *window))
             try:
                 for item, fraction in source.batches():
                     if stopped():

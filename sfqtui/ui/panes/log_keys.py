@@ -112,7 +112,7 @@ class LogKeys:
             return
         wrapped = (" (from the start)" if direction > 0 else " (from the end)") if found.wrapped else ""
         self._say_found(f"/{text}: match {found.position:,} of {found.count:,}{wrapped} · N next, P previous")
-        host.moved(run.cursor.goto(str(found.k)), "")
+        host.moved(run.cursor.at_event(found.k), "")
 
     def _say_found(self, said: str) -> None:
         """Where a search stands, on the border under the leading log (its mouse keys when no search is on)."""

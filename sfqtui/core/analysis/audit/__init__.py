@@ -16,22 +16,25 @@ from sfqtui.core.analysis.audit.drr import DRRRules
 from sfqtui.core.analysis.audit.replicas import PerReplicaRules, ReplicaColumnRules, Replicas
 from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation, by_seq
 from sfqtui.core.analysis.audit.sfq import Published, SFQRules
+from sfqtui.core.analysis.audit.snapshot import Snapshot
 from sfqtui.core.analysis.audit.structure import StructureRules
 from sfqtui.core.analysis.audit.vtc import VTCRules
 from sfqtui.core.log.rows import LogRows, chunks_of
 from sfqtui.core.schedulers.registry import REGISTRY
 
-__all__ = ["AuditReport", "GrowingAudit", "Replicas", "StructureRules", "Violation", "audit", "by_seq"]
+__all__ = ["AuditReport", "GrowingAudit", "Replicas", "Snapshot", "StructureRules", "Violation", "audit", "by_seq"]
 
 
-def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None, replicas: Replicas | None = None) -> AuditReport:
+def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None, replicas: Replicas | None = None,
+          snapshot: Snapshot | None = None) -> AuditReport:
     """Audit a log given whole or as consecutive chunks (seq continuing across them; the
     scheduler is the first chunk's). ``output_weight`` is the b the log was made with
     (VTC's completion charge, recorded in the log's metadata; None: not known, the
     default is assumed). ``replicas``: how a replicated replay's log was made (semantics
-    §11, recorded in its metadata); None or one replica: one scheduler's log."""
+    §11, recorded in its metadata); None or one replica: one scheduler's log. ``snapshot``:
+    the state the log starts from (a recording that joined late); None: the empty state at seq 0."""
     scheduler, chunks = chunks_of(log)
-    growing = GrowingAudit(scheduler or "unknown", output_weight, replicas)
+    growing = GrowingAudit(scheduler or "unknown", output_weight, replicas, snapshot)
     for rows in chunks:
         growing.feed(rows)
         del rows  # let this chunk go before the next one is read
@@ -43,11 +46,13 @@ class GrowingAudit:
     stream): the violations found so far can be read at any time. The 2 c_max bound of
     §3.2/§3.3 needs whole backlog episodes, so it is checked by ``report``, at the end."""
 
-    def __init__(self, scheduler: str, output_weight: float | None = None, replicas: Replicas | None = None) -> None:
+    def __init__(self, scheduler: str, output_weight: float | None = None, replicas: Replicas | None = None,
+                 snapshot: Snapshot | None = None) -> None:
         self.scheduler = scheduler
-        self._structure = StructureRules()
+        self.snapshot = snapshot
+        self._structure = StructureRules(snapshot)
         self._rule_sets: list[RuleSet] = [self._structure]
-        own = _own_rules(scheduler, output_weight)
+        own = _own_rules(scheduler, output_weight, snapshot=snapshot)
         if replicas is not None and replicas.settings.replicated:
             self._rule_sets.append(ReplicaColumnRules(replicas))
             if own is not None and replicas.settings.share.splits_slots:
@@ -67,6 +72,7 @@ class GrowingAudit:
         """Finish the audit (once): the whole-log checks, and every finding."""
         structure = self._structure
         report = AuditReport(self.scheduler, structure.rows, len(structure.users - {None}), structure.dispatches)
+        report.snapshot_seq = None if self.snapshot is None else self.snapshot.seq
         for rule_set in self._rule_sets:
             rule_set.finish(report)
             report.checks += rule_set.checks()
@@ -76,14 +82,16 @@ class GrowingAudit:
         return report
 
 
-def _own_rules(scheduler: str, output_weight: float | None, published: Published | None = None) -> RuleSet | None:
+def _own_rules(scheduler: str, output_weight: float | None, published: Published | None = None,
+               snapshot: Snapshot | None = None) -> RuleSet | None:
     """The scheduler's own rule set, as the registry names it (None: structure only);
-    ``published``: what the other replicas published to this one, under share sync."""
+    ``published``: what the other replicas published to this one, under share sync;
+    ``snapshot``: the state an SFQ log starts from (only a live proxy's, SFQ, has one)."""
     traits = REGISTRY.get(scheduler)
     if traits is None or traits.audit is None:
         return None
     if traits.audit == "sfq":
-        return SFQRules(traits.reset_join, published)
+        return SFQRules(traits.reset_join, published, snapshot)
     if traits.audit == "drr":
         return DRRRules()
     return VTCRules(output_weight)

@@ -39,6 +39,20 @@ class PairGap:
 
 
 @dataclass
+class Suspension:
+    """A group's replica served on its own from after seq ``since_seq`` (None: not said) until its
+    charges were merged, at seqs ``seq`` to ``last_seq``: the global bound did not hold in between."""
+
+    since_seq: int | None
+    seq: int
+    replica: int | None
+    last_seq: int = -1
+
+    def __post_init__(self) -> None:
+        self.last_seq = max(self.last_seq, self.seq)
+
+
+@dataclass
 class Margin:
     """The closest a rule came to breaking: the smallest slack and where."""
 
@@ -64,6 +78,8 @@ class AuditReport:
     upper_margin: Margin = field(default_factory=Margin)
     lower_margin: Margin = field(default_factory=Margin)
     worst_gap: PairGap | None = None
+    snapshot_seq: int | None = None  # the log was audited from a snapshot of the state at this seq
+    suspensions: list[Suspension] = field(default_factory=list)
 
     def failed(self, rules: tuple[str, ...]) -> bool:
         return any(v.rule in rules for v in self.violations)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sfqtui.core.analysis.audit.backlogged import smallest_backlogged, wrong_pick
-from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, weight_at
+from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, Suspension, weight_at
+from sfqtui.core.analysis.audit.snapshot import Snapshot
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, count, distinct, exact
@@ -52,9 +53,14 @@ class SFQRules(RuleSet):
 
     With ``published`` (one replica of a replay under share sync), ``sync`` rows are
     re-derived too, and the upper band and the 2 c_max bound, which sync does not promise
-    (docs/semantics.md), are not checked."""
+    (docs/semantics.md), are not checked.
 
-    def __init__(self, reset_join: bool, published: Published | None = None) -> None:
+    From a ``snapshot`` (a recording that joined late), the meters, v and backlogs start as
+    the snapshot says. ``merge`` rows (a group's replica back after the store was away,
+    docs/semantics.md §12) are re-derived, and no 2 c_max interval spans one: the bound was
+    suspended until then."""
+
+    def __init__(self, reset_join: bool, published: Published | None = None, snapshot: Snapshot | None = None) -> None:
         super().__init__()
         self.reset_join = reset_join
         self.published = published
@@ -73,11 +79,28 @@ class SFQRules(RuleSet):
         self.history = DispatchHistory("q")
         self.upper_margin = Margin()
         self.lower_margin = Margin()
+        self.suspensions: list[Suspension] = []
+        if snapshot is not None:
+            self._start_at(snapshot)
+
+    def _start_at(self, snapshot: Snapshot) -> None:
+        self.v = snapshot.v
+        for user, held in snapshot.users.items():
+            self.meter[user] = held.meter
+            self.max_meter = max(self.max_meter, held.meter)
+            if held.queued > 0:
+                self.queued[user] = held.queued
+                heapq.heappush(self.heap, (held.meter, user))
+                self.backlogs[user] = _Backlog(0, snapshot.seq, run_max=-self.v)
+                self.low[user] = -self.v
 
     def checks(self) -> Checks:
         join = "S_i <- v" if self.reset_join else "S_i <- max(S_i, v)"
-        own = [(("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"),
+        own: Checks = [(("§3", "§3 join", "§3 pick", "§3 charge", "§3 idle reset"),
                 f"§3 join {join}, pick argmin (S_i, id), charge S_i + c/w, idle reset v <- max(v, max S_i)")]
+        if self.suspensions:
+            own.append((("§12 merge",), "§12 merge rows raise a meter (v for a new user) by the replica's own charges, v unchanged; "
+                        "no 2 c_max interval spans a merge"))
         if self.published is not None:
             return [
                 (("§3.1 (1)",), "§3.1 (1) v never decreases"),
@@ -116,6 +139,10 @@ class SFQRules(RuleSet):
                 self._dispatch(first + k, seq, user, v_row, m_row, rows.cost[k], weight_at(rows.weight, k))
             elif kind == "sync":
                 self._sync(seq, rows.t[k], user, v_row, m_row)
+            elif kind == "merge":
+                since = rows.since_seq[k] if rows.since_seq is not None else None
+                replica = rows.replica[k] if rows.replica is not None else None
+                self._merge(first + k, seq, user, v_row, m_row, rows.cost[k], Suspension(since, seq, replica))
             else:
                 self._other(first + k, seq, kind, user, v_row, m_row)
 
@@ -238,6 +265,34 @@ class SFQRules(RuleSet):
         if self.queued.get(user, 0) > 0:
             heapq.heappush(self.heap, (m_row, user))  # the entry before it is stale and skipped
 
+    def _merge(self, position: int, seq: int, user: str, v_row: float, m_row: float, charge: float | None, suspension: Suspension) -> None:
+        """A replica back in its group raised ``user``'s meter by what it charged on its own:
+        the store's meter (v for a user it has none of) plus those charges."""
+        add = self.findings.add
+        if v_row != self.v:
+            shown = distinct(self.v, v_row)
+            add("§12 merge", seq, f"a merge changed v from {shown[0]} to {shown[1]}")
+        base = self.meter.get(user, self.v)
+        if charge is None or not charge > 0:
+            add("§12 merge", seq, f"a merge raised {user}'s meter by {exact(charge)}; what a replica charged on its own is > 0")
+        elif m_row != base + charge:
+            shown = distinct(m_row, base + charge)
+            add("§12 merge", seq, f"a merge set {user}'s meter to {shown[0]}; {amount(base)} plus the replica's own charges "
+                f"{amount(charge)} is {shown[1]}")
+        self.meter[user] = m_row
+        self.max_meter = max(self.max_meter, m_row)
+        if self.queued.get(user, 0) > 0:
+            heapq.heappush(self.heap, (m_row, user))  # the entry before it is stale and skipped
+        last = self.suspensions[-1] if self.suspensions else None
+        if last is None or (last.since_seq, last.replica) != (suspension.since_seq, suspension.replica) or last.last_seq != seq - 1:
+            self.suspensions.append(suspension)
+        else:
+            last.last_seq = seq
+        # The log misses the replica's own dispatches: an interval across the merge is not bounded.
+        for backlogged in list(self.backlogs):
+            self._close(backlogged, position)
+            self.backlogs[backlogged] = _Backlog(position, seq, run_max=self.charged.get(backlogged, 0.0) - self.v)
+
     def _other(self, position: int, seq: int, kind: str, user: str, v_row: float, m_row: float) -> None:
         if v_row != self.v:
             shown = distinct(self.v, v_row)
@@ -259,6 +314,7 @@ class SFQRules(RuleSet):
         report.c_max = self.c_max
         report.upper_margin, report.lower_margin = self.upper_margin, self.lower_margin
         report.worst_gap = self._bound() if self.published is None else None
+        report.suspensions += self.suspensions
 
     def _rounding(self, i: str, j: str) -> float:
         """How far float rounding can move W_i - W_j: the cumulative charges are float

@@ -6,6 +6,7 @@
 -- n, the request ids still running upstream under store slots (n of them),
 -- m, the requests that ended while the store was away (m pairs: request id, output tokens or ''),
 -- h, slots held by requests it dispatched on its own while the store was away,
+-- the last seq it had read before it served on its own ('' if it did not),
 -- u, the charges it made on its own (u triples: user, charge c/w summed, weight).
 -- Reply: {run id, started, replica, next request number, replicas, dispatched for this replica,
 -- '1' if the store had settled this replica (then the n running requests hold slots outside the log)}
@@ -58,8 +59,11 @@ else
     held = held + n
   end
 end
--- Charges made while the store was away raise the meters (never lowering one). A new run (the
--- store lost its data) starts from nothing: those charges belong to the run that is gone.
+-- Charges made while the store was away raise the meters (never lowering one), each raise an
+-- event of kind merge (docs/semantics.md §12). A new run (the store lost its data) starts from
+-- nothing: those charges belong to the run that is gone.
+local since = ARGV[a]; a = a + 1
+local merged = ',"since_seq":' .. (since ~= '' and since or 'null')
 local u = tonumber(ARGV[a]); a = a + 1
 if created then u = 0 end
 for k = 1, u do
@@ -67,6 +71,7 @@ for k = 1, u do
   local meter = tonumber(F.meter_of(user) or run.v_text) + charge
   local meter_text = F.fmt(meter)
   F.set_meter(user, meter_text, ARGV[a + 2])
+  F.emit('merge', {uj = cjson.encode(user), w_text = ARGV[a + 2], rep = rep}, F.fmt(charge), meter_text, merged)
   a = a + 3
   if redis.call('ZSCORE', S.BACKLOG, user) then redis.call('ZADD', S.BACKLOG, meter_text, user) end
   if meter > run.max_meter then run.max_meter, run.max_text = meter, meter_text end

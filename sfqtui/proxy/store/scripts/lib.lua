@@ -81,7 +81,8 @@ function F.event_time()
   return S.t_text
 end
 
--- One §7 event (its seq from the run), kept for the stream entry ``finish`` writes.
+-- One §7 event (its seq from the run), kept for the stream entry ``finish`` writes. ``req``: the
+-- request it is about, or only its user (uj, w_text, rep: a merge names no request).
 function F.emit(kind, req, cost_text, meter_text, tail)
   local run = S.run
   local seq = run.seq
@@ -89,7 +90,7 @@ function F.emit(kind, req, cost_text, meter_text, tail)
   if not S.first_seq then S.first_seq = seq end
   local about = 'null,"user":null,"cost":null'
   if req then
-    about = '"' .. req.rid .. '","user":' .. req.uj .. ',"cost":' .. (cost_text or 'null')
+    about = (req.rid and ('"' .. req.rid .. '"') or 'null') .. ',"user":' .. req.uj .. ',"cost":' .. (cost_text or 'null')
     tail = ',"weight":' .. req.w_text .. ',"replica":' .. req.rep .. (tail or '')
   end
   S.events[#S.events + 1] = '{"seq":' .. string.format('%d', seq) .. ',"t":' .. F.event_time() .. ',"kind":"' .. kind ..
