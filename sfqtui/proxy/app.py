@@ -17,7 +17,6 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from sfqtui import __version__
 from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.protocol import Event
 from sfqtui.proxy.dispatcher import Closing, Dispatcher, Stage, Ticket
@@ -34,8 +33,10 @@ if TYPE_CHECKING:
     from sfqtui.proxy.record import TraceRecorder
 
 
-def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float) -> dict[str, Any]:
-    """A finished request as a row of the --record trace (semantics §1)."""
+def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float,
+               scope: str) -> dict[str, Any]:
+    """A finished request as a row of the --record trace (semantics §1), with the times and
+    charge this proxy measured; the recorder puts the published events' in their place."""
     return {
         "request_id": ticket.request_id,
         "user": ticket.user,
@@ -43,9 +44,13 @@ def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, pro
         "input_tokens": ticket.input_tokens if prompt_tokens is None else prompt_tokens,
         "max_tokens": ticket.max_tokens,
         "output_tokens": output_tokens,
+        "cost": ticket.cost,
         "service_s": max(1e-6, (ticket.finished_t or 0.0) - (ticket.dispatched_t or 0.0)),
         "weight": weight,
         "model": model,
+        "ratio": ticket.ratio,
+        "est_output": ticket.est_output,
+        "ratio_scope": None if ticket.max_tokens is None else scope if ticket.scope_key is None else f"{scope}:{ticket.scope_key}",
     }
 
 log = logging.getLogger("sfqtui.proxy")
@@ -94,11 +99,10 @@ class Proxy:
                                    UpstreamWatch(self.metrics.upstream_answered, self.metrics.upstream_failed))
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
-            from sfqtui.proxy.record import TraceRecorder  # polars and pyarrow load only for a recording
+            from sfqtui.proxy.record import recorder_of  # polars and pyarrow load only for a recording
 
-            metadata = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
-                        "estimator": settings.estimator.as_dict()}
-            self.recorder = TraceRecorder(settings.record, metadata, settings.record_every_s)
+            self.recorder = recorder_of(settings.record, settings, self.group)
+            self.ring.watch(self.recorder.see)
         self.live: set[Exchange] = set()
         self._closed = False
         self._recording: asyncio.Task[None] | None = None
@@ -117,7 +121,8 @@ class Proxy:
         ran = ticket.stage is Stage.RUNNING
         self.scheduling.release(ticket, output_tokens)
         if ran and self.recorder is not None:
-            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user)))
+            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
+                                         self.settings.estimator.scope))
 
     def state(self) -> dict[str, Any]:
         """The §8 snapshot: a lone proxy's own; a group replica's as last read from the store (``Group.state``)."""

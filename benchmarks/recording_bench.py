@@ -1,0 +1,116 @@
+"""How faithfully a proxy's --record replays: a live run, then ``sfqtui simulate`` of its recording.
+
+A proxy with 2 slots in front of the tests' fake upstream; 4 users (one of weight 2) send
+~100 chat completions with the official ``openai`` client: random prompt lengths and
+caps, streamed or not, a few milliseconds apart. The decisions the proxy published on
+/v1/sfq/events are compared with the replay of its recording, position by position, and
+each request's charge with the replay's.
+
+    python benchmarks/recording_bench.py [--requests 105] [--seed 1] [--runs 3]
+
+Run from a checkout (it imports the tests' fake upstream).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import openai
+import polars as pl
+
+sys.path.insert(0, str(Path.cwd() / "tests"))
+
+from fake_upstream import FakeUpstream, fake_server  # noqa: E402
+from proxy_fixtures import read_events, running_proxy  # noqa: E402
+
+USERS = {"ann": ("sk-bench-ann-0c1f", 2.0), "ben": ("sk-bench-ben-77a2", None), "cat": ("sk-bench-cat-5d9e", None),
+         "dan": ("sk-bench-dan-e413", None)}
+
+
+def write_keys(path: Path) -> Path:
+    lines = []
+    for user, (key, weight) in USERS.items():
+        lines += [f'[keys."{key}"]', f'user = "{user}"'] + ([f"weight = {weight}"] if weight else []) + [""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+async def send_all(url: str, requests: int, seed: int) -> None:
+    rng = random.Random(seed)
+    clients = {u: openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60) for u, (key, _) in USERS.items()}
+
+    async def one(user: str, words: int, cap: int, stream: bool) -> None:
+        body: dict[str, Any] = {"model": "m", "max_tokens": cap,
+                                "messages": [{"role": "user", "content": " ".join(f"w{k}" for k in range(words))}]}
+        if stream:
+            async for _ in await clients[user].chat.completions.create(**body, stream=True):
+                pass
+        else:
+            await clients[user].chat.completions.create(**body)
+
+    jobs = []
+    for _ in range(requests):
+        user = rng.choice(list(USERS))
+        jobs.append(asyncio.create_task(one(user, rng.randint(1, 80), rng.randint(1, 30), rng.random() < 0.5)))
+        await asyncio.sleep(rng.uniform(0.0, 0.01))
+    await asyncio.gather(*jobs)
+    await asyncio.gather(*(client.close() for client in clients.values()))
+
+
+def live_run(folder: Path, requests: int, seed: int) -> tuple[list[dict[str, Any]], Path]:
+    """The proxy's published events and its recording."""
+    record = folder / "record.parquet"
+    upstream = FakeUpstream(latency_s=0.005, chunk_delay_s=0.004)
+    with fake_server(upstream) as fake, running_proxy(fake.url, write_keys(folder / "keys.toml"), slots=2, record=record) as px:
+        asyncio.run(send_all(px.url, requests, seed))
+        events = read_events(px.url)
+    return events, record
+
+
+def replayed(record: Path, folder: Path, *options: str) -> pl.DataFrame:
+    from typer.testing import CliRunner
+
+    from sfqtui.cli.app import app
+
+    out = folder / "replay.parquet"
+    result = CliRunner().invoke(app, ["simulate", str(record), "-o", str(out), *options])
+    if result.exit_code != 0:
+        raise SystemExit(result.output)
+    return pl.read_parquet(out)
+
+
+def agreement(events: list[dict[str, Any]], log: pl.DataFrame) -> dict[str, Any]:
+    live = [(e["request_id"], e["cost"]) for e in events if e["kind"] == "dispatch"]
+    live_t = {e["request_id"]: e["t"] for e in events if e["kind"] == "dispatch"}
+    dispatches = log.filter(pl.col("kind") == "dispatch")
+    again = list(zip(dispatches["request_id"].to_list(), dispatches["cost"].to_list()))
+    apart = max(abs(live_t[rid] - t) for rid, t in zip(dispatches["request_id"], dispatches["t"]))
+    same = sum(1 for a, b in zip(live, again) if a[0] == b[0])
+    first = next((k for k, (a, b) in enumerate(zip(live, again)) if a[0] != b[0]), None)
+    charged = dict(again)
+    priced = sum(1 for rid, cost in live if charged.get(rid) != cost)
+    return {"dispatches": len(live), "same position": same, "first divergence": first, "priced otherwise": priced,
+            "dispatch times apart ms": round(apart * 1000, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=105)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    for run in range(args.runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            events, record = live_run(folder, args.requests, args.seed + run)
+            print(f"seed {args.seed + run}: {agreement(events, replayed(record, folder))}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
