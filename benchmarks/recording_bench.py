@@ -26,8 +26,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path.cwd() / "tests"))
 
-from fake_upstream import FakeUpstream, fake_server  # noqa: E402
-from proxy_fixtures import read_events, running_proxy  # noqa: E402
+from fake_upstream import FakeUpstream, fake_server
+from proxy_fixtures import read_events, running_proxy
 
 USERS = {"ann": ("sk-bench-ann-0c1f", 2.0), "ben": ("sk-bench-ben-77a2", None), "cat": ("sk-bench-cat-5d9e", None),
          "dan": ("sk-bench-dan-e413", None)}

@@ -17,6 +17,7 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
+from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, counted, percent, ratio, seconds, span
 from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers
 from sfqtui.trace.load import load_trace
@@ -124,11 +125,14 @@ def compare(
     slots = configs[0].slots
     note_one_slot(trace, loaded.suggested_slots, replay.slots, replay.service)
     if as_json:
-        typer.echo(json.dumps(_payload(trace, slots, reports, measures, replay), indent=2))
+        payload = _payload(trace, slots, reports, measures, replay)
+        payload["repriced"] = bool(replay.repriced(loaded.trace.columns))
+        typer.echo(json.dumps(payload, indent=2))
         return
     console = Console()
     where = f", {replay.replicas.describe()}" if replicated else ""
-    console.print(f"{trace}: {counted(len(loaded.trace), 'request')}, {counted(len(loaded.trace.users), 'user')}, {counted(slots, 'slot')}{where}")
+    priced = f", {REPRICED}{note}" if (note := replay.repriced(loaded.trace.columns)) else ""
+    console.print(f"{trace}: {counted(len(loaded.trace), 'request')}, {counted(len(loaded.trace.users), 'user')}, {counted(slots, 'slot')}{where}{priced}")
     for report, measured in zip(reports, measures):
         for line in _headline(report):
             console.print(line, markup=False)

@@ -17,6 +17,7 @@ from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
@@ -59,7 +60,7 @@ def _why(run: Run, code: int) -> dict[str, Any]:
     wait = explain_wait(table, code, split=replicas is not None and replicas.split)
     assert wait is not None
     found: dict[str, Any] = {"request_id": wait.request, "user": wait.user, "scheduler": table.scheduler, "slots": run.slots,
-                             **_sent(table, code)}
+                             "repriced": bool(run.metadata.get("repriced")), **_sent(table, code)}
     if replicas is not None:
         found["replica"] = wait.replica
         found["replicas"] = run.metadata.get("replicas")
@@ -112,8 +113,9 @@ def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
     slots = found["slots"]
     replicas = found.get("replicas")
     where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
+    priced = f", {REPRICED}: the trace's costs ignored" if found["repriced"] else ""
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else ', ' + counted(slots, 'slot')}{where} ({path})")
+                  f"{'' if slots is None else ', ' + counted(slots, 'slot')}{where}{priced} ({path})")
     console.print(f"  arrived     t {seconds(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")

@@ -46,6 +46,7 @@ def simulate(
     note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     elapsed = time.perf_counter() - started
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
+    cost += replay.repriced(result.requests.columns)
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
         f"wrote {output}: {counted(result.log.start, 'event')}, {counted(result.dispatched, 'dispatch', 'dispatches')} "

@@ -58,8 +58,11 @@ class Opening:
         return not self.is_log
 
     def rerun(self, **changes: Any) -> Opening:
-        """The same trace under other settings (``changes``: ReplayConfig fields)."""
+        """The same trace under other settings (``changes``: ReplayConfig fields); another
+        estimator prices even a trace's recorded costs anew (a what-if)."""
         slots_given = self.slots_given or "slots" in changes
+        if "estimator" in changes:
+            changes = {"reprice": True, **changes}
         return replace(self, config=replace(self.config, **changes), slots_given=slots_given)
 
 
