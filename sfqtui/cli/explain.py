@@ -24,13 +24,14 @@ from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import MILLISECONDS, TIME, Fixed, amount, count, counted, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
-from sfqtui.runs.opening import Opening, is_event_log
+from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.runs.run import Run
+from sfqtui.trace.joined import named
 from sfqtui.trace.load import suggested_slots
 from sfqtui.trace.write import read_metadata
 
 
-def _request_code(table: EventTable, request_id: str, path: Path) -> int:
+def _request_code(table: EventTable, request_id: str, path: str) -> int:
     code = table.names.find(request_id) if table.names is not None else None
     if code is None or not table.life_of(code):
         example = f", such as {table.request_id(0)}" if len(table) else ""
@@ -107,7 +108,7 @@ def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[s
     return compared
 
 
-def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
+def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
     """``value_name``: the scheduler's own per-user number (None: it has none)."""
     console = Console()
     slots = found["slots"]
@@ -186,14 +187,16 @@ def _print_across(console: Console, across: dict[str, Any]) -> None:
 
 
 # explain's own options; every other one says how to replay a trace (--scheduler is checked against the log's).
-_OWN_OPTIONS = ("path", "request_id", "scheduler", "compare", "as_json")
+_OWN_OPTIONS = ("paths", "request_id", "scheduler", "compare", "as_json")
 
 
 @refuses_bad_input
 @with_replicated_replay_options
 def explain(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(metavar="TRACE_OR_LOG", show_default=False,
+                                                help="A trace (replayed with the core) or a saved event log; several traces "
+                                                     "are read as one (a group's recordings, one a replica).")],
     request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The request's id (the trace's request_id).", show_default=False)],
     scheduler: Annotated[
         str | None,
@@ -224,6 +227,7 @@ def explain(
     if scheduler is not None:
         check_schedulers([scheduler])
     specs = parse_run_specs(compare) if compare is not None else []
+    path = one_path(paths)
     is_log = is_event_log(path)
     if is_log and specs:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
@@ -237,11 +241,11 @@ def explain(
     run = Run(opening).load_all()
     if is_log and scheduler is not None and scheduler != run.scheduler:
         raise fail(f"{path} is a log of {run.scheduler}; it cannot be explained under {scheduler}")
-    found = _why(run, _request_code(run.table, request_id, path))
+    found = _why(run, _request_code(run.table, request_id, named(paths)))
     if specs:
         found["compare"] = _compared(opening, specs, request_id)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
     else:
         traits = run.table.traits
-        _print(found, path, traits.value_name if traits is not None and traits.reading is not None else None)
+        _print(found, named(paths), traits.value_name if traits is not None and traits.reading is not None else None)

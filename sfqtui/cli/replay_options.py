@@ -178,22 +178,22 @@ def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context))
 
 
-_CONTEXT = "options_context"  # the command's context, which says which options were given
-
-
 def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any], typer.Context], Any]) -> F:
-    """``func`` with ``options`` in its signature, called with ``argument=build(their values, the context)`` instead."""
+    """``func`` with ``options`` in its signature, called with ``argument=build(their values, the command's context)``
+    instead (the context says which options were given; typer hands it to one parameter only: the command's own, if it has one)."""
     signature = inspect.signature(func)
     own = [p for p in signature.parameters.values() if p.name != argument]
     names = [p.name for p in options]
+    context = next((p.name for p in own if p.annotation in (typer.Context, "typer.Context")), None)
+    added = [] if context is not None else [inspect.Parameter("options_context", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
 
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
-        context = kwargs.pop(_CONTEXT)
+        given = kwargs[context] if context is not None else kwargs.pop("options_context")
         shared = {name: kwargs.pop(name) for name in names}
-        return func(**{argument: build(shared, context)}, **kwargs)
+        return func(**{argument: build(shared, given)}, **kwargs)
 
-    params = [*own, *options, inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
+    params = [*own, *options, *added]
     wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # inspect.signature reads it; functions do not declare it
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return cast(F, wrapper)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "weight", "model"]
 # What priced each request at its dispatch: not §1 columns, so a replay leaves them unread.
-ESTIMATOR_COLUMNS = {"ratio": pl.Float64, "est_output": pl.Float64, "ratio_scope": pl.String}
+ESTIMATOR_COLUMNS: dict[str, pl.DataType] = {"ratio": pl.Float64(), "est_output": pl.Float64(), "ratio_scope": pl.String()}
 SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS})
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 # Apart in time, the events of one store call in the recording: well under the store clock's
