@@ -15,52 +15,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import openai
 import polars as pl
 
 sys.path.insert(0, str(Path.cwd() / "tests"))
 
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import read_events, running_proxy
-
-USERS = {"ann": ("sk-bench-ann-0c1f", 2.0), "ben": ("sk-bench-ben-77a2", None), "cat": ("sk-bench-cat-5d9e", None),
-         "dan": ("sk-bench-dan-e413", None)}
-
-
-def write_keys(path: Path) -> Path:
-    lines = []
-    for user, (key, weight) in USERS.items():
-        lines += [f'[keys."{key}"]', f'user = "{user}"'] + ([f"weight = {weight}"] if weight else []) + [""]
-    path.write_text("\n".join(lines))
-    return path
-
-
-async def send_all(url: str, requests: int, seed: int) -> None:
-    rng = random.Random(seed)
-    clients = {u: openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60) for u, (key, _) in USERS.items()}
-
-    async def one(user: str, words: int, cap: int, stream: bool) -> None:
-        body: dict[str, Any] = {"model": "m", "max_tokens": cap,
-                                "messages": [{"role": "user", "content": " ".join(f"w{k}" for k in range(words))}]}
-        if stream:
-            async for _ in await clients[user].chat.completions.create(**body, stream=True):
-                pass
-        else:
-            await clients[user].chat.completions.create(**body)
-
-    jobs = []
-    for _ in range(requests):
-        user = rng.choice(list(USERS))
-        jobs.append(asyncio.create_task(one(user, rng.randint(1, 80), rng.randint(1, 30), rng.random() < 0.5)))
-        await asyncio.sleep(rng.uniform(0.0, 0.01))
-    await asyncio.gather(*jobs)
-    await asyncio.gather(*(client.close() for client in clients.values()))
+from recording_traffic import send_uneven, write_keys
 
 
 def live_run(folder: Path, requests: int, seed: int) -> tuple[list[dict[str, Any]], Path]:
@@ -68,7 +34,7 @@ def live_run(folder: Path, requests: int, seed: int) -> tuple[list[dict[str, Any
     record = folder / "record.parquet"
     upstream = FakeUpstream(latency_s=0.005, chunk_delay_s=0.004)
     with fake_server(upstream) as fake, running_proxy(fake.url, write_keys(folder / "keys.toml"), slots=2, record=record) as px:
-        asyncio.run(send_all(px.url, requests, seed))
+        asyncio.run(send_uneven([px.url], requests, seed))
         events = read_events(px.url)
     return events, record
 
