@@ -17,6 +17,8 @@ from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait_for
 from recording_traffic import USERS, send_uneven, write_keys
 from sfqtui.cli.app import app
+from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.runs.opening import Opening
 from sfqtui.trace.write import read_metadata
 
 
@@ -78,6 +80,8 @@ def test_a_recording_replays_to_the_dispatches_and_charges_made_live(uneven: str
     assert "--ratio-scope implies --reprice: the trace's costs ignored" in said
     assert read_metadata(tmp_path / "what-if.parquet")["repriced"] is True
     assert [c for _, c in what_if] != [c for _, c in live]
+    assert "repriced" not in Opening(record, False, ReplayConfig(slots=2)).source().title
+    assert Opening(record, False, ReplayConfig(slots=2, reprice=True)).source().title.endswith(", repriced by the estimator")
     header = run(cli, "compare", str(record), "--reprice", "--schedulers", "sfq").split("\nsfq:")[0].replace("\n", " ")
     assert "repriced by the estimator (--reprice: the trace's costs ignored)" in header
     assert "repriced" not in run(cli, "compare", str(record), "--schedulers", "sfq")
@@ -112,3 +116,5 @@ def test_a_groups_recordings_replay_to_the_groups_dispatches(uneven: str, store:
     copy.write_bytes(records[1].read_bytes())
     refused = cli.invoke(app, ["simulate", str(records[1]), str(copy), "-o", str(tmp_path / "overlap.parquet")])
     assert refused.exit_code == 2 and "both hold request" in refused.output and len(refused.output.strip().splitlines()) == 1
+    refused = cli.invoke(app, ["replay", str(records[0]), str(tmp_path / "log.parquet")])
+    assert refused.exit_code == 2 and "is an event log: several files are read as one trace" in refused.output
