@@ -6,7 +6,7 @@ caps, streamed or not, a few milliseconds apart. The decisions the proxy publish
 /v1/sfq/events are compared with the replay of its recording, position by position, and
 each request's charge with the replay's.
 
-    python benchmarks/recording_bench.py [--requests 105] [--seed 1] [--runs 3]
+    python benchmarks/recording_bench.py [--requests 105] [--seed 1] [--runs 3] [--pause 0.01]
 
 Run from a checkout (it imports the tests' fake upstream).
 """
@@ -29,12 +29,12 @@ from proxy_fixtures import read_events, running_proxy
 from recording_traffic import send_uneven, write_keys
 
 
-def live_run(folder: Path, requests: int, seed: int) -> tuple[list[dict[str, Any]], Path]:
+def live_run(folder: Path, requests: int, seed: int, pause_s: float) -> tuple[list[dict[str, Any]], Path]:
     """The proxy's published events and its recording."""
     record = folder / "record.parquet"
     upstream = FakeUpstream(latency_s=0.005, chunk_delay_s=0.004)
     with fake_server(upstream) as fake, running_proxy(fake.url, write_keys(folder / "keys.toml"), slots=2, record=record) as px:
-        asyncio.run(send_uneven([px.url], requests, seed))
+        asyncio.run(send_uneven([px.url], requests, seed, pause_s))
         events = read_events(px.url)
     return events, record
 
@@ -70,11 +70,12 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=105)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pause", type=float, default=0.01, help="longest pause between two requests, seconds")
     args = parser.parse_args()
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            events, record = live_run(folder, args.requests, args.seed + run)
+            events, record = live_run(folder, args.requests, args.seed + run, args.pause)
             print(f"seed {args.seed + run}: {agreement(events, replayed(record, folder))}", flush=True)
 
 
