@@ -58,7 +58,7 @@ def agreement(events: list[dict[str, Any]], log: pl.DataFrame) -> dict[str, Any]
     again = list(zip(dispatches["request_id"].to_list(), dispatches["cost"].to_list()))
     apart = max(abs(live_t[rid] - t) for rid, t in zip(dispatches["request_id"], dispatches["t"]))
     same = sum(1 for a, b in zip(live, again) if a[0] == b[0])
-    first = next((k for k, (a, b) in enumerate(zip(live, again)) if a[0] != b[0]), None)
+    first = next((k for k, (a, b) in enumerate(zip(live, again), start=1) if a[0] != b[0]), None)  # counting dispatches from 1
     charged = dict(again)
     priced = sum(1 for rid, cost in live if charged.get(rid) != cost)
     return {"dispatches": len(live), "same position": same, "first divergence": first, "priced otherwise": priced,
