@@ -18,6 +18,7 @@ from proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait
 from recording_traffic import USERS, send_uneven, write_keys
 from sfqtui.cli.app import app
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.proxy.server import ProxyServer
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.write import read_metadata
 
@@ -95,7 +96,9 @@ def test_a_groups_recordings_replay_to_the_groups_dispatches(uneven: str, store:
         replicas = [first, second]
         asyncio.run(send_uneven([r.url for r in replicas], 60, seed=11))
         last = state(first.url)["seq"]
-        wait_for(lambda: all(r.server.proxy.ring.next_seq == last + 1 for r in replicas), what="every replica to read the whole stream")
+        rings = [r.server.proxy.ring for r in replicas if isinstance(r.server, ProxyServer)]
+        assert len(rings) == 2
+        wait_for(lambda: all(ring.next_seq == last + 1 for ring in rings), what="every replica to read the whole stream")
         events = read_events(first.url)
     live = live_dispatches(events)
     assert len(live) == 60 and {e["replica"] for e in events if e["kind"] == "dispatch"} == {0, 1}
