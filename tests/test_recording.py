@@ -112,6 +112,9 @@ def test_a_groups_recordings_replay_to_the_groups_dispatches(uneven: str, store:
     assert "2 slots" in said
     shared, _ = replayed(cli, tmp_path / "global.parquet", *map(str, records), "--replicas", "2", "--share", "global")
     assert shared == live
+    rid, cost = live[30]
+    explained = json.loads(run(cli, "explain", *map(str, records), rid, "--json"))
+    assert (explained["position"], explained["cost"]) == (31, cost)
 
     refused = cli.invoke(app, ["simulate", str(records[0]), str(records[0]), "-o", str(tmp_path / "twice.parquet")])
     assert refused.exit_code == 2 and "given twice" in refused.output
