@@ -86,7 +86,7 @@ class Decisions:
             if kind == "dispatch":
                 seen.update(dispatched=self.op_t, cost=event["cost"], ratio=event.get("ratio"), est_output=event.get("est_output"))
             elif kind == "complete" and "dispatched" in seen:
-                seen["service_s"] = self.op_t - seen.pop("dispatched")
+                seen["service_s"] = max(OP_SPACING_S, self.op_t - seen.pop("dispatched"))  # > 0, as §1 asks
                 return str(rid)
         return None
 
