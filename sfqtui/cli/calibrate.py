@@ -19,6 +19,7 @@ from sfqtui.core.numbers import Fixed, amount, count, counted, percent, ratio, s
 from sfqtui.core.schedulers.registry import ESTIMATING, check_schedulers
 from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
 from sfqtui.sweep.runs import Row
+from sfqtui.trace.joined import joined_trace
 from sfqtui.trace.load import load_trace
 
 SHOWN_ROWS = 20
@@ -29,7 +30,8 @@ SPARK_WIDTH = 40
 @refuses_bad_input
 @with_replay_options
 def calibrate(
-    trace: Annotated[Path, typer.Argument(help="Trace Parquet file with output_tokens (semantics §1).", show_default=False)],
+    traces: Annotated[list[Path], typer.Argument(metavar="TRACE", help="Trace Parquet file with output_tokens (semantics §1); several files "
+                                                 "are read as one (a group's recordings, one a replica).", show_default=False)],
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help=f"Scheduler that charges the estimate: {', '.join(ESTIMATING)}.")] = "sfq",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
     replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
@@ -45,6 +47,7 @@ def calibrate(
     one cuts the worst gap in actual cost, it is suggested with its figure.
     """
     check_schedulers([scheduler], ESTIMATING)
+    trace = joined_trace(traces)
     loaded = load_trace(trace)
     if loaded.trace.output_tokens is None:
         raise fail(f"{trace}: calibration needs actual outputs, and this trace has no output_tokens column "

@@ -17,8 +17,10 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
+from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, counted, percent, ratio, seconds, span
 from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers
+from sfqtui.trace.joined import TRACES_HELP, joined_trace, named
 from sfqtui.trace.load import load_trace
 
 
@@ -80,7 +82,7 @@ SYNC_SCHEDULERS = ",".join(SYNCABLE)
 @refuses_bad_input
 @with_replicated_replay_options
 def compare(
-    trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
+    traces: Annotated[list[Path], typer.Argument(metavar="TRACE", help=TRACES_HELP, show_default=False)],
     schedulers: Annotated[
         str | None,
         typer.Option("--schedulers", help=f"Comma-separated schedulers to compare. Default: {DEFAULT_SCHEDULERS}; "
@@ -105,6 +107,7 @@ def compare(
         schedulers = SYNC_SCHEDULERS if syncing else DEFAULT_SCHEDULERS
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     check_schedulers(names)
+    trace = joined_trace(traces)
     loaded = load_trace(trace)
     configs = [replay.config(name, loaded.suggested_slots) for name in names]
     replicated = replay.replicas.replicated
@@ -124,11 +127,15 @@ def compare(
     slots = configs[0].slots
     note_one_slot(trace, loaded.suggested_slots, replay.slots, replay.service)
     if as_json:
-        typer.echo(json.dumps(_payload(trace, slots, reports, measures, replay), indent=2))
+        payload = _payload(named(traces), slots, reports, measures, replay)
+        payload["repriced"] = bool(replay.repriced(loaded.trace.columns))
+        typer.echo(json.dumps(payload, indent=2))
         return
     console = Console()
     where = f", {replay.replicas.describe()}" if replicated else ""
-    console.print(f"{trace}: {counted(len(loaded.trace), 'request')}, {counted(len(loaded.trace.users), 'user')}, {counted(slots, 'slot')}{where}")
+    priced = f", {REPRICED}{note}" if (note := replay.repriced(loaded.trace.columns)) else ""
+    users = counted(len(loaded.trace.users), 'user')
+    console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {counted(slots, 'slot')}{where}{priced}")
     if loaded.measured_service:
         console.print("waits: replayed on the measured service times (service_s), not modelled ones", markup=False)
     for report, measured in zip(reports, measures):
@@ -139,7 +146,7 @@ def compare(
             print_table(console, _replicas_table(measured, report.scheduler, replay.replicas.describe()))
 
 
-def _payload(trace: Path, slots: int, reports: list[FairnessReport], measures: list[ReplicaMeasures | None],
+def _payload(trace: str, slots: int, reports: list[FairnessReport], measures: list[ReplicaMeasures | None],
              replay: ReplayChoices) -> dict[str, object]:
     """The JSON: each scheduler's figures, with a `replicas` object when replicated (semantics §11)."""
     schedulers: dict[str, object] = {}
@@ -148,7 +155,7 @@ def _payload(trace: Path, slots: int, reports: list[FairnessReport], measures: l
         if measured is not None:
             figures["replicas"] = measured.as_dict()
         schedulers[report.scheduler] = figures
-    payload: dict[str, object] = {"trace": str(trace), "slots": slots, "schedulers": schedulers}
+    payload: dict[str, object] = {"trace": trace, "slots": slots, "schedulers": schedulers}
     if replay.replicas.replicated:
         payload["replicas"] = replay.replicas.metadata(slots)
     return payload

@@ -17,19 +17,21 @@ from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.engine.replication import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import MILLISECONDS, TIME, Fixed, amount, count, counted, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
-from sfqtui.runs.opening import Opening, is_event_log
+from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.runs.run import Run
+from sfqtui.trace.joined import named
 from sfqtui.trace.load import suggested_slots
 from sfqtui.trace.write import read_metadata
 
 
-def _request_code(table: EventTable, request_id: str, path: Path) -> int:
+def _request_code(table: EventTable, request_id: str, path: str) -> int:
     code = table.names.find(request_id) if table.names is not None else None
     if code is None or not table.life_of(code):
         example = f", such as {table.request_id(0)}" if len(table) else ""
@@ -62,7 +64,7 @@ def _why(run: Run, code: int) -> dict[str, Any]:
     wait = explain_wait(table, code, split=replicas is not None and replicas.split)
     assert wait is not None
     found: dict[str, Any] = {"request_id": wait.request, "user": wait.user, "scheduler": table.scheduler, "slots": run.slots,
-                             **_sent(table, code)}
+                             "repriced": bool(run.metadata.get("repriced")), **_sent(table, code)}
     if replicas is not None:
         found["replica"] = wait.replica
         found["replicas"] = run.metadata.get("replicas")
@@ -109,14 +111,15 @@ def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[s
     return compared
 
 
-def _print(found: dict[str, Any], path: Path, value_name: str | None) -> None:
+def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
     """``value_name``: the scheduler's own per-user number (None: it has none)."""
     console = Console()
     slots = found["slots"]
     replicas = found.get("replicas")
     where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
+    priced = f", {REPRICED}: the trace's costs ignored" if found["repriced"] else ""
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else ', ' + counted(slots, 'slot')}{where} ({path})")
+                  f"{'' if slots is None else ', ' + counted(slots, 'slot')}{where}{priced} ({path})")
     console.print(f"  arrived     t {seconds(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")
@@ -187,14 +190,16 @@ def _print_across(console: Console, across: dict[str, Any]) -> None:
 
 
 # explain's own options; every other one says how to replay a trace (--scheduler is checked against the log's).
-_OWN_OPTIONS = ("path", "request_id", "scheduler", "compare", "as_json")
+_OWN_OPTIONS = ("paths", "request_id", "scheduler", "compare", "as_json")
 
 
 @refuses_bad_input
 @with_replicated_replay_options
 def explain(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(metavar="TRACE_OR_LOG", show_default=False,
+                                                help="A trace (replayed with the core) or a saved event log; several traces "
+                                                     "are read as one (a group's recordings, one a replica).")],
     request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID", help="The request's id (the trace's request_id).", show_default=False)],
     scheduler: Annotated[
         str | None,
@@ -225,6 +230,7 @@ def explain(
     if scheduler is not None:
         check_schedulers([scheduler])
     specs = parse_run_specs(compare) if compare is not None else []
+    path = one_path(paths)
     is_log = is_event_log(path)
     if is_log and specs:
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
@@ -238,11 +244,11 @@ def explain(
     run = Run(opening).load_all()
     if is_log and scheduler is not None and scheduler != run.scheduler:
         raise fail(f"{path} is a log of {run.scheduler}; it cannot be explained under {scheduler}")
-    found = _why(run, _request_code(run.table, request_id, path))
+    found = _why(run, _request_code(run.table, request_id, named(paths)))
     if specs:
         found["compare"] = _compared(opening, specs, request_id)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
     else:
         traits = run.table.traits
-        _print(found, path, traits.value_name if traits is not None and traits.reading is not None else None)
+        _print(found, named(paths), traits.value_name if traits is not None and traits.reading is not None else None)

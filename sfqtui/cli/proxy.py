@@ -102,9 +102,10 @@ def proxy(
         typer.Option(
             "--record",
             help=(
-                "Write every finished request to this trace (Parquet, semantics §1, with the actual output_tokens), rewritten "
-                "periodically and at shutdown; open it with sfqtui replay. With --state, the requests this replica held: "
-                "the replicas' recordings never overlap and together are the group's traffic (docs/replicas.md); "
+                "Write every finished request to this trace (Parquet, semantics §1, with the actual output_tokens and the cost "
+                "it was charged), rewritten periodically and at shutdown; sfqtui replay of it makes this proxy's decisions again "
+                "(--reprice: a what-if). With --state, the requests this replica held: the replicas' recordings never overlap "
+                "and, read as one trace, replay to the group's decisions (docs/replicas.md); "
                 "sfqtui attach --record records the group's decisions."
             ),
             show_default=False,

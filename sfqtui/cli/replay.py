@@ -17,7 +17,7 @@ from sfqtui.core.engine.run_spec import parse_run_specs
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
-from sfqtui.runs.opening import Opening, is_event_log
+from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.scenarios import DEMO_TRACE
 from sfqtui.trace.load import suggested_slots
 from sfqtui.trace.write import read_metadata
@@ -32,16 +32,17 @@ def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Openin
 
 
 # The dashboard's own options; every other option of `replay` says how to replay a trace.
-_DASHBOARD_OPTIONS = ("path", "speed", "play", "lockstep")
+_DASHBOARD_OPTIONS = ("paths", "speed", "play", "lockstep")
 
 
 @refuses_bad_input
 @with_replicated_replay_options
 def replay(
     ctx: typer.Context,
-    path: Annotated[
-        Path | None,
-        typer.Argument(help="A trace (replayed with the core) or a saved event log. Default: the bundled demo trace.", show_default=False),
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="TRACE_OR_LOG", help="A trace (replayed with the core) or a saved event log; several traces are read as "
+                       "one (a group's recordings, one a replica). Default: the bundled demo trace.", show_default=False),
     ] = None,
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help=f"Scheduling algorithm (for a trace): {', '.join(SCHEDULERS)}.")] = "sfq",
     speed: Annotated[float, typer.Option(help="Events per second when playing.")] = 10.0,
@@ -82,6 +83,7 @@ def replay(
         raise fail("--speed must be > 0")
     if lockstep not in MODES:
         raise fail(f"--lockstep must be one of {', '.join(MODES)}")
+    path = one_path(paths) if paths else None
     if path is not None and is_event_log(path):
         refuse_trace_options(ctx, path, _DASHBOARD_OPTIONS)
     openings = [_opening(path, scheduler, replay)]

@@ -22,7 +22,8 @@ from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
-_PANEL_EST = "Cost estimator (prices each request from its tokens, unless a trace has a cost column; docs/estimator.md)"
+_PANEL_EST = ("Cost estimator (prices each request from its tokens, unless a trace has a cost column, as a proxy's recording does: "
+              "then --reprice or any of these options; docs/estimator.md)")
 _PANEL_SVC = "Service model (used when the trace has no service_s column)"
 _PANEL_RUN = "Replay"
 _PANEL_REP = "Replicas of the balancer (semantics §11; docs/semantics.md)"
@@ -55,6 +56,7 @@ class ReplayChoices:
     estimator: EstimatorParams
     service: TokenServiceModel
     replicas: ReplicaSettings = ONE_REPLICA
+    reprice: str | None = None  # why the estimator prices even a trace with a cost column: the option that asked
 
     def config(self, scheduler: str, suggested_slots: int | None) -> ReplayConfig:
         return ReplayConfig(
@@ -65,7 +67,15 @@ class ReplayChoices:
             service=self.service,
             renormalise_every=self.renormalise_every,
             replicas=self.replicas,
+            reprice=self.reprice is not None,
         )
+
+    def repriced(self, columns: frozenset[str]) -> str:
+        """What a replay's header says after its costs' source when the trace has a cost column
+        the estimator was asked to ignore (a what-if), else nothing."""
+        if self.reprice is None or "cost" not in columns:
+            return ""
+        return f" ({self.reprice}: the trace's costs ignored)"
 
 
 
@@ -90,6 +100,8 @@ _PARAMS = [
     _option("renormalise_every", int | None, None,
             "SFQ: subtract v from all meters every N dispatches (§7.2). Only for explicit costs on an exact grid (e.g. whole numbers), "
             "where it provably changes no decision; docs/semantics.md.", _PANEL_RUN, "--renormalise-every"),
+    _option("reprice", bool, False, "Ignore the trace's cost column (a proxy's recording: what each request was charged) and price "
+            "with the estimator options given: a what-if. Any estimator option given implies it.", _PANEL_EST, "--reprice"),
     _option("estimator", EstimatorKind, EstimatorKind.ratio,
             "ratio: max_tokens x the learned output ratio (§6). oracle: the actual output, known in advance (needs output_tokens): "
             "the best any estimator could do (§10).", _PANEL_EST, "--estimator"),
@@ -137,7 +149,19 @@ def _estimator_params(values: dict[str, Any], oracle: bool = False) -> Estimator
     )
 
 
-def _choices(values: dict[str, Any]) -> ReplayChoices:
+def _reprice_reason(values: dict[str, Any], context: typer.Context) -> str | None:
+    """The option that asks for the estimator over a trace's cost column: --reprice, or the
+    first estimator option given on the command line (its flag, as typed)."""
+    if values["reprice"]:
+        return "--reprice"
+    for parameter in context.command.params:
+        source = context.get_parameter_source(parameter.name) if parameter.name in ("estimator", *_ESTIMATOR_NAMES) else None
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            return f"{parameter.opts[0]} implies --reprice"
+    return None
+
+
+def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
     estimator = _estimator_params(values, oracle=values["estimator"] is EstimatorKind.oracle)
     service = TokenServiceModel(
         overhead_s=values["overhead_s"],
@@ -151,21 +175,25 @@ def _choices(values: dict[str, Any]) -> ReplayChoices:
     replicas = ONE_REPLICA
     if "replicas" in values:
         replicas = ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
-    return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas)
+    return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context))
 
 
-def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any]], Any]) -> F:
-    """``func`` with ``options`` in its signature, called with ``argument=build(their values)`` instead."""
+def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any], typer.Context], Any]) -> F:
+    """``func`` with ``options`` in its signature, called with ``argument=build(their values, the command's context)``
+    instead (the context says which options were given; typer hands it to one parameter only: the command's own, if it has one)."""
     signature = inspect.signature(func)
     own = [p for p in signature.parameters.values() if p.name != argument]
     names = [p.name for p in options]
+    context = next((p.name for p in own if p.annotation in (typer.Context, "typer.Context")), None)
+    added = [] if context is not None else [inspect.Parameter("options_context", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
 
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
+        given = kwargs[context] if context is not None else kwargs.pop("options_context")
         shared = {name: kwargs.pop(name) for name in names}
-        return func(**{argument: build(shared)}, **kwargs)
+        return func(**{argument: build(shared, given)}, **kwargs)
 
-    params = own + options
+    params = [*own, *options, *added]
     wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # inspect.signature reads it; functions do not declare it
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return cast(F, wrapper)
@@ -183,4 +211,4 @@ def with_replicated_replay_options(func: F) -> F:
 def with_estimator_options(func: F) -> F:
     """Only the ratio estimator's options, for a command that prices requests before their
     output exists (no oracle); the command gets them as ``estimator: EstimatorParams``."""
-    return _adding_options(func, "estimator", [p for p in _PARAMS if p.name in _ESTIMATOR_NAMES], _estimator_params)
+    return _adding_options(func, "estimator", [p for p in _PARAMS if p.name in _ESTIMATOR_NAMES], lambda values, _context: _estimator_params(values))

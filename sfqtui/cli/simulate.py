@@ -16,6 +16,7 @@ from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.paths import check_output
 from sfqtui.trace.chunks import open_trace
+from sfqtui.trace.joined import TRACES_HELP, joined_trace
 from sfqtui.trace.simulate import simulate as run_simulation
 
 SCHEDULER_HELP = f"Scheduling algorithm: {', '.join(SCHEDULERS)}."
@@ -24,12 +25,13 @@ SCHEDULER_HELP = f"Scheduling algorithm: {', '.join(SCHEDULERS)}."
 @refuses_bad_input
 @with_replicated_replay_options
 def simulate(
-    trace: Annotated[Path, typer.Argument(help="Trace Parquet file (semantics §1).", show_default=False)],
+    traces: Annotated[list[Path], typer.Argument(metavar="TRACE", help=TRACES_HELP, show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Event-log Parquet file to write (semantics §7).")],
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help=SCHEDULER_HELP)] = "sfq",
     replay: ReplayChoices = NO_CHOICES,  # with_replicated_replay_options puts the options given here
 ) -> None:
-    """Replay TRACE under one scheduler and write the full event log.
+    """Replay TRACE under one scheduler and write the full event log (several files: one
+    trace of all their requests, such as a group's recordings).
 
     All events at one timestamp apply before dispatch (completions, then arrivals in
     trace order); then requests are dispatched one at a time while a slot is free.
@@ -38,7 +40,8 @@ def simulate(
     """
     started = time.perf_counter()
     check_schedulers([scheduler])
-    check_output(output, not_one_of=[trace])
+    check_output(output, not_one_of=traces)
+    trace = joined_trace(traces)
     source = open_trace(trace)
     config = replay.config(scheduler, source.suggested_slots)
     with progress_bar("replaying", len(source)) as update:
@@ -46,6 +49,7 @@ def simulate(
     note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
     elapsed = time.perf_counter() - started
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
+    cost += replay.repriced(result.requests.columns)
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
         f"wrote {output}: {counted(result.log.start, 'event')}, {counted(result.dispatched, 'dispatch', 'dispatches')} "

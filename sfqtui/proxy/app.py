@@ -17,7 +17,6 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from sfqtui import __version__
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
@@ -30,11 +29,14 @@ from sfqtui.proxy.settings import ProxySettings
 from sfqtui.proxy.upstream import UpstreamReply, Upstreams, UpstreamWatch
 
 if TYPE_CHECKING:
+    from sfqtui.proxy.group import Group
     from sfqtui.proxy.record import TraceRecorder
 
 
-def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float) -> dict[str, Any]:
-    """A finished request as a row of the --record trace (semantics §1)."""
+def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float,
+               scope: str) -> dict[str, Any]:
+    """A finished request as a row of the --record trace (semantics §1), with the times and
+    charge this proxy measured; the recorder puts the published events' in their place."""
     return {
         "request_id": ticket.request_id,
         "user": ticket.user,
@@ -42,9 +44,13 @@ def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, pro
         "input_tokens": ticket.input_tokens if prompt_tokens is None else prompt_tokens,
         "max_tokens": ticket.max_tokens,
         "output_tokens": output_tokens,
+        "cost": ticket.cost,
         "service_s": max(1e-6, (ticket.finished_t or 0.0) - (ticket.dispatched_t or 0.0)),
         "weight": weight,
         "model": model,
+        "ratio": ticket.ratio,
+        "est_output": ticket.est_output,
+        "ratio_scope": None if ticket.max_tokens is None else scope if ticket.scope_key is None else f"{scope}:{ticket.scope_key}",
     }
 
 log = logging.getLogger("sfqtui.proxy")
@@ -66,23 +72,23 @@ class Proxy:
         self.ring = EventRing(settings.ring_size)
         self.scheduling: Scheduling
         self.metrics = ProxyMetrics(settings.metrics_users, self.state, in_group=settings.state_url is not None)
+        group: Group | None = None
         if settings.state_url is None:
             self.scheduling = Alone(settings.slots, dict(settings.keys.weights), settings.estimator, self.ring, sinks=(self.metrics.see,))
         else:
             from sfqtui.proxy.group import Group  # the redis client loads only for a group
 
-            self.scheduling = Group(
+            self.scheduling = group = Group(
                 settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
                 settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics)
         self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s,
                                    UpstreamWatch(self.metrics.upstream_answered, self.metrics.upstream_failed))
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
-            from sfqtui.proxy.record import TraceRecorder  # polars and pyarrow load only for a recording
+            from sfqtui.proxy.record import recorder_of  # polars and pyarrow load only for a recording
 
-            metadata = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
-                        "estimator": settings.estimator.as_dict()}
-            self.recorder = TraceRecorder(settings.record, metadata, settings.record_every_s)
+            self.recorder = recorder_of(settings.record, settings, group)
+            self.ring.watch(self.recorder.see)
             self.ring.bound_watchers.append(self.recorder.note_bound)
         self.live: set[Exchange] = set()
         self._closed = False
@@ -98,7 +104,8 @@ class Proxy:
         ran = ticket.stage is Stage.RUNNING
         self.scheduling.release(ticket, output_tokens)
         if ran and self.recorder is not None:
-            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user)))
+            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
+                                         self.settings.estimator.scope))
 
     def state(self) -> dict[str, Any]:
         """The §8 snapshot without waiting: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now."""

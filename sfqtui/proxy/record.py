@@ -1,10 +1,21 @@
 """``--record``: every finished request as a row of a semantics §1 trace, for ``sfqtui replay``.
 
-A row is written for each request that was dispatched (answered, failed or abandoned),
-with the upstream's actual ``usage`` when it reported one: ``input_tokens`` (the
-proxy's approximation when it did not), ``output_tokens``, and ``service_s``, how long
-the request held its slot. Requests cancelled while queued never ran and have no row.
-No ``cost`` column: a replay prices the requests with its own estimator options.
+A row is written for each request that was dispatched (answered, failed or abandoned):
+its ``input_tokens`` (the upstream's ``usage`` when it reported one, else the proxy's
+approximation), ``max_tokens``, ``output_tokens``, ``model`` and ``weight``, and what the
+scheduler decided with: ``cost``, the charge it was dispatched with, and beside it the
+estimator's figures at that dispatch (``ratio``, ``est_output``, ``ratio_scope``: extra
+columns a replay does not read). Requests cancelled while queued never ran and have no row.
+
+The times come from the decisions the proxy published (``/v1/sfq/events``, the ring's
+events), so that a replay of the recording meets the same events in the same order and
+makes the same decisions: ``arrival_s`` is the time of the request's ``arrive`` event,
+and ``service_s`` the time from its ``dispatch`` to its ``complete``. A dispatch is timed
+by the arrival or completion that freed it (the replay dispatches at that instant too),
+and the events of one store call (a group's batch, which share one time) are spread
+``OP_SPACING_S`` apart in their order, so that a replay takes them one at a time as the
+store did. A row whose events the replica never saw (it served on its own while the store
+was away) keeps the times the replica measured.
 
 Each flush rewrites the whole file atomically, so the file on disk is always a
 complete trace, even after a crash. Rows are kept in memory as compact Arrow columns;
@@ -17,28 +28,83 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from sfqtui import __version__
 from sfqtui.errors import InputError
+from sfqtui.protocol import Event
 from sfqtui.trace.load import frame_of
 from sfqtui.trace.schema import TRACE_SCHEMA
 from sfqtui.trace.write import write_trace
 
-COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "service_s", "weight", "model"]
-SCHEMA = frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema
+if TYPE_CHECKING:
+    from sfqtui.proxy.group import Group
+    from sfqtui.proxy.settings import ProxySettings
+
+COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "weight", "model"]
+# What priced each request at its dispatch: not §1 columns, so a replay leaves them unread.
+ESTIMATOR_COLUMNS: dict[str, pl.DataType] = {"ratio": pl.Float64(), "est_output": pl.Float64(), "ratio_scope": pl.String()}
+SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS})
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
+# Apart in time, the events of one store call in the recording: well under the store clock's
+# microsecond, so they never pass an event of another call.
+OP_SPACING_S = 1e-9
+_OPS = ("arrive", "complete", "cancel")
+
+
+class Decisions:
+    """Each recorded request's times and charge, as the published events tell them."""
+
+    def __init__(self, mine: Callable[[Event], bool]) -> None:
+        self._mine = mine
+        self._t: float | None = None  # the time of the events being read, and how many operations had it
+        self._ops = 0
+        self.op_t = 0.0  # the time of the last arrival, completion or cancel: what a dispatch now follows
+        self.requests: dict[str, dict[str, Any]] = {}  # request id -> what its events said, until its row is written
+
+    def see(self, event: Event) -> str | None:
+        """Take one event; returns the request id when it completed one of this recording's requests."""
+        kind = event["kind"]
+        if kind in _OPS:
+            t = event["t"]
+            if t == self._t:
+                self._ops += 1
+            else:
+                self._t, self._ops = t, 0
+            self.op_t = t + self._ops * OP_SPACING_S
+        rid = event.get("request_id")
+        if rid is None or not self._mine(event):
+            return None
+        if kind == "arrive":
+            self.requests[rid] = {"arrival_s": self.op_t}
+        elif kind == "cancel":
+            self.requests.pop(rid, None)
+        elif (seen := self.requests.get(rid)) is not None:
+            if kind == "dispatch":
+                seen.update(dispatched=self.op_t, cost=event["cost"], ratio=event.get("ratio"), est_output=event.get("est_output"))
+            elif kind == "complete" and "dispatched" in seen:
+                seen["service_s"] = max(OP_SPACING_S, self.op_t - seen.pop("dispatched"))  # > 0, as §1 asks
+                return str(rid)
+        return None
 
 
 class TraceRecorder:
-    def __init__(self, path: Path, metadata: dict[str, Any], every_s: float) -> None:
+    """The rows of a recording: a finished request's own figures (``add``) joined with what
+    its events said (``see``), written out every ``every_s`` seconds and when stopped."""
+
+    def __init__(self, path: Path, metadata: Callable[[], dict[str, Any]], every_s: float,
+                 mine: Callable[[Event], bool] = lambda _event: True) -> None:
         if not every_s > 0:
             raise InputError("the record's flush interval must be > 0")
         self.path = Path(path)
         self._metadata = metadata
         self._every_s = every_s
+        self.decisions = Decisions(mine)
+        self._ended: dict[str, dict[str, Any]] = {}  # rows waiting for their request's complete event
         self._pending: list[dict[str, Any]] = []
         self._written: list[pl.DataFrame] = []
         self._bounds: list[dict[str, Any]] = []
@@ -50,15 +116,28 @@ class TraceRecorder:
         return sum(f.height for f in self._written) + len(self._pending)
 
     def add(self, row: dict[str, Any]) -> None:
-        self._pending.append(row)
+        """A dispatched request ended; ``row`` holds its times and charge as the proxy measured them."""
+        rid = row["request_id"]
+        if "service_s" in self.decisions.requests.get(rid, ()):
+            self._pending.append(row | self.decisions.requests.pop(rid))
+        else:
+            self._ended[rid] = row
 
     def note_bound(self, bound: dict[str, Any]) -> None:
         """A group replica's bound changed: kept in the metadata's ``bound`` list (the bound event, without its run)."""
         self._bounds.append({k: v for k, v in bound.items() if k != "run"})
         self._changed = True
 
-    async def _flush(self) -> float:
+    def see(self, event: Event) -> None:
+        rid = self.decisions.see(event)
+        if rid is not None and rid in self._ended:
+            self._pending.append(self._ended.pop(rid) | self.decisions.requests.pop(rid))
+
+    async def _flush(self, last: bool = False) -> float:
         """Write the file if rows came in, or the bound changed, since the last write; returns how long the write took."""
+        if last:  # requests whose completion never reached the stream keep the proxy's own figures
+            self._pending += self._ended.values()
+            self._ended = {}
         if not self._pending and not (self._changed and self._written):
             return 0.0
         self._changed = False
@@ -67,7 +146,9 @@ class TraceRecorder:
         self._pending = []
         frame = pl.concat(self._written, rechunk=False)
         started = time.perf_counter()
-        metadata = {**self._metadata, "bound": list(self._bounds)} if self._bounds else self._metadata
+        metadata = self._metadata()
+        if self._bounds:
+            metadata["bound"] = list(self._bounds)
         await asyncio.to_thread(write_trace, frame, self.path, metadata)
         return time.perf_counter() - started
 
@@ -79,7 +160,25 @@ class TraceRecorder:
                 await asyncio.wait_for(self._stop.wait(), wait)
             except TimeoutError:
                 pass
-            wait = max(self._every_s, WRITE_SHARE * await self._flush())
+            wait = max(self._every_s, WRITE_SHARE * await self._flush(last=self._stop.is_set()))
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def recorder_of(path: Path, settings: ProxySettings, group: Group | None) -> TraceRecorder:
+    """A proxy's recorder: a group replica records the requests it held; the metadata is
+    what a replay needs (semantics §1), never a key or a token."""
+
+    def metadata() -> dict[str, Any]:
+        found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
+                                 "weights": dict(settings.keys.weights), "estimator": settings.estimator.as_dict(),
+                                 "costs": "charged at dispatch"}
+        if group is not None:
+            found["group"] = {"replica": group.replica, "replicas": len(group.replicas), "share": "global", "slots": settings.slots}
+        return found
+
+    def held(event: Event) -> bool:
+        return group is None or str(event.get("replica")) == group.replica
+
+    return TraceRecorder(path, metadata, settings.record_every_s, held)

@@ -48,6 +48,11 @@ class EventRing:
         self._frames: list[bytes] = []
         self._times = array("d")
         self._changed = asyncio.Event()
+        self._watchers: list[Callable[[Event], None]] = []
+
+    def watch(self, watcher: Callable[[Event], None]) -> None:
+        """Call ``watcher`` with every event kept from now on (the --record reads the decisions from them)."""
+        self._watchers.append(watcher)
 
     @property
     def first_seq(self) -> int:
@@ -70,6 +75,8 @@ class EventRing:
             self._frames[seq % self.size] = data
             self._times[seq % self.size] = event["t"]
         self.next_seq = seq + 1
+        for watcher in self._watchers:
+            watcher(event)
         self._wake()
 
     def put(self, seq: int, t: float, data: bytes) -> None:
@@ -90,6 +97,10 @@ class EventRing:
             self._frames.append(body)
             self._times.append(t)
         self.next_seq = seq + 1
+        if self._watchers:
+            event = json.loads(data)
+            for watcher in self._watchers:
+                watcher(event)
         self._wake()
 
     def restart(self, run: str, started: float) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -9,8 +10,10 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.errors import InputError
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.trace.eventlog import read_log_schema
+from sfqtui.trace.joined import joined_trace
 from sfqtui.trace.load import load_trace, read_parquet_header
 from sfqtui.trace.schema import LOG_COLUMNS
 from sfqtui.trace.sources import EventSource, LogFileSource, ReplaySource
@@ -24,6 +27,16 @@ def is_event_log(path: Path) -> bool:
         return False
     read_log_schema(path)
     return True
+
+
+def one_path(paths: Sequence[Path]) -> Path:
+    """The file a command opens: an event log given alone, or the trace that ``paths`` make
+    (sfqtui.trace.joined); InputError for a log among several files."""
+    if len(paths) > 1:
+        for path in paths:
+            if path.exists() and is_event_log(path):
+                raise InputError(f"{path} is an event log: several files are read as one trace, so give traces only")
+    return joined_trace(paths)
 
 
 @dataclass(frozen=True)
@@ -60,8 +73,11 @@ class Opening:
         return not self.is_log
 
     def rerun(self, **changes: Any) -> Opening:
-        """The same trace under other settings (``changes``: ReplayConfig fields)."""
+        """The same trace under other settings (``changes``: ReplayConfig fields); another
+        estimator prices even a trace's recorded costs anew (a what-if)."""
         slots_given = self.slots_given or "slots" in changes
+        if "estimator" in changes:
+            changes = {"reprice": True, **changes}
         return replace(self, config=replace(self.config, **changes), slots_given=slots_given)
 
 

@@ -111,6 +111,12 @@ def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEnco
     return ReplayEncoder(replay, lambda _chunk: whole)
 
 
+def repriced(replay: Replay) -> bool:
+    """Whether the replay priced a trace that has a cost column with the estimator (a what-if,
+    ``ReplayConfig.reprice``) instead of the costs the trace records."""
+    return "cost" in replay.requests.columns and replay.cost_source != "column"
+
+
 def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[str, Any]:
     """What a log records about how it was made, so a replay can be reproduced."""
     config = replay.config
@@ -126,6 +132,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
         "service_source": replay.service_source,
         "renormalise_every": config.renormalise_every,
     }
+    if repriced(replay):
+        meta["repriced"] = True
     if replay.quantum is not None:
         meta["quantum"] = replay.quantum
     if replay.cost_source == "estimator":

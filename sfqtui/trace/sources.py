@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engine.replay import REPRICED, ReplayConfig
 from sfqtui.core.engine.replicas import replay_of
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.numbers import counted
@@ -255,8 +255,9 @@ class ReplaySource:
         self.scheduler = self.config.scheduler
         replicas = self.config.replicas
         where = f", {replicas.describe()}" if replicas.replicated else ""
-        self.title = f"{self.loaded.path.name}, {self.scheduler}, {counted(self.config.slots, 'slot')}{where}"
         self.metadata = replay_metadata(self.replay, self.loaded)
+        priced = f", {REPRICED}" if self.metadata.get("repriced") else ""
+        self.title = f"{self.loaded.path.name}, {self.scheduler}, {counted(self.config.slots, 'slot')}{where}{priced}"
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
         encoder = encoder_for(self.replay, self.loaded)

@@ -23,6 +23,7 @@ from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading
 from sfqtui.errors import InputError
 
 CHUNK = 1 << 16
+REPRICED = "repriced by the estimator"  # how a run of ReplayConfig.reprice over a trace's cost column is named on screen
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class ReplayConfig:
     service: TokenServiceModel = field(default_factory=TokenServiceModel)
     renormalise_every: int | None = None
     replicas: ReplicaSettings = ONE_REPLICA
+    reprice: bool = False  # price with the estimator even when the trace has a cost column (a what-if)
 
     def __post_init__(self) -> None:
         found = traits(self.scheduler)
@@ -74,9 +76,12 @@ class Replay:
             self.estimator = CostEstimator(config.estimator, self.window, columns)
             self._complete_charge = self.estimator.output_charge
             self.cost_source = "input at dispatch, output at completion"
-        elif "cost" in columns and not config.estimator.oracle:
+        elif "cost" in columns and not config.estimator.oracle and not config.reprice:
             self.cost_source = "column"
         else:
+            if "input_tokens" not in columns:
+                raise InputError("pricing with the estimator (--reprice, an estimator option, or the oracle) needs the trace column "
+                                 "'input_tokens'; this trace has only costs")
             self.estimator = CostEstimator(config.estimator, self.window, columns)
             self.cost_source = "oracle" if config.estimator.oracle else "estimator"
         self.service_source = "column" if "service_s" in columns else "model"

@@ -61,7 +61,7 @@ def estimator_twin(run: Run, runs: Sequence[Run]) -> Run | None:
     for other in reversed(runs):
         theirs = rerunnable(other.opening)
         if (other is not run and theirs is not None and theirs.config.estimator != mine.config.estimator
-                and replace(theirs, config=replace(theirs.config, estimator=mine.config.estimator)) == mine):
+                and replace(theirs, config=replace(theirs.config, estimator=mine.config.estimator, reprice=mine.config.reprice)) == mine):
             return other
     return None
 
