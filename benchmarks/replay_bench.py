@@ -27,9 +27,8 @@ from pathlib import Path
 import polars as pl
 from memory import run_measured
 
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replicas import replay_of
-from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings, Share
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings, Share
 from sfqtui.core.engine.trace import Trace
 from sfqtui.trace.load import load_trace
 
@@ -93,7 +92,7 @@ def best_of(repeats: int, label: str, func, *args) -> float:
 
 
 def core_loop(trace: Trace, slots: int, replicas: ReplicaSettings = ONE_REPLICA) -> None:
-    for _ in replay_of(trace, ReplayConfig("sfq", slots, replicas=replicas)).run():
+    for _ in Replay(trace, ReplayConfig("sfq", slots, replicas=replicas)).run():
         pass
 
 

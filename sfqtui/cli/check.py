@@ -7,7 +7,7 @@ import typer
 
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.analysis.audit import AuditReport, Replicas, audit
-from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.numbers import amount, count
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 

@@ -22,8 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replicas import replay_of
+from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.numbers import counted
 from sfqtui.core.schedulers.registry import REGISTRY
@@ -251,7 +250,7 @@ class ReplaySource:
     chunk: int = 1 << 16
 
     def __post_init__(self) -> None:
-        self.replay = replay_of(self.loaded.trace, self.config)
+        self.replay = Replay(self.loaded.trace, self.config)
         self.scheduler = self.config.scheduler
         replicas = self.config.replicas
         where = f", {replicas.describe()}" if replicas.replicated else ""
@@ -263,9 +262,9 @@ class ReplaySource:
         batcher = ArrowBatcher(value_column(self.scheduler))
         total = max(1, len(self.loaded.trace))
         for arrived in self.replay.run(chunk=self.chunk):
-            start, rows = self.replay.log.drain()
-            if rows:
-                yield batcher.convert(encoder.encode(start, rows)), arrived / total
+            rows = self.replay.log.drain()
+            if len(rows):
+                yield batcher.convert(encoder.encode(rows)), arrived / total
 
 
 @dataclass
