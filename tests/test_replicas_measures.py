@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli
-from sfqtui.core.analysis.replicas import largest_drift, replica_measures
+from sfqtui.core.analysis.replication_cost import largest_drift, replica_measures
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replica_settings import ROUTERS, ReplicaSettings, Share
 from sfqtui.core.engine.trace import Trace

@@ -18,7 +18,7 @@ import polars as pl
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
 from sfqtui.core.analysis.fairness import FairnessReport, Gap, fairness_of_replay
-from sfqtui.core.analysis.replicas import replica_measures, tally_replay
+from sfqtui.core.analysis.replication_cost import replica_measures, tally_replay
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.run_spec import RunSpec
 from sfqtui.core.engine.trace import Trace

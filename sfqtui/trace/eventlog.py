@@ -95,6 +95,18 @@ def _priced(kind: np.ndarray, req: np.ndarray, by_request: dict[int, float]) -> 
     return buffer_array(values, pa.float64(), math.nan)
 
 
+def packed_columns(rows: EventRows) -> dict[str, np.ndarray]:
+    """Every field the rows hold as a numpy column (one strided copy each, no Python object
+    per event); a field the scheduler never fills is left out."""
+    layout = rows.layout
+    fields = layout.fields()
+    packed = np.frombuffer(rows.data, np.dtype({
+        "names": [name for name, _, _ in fields], "formats": [_NUMPY[code] for _, code, _ in fields],
+        "offsets": [offset for _, _, offset in fields], "itemsize": layout.struct.size,
+    }), count=len(rows))
+    return {name: np.ascontiguousarray(packed[name]) for name, _, _ in fields}
+
+
 def _null_below_0(codes: pa.Array) -> pa.Array:
     return pc.if_else(pc.less(codes, 0), pa.scalar(None, codes.type), codes)
 
@@ -120,30 +132,23 @@ class ChunkEncoder:
         object per event); ``parts``: columns covering every request the rows mention, in
         order; ``pricing``: what priced their dispatches (None: no estimator)."""
         layout, n = rows.layout, len(rows)
-        fields = layout.fields()
-        packed = np.frombuffer(rows.data, np.dtype({
-            "names": [name for name, _, _ in fields], "formats": [_NUMPY[code] for _, code, _ in fields],
-            "offsets": [offset for _, _, offset in fields], "itemsize": layout.struct.size,
-        }), count=n)
-
-        def field(name: str) -> np.ndarray:
-            return np.ascontiguousarray(packed[name])
+        packed = packed_columns(rows)
 
         def number(name: str) -> pa.Array:
             """A float field, NaN as null; a field this scheduler never fills is all null."""
-            return pa.array(field(name), from_pandas=True) if layout.present(name) else pa.nulls(n, pa.float64())
+            return pa.array(packed[name], from_pandas=True) if name in packed else pa.nulls(n, pa.float64())
 
-        kinds, req = field("kind"), field("req")
+        kinds, req = packed["kind"], packed["req"]
         kind = pa.array(kinds)
         requests, req_index = _gathered(parts, req)
         replicated = layout.present("replica")
         columns: dict[str, pa.Array] = {
             "seq": pa.array(np.arange(rows.start, rows.start + n, dtype=np.int64)),
-            "t": pa.array(field("t")),
+            "t": pa.array(packed["t"]),
             "kind": KIND_NAMES.take(kind),
             "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
             "request_id": requests.request_ids.take(req_index),
-            "user": self._user_names(requests.users.type).take(_null_below_0(pa.array(field("user")))) if replicated
+            "user": self._user_names(requests.users.type).take(_null_below_0(pa.array(packed["user"]))) if replicated
             else requests.users.take(req_index),
             "cost": number("cost"),
             "v": number("v"),
@@ -151,7 +156,7 @@ class ChunkEncoder:
             "deficit": number("deficit"),
         }
         if replicated:
-            columns["replica"] = _null_below_0(pa.array(field("replica")))
+            columns["replica"] = _null_below_0(pa.array(packed["replica"]))
         if requests.weights is not None:
             columns["weight"] = requests.weights.take(req_index)
         if pricing is not None:
