@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from struct import Struct
 
 # `sync`: a replica raised a user's meter by the charges other replicas made (semantics §11, share sync).
@@ -37,7 +38,7 @@ class EventLayout:
         formats.update({name: "d" if filled[name] else _ABSENT for name in _NUMBERS})
         return cls(tuple(formats[name] for name in FIELDS))
 
-    @property
+    @cached_property
     def struct(self) -> Struct:
         return Struct("=" + "".join(self.formats))
 
