@@ -288,10 +288,10 @@ class Replay:
                         free[pool] -= 1
                         k = req // size
                         heappush(running, (now + services[k][req % size], dispatched, req, user, k, pool, rep))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
+                        next_done = running[0][0]
                         dispatched += 1
                         if virtual and not sched.backlogged:
                             put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1))
-                next_done = running[0][0] if running else never
 
                 if len(log.data) >= yield_at:
                     self.dispatched = dispatched
