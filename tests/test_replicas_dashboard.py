@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from dashboard import lesson_dashboard, settle, text_of, until
 from sfqtui.cli.app import app as cli
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replication import ReplicaSettings, Share
+from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sfqtui.core.engine.events import IDLE_RESET
 from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.replicas import replay_of
-from sfqtui.core.engine.replication import ROUTERS, ReplicaSettings, Share
+from sfqtui.core.engine.replay import one_scheduler as one_scheduler_config
+from sfqtui.core.engine.replica_settings import ROUTERS, ReplicaSettings, Share
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.core.schedulers import SCHEDULERS
@@ -100,7 +101,7 @@ def events(log: LogRows, names: list[str], replica: int | None = None) -> list[E
 
 
 def replicated(trace: Trace, config: ReplayConfig) -> tuple[LogRows, float | None]:
-    run = replay_of(trace, config)
+    run = Replay(trace, config)
     return rows_from_replay(run.run_all(), trace, config.scheduler), run.quantum
 
 
@@ -172,8 +173,8 @@ def test_one_replica_is_todays_replay() -> None:
     trace = busy_trace()
     for share in ("none", "global", "sync:1"):
         config = ReplayConfig("sfq", 4, replicas=ReplicaSettings(1, "least-loaded", Share.parse(share)))
-        run = replay_of(trace, config)
-        assert type(run) is Replay
+        run = Replay(trace, config)
+        assert run.group is None
         assert run.run_all() == Replay(trace, ReplayConfig("sfq", 4)).run_all()
 
 
@@ -238,3 +239,15 @@ def test_settings_that_make_no_sense_are_refused() -> None:
     with pytest.raises(ValueError, match="renormalise"):
         ReplayConfig("sfq", 4, renormalise_every=10, replicas=ReplicaSettings(2))
     assert str(Share.parse("sync:0.5,0.1")) == "sync:0.5,0.1" and str(Share.parse("sync:5")) == "sync:5"
+
+
+def test_a_replicated_config_never_replays_one_scheduler() -> None:
+    """Whoever builds the replay (simulate, the dashboard, calibration, compare's fairness),
+    a config of several replicas replays them: each event names its replica."""
+    trace = busy_trace()
+    config = ReplayConfig("sfq", 4, replicas=ReplicaSettings(2))
+    columns = Replay(trace, config).run_all()
+    assert columns.replica is not None and set(columns.replica) == {0, 1}
+    reference = Replay(trace, one_scheduler_config(config)).run_all()
+    assert reference.replica is None
+    assert columns.kind.count(IDLE_RESET) > reference.kind.count(IDLE_RESET)  # each replica goes idle on its own

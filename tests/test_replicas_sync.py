@@ -9,9 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sfqtui.core.analysis.audit import Replicas, audit
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replicas import replay_of
-from sfqtui.core.engine.replication import ReplicaSettings, Share
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 
@@ -23,7 +22,7 @@ def trace(rows: list[tuple[str, float, float]], service: float = 0.5) -> Trace:
 
 
 def replayed(requests: Trace, slots: int, settings: ReplicaSettings) -> LogRows:
-    return rows_from_replay(replay_of(requests, ReplayConfig("sfq", slots, replicas=settings)).run_all(), requests, "sfq")
+    return rows_from_replay(Replay(requests, ReplayConfig("sfq", slots, replicas=settings)).run_all(), requests, "sfq")
 
 
 def rows_of(log: LogRows, kind: str) -> list[tuple]:
@@ -87,7 +86,7 @@ def test_the_audit_rebuilds_every_sync(drawn: list, count: int, extra: int, ever
     share = Share("sync", every, delay_part * every)
     settings_ = ReplicaSettings(count, router, share, seed=1)
     scheduler = "sfq-reset" if reset else "sfq"
-    log = rows_from_replay(replay_of(requests, ReplayConfig(scheduler, count + extra, replicas=settings_)).run_all(), requests, scheduler)
+    log = rows_from_replay(Replay(requests, ReplayConfig(scheduler, count + extra, replicas=settings_)).run_all(), requests, scheduler)
     report = audit(log, replicas=Replicas(settings_, count + extra))
     assert report.ok, report.violations[:3]
     syncs = [k for k in range(len(log)) if log.kind[k] == "sync"]

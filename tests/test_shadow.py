@@ -48,7 +48,7 @@ def test_drr_shadow_equals_the_engines_drr_at_every_step(scenario: str, slots: i
     names = list(trace.users)
     steps = 0
     for _ in replay.run(chunk=1):
-        k = replay.log.start + len(replay.log.rows) - 1
+        k = replay.log.start + len(replay.log) - 1
         mine = shadow.at(k)
         assert isinstance(mine, DRR)
         expected = drr_state(engine, range(len(names)), names.__getitem__)  # the engine's users are codes

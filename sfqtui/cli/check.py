@@ -8,7 +8,7 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.analysis.audit import AuditReport, Replicas, Snapshot, audit
 from sfqtui.core.analysis.audit.report import Suspension
-from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.numbers import amount, count, counted
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 

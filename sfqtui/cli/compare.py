@@ -16,7 +16,7 @@ from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
-from sfqtui.core.analysis.replicas import ReplicaMeasures, replica_measures
+from sfqtui.core.analysis.replication_cost import ReplicaMeasures, replica_measures
 from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, counted, percent, ratio, seconds, span
 from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers

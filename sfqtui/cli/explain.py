@@ -18,7 +18,7 @@ from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.engine.replay import REPRICED
-from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable

@@ -17,7 +17,7 @@ import typer
 
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replication import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
+from sfqtui.core.engine.replica_settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.errors import InputError
 

@@ -8,7 +8,7 @@ from itertools import count
 from typing import Any
 
 from sfqtui.core.analysis.audit import Violation
-from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable

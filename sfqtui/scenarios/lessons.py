@@ -18,9 +18,8 @@ import polars as pl
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
 from sfqtui.core.analysis.fairness import FairnessReport, Gap, fairness_of_replay
-from sfqtui.core.analysis.replicas import replica_measures, tally_replay
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replicas import replay_of
+from sfqtui.core.analysis.replication_cost import replica_measures, tally_replay
+from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.run_spec import RunSpec
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.lockstep import Mode
@@ -159,7 +158,7 @@ def _first_dispatches(trace: Trace, config: ReplayConfig, n: int) -> Counter[str
     """How many of the first ``n`` dispatches went to each user."""
     counts: Counter[str] = Counter()
     left = n
-    for columns, _ in replay_of(trace, config).chunks():
+    for columns, _ in Replay(trace, config).chunks():
         rows = rows_from_replay(columns, trace, config.scheduler)
         for kind, user in zip(rows.kind, rows.user):
             if kind == "dispatch" and left > 0:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
-from sfqtui.core.analysis.replicas import replica_measures, tally_replay
+from sfqtui.core.analysis.replication_cost import replica_measures, tally_replay
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.trace import Trace
 

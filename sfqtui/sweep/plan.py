@@ -10,7 +10,7 @@ from itertools import product
 
 from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings, Share
+from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings, Share
 from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError

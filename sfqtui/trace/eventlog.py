@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.estimator import Pricing
-from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, EventRow
+from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, EventRows
 from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
 from sfqtui.paths import atomic_output
@@ -31,11 +31,7 @@ from sfqtui.trace.schema import LOG_COLUMNS, LOG_EXTRAS, LOG_SCHEMA, METADATA_KE
 from sfqtui.trace.write import read_metadata
 
 KIND_NAMES = pa.array(KINDS, pa.string())
-# The engine's event row (sfqtui.core.engine.events.EventRow); Arrow reads the tuples in C.
-_ROW = pa.struct([("t", pa.float64()), ("kind", pa.int8()), ("req", pa.int64()), ("cost", pa.float64()),
-                  ("v", pa.float64()), ("meter", pa.float64()), ("deficit", pa.float64()), ("credit", pa.float64())])
-# A replicated replay's row (sfqtui.core.engine.events.ReplicaEventRow): the replica and the user code follow (-1: none).
-_REPLICA_ROW = pa.struct([*_ROW, ("replica", pa.int32()), ("user", pa.int32())])
+_NUMPY = {"d": np.float64, "b": np.int8, "q": np.int64, "i": np.int32}
 
 
 def buffer_array(values: array | np.ndarray, kind: pa.DataType, null: float | int) -> pa.Array:
@@ -99,6 +95,18 @@ def _priced(kind: np.ndarray, req: np.ndarray, by_request: dict[int, float]) -> 
     return buffer_array(values, pa.float64(), math.nan)
 
 
+def packed_columns(rows: EventRows) -> dict[str, np.ndarray]:
+    """Every field the rows hold as a numpy column (one strided copy each, no Python object
+    per event); a field the scheduler never fills is left out."""
+    layout = rows.layout
+    fields = layout.fields()
+    packed = np.frombuffer(rows.data, np.dtype({
+        "names": [name for name, _, _ in fields], "formats": [_NUMPY[code] for _, code, _ in fields],
+        "offsets": [offset for _, _, offset in fields], "itemsize": layout.struct.size,
+    }), count=len(rows))
+    return {name: np.ascontiguousarray(packed[name]) for name, _, _ in fields}
+
+
 def _null_below_0(codes: pa.Array) -> pa.Array:
     return pc.if_else(pc.less(codes, 0), pa.scalar(None, codes.type), codes)
 
@@ -119,11 +127,47 @@ class ChunkEncoder:
         self._credit = credit
         self._users = None if users is None else pa.array(users, pa.string())
 
-    def encode(self, start: int, rows: list[EventRow], requests: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
-        """Rows (t, kind, req, cost, v, meter, deficit, credit) from the engine, seq from ``start``
-        (ReplicaEventRows when the encoder has ``users``); ``requests``: columns covering every
-        request the rows mention, in order; ``pricing``: what priced their dispatches (None: no estimator)."""
-        return self._table(start, len(rows), pa.array(rows, type=_ROW if self._users is None else _REPLICA_ROW), requests, pricing)
+    def encode(self, rows: EventRows, parts: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
+        """The engine's packed rows as a table, each field viewed as a column (no Python
+        object per event); ``parts``: columns covering every request the rows mention, in
+        order; ``pricing``: what priced their dispatches (None: no estimator)."""
+        layout, n = rows.layout, len(rows)
+        packed = packed_columns(rows)
+
+        def number(name: str) -> pa.Array:
+            """A float field, NaN as null; a field this scheduler never fills is all null."""
+            return pa.array(packed[name], from_pandas=True) if name in packed else pa.nulls(n, pa.float64())
+
+        kinds, req = packed["kind"], packed["req"]
+        kind = pa.array(kinds)
+        requests, req_index = _gathered(parts, req)
+        replicated = layout.present("replica")
+        columns: dict[str, pa.Array] = {
+            "seq": pa.array(np.arange(rows.start, rows.start + n, dtype=np.int64)),
+            "t": pa.array(packed["t"]),
+            "kind": KIND_NAMES.take(kind),
+            "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
+            "request_id": requests.request_ids.take(req_index),
+            "user": self._user_names(requests.users.type).take(_null_below_0(pa.array(packed["user"]))) if replicated
+            else requests.users.take(req_index),
+            "cost": number("cost"),
+            "v": number("v"),
+            "meter": number("meter"),
+            "deficit": number("deficit"),
+        }
+        if replicated:
+            columns["replica"] = _null_below_0(pa.array(packed["replica"]))
+        if requests.weights is not None:
+            columns["weight"] = requests.weights.take(req_index)
+        if pricing is not None:
+            columns["ratio"] = _priced(kinds, req, pricing.ratio)
+            columns["est_output"] = _priced(kinds, req, pricing.est_output)
+        if self._credit:
+            columns["credit"] = number("credit")
+        if requests.output_tokens is not None:
+            actual = requests.output_tokens.take(req_index)
+            columns["output_tokens"] = pc.if_else(pc.equal(kind, COMPLETE), actual, pa.scalar(None, pa.int64()))
+        return pa.table(columns)
 
     def _user_names(self, kind: pa.DataType) -> pa.Array:
         """The users by code, typed as the trace's user column (so a log's user column has one type)."""
@@ -131,37 +175,6 @@ class ChunkEncoder:
         if self._users.type != kind:
             self._users = self._users.cast(kind)
         return self._users
-
-    def _table(self, start: int, n: int, rows: pa.StructArray, parts: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
-        t, kind, req_column, cost, v, meter, deficit, credit, *replicated = rows.flatten()
-        req = req_column.to_numpy(zero_copy_only=False)
-        requests, req_index = _gathered(parts, req)
-        columns: dict[str, pa.Array] = {
-            "seq": pa.array(np.arange(start, start + n, dtype=np.int64)),
-            "t": t,
-            "kind": KIND_NAMES.take(kind),
-            "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
-            "request_id": requests.request_ids.take(req_index),
-            "user": self._user_names(requests.users.type).take(_null_below_0(replicated[1])) if replicated else requests.users.take(req_index),
-            "cost": cost,
-            "v": v,
-            "meter": meter,
-            "deficit": deficit,
-        }
-        if replicated:
-            columns["replica"] = _null_below_0(replicated[0])
-        if requests.weights is not None:
-            columns["weight"] = requests.weights.take(req_index)
-        if pricing is not None:
-            kinds = kind.to_numpy(zero_copy_only=False)
-            columns["ratio"] = _priced(kinds, req, pricing.ratio)
-            columns["est_output"] = _priced(kinds, req, pricing.est_output)
-        if self._credit:
-            columns["credit"] = credit
-        if requests.output_tokens is not None:
-            actual = requests.output_tokens.take(req_index)
-            columns["output_tokens"] = pc.if_else(pc.equal(kind, COMPLETE), actual, pa.scalar(None, pa.int64()))
-        return pa.table(columns)
 
 
 # The columns with few distinct values, which Parquet dictionary-encodes. Every other column

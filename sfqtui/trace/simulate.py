@@ -13,10 +13,9 @@ import pyarrow as pa
 
 from sfqtui import __version__
 from sfqtui.core.engine.chunks import RequestChunk
-from sfqtui.core.engine.events import EventRow
+from sfqtui.core.engine.events import EventRows
 from sfqtui.core.engine.gcpause import collector_paused
 from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.replicas import replay_of
 from sfqtui.trace.chunks import TraceChunk, TraceSource
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter, RequestColumns
 from sfqtui.trace.load import LoadedTrace
@@ -93,10 +92,10 @@ class ReplayEncoder:
         users = replay.requests.users if replay.config.replicas.replicated else None
         self._encoder = ChunkEncoder(replay.config.scheduler, credit="credit" in replay.traits.extra_columns, users=users)
 
-    def encode(self, start: int, rows: list[EventRow]) -> pa.Table:
+    def encode(self, rows: EventRows) -> pa.Table:
         replay = self._replay
         requests = [self._columns_of(chunk) for chunk in replay.take_requests()]
-        return self._encoder.encode(start, rows, requests, replay.take_pricing())
+        return self._encoder.encode(rows, requests, replay.take_pricing())
 
 
 def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEncoder:
@@ -149,14 +148,14 @@ def simulate(source: LoadedTrace | TraceSource, config: ReplayConfig, out: Path,
     """Replay ``source`` under ``config`` and write the full event log to ``out``, a row group
     at a time. A TraceSource is read a chunk at a time, so memory stays bounded by the
     requests in the system, not the length of the trace."""
-    replay = replay_of(ReadAhead(source) if isinstance(source, TraceSource) else source.trace, config)
+    replay = Replay(ReadAhead(source) if isinstance(source, TraceSource) else source.trace, config)
     encoder = encoder_for(replay, source)
     total = len(replay.requests)
     with collector_paused(), EventLogWriter(out, replay_metadata(replay, source)) as writer:
         for arrived in replay.run(chunk=1 << 18):
-            start, rows = replay.log.drain()
-            if rows:
-                writer.write(encoder.encode(start, rows))
+            rows = replay.log.drain()
+            if len(rows):
+                writer.write(encoder.encode(rows))
             if progress is not None:
                 progress(arrived, total)
     return replay

@@ -10,8 +10,7 @@ string chunks.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,15 +21,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
-from sfqtui.core.engine.replay import REPRICED, ReplayConfig
-from sfqtui.core.engine.replicas import replay_of
+from sfqtui.core.engine.replay import REPRICED, Replay, ReplayConfig
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.numbers import counted
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
 from sfqtui.trace.load import LoadedTrace
-from sfqtui.trace.simulate import encoder_for, replay_metadata
+from sfqtui.trace.replay_batches import replay_batches
+from sfqtui.trace.request_names import ArrowRequestNames
+from sfqtui.trace.simulate import replay_metadata
 
 FIRST_ROWS = 4096
 
@@ -41,45 +41,6 @@ class EventSource(Protocol):
     metadata: dict[str, Any]
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]: ...
-
-
-class ArrowRequestNames:
-    """Request ids by code, as Arrow string chunks (the core's RequestNames)."""
-
-    def __init__(self) -> None:
-        self._chunks: list[pa.Array] = []
-        self._starts: list[int] = []
-        self._size = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def extend(self, names: pa.Array) -> None:
-        if len(names):
-            self._starts.append(self._size)
-            self._chunks.append(names)
-            self._size += len(names)
-
-    def __getitem__(self, code: int) -> str:
-        j = bisect_right(self._starts, code) - 1
-        return self._chunks[j][code - self._starts[j]].as_py()
-
-    def find(self, name: str) -> int | None:
-        for start, chunk in zip(self._starts, self._chunks):
-            at = pc.index(chunk, pa.scalar(name, pa.string())).as_py()
-            if at >= 0:
-                return start + at
-        return None
-
-    def containing(self, text: str) -> np.ndarray:
-        found = [np.asarray(pc.indices_nonzero(pc.match_substring(chunk, text, ignore_case=True)), np.int64) + start
-                 for start, chunk in zip(list(self._starts), list(self._chunks))]
-        return np.concatenate(found) if found else np.empty(0, np.int64)
-
-    def take(self, codes: Collection[int]) -> pa.ChunkedArray:
-        wanted = np.asarray(codes, np.int64)
-        whole = pa.chunked_array(list(self._chunks), pa.string())
-        return whole.take(pa.array(wanted, mask=wanted < 0))
 
 
 def _typed(typecode: str, values: np.ndarray) -> array:
@@ -251,7 +212,7 @@ class ReplaySource:
     chunk: int = 1 << 16
 
     def __post_init__(self) -> None:
-        self.replay = replay_of(self.loaded.trace, self.config)
+        self.replay = Replay(self.loaded.trace, self.config)
         self.scheduler = self.config.scheduler
         replicas = self.config.replicas
         where = f", {replicas.describe()}" if replicas.replicated else ""
@@ -260,13 +221,7 @@ class ReplaySource:
         self.title = f"{self.loaded.path.name}, {self.scheduler}, {counted(self.config.slots, 'slot')}{where}{priced}"
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
-        encoder = encoder_for(self.replay, self.loaded)
-        batcher = ArrowBatcher(value_column(self.scheduler))
-        total = max(1, len(self.loaded.trace))
-        for arrived in self.replay.run(chunk=self.chunk):
-            start, rows = self.replay.log.drain()
-            if rows:
-                yield batcher.convert(encoder.encode(start, rows)), arrived / total
+        yield from replay_batches(self.replay, self.loaded, value_column(self.scheduler), self.chunk)
 
 
 @dataclass

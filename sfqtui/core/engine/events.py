@@ -1,32 +1,106 @@
-"""Event kinds and the engine's columnar event buffer (semantics §7)."""
+"""Event kinds and the engine's event log: §7 rows packed into one typed buffer (semantics §7)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import cast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from struct import Struct
 
 # `sync`: a replica raised a user's meter by the charges other replicas made (semantics §11, share sync).
 # `merge`: a live group's replica, back after the store was away, raised a meter by its own charges (§12).
 KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync", "merge")
 ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC, MERGE = range(len(KINDS))
 
+# The fields of a packed row, in order: the request is its trace index (-1: none), the
+# replica -1 for none, the user its code (-1: none).
+FIELDS: tuple[str, ...] = ("t", "kind", "req", "cost", "v", "meter", "deficit", "credit", "replica", "user")
+_NUMBERS = ("cost", "v", "meter", "deficit", "credit")  # float fields; NaN is null
+_ABSENT = "?"  # a field this scheduler never fills: struct stores any object as one ignored byte
 
-# One event: (t, kind code, request index or -1, cost or None, v, meter, deficit, credit).
-EventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None"]
-# One event of a replicated replay: the same, then the replica (-1: none) and the user code (-1: none).
-ReplicaEventRow = tuple[float, int, int, "float | None", "float | None", "float | None", "float | None", "float | None", int, Hashable]
+
+@dataclass(frozen=True)
+class EventLayout:
+    """How the engine packs an event: one ``struct`` row per event, native byte order, no padding.
+
+    A row always has every field of FIELDS, so the loop packs the same arguments for every
+    scheduler; a field the scheduler never fills (``absent``) is packed as one ignored byte,
+    so a None there costs nothing. Float fields hold NaN for null.
+    """
+
+    formats: tuple[str, ...]
+
+    @classmethod
+    def of(cls, v: bool, reading: str | None, credit: bool, replicated: bool) -> EventLayout:
+        """The layout for a scheduler that fills v (``v``), the meter or deficit (``reading``),
+        the credit of its dispatches (``credit``), and for a replay of several replicas."""
+        filled = {"v": v, "meter": reading == "meter", "deficit": reading == "deficit", "credit": credit, "cost": True}
+        formats = {"t": "d", "kind": "b", "req": "q", "replica": "i" if replicated else _ABSENT, "user": "i"}
+        formats.update({name: "d" if filled[name] else _ABSENT for name in _NUMBERS})
+        return cls(tuple(formats[name] for name in FIELDS))
+
+    @cached_property
+    def struct(self) -> Struct:
+        return Struct("=" + "".join(self.formats))
+
+    def present(self, name: str) -> bool:
+        return self.formats[FIELDS.index(name)] != _ABSENT
+
+    def fields(self) -> list[tuple[str, str, int]]:
+        """(name, struct code, byte offset) of every field that holds a value."""
+        out, offset = [], 0
+        for name, code in zip(FIELDS, self.formats):
+            if code != _ABSENT:
+                out.append((name, code, offset))
+            offset += Struct("=" + code).size
+        return out
+
+
+@dataclass(frozen=True)
+class EventRows:
+    """Consecutive events as the engine packed them, seq = ``start`` + position: the one
+    form a replay hands its events over in. The trace and log writers view ``data`` as
+    columns without a Python object per event; ``columns()`` reads them in Python."""
+
+    start: int
+    data: bytes | bytearray
+    layout: EventLayout
+
+    def __len__(self) -> int:
+        return len(self.data) // self.layout.struct.size
+
+    def columns(self) -> EventColumns:
+        """The events as Python columns, None for null."""
+        layout = self.layout
+        n = len(self)
+        unpacked = list(zip(*self.layout.struct.iter_unpack(self.data))) if n else [()] * len(FIELDS)
+        by_name = dict(zip(FIELDS, unpacked))
+        nothing: list[None] = [None] * n
+
+        def numbers(name: str) -> Sequence[float | None]:
+            if not layout.present(name):
+                return nothing
+            return [None if x != x else x for x in by_name[name]]  # NaN is null
+
+        return EventColumns(
+            self.start, by_name["t"], by_name["kind"], by_name["req"], numbers("cost"), numbers("v"), numbers("meter"),
+            numbers("deficit"), numbers("credit"),
+            replica=by_name["replica"] if layout.present("replica") else None,
+            user=by_name["user"] if layout.present("replica") else None,
+        )
 
 
 @dataclass
 class EventColumns:
-    """Events in seq order as parallel columns, seq = ``start`` + position.
+    """Events in seq order as parallel Python columns, seq = ``start`` + position: how the
+    core's analyses read a replay's events.
 
     ``req`` is the trace index of the event's request (-1 for idle_reset); the request id
     and user are looked up from the trace when the rows are written. ``cost`` and
     ``credit`` (the DRR deficit a dispatch was sent against) are ``None`` except on
     dispatches; so are ``ratio`` and ``est_output`` (what the estimator priced a dispatch
-    with), which are ``None`` altogether when no estimator priced the replay.
+    with), which are ``None`` altogether when no estimator priced the replay. ``replica``
+    and ``user`` (codes, -1: none) only in a replay of several replicas.
     """
 
     start: int
@@ -47,40 +121,25 @@ class EventColumns:
         return len(self.kind)
 
 
-@dataclass
-class EventBuffer:
-    """The engine appends one tuple per event (cheapest in the hot loop); columns come out on demand.
+class EventLog:
+    """What the engine appends to: packed rows in one growing buffer, handed over as EventRows."""
 
-    ``replicated``: the rows are ReplicaEventRows."""
-
-    start: int = 0
-    rows: list[EventRow] = field(default_factory=list)
-    replicated: bool = False
+    def __init__(self, layout: EventLayout) -> None:
+        self.layout = layout
+        self.start = 0
+        self.data = bytearray()
+        self._size = layout.struct.size
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.data) // self._size
 
-    def columns(self) -> EventColumns:
-        rows = self.rows
-        columns = EventColumns(self.start, [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows],
-                               [row[3] for row in rows], [row[4] for row in rows], [row[5] for row in rows], [row[6] for row in rows],
-                               [row[7] for row in rows])
-        if self.replicated:
-            replicated = cast(list[ReplicaEventRow], rows)
-            columns.replica = [row[8] for row in replicated]
-            columns.user = cast(list[int], [row[9] for row in replicated])  # the engine's users are codes
-        return columns
+    def held(self) -> EventRows:
+        """The rows held so far, without handing them over."""
+        return EventRows(self.start, bytes(self.data), self.layout)
 
-    def drain_columns(self) -> EventColumns:
-        """The rows held so far as columns; the buffer starts empty after them."""
-        columns = self.columns()
-        self.start += len(self.rows)
-        self.rows = []
-        return columns
-
-    def drain(self) -> tuple[int, list[EventRow]]:
-        """Hand over the rows held so far (with the seq of the first) and start an empty buffer after them."""
-        start, rows = self.start, self.rows
+    def drain(self) -> EventRows:
+        """Hand over the rows held so far and start an empty buffer after them."""
+        rows = EventRows(self.start, self.data, self.layout)
         self.start += len(rows)
-        self.rows = []
-        return start, rows
+        self.data = bytearray()
+        return rows

@@ -12,9 +12,10 @@ from heapq import heappop, heappush
 
 from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
-from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventBuffer, EventColumns
+from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventColumns, EventLayout, EventLog
 from sfqtui.core.engine.gcpause import CollectorPause
-from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings
+from sfqtui.core.engine.replica_group import ReplicaGroup
+from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.engine.service import TokenServiceModel, service_times
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow
@@ -51,7 +52,8 @@ class ReplayConfig:
 
 
 class Replay:
-    """Replays a trace under one scheduler and fills an event buffer.
+    """Replays a trace under one scheduler, or under several replicas when the config says
+    so (semantics §11), and fills an event log.
 
     The trace is a whole ``Trace`` or ``RequestChunks`` read a chunk at a time; either way
     the events are the same, and a request's data is reached through the replay's window,
@@ -88,10 +90,21 @@ class Replay:
         self.quantum = config.quantum
         if self.traits.needs_quantum and self.quantum is None:
             self.quantum = self.largest_cost()
-        self.scheduler: Scheduler = self.traits.build(self.requests.weights_by_code(), self.quantum)
+        replicas = config.replicas
+        self.pool_slots = replicas.slots(config.slots) if replicas.replicated and replicas.share.splits_slots else [config.slots]
+        weights = self.requests.weights_by_code()
+        self.schedulers: list[Scheduler] = [self.traits.build(weights, self.quantum) for _ in self.pool_slots]
+        self.scheduler = self.schedulers[0]
+        self.estimators: list[CostEstimator | None] = [self.estimator] + [
+            None if self.estimator is None else CostEstimator(config.estimator, self.window, columns) for _ in self.pool_slots[1:]
+        ]
         if config.renormalise_every and self.traits.renormalisable:
             self._check_renormalisable()
-        self.log = EventBuffer()
+        traits_ = self.traits
+        layout = EventLayout.of(traits_.virtual_time, traits_.reading, "credit" in traits_.extra_columns, replicas.replicated)
+        self.log = EventLog(layout)
+        # Several replicas: the layer that routes, names replicas and exchanges charges (None: one scheduler).
+        self.group = ReplicaGroup(replicas, self.requests.users, weights, self.schedulers, self.log) if replicas.replicated else None
         self.dispatched = 0
 
     def largest_cost(self) -> float:
@@ -134,23 +147,33 @@ class Replay:
         return self.window.held()
 
     def take_pricing(self) -> Pricing | None:
-        """What priced the dispatches drained since the last call (None: no estimator)."""
-        return self.estimator.take_pricing() if self.estimator is not None else None
+        """What priced the dispatches drained since the last call, over every pool's estimator (None: no estimator)."""
+        if self.estimator is None:
+            return None
+        if len(self.estimators) == 1:
+            return self.estimator.take_pricing()
+        merged = Pricing({}, {})
+        for estimator in self.estimators:
+            assert estimator is not None  # every pool has one when the first has
+            taken = estimator.take_pricing()
+            merged.ratio.update(taken.ratio)
+            merged.est_output.update(taken.est_output)
+        return merged
 
     def run_all(self) -> EventColumns:
         """Replay to the end and return every event as columns (small traces and tests)."""
         for _ in self.run():
             pass
-        return self._priced(self.log.columns())
+        return self._priced(self.log.held().columns())
 
     def chunks(self, chunk: int = CHUNK) -> Iterator[tuple[EventColumns, int]]:
         """Replay to the end, handing over the events every ``chunk`` events as columns,
         with the number of requests arrived so far; nothing is kept after it is handed over."""
         for arrived in self.run(chunk):
-            columns = self.log.drain_columns()
+            rows = self.log.drain()
             self.take_requests()  # columns name requests by index: they need no request chunk
-            if len(columns):
-                yield self._priced(columns), arrived
+            if len(rows):
+                yield self._priced(rows.columns()), arrived
 
     def _priced(self, columns: EventColumns) -> EventColumns:
         """The columns with the ratio and estimated output that priced each dispatch, when an estimator did."""
@@ -169,12 +192,19 @@ class Replay:
         return estimator.input_charge if self._complete_charge is not None else estimator.cost
 
     def run(self, chunk: int = CHUNK) -> Iterator[int]:
-        """Replay to the end, yielding the number of requests arrived every ``chunk`` events."""
+        """Replay to the end, yielding the number of requests arrived every ``chunk`` events.
+
+        One loop for one scheduler and for several replicas: each pool (a scheduler and its
+        slots) dispatches in index order; a replicated replay's group routes arrivals to a
+        pool, names each event's replica and runs the share exchange (None: one pool).
+        """
         window = self.window
         services, left = window.services, window.left
         service_model = self.config.service
         incoming = iter(self.requests.chunks())
         never = float("inf")
+        nan = never - never
+        group = self.group
 
         def enter() -> tuple[Sequence[float], Sequence[int], int, float]:
             """Bring the next chunk into the window: its arrivals, users, length and first arrival."""
@@ -183,51 +213,66 @@ class Replay:
                 return (), (), 0, never
             trace = entering.trace
             window.add(entering, service_times(trace, service_model))
+            if group is not None:
+                group.enter(trace, entering.start)
             return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]
 
-        sched = self.scheduler
+        scheds = self.schedulers
+        pools = range(len(scheds))
         arrive, reading, dispatch, idle_reset = self._operations()
-        complete = sched.complete if self._complete_charge is not None else None
+        complete = [sched.complete for sched in scheds] if self._complete_charge is not None else None
         complete_charge = self._complete_charge
-        observe = self.estimator.observe if self.estimator is not None else None
+        observe = [e.observe for e in self.estimators if e is not None] if self.estimator is not None else None
         virtual = self.traits.virtual_time
+        split = group is None or group.split
         log = self.log
-        rows = log.rows
-        append = rows.append
-        running: list[tuple[float, int, int, User, int]] = []  # (done at, dispatch number, request, user, its chunk)
-        free = self.config.slots
+        pack = log.layout.struct.pack
+        put = log.data.extend
+        row_size = log.layout.struct.size
+        running: list[tuple[float, int, int, User, int, int, int]] = []  # (done at, dispatch number, request, user, its chunk, pool, replica)
+        free = list(self.pool_slots)
         i = 0  # the next request to arrive, counted over the whole trace
         j = 0  # its row in the chunk being read
         dispatched = self.dispatched
-        yield_at = len(rows) + chunk  # the length of rows at which to hand over
+        yield_at = len(log.data) + chunk * row_size  # the size of the buffer at which to hand over
         pause = CollectorPause()
         pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
         try:
             arrivals, users, m, next_arrival = enter()
             size = window.size
-            cost_of = self._cost_function(self.estimator)
+            cost_of = [self._cost_function(e) for e in self.estimators]
             next_done = never
             while next_arrival != never or running:
                 now = next_done if next_done <= next_arrival else next_arrival
+                if group is not None and now >= group.due:
+                    group.exchange_until(now)
 
                 while next_done == now:
-                    _, _, req, user, k = heappop(running)
+                    _, _, req, user, k, pool, rep = heappop(running)
                     next_done = running[0][0] if running else never
-                    free += 1
+                    free[pool] += 1
                     if observe is not None:
-                        observe(req)
+                        observe[pool](req)
                     if complete is not None:
-                        v, meter, deficit = complete(req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
+                        v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
                     else:
-                        v, meter, deficit = reading(user)
-                    append((now, COMPLETE, req, None, v, meter, deficit, None))
+                        v, meter, deficit = reading[pool](user)
+                    put(pack(now, COMPLETE, req, nan, v, meter, deficit, nan, rep, user))
+                    if group is not None:
+                        group.completed(rep)
                     left[k] -= 1
                     if not left[k]:
                         window.retire(k)
 
                 while next_arrival == now:
-                    v, meter, deficit = arrive(i, users[j])
-                    append((now, ARRIVE, i, None, v, meter, deficit, None))
+                    user = users[j]
+                    if group is None:
+                        pool = rep = 0
+                    else:
+                        rep = group.arrive(i, j, user)
+                        pool = rep if split else 0
+                    v, meter, deficit = arrive[pool](i, user)
+                    put(pack(now, ARRIVE, i, nan, v, meter, deficit, nan, rep, user))
                     i += 1
                     j += 1
                     if j < m:
@@ -236,41 +281,48 @@ class Replay:
                         arrivals, users, m, next_arrival = enter()
                         j = 0
 
-                if free and sched.backlogged:
-                    while free and sched.backlogged:
-                        req, user, cost, v, meter, deficit, credit = dispatch(cost_of)
-                        append((now, DISPATCH, req, cost, v, meter, deficit, credit))
-                        free -= 1
+                if group is not None and now == group.due:
+                    group.apply_due(now)
+
+                for pool in pools:
+                    sched = scheds[pool]
+                    while free[pool] and sched.backlogged:
+                        req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
+                        rep = pool if group is None else group.dispatched(pool, req, user, cost)
+                        put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user))
+                        free[pool] -= 1
                         k = req // size
-                        heappush(running, (now + services[k][req % size], dispatched, req, user, k))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
+                        heappush(running, (now + services[k][req % size], dispatched, req, user, k, pool, rep))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
+                        next_done = running[0][0]
                         dispatched += 1
                         if virtual and not sched.backlogged:
-                            append((now, IDLE_RESET, -1, None, idle_reset(), None, None, None))
-                    next_done = running[0][0]
+                            put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1))
 
-                if len(rows) >= yield_at:
+                if len(log.data) >= yield_at:
                     self.dispatched = dispatched
                     pause.release()
                     yield i
                     pause.hold()
-                    rows = log.rows
-                    append = rows.append
-                    yield_at = len(rows) + chunk  # the length of rows at which to hand over
+                    put = log.data.extend
+                    yield_at = len(log.data) + chunk * row_size
         finally:
             self.dispatched = dispatched
             pause.release()
         yield i
 
-    def _operations(self) -> tuple[Callable[[int, User], UserReading], Callable[[User], UserReading], Callable[[CostOf], Dispatch], Callable[[], float | None]]:
-        """The scheduler's arrive, reading, dispatch and idle reset.
+    def _operations(self) -> tuple[list[Callable[[int, User], UserReading]], list[Callable[[User], UserReading]],
+                                   list[Callable[[CostOf], Dispatch]], list[Callable[[], float | None]]]:
+        """Each pool's scheduler's arrive, reading, dispatch and idle reset.
 
-        With renormalisation on, they report v and meters in the absolute frame
-        (value + the offset renormalisation has taken out) and renormalise every N picks.
+        With renormalisation on (one scheduler only), they report v and meters in the
+        absolute frame (value + the offset renormalisation has taken out) and renormalise
+        every N picks.
         """
-        sched = self.scheduler
+        scheds = self.schedulers
         every = self.config.renormalise_every
         if not every or not self.traits.renormalisable:
-            return sched.arrive, sched.reading, sched.dispatch, sched.idle_reset
+            return [s.arrive for s in scheds], [s.reading for s in scheds], [s.dispatch for s in scheds], [s.idle_reset for s in scheds]
+        sched = self.scheduler
         count = 0
 
         def absolute(reading: UserReading) -> UserReading:
@@ -288,8 +340,13 @@ class Replay:
             return req, user, cost, v + off, meter + off, deficit, credit  # type: ignore[operator]  # a renormalisable scheduler reports v and the meter
 
         return (
-            lambda req, user: absolute(sched.arrive(req, user)),
-            lambda user: absolute(sched.reading(user)),
-            dispatch,
-            lambda: sched.idle_reset() + sched.offset,  # type: ignore[operator]  # a renormalisable scheduler's idle reset returns v
+            [lambda req, user: absolute(sched.arrive(req, user))],
+            [lambda user: absolute(sched.reading(user))],
+            [dispatch],
+            [lambda: sched.idle_reset() + sched.offset],  # type: ignore[operator]  # a renormalisable scheduler's idle reset returns v
         )
+
+
+def one_scheduler(config: ReplayConfig) -> ReplayConfig:
+    """The same replay with one scheduler over all the slots: the reference of §11's measures."""
+    return replace(config, replicas=ONE_REPLICA)

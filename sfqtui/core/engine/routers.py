@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Sequence
 
-from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.engine.trace import Trace
 
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, replace
 
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replication import ReplicaSettings, Share
+from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 from threading import Lock
 
 from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CHECKPOINT_BUDGET, CHECKPOINT_EVERY, RECENT_STATES, USER_STATE_BYTES, State, Timeline, apply_events
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from sfqtui.core.engine.replication import ONE_REPLICA, ReplicaSettings
+from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import amount, count
 from sfqtui.runs.opening import Opening

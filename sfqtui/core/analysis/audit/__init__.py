@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sfqtui.core.analysis.audit.drr import DRRRules
-from sfqtui.core.analysis.audit.replicas import PerReplicaRules, ReplicaColumnRules, Replicas
+from sfqtui.core.analysis.audit.replicated_log import PerReplicaRules, ReplicaColumnRules, Replicas
 from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation, by_seq
 from sfqtui.core.analysis.audit.sfq import Published, SFQRules
 from sfqtui.core.analysis.audit.snapshot import Snapshot

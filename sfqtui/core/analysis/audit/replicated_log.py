@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Findings, Margin, RuleSet, weight_at
-from sfqtui.core.engine.replication import ReplicaSettings
+from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.engine.sync import published_meters, window_of
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import distinct, exact

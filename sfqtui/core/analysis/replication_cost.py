@@ -24,8 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sfqtui.core.analysis.fairness import FairnessReport, FairnessTally
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replicas import one_scheduler, replay_of
+from sfqtui.core.engine.replay import Replay, ReplayConfig, one_scheduler
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 
@@ -225,7 +224,7 @@ def tally_replay(trace: Trace, config: ReplayConfig, progress: Callable[[int], N
     settings = config.replicas
     own = settings.slots(config.slots) if settings.replicated and settings.share.splits_slots else None
     tally = RunTally(config.slots, trace.weights, own)
-    for columns, arrived in replay_of(trace, config).chunks():
+    for columns, arrived in Replay(trace, config).chunks():
         tally.feed(rows_from_replay(columns, trace, config.scheduler))
         if progress is not None:
             progress(arrived)

@@ -1,0 +1,128 @@
+"""A replay's packed rows straight into the views' EventBatches, without an Arrow table between.
+
+A replay names requests by trace index and users by trace code. The dashboard's table
+gives a request its code when it arrives, and a replay's requests arrive in trace order,
+so the code of a request is its trace index; users get codes in order of appearance, as
+`ArrowBatcher` gives them for any other source (tests/test_replay_batches.py checks that
+both give the same batches).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterator
+from itertools import repeat
+
+import numpy as np
+
+from sfqtui.core.engine.estimator import Pricing
+from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, EventRows
+from sfqtui.core.engine.replay import Replay
+from sfqtui.core.log.table import EventBatch
+from sfqtui.trace.eventlog import packed_columns
+from sfqtui.trace.load import LoadedTrace
+from sfqtui.trace.request_names import ArrowRequestNames
+
+
+def _typed(typecode: str, values: np.ndarray) -> array:
+    out = array(typecode)
+    out.frombytes(np.ascontiguousarray(values).tobytes())
+    return out
+
+
+class ReplayBatcher:
+    """Turns the rows a replay of ``loaded`` hands over into EventBatches, in order."""
+
+    def __init__(self, loaded: LoadedTrace, value_column: str) -> None:
+        trace = loaded.trace
+        self._names = list(trace.users)
+        self._weights = trace.weights
+        self._code = np.full(len(self._names), -1, dtype=np.int32)  # trace user code -> table code (-1: not seen yet)
+        self._seen = 0
+        self._ids = loaded.table["request_id"].combine_chunks()
+        self.requests = ArrowRequestNames()
+        self._outputs = None if trace.output_tokens is None else np.frombuffer(trace.output_tokens, dtype=np.int64)
+        self._value = value_column
+        self._events = 0
+        self._dispatches = 0
+
+    def convert(self, rows: EventRows, pricing: Pricing | None) -> EventBatch:
+        n = len(rows)
+        columns = packed_columns(rows)
+        kinds, req = columns["kind"], columns["req"]
+        nan = np.full(n, np.nan)
+        users, new_users = self._users(columns["user"])
+        arrived = req[kinds == ARRIVE]
+        if len(arrived):  # in trace order: the next codes are their trace indices
+            self.requests.extend(self._ids.slice(int(arrived[0]), len(arrived)))
+        positions = np.arange(self._events, self._events + n, dtype=np.int64)
+        is_dispatch = kinds == DISPATCH
+        dispatched = req[is_dispatch]
+
+        def priced(by_request: dict[int, float] | None) -> array:
+            if by_request is None:
+                return array("d", [math.nan]) * len(dispatched)
+            reqs = dispatched.tolist()
+            return array("d", map(by_request.get, reqs, repeat(math.nan)))
+
+        outputs: list[tuple[int, int]] = []
+        if self._outputs is not None:
+            completed = req[kinds == COMPLETE]
+            tokens = self._outputs[completed]
+            known = tokens >= 0
+            outputs = list(zip(completed[known].tolist(), tokens[known].tolist()))
+        value = columns.get(self._value if self._value in columns else "meter", nan)
+        batch = EventBatch(
+            start=self._events,
+            kind=_typed("b", kinds),
+            user=_typed("i", users),
+            new_users=[self._names[u] for u in new_users],
+            new_user_weights=[self._weights.get(self._names[u], 1.0) for u in new_users],
+            req=_typed("i", req.astype(np.int32)),
+            requests=len(self.requests),
+            names=self.requests,
+            t=_typed("d", columns["t"]),
+            v=_typed("d", columns.get("v", nan)),
+            value=_typed("d", value),
+            first_dispatch=self._dispatches,
+            cost=_typed("d", columns["cost"][is_dispatch]),
+            est_output=priced(None if pricing is None else pricing.est_output),
+            ratio=priced(None if pricing is None else pricing.ratio),
+            dispatch_events=_typed("q", positions[is_dispatch]),
+            arrive_events=_typed("q", positions[kinds == ARRIVE]),
+            finish_events=_typed("q", positions[(kinds == COMPLETE) | (kinds == CANCEL)]),
+            idle_events=_typed("q", positions[kinds == IDLE_RESET]),
+            outputs=outputs,
+            replica=_typed("i", columns["replica"]) if "replica" in columns else None,
+        )
+        self._events += n
+        self._dispatches += len(dispatched)
+        return batch
+
+    def _users(self, codes: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """Each row's table code of its user (-1: none), and the trace codes of the users
+        seen for the first time, in order of appearance (they get the next table codes)."""
+        named = codes >= 0
+        unseen = named.copy()
+        unseen[named] = self._code[codes[named]] < 0
+        new: list[int] = []
+        if unseen.any():
+            found, first = np.unique(codes[unseen], return_index=True)
+            new = found[np.argsort(first)].tolist()
+            self._code[new] = np.arange(self._seen, self._seen + len(new), dtype=np.int32)
+            self._seen += len(new)
+        table_codes = np.full(len(codes), -1, dtype=np.int32)
+        table_codes[named] = self._code[codes[named]]
+        return table_codes, new
+
+
+def replay_batches(replay: Replay, loaded: LoadedTrace, value_column: str, chunk: int) -> Iterator[tuple[EventBatch, float]]:
+    """Replay to the end, a batch every ``chunk`` events, each with the fraction of requests arrived."""
+    batcher = ReplayBatcher(loaded, value_column)
+    total = max(1, len(loaded.trace))
+    for arrived in replay.run(chunk=chunk):
+        rows = replay.log.drain()
+        replay.take_requests()  # rows name requests by trace index: no request chunk is needed
+        if len(rows):
+            yield batcher.convert(rows, replay.take_pricing()), arrived / total

@@ -1,0 +1,68 @@
+"""A replay reaches the dashboard's table straight from the engine's packed rows: the
+batches are those the Arrow path (the log writer's table, then ArrowBatcher) gives."""
+
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+
+import pytest
+
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
+from sfqtui.core.log.table import EventBatch
+from sfqtui.trace.load import load_trace
+from sfqtui.trace.replay_batches import replay_batches
+from sfqtui.trace.simulate import encoder_for
+from sfqtui.trace.sources import ArrowBatcher, value_column
+
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+
+def through_arrow(trace: str, config: ReplayConfig, chunk: int) -> list[EventBatch]:
+    loaded = load_trace(TRACES / trace)
+    replay = Replay(loaded.trace, config)
+    encoder = encoder_for(replay, loaded)
+    batcher = ArrowBatcher(value_column(config.scheduler))
+    batches = []
+    for _ in replay.run(chunk=chunk):
+        rows = replay.log.drain()
+        if len(rows):
+            batches.append(batcher.convert(encoder.encode(rows)))
+    return batches
+
+
+def direct(trace: str, config: ReplayConfig, chunk: int) -> list[EventBatch]:
+    loaded = load_trace(TRACES / trace)
+    return [batch for batch, _ in replay_batches(Replay(loaded.trace, config), loaded, value_column(config.scheduler), chunk)]
+
+
+def plain(batch: EventBatch) -> dict[str, object]:
+    """The batch's fields as lists, NaN as None (a NaN is never equal to itself)."""
+    fields = {name: value for name, value in vars(batch).items() if name != "names"}
+    out: dict[str, object] = {}
+    for name, value in fields.items():
+        if isinstance(value, array):
+            out[name] = [None if x != x else x for x in value]
+        elif isinstance(value, (list, tuple)):
+            out[name] = list(value)
+        else:
+            out[name] = value
+    out["names"] = [batch.names[code] for code in range(batch.requests)]
+    return out
+
+
+@pytest.mark.parametrize(("trace", "config"), [
+    ("heavy-vs-light.parquet", ReplayConfig("sfq", 4)),
+    ("heavy-vs-light.parquet", ReplayConfig("drr", 4, quantum=100.0)),
+    ("calibration.parquet", ReplayConfig("vtc", 3)),
+    ("calibration.parquet", ReplayConfig("sfq", 3)),
+    ("weighted.parquet", ReplayConfig("fifo", 2)),
+    ("heavy-vs-light.parquet", ReplayConfig("sfq", 5, replicas=ReplicaSettings(3, "least-loaded"))),
+    ("calibration.parquet", ReplayConfig("sfq", 4, replicas=ReplicaSettings(2, "random", Share.parse("sync:5,1")))),
+    ("heavy-vs-light.parquet", ReplayConfig("drr", 4, quantum=100.0, replicas=ReplicaSettings(2, "hash", Share("global")))),
+])
+def test_a_replays_batches_are_those_of_its_log(trace: str, config: ReplayConfig) -> None:
+    expected = [plain(b) for b in through_arrow(trace, config, 300)]
+    assert len(expected) > 2
+    assert [plain(b) for b in direct(trace, config, 300)] == expected
