@@ -7,7 +7,7 @@ the requests are answered). Rendered as a terminal table
 (rich's SVG export), so no browser is needed.
 
 Usage: python docs/make_metrics_picture.py [OUTPUT_FILE]   (default: docs/img/metrics/group-metrics.svg)
-tests/test_proxy_metrics.py runs it into a temporary folder, so the script keeps working.
+tests/proxy/test_proxy_metrics.py runs it into a temporary folder, so the script keeps working.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the tests' fake upstream, both on loopback) while three users send it requests.
 
 Usage: python docs/make_screenshots.py [OUTPUT_DIR]   (default: docs/img)
 
-tests/test_docs.py runs this into a temporary folder, so the script keeps working;
+tests/house/test_docs.py runs this into a temporary folder, so the script keeps working;
 rerun it after changing the screen and commit the new images.
 """
 
