@@ -4,14 +4,20 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
-from dashboard import SIZE, dashboard, screen_text, settle, text_of
+from dashboard import SIZE, TRACES, dashboard, screen_text, settle, text_of
 from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.log.table import EventTable
+from sfqtui.core.log.timeline import Timeline
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
+from sfqtui.trace.sources import ReplaySource
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.event_log import EventLog
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
@@ -146,7 +152,7 @@ async def test_next_idle_reset() -> None:
 
 async def test_next_invariant_violation(tmp_path: Path) -> None:
     log = tmp_path / "log.parquet"
-    simulate(load_trace(Path(__file__).resolve().parents[2] / "traces" / "trickle.parquet"), ReplayConfig("sfq-reset", 1), log)
+    simulate(load_trace(TRACES / "trickle.parquet"), ReplayConfig("sfq-reset", 1), log)
     app = dashboard(log, is_log=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -228,24 +234,48 @@ async def test_forward_then_back_gives_the_same_screen() -> None:
         assert screen_text(app) == before
 
 
+class Panes(App[None]):
+    """The band, its header and the why panel, as the dashboard lays them out, without a loaded app."""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical():
+                yield MeterHeader()
+                yield MeterBand()
+            yield ExplainPanel()
+
+
+@pytest.fixture(scope="module")
+def article_log() -> tuple[EventTable, Timeline, int | None]:
+    """The seed example's log as the dashboard loads it, with its timeline and slots."""
+    source = ReplaySource(load_trace(TRACES / "seed-example.parquet"), ReplayConfig("sfq"))
+    table = EventTable("sfq")
+    for batch, _ in source.batches():
+        table.append(batch)
+    return table, Timeline(table), source.metadata.get("slots")
+
+
 @pytest.mark.parametrize("step", range(8))
-async def test_explain_panel_names_the_winner_at_each_step_of_the_article_table(step: int) -> None:
+async def test_explain_panel_names_the_winner_at_each_step_of_the_article_table(step: int, article_log: tuple[EventTable, Timeline, int | None]) -> None:
     order = "ABBBABBB"
     v_after = [0, 0, 1, 2, 3, 3, 4, 5]
     meters = [(3, 0), (3, 1), (3, 2), (3, 3), (6, 3), (6, 4), (6, 5), (6, 6)]
-    app = dashboard()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        for _ in range(step + 1):
-            await pilot.press("n")
-        panel = app.query_one(ExplainPanel).text
+    table, timeline, slots = article_log
+    k = table.dispatches[step]  # where `n` pressed step + 1 times stands (test_next_and_previous_dispatch_and_home_end)
+    frame = Frame(table, timeline.state_at(k), k, "", slots, 1.0, False, False, 1.0)
+    async with Panes().run_test(size=SIZE) as pilot:
+        band, header, explain = pilot.app.query_one(MeterBand), pilot.app.query_one(MeterHeader), pilot.app.query_one(ExplainPanel)
+        band.show(frame)
+        header.show(frame, band.band_layout)
+        explain.show(frame, timeline)
+        await pilot.pause()
+        panel = explain.text
         winner = order[step]
         assert f"Dispatch {winner}" in panel
         assert f"v ← S_{winner} = {v_after[step]}" in panel
         s_a, s_b = meters[step]
         assert f"= {s_a if winner == 'A' else s_b}" in panel
-        band = text_of(app.query_one(MeterBand))
-        rows = {line.split()[0]: line for line in band.splitlines() if line.strip()}
+        rows = {line.split()[0]: line for line in text_of(band).splitlines() if line.strip()}
         v = v_after[step]  # the band reads each meter as its lead over v, shown once above it
         assert f" +{s_a - v} " in rows["A"] and f" +{s_b - v} " in rows["B"]
-        assert f"v = {v}" in text_of(app.query_one(MeterHeader))
+        assert f"v = {v}" in text_of(header)

@@ -79,19 +79,24 @@ async def test_a_production_trace_far_in_reads_without_scientific_notation_and_t
             assert abs(float(text.replace(",", "")) - leads[user]) <= 0.5, (user, text)
 
 
-@pytest.mark.parametrize("size", [(100, 30), (160, 48)])
+SIZES = [(100, 30), (160, 48)]  # narrow, then wide enough for every column: one app drawn at each (a resize redraws every view)
+
+
 @pytest.mark.parametrize("other", ["drr", "vtc"])
-async def test_side_by_side_far_in_reads_without_scientific_notation(size: tuple[int, int], other: str) -> None:
+async def test_side_by_side_far_in_reads_without_scientific_notation(other: str) -> None:
     app = side_by_side(PRODUCTION, "sfq", other)
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=SIZES[0]) as pilot:
         await go_far(pilot)
-        await pilot.press("right")  # the scroll bars have settled: the band's header and rows agree
-        assert not SCIENTIFIC.search(on_screen(app)), SCIENTIFIC.search(on_screen(app))
-        for pane in app.query(RunPane):
-            rows = band_rows(pane.band)
-            assert rows and all(row.endswith("%") for row in rows.values()), rows  # the share column is not cut off
-            where = text_of(pane.head).splitlines()[0]
-            assert where.startswith("seq ") and "…" not in where, where  # parts give way whole, never cut
+        for size in SIZES:
+            await pilot.resize_terminal(*size)
+            await pilot.press("right")  # the scroll bars have settled: the band's header and rows agree
+            assert app.size == size
+            assert not SCIENTIFIC.search(on_screen(app)), (size, SCIENTIFIC.search(on_screen(app)))
+            for pane in app.query(RunPane):
+                rows = band_rows(pane.band)
+                assert rows and all(row.endswith("%") for row in rows.values()), (size, rows)  # the share column is not cut off
+                where = text_of(pane.head).splitlines()[0]
+                assert where.startswith("seq ") and "…" not in where, (size, where)  # parts give way whole, never cut
 
 
 def eight_digit_trace(path: Path) -> Path:
@@ -119,24 +124,26 @@ def assert_aligned(header: str, rows: list[str], titles: tuple[str, ...]) -> Non
                 assert row[end - 1] != " " and (len(row) == end or row[end] == " "), (title, header, row)
 
 
-@pytest.mark.parametrize("size", [(100, 30), (160, 48)])
-async def test_eight_digit_values_keep_every_column_in_place(tmp_path: Path, size: tuple[int, int]) -> None:
+async def test_eight_digit_values_keep_every_column_in_place(tmp_path: Path) -> None:
     app = dashboard(eight_digit_trace(tmp_path / "big.parquet"))
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=SIZES[0]) as pilot:
         await settle(pilot)
         await pilot.press(*["n"] * 12)
-        log, header = app.query_one(EventLog), app.query_one(EventLogHeader)
-        rows = lines_of(log)
-        assert any(len(figure.group()) >= 10 for row in rows for figure in SEPARATED.finditer(row)), rows  # 12,345,679 and up
-        titles = text_of(header).split()  # a narrow log leaves out v, then t (LogColumns), never cuts them
-        assert {"seq", "cost", "meter"} <= set(titles) and (size == (100, 30) or "v" in titles), titles
-        assert_aligned(text_of(header), rows, tuple(t for t in ("seq", "t", "cost", "v", "meter") if t in titles))
-        if size == (160, 48):  # wide enough for every column: the request ids start under their title
-            starts = {row.index(" r0") + 1 for row in rows}
-            assert starts == {text_of(header).index("request")}
-        band = band_rows(app.query_one(MeterBand))
-        assert band and all(row.endswith("%") for row in band.values()), band
-        assert not SCIENTIFIC.search(on_screen(app))
+        for size in SIZES:
+            await pilot.resize_terminal(*size)
+            assert app.size == size
+            log, header = app.query_one(EventLog), app.query_one(EventLogHeader)
+            rows = lines_of(log)
+            assert any(len(figure.group()) >= 10 for row in rows for figure in SEPARATED.finditer(row)), rows  # 12,345,679 and up
+            titles = text_of(header).split()  # a narrow log leaves out v, then t (LogColumns), never cuts them
+            assert {"seq", "cost", "meter"} <= set(titles) and (size == (100, 30) or "v" in titles), titles
+            assert_aligned(text_of(header), rows, tuple(t for t in ("seq", "t", "cost", "v", "meter") if t in titles))
+            if size == (160, 48):  # wide enough for every column: the request ids start under their title
+                starts = {row.index(" r0") + 1 for row in rows}
+                assert starts == {text_of(header).index("request")}
+            band = band_rows(app.query_one(MeterBand))
+            assert band and all(row.endswith("%") for row in band.values()), band
+            assert not SCIENTIFIC.search(on_screen(app))
 
 
 async def test_eight_digit_values_side_by_side_keep_the_band_inside_its_pane(tmp_path: Path) -> None:
