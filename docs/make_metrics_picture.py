@@ -118,7 +118,9 @@ async def render(out: Path) -> None:
                     await asyncio.sleep(0.05)
                 seconds = time.monotonic() - started
                 scraped = [scrape(url) for url in replicas]
-                await asyncio.gather(*jobs)
+                for job in jobs:  # the answers still to come are not in the picture
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
     finally:
         store.stop()
     console = Console(record=True, width=100, file=open("/dev/null", "w"))
