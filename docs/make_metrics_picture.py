@@ -7,7 +7,7 @@ the requests are answered). Rendered as a terminal table
 (rich's SVG export), so no browser is needed.
 
 Usage: python docs/make_metrics_picture.py [OUTPUT_FILE]   (default: docs/img/metrics/group-metrics.svg)
-tests/test_proxy_metrics.py runs it into a temporary folder, so the script keeps working.
+tests/proxy/test_proxy_metrics.py runs it into a temporary folder, so the script keeps working.
 """
 
 from __future__ import annotations
@@ -118,7 +118,9 @@ async def render(out: Path) -> None:
                     await asyncio.sleep(0.05)
                 seconds = time.monotonic() - started
                 scraped = [scrape(url) for url in replicas]
-                await asyncio.gather(*jobs)
+                for job in jobs:  # the answers still to come are not in the picture
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
     finally:
         store.stop()
     console = Console(record=True, width=100, file=open("/dev/null", "w"))

@@ -12,7 +12,7 @@ The figures are printed as a Markdown table too, for docs/replicas.md.
 Usage: python docs/make_replica_plots.py [OUTPUT] [--quick] [--from GRID.parquet]
   (default: docs/img/replicas/measures.svg, or .png by its name; needs the docs extra:
   pip install -e '.[docs]'). --from draws a sweep's output file again without replaying;
---quick replays the first 2,000 requests as 1 and 2 replicas (tests/test_docs.py runs it so
+--quick replays the first 2,000 requests as 1 and 2 replicas (tests/house/test_docs.py runs it so
 the script keeps working). matplotlib is imported here only, never by the package.
 """
 

@@ -5,7 +5,7 @@ the tests' fake upstream, both on loopback) while three users send it requests.
 
 Usage: python docs/make_screenshots.py [OUTPUT_DIR]   (default: docs/img)
 
-tests/test_docs.py runs this into a temporary folder, so the script keeps working;
+tests/house/test_docs.py runs this into a temporary folder, so the script keeps working;
 rerun it after changing the screen and commit the new images.
 """
 
@@ -60,8 +60,9 @@ def replicated(specs: str, keys_trace: str = "lesson") -> Callable[[], SfqApp]:
             LESSONS["replicas"].write(trace)
         else:
             trace, slots = LESSON_TRACES / "azure2023-conv.parquet", 32
-            subprocess.run([sys.executable, "-m", "sfqtui", "import", "azure", str(AZURE_CONV), "-o", str(trace), "--users", "16",
-                            "--assign", "zipf", "--seed", "0"], check=True, capture_output=True)
+            if not trace.exists():  # imported once for the shots of it
+                subprocess.run([sys.executable, "-m", "sfqtui", "import", "azure", str(AZURE_CONV), "-o", str(trace), "--users", "16",
+                                "--assign", "zipf", "--seed", "0"], check=True, capture_output=True)
         base = ReplayConfig("sfq", slots=slots)
         openings = [Opening(trace, is_log=False, config=spec.config(base), slots_given=True) for spec in parse_run_specs(specs)]
         return SfqApp(openings, lockstep="dispatch")
@@ -162,7 +163,9 @@ async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
                     await pilot.pause(0.05)
                 await pilot.pause(0.3)
                 app.save_screenshot(filename=LIVE_SHOT, path=str(out))
-                await asyncio.gather(*jobs)
+                for job in jobs:  # the answers still to come are not in the picture
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
 
 
 def main(out: Path) -> None:

@@ -18,6 +18,7 @@ from sfqtui.ui.app import SfqApp
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (120, 34)
+LIVE_SIZE = (140, 40)  # attach: wide enough for the status line of a live stream
 
 
 def dashboard(trace: str | Path = "seed-example.parquet", scheduler: str = "sfq", is_log: bool = False) -> SfqApp:
@@ -62,3 +63,8 @@ def text_of(widget: Widget) -> str:
 
 def screen_text(app: App) -> str:
     return app.export_screenshot()
+
+
+def seen(app: SfqApp) -> int:
+    """The seq of the newest event the app holds."""
+    return app.table.first_seq + len(app.table) - 1

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 from httpx_sse import connect_sse
 
 from fake_upstream import ServerThread
@@ -97,3 +98,10 @@ def running_group(upstream_url: str, keys_path: Path, store_url: str, replicas: 
     with contextlib.ExitStack() as stack:
         yield [stack.enter_context(running_proxy(upstream_url, keys_path, state_url=store_url, replica_name=f"test/{k}", **settings))
                for k in range(replicas)]
+
+
+def ask(url: str, n: int, user: str = "bob") -> None:
+    """``n`` completions for ``user`` through the proxy at ``url``, with the official client, one after another."""
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0)
+    for k in range(n):
+        client.completions.create(model="m", prompt=f"question {k}", max_tokens=16)

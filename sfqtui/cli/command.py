@@ -5,7 +5,7 @@ Python reads ``nan``, ``inf`` and ``-inf`` as floats; no figure of ours means an
 (a weight, a rate, a timeout), and a replay fed one prints ``-`` for every charge or
 writes a log that `check` rejects. So every float parameter of every command is checked
 here, right after typer parses it, whoever declares it: a new float option cannot skip
-the check (tests/test_cli_finite.py feeds nan and inf to each).
+the check (tests/cli/test_cli_finite.py feeds nan and inf to each).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 typer (0.29) prints ``<bool>`` in the type column beside every boolean flag, ``--help``
 included, which reads as if the flag took a value: ``--play true`` then fails with
 "Got unexpected extra argument". A flag takes no value, so its help shows none; every
-command and the group use these classes (tests/test_help.py scans every help text).
+command and the group use these classes (tests/cli/test_help.py scans every help text).
 """
 
 from __future__ import annotations
