@@ -3,7 +3,7 @@
 A replay names requests by trace index and users by trace code. The dashboard's table
 gives a request its code when it arrives, and a replay's requests arrive in trace order,
 so the code of a request is its trace index; users get codes in order of appearance, as
-`ArrowBatcher` gives them for any other source (tests/test_replay_batches.py checks that
+`ArrowBatcher` gives them for any other source (tests/trace/test_replay_batches.py checks that
 both give the same batches).
 """
 

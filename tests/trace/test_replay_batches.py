@@ -16,7 +16,7 @@ from sfqtui.trace.replay_batches import replay_batches
 from sfqtui.trace.simulate import encoder_for
 from sfqtui.trace.sources import ArrowBatcher, value_column
 
-TRACES = Path(__file__).resolve().parents[1] / "traces"
+TRACES = Path(__file__).resolve().parents[2] / "traces"
 
 
 def through_arrow(trace: str, config: ReplayConfig, chunk: int) -> list[EventBatch]:
