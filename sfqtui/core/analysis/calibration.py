@@ -23,6 +23,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 
 from sfqtui.core.analysis.fairness import FairnessTally, Gap
+from sfqtui.core.analysis.user_costs import UserCalibration, UserCosts
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.engine.events import DISPATCH, EventColumns
 from sfqtui.core.engine.replay import Replay, ReplayConfig
@@ -46,32 +47,6 @@ class GapFigure:
         if gap is None:
             return None
         return {"gap": gap.gap, "ahead": gap.ahead, "behind": gap.behind, "start_t": gap.start_t, "end_t": gap.end_t, "exact": self.exact}
-
-
-@dataclass(frozen=True)
-class UserCalibration:
-    user: str
-    dispatched: int
-    charged: float
-    actual: float
-    share_charged: float
-    share_actual: float
-
-    @property
-    def bias(self) -> float | None:
-        return self.charged / self.actual if self.actual else None
-
-    @property
-    def share_gain(self) -> float:
-        """Share of actual cost minus share of charged cost: > 0 when the estimator's errors favour this user."""
-        return self.share_actual - self.share_charged
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "user": self.user, "dispatched": self.dispatched, "charged_cost": self.charged, "actual_cost": self.actual,
-            "bias": self.bias, "share_charged": self.share_charged, "share_actual": self.share_actual,
-            "share_gain": self.share_gain,
-        }
 
 
 @dataclass(frozen=True)
@@ -147,7 +122,7 @@ def calibrate(trace: Trace, config: ReplayConfig) -> CalibrationReport:
         priced.feed(columns)
     learned = run.estimator.ratios() if run.estimator is not None else {}
     return CalibrationReport(
-        config.scheduler, config.slots, config.estimator, run.cost_source, costs.users(), priced.tracks(learned, config.estimator),
+        config.scheduler, config.slots, config.estimator, run.cost_source, costs.per_user.users(trace.users), priced.tracks(learned, config.estimator),
         _gap_figure(charged_gaps, config.scheduler), _gap_figure(actual_gaps, config.scheduler), costs.unmeasured)
 
 
@@ -174,42 +149,28 @@ def _in_actual_cost(rows: LogRows, columns: EventColumns, actual: Sequence[float
 
 
 class _CostTotals:
-    """Per user code: dispatches, charged and actual cost of the requests whose output is known."""
+    """The measured dispatches' (user, charged, actual) fed to UserCosts, chunk by chunk;
+    those whose output is unknown are counted apart."""
 
     def __init__(self, trace: Trace, actual: Sequence[float]) -> None:
         self.trace = trace
         self.actual = actual
-        self.dispatched: dict[int, int] = {}
-        self.charged: dict[int, float] = {}
-        self.consumed: dict[int, float] = {}
+        self.per_user = UserCosts(len(trace.users))
         self.unmeasured = 0
 
     def feed(self, columns: EventColumns) -> None:
         codes, actual = self.trace.user, self.actual
+        users, charged, consumed = array("q"), array("d"), array("d")
         for kind, req, cost in zip(columns.kind, columns.req, columns.cost):
             if kind != DISPATCH:
                 continue
             if math.isnan(actual[req]):
                 self.unmeasured += 1
                 continue
-            user = codes[req]
-            self.dispatched[user] = self.dispatched.get(user, 0) + 1
-            self.charged[user] = self.charged.get(user, 0.0) + cost  # type: ignore[operator]  # every dispatch row has a cost
-            self.consumed[user] = self.consumed.get(user, 0.0) + actual[req]
-
-    def users(self) -> list[UserCalibration]:
-        """Worst bias first; a user with no actual cost (bias undefined) before all."""
-        names = self.trace.users
-        total_charged = sum(self.charged.values())
-        total_actual = sum(self.consumed.values())
-        users = [
-            UserCalibration(names[u], self.dispatched[u], self.charged[u], self.consumed[u],
-                            self.charged[u] / total_charged if total_charged else 0.0,
-                            self.consumed[u] / total_actual if total_actual else 0.0)
-            for u in sorted(self.dispatched)
-        ]
-        users.sort(key=lambda u: -abs(math.log(u.bias)) if u.bias else -math.inf)
-        return users
+            users.append(codes[req])
+            charged.append(cost)  # type: ignore[arg-type]  # every dispatch row has a cost
+            consumed.append(actual[req])
+        self.per_user.feed(users, charged, consumed)
 
 
 class _PricedDispatches:

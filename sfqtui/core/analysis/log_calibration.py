@@ -21,14 +21,13 @@ max_tokens) uses max_tokens = est_output / ratio.
 
 from __future__ import annotations
 
-import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sfqtui.core.analysis.calibration import UserCalibration
+from sfqtui.core.analysis.user_costs import UserCalibration, UserCosts
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count
 from sfqtui.errors import InputError
@@ -121,7 +120,7 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
     user, req, t, output = table.user, table.req, table.t, table.output
     users = len(table.users)
     bins_per_user = len(OUTPUT_BIN_LABELS)
-    count, charged, consumed = [0] * users, [0.0] * users, [0.0] * users
+    measured_user, charged, consumed = array("q"), array("d"), array("d")  # per measured dispatch
     histogram = [0] * (users * bins_per_user)
     # the ratio series: per key (the user under scope "user", else one) and time bin
     keys = users if per_user else 1
@@ -146,26 +145,23 @@ def calibrate_log(table: EventTable, metadata: Mapping[str, Any], bins: int = 40
                 cap_sum[key] += e / r
         if o != o or e != e:
             continue
-        count[u] += 1
+        measured_user.append(u)
         if output_weight is None:
-            charged[u] += e
-            consumed[u] += o
+            charged.append(e)
+            consumed.append(o)
         else:
-            charged[u] += c
-            consumed[u] += c + output_weight * (o - e)
+            charged.append(c)
+            consumed.append(c + output_weight * (o - e))
         if e > 0:
             histogram[u * bins_per_user + bisect_right(edges, o / e)] += 1
         else:
             histogram[u * bins_per_user + (_EXACT if o <= 0 else bins_per_user - 1)] += 1
-    measured = sum(count)
+    measured = len(measured_user)
     if not measured:
         raise InputError(NO_OUTPUTS)
-
-    total_charged, total_actual = sum(charged), sum(consumed)
-    by_bias = sorted(
-        (UserCalibration(table.users[u], count[u], charged[u], consumed[u], charged[u] / total_charged if total_charged else 0.0,
-                  consumed[u] / total_actual if total_actual else 0.0) for u in range(users) if count[u]),
-        key=lambda x: -abs(math.log(x.bias)) if x.bias else -math.inf)
+    costs = UserCosts(users)
+    costs.feed(measured_user, charged, consumed)
+    by_bias = costs.users(table.users)
     series = []
     for key in range(keys):
         cells = range(key * bins, (key + 1) * bins)

@@ -6,9 +6,11 @@ k (its arrivals, dispatches, completions, idle resets and sync rows). Under ``gl
 is one scheduler: a replica's state counts the requests it holds (queued, in flight, sent),
 and its meters and v are the one scheduler's, read from the whole log's state.
 
-Every replica's events are indexed as far as the cursor has gone (``extend``), with a
-checkpoint every ``every`` of its events (doubled whenever the checkpoints would hold more
-than ``budget`` bytes), so a seek applies at most ``every`` events.
+Each replica's state is rebuilt the one way a Timeline's is (timeline.py's Checkpoints
+and apply_events), over the replica's own events: they are indexed as far as the cursor
+has gone (``extend``), with a checkpoint every ``every`` of them (doubled whenever the
+checkpoints of all replicas would hold more than ``budget`` bytes), so a seek applies at
+most ``every`` events.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from threading import Lock
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.table import EventTable
-from sfqtui.core.log.timeline import CHECKPOINT_BUDGET, CHECKPOINT_EVERY, RECENT_STATES, USER_STATE_BYTES, State, Timeline, apply_events
+from sfqtui.core.log.timeline import CHECKPOINT_BUDGET, CHECKPOINT_EVERY, Checkpoints, State, Timeline, apply_events, over_budget
 
 
 class ReplicaStates:
@@ -40,9 +42,8 @@ class ReplicaStates:
         self.count = settings.count if settings is not None and settings.replicated else 0
         self.events: list[array] = []  # per replica: the indices of its events
         self.costs: list[array] = []  # per replica: the cost of each of its dispatches
-        self._checkpoints: list[list[State]] = []  # per replica: the state after its every-th, 2 every-th, ... event
+        self._checkpoints: list[Checkpoints] = []  # per replica: the states after its every-th, 2 every-th, ... event
         self._heads: list[State] = []  # per replica: the state after its last checkpointed event
-        self._recent: list[list[State]] = []  # per replica: the last states rebuilt
         self._indexed = 0  # events of the table indexed so far
         self._dispatches = 0  # dispatches among them
         self._grow(self.count)
@@ -51,9 +52,8 @@ class ReplicaStates:
         while len(self.events) < count:
             self.events.append(array("q"))
             self.costs.append(array("d"))
-            self._checkpoints.append([State()])
+            self._checkpoints.append(Checkpoints())
             self._heads.append(State())
-            self._recent.append([])
         self.count = max(self.count, count)
 
     def extend(self, upto: int) -> None:
@@ -83,9 +83,9 @@ class ReplicaStates:
                     head = self._heads[r]
                     head.grow(users)
                     apply_events(head, table, 0, k, table.weights, (events, self.costs[r]))
-                    self._checkpoints[r].append(head.copy())
+                    self._checkpoints[r].states.append(head.copy())
                     self._kept += 1
-                    while self._kept * users * USER_STATE_BYTES > self.budget:
+                    while over_budget(self._kept, users, self.budget):
                         self._thin()
             if dispatch:
                 d += 1
@@ -95,9 +95,9 @@ class ReplicaStates:
     def _thin(self) -> None:
         """Double the interval between checkpoints, keeping those on the new grid."""
         self.every *= 2
-        for r, checkpoints in enumerate(self._checkpoints):
-            self._checkpoints[r] = checkpoints[::2]
-        self._kept = sum(len(c) - 1 for c in self._checkpoints)
+        for checkpoints in self._checkpoints:
+            checkpoints.states = checkpoints.states[::2]
+        self._kept = sum(len(c.states) - 1 for c in self._checkpoints)
 
     def state_at(self, r: int, k: int, overall: State | None = None) -> State:
         """Replica r's state after event k, its time that of event k. Under share global,
@@ -111,22 +111,11 @@ class ReplicaStates:
         table = self.table
         if r >= self.count:
             self._grow(r + 1)
-        events = self.events[r]
+        events, costs = self.events[r], self.costs[r]
         upto = bisect_right(events, k)  # the replica's events at or before k
         last = events[upto - 1] if upto else -1
-        base = self._checkpoints[r][min(upto // self.every, len(self._checkpoints[r]) - 1)]
-        recent = self._recent[r]
-        for state in recent:
-            if base.k < state.k <= last:
-                base = state
-        if base.k == last and any(base is state for state in recent):
-            state = base
-            state.grow(len(table.users))
-        else:
-            state = base.copy()
-            state.grow(len(table.users))
-            apply_events(state, table, 0, k, table.weights, (events, self.costs[r]))
-            recent[:] = [state, *recent[: RECENT_STATES - 1]]
+        state = self._checkpoints[r].rebuild(upto // self.every, last, len(table.users),
+                                             lambda fresh: apply_events(fresh, table, 0, k, table.weights, (events, costs)))
         t = table.t[k] if 0 <= k < len(table) else state.t
         if not self.split and overall is not None:
             return replace(state, t=t, v=overall.v, c_max=overall.c_max, value=overall.value)

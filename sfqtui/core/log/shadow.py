@@ -16,6 +16,12 @@ starts again from one of those copies also takes up to ``LOCAL_KEEP`` finer ones
 way, kept until the next such seek, so stepping back from there is quick too. A shadow
 driven through a whole log on another thread can hand its copies to the one a view
 uses (``adopt``), so the view's first far jump need not re-drive the log.
+
+Why this is not timeline.py's State: a State is what the log records (each user's
+number, queues, charges), rebuilt by applying events to arrays, whichever scheduler made
+the log. What a Shadow shows exists only inside the scheduler object, so its copies are
+clones of that object and each event is a call on it, checked against the log. The seek
+is the same as a Timeline's: the nearest copy at or before k, then events forward.
 """
 
 from __future__ import annotations

@@ -7,13 +7,18 @@ streams), so the loaded part can be browsed while the rest arrives. Checkpoints 
 sized to the log: when they would hold more than ``CHECKPOINT_BUDGET`` bytes, every
 other one is dropped and the interval doubles, so a log that never ends still keeps
 its checkpoints within the budget.
+
+This is the one way a State is rebuilt: ``Checkpoints`` (a grid of states plus the last
+few rebuilt) and ``apply_events``. A Timeline uses them over the whole log; each replica of
+a replicated log uses them over its own events (replica_states.py). The Shadow (shadow.py)
+is not a State but the scheduler object itself, re-driven event by event.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
@@ -92,11 +97,43 @@ class State:
         return [u for u, q in enumerate(self.queued) if q > 0]
 
 
+def over_budget(kept: int, users: int, budget: int) -> bool:
+    """Whether ``kept`` checkpoints of ``users`` users' state hold more than ``budget`` bytes."""
+    return kept * users * USER_STATE_BYTES > budget
+
+
+class Checkpoints:
+    """The states after the events of a grid (``states[0]``: before the first event), plus
+    the last few states rebuilt from them, so a step forward applies one event. Returned
+    states are shared with this cache, so callers only read them."""
+
+    def __init__(self, base: State | None = None) -> None:
+        self.states: list[State] = [base or State()]
+        self._recent: list[State] = []
+
+    def rebuild(self, slot: int, k: int, users: int, apply: Callable[[State], None]) -> State:
+        """The state whose last event is ``k``: a recent one, or a copy of the nearer of
+        checkpoint ``slot`` (clamped to those held) and a recent state before k, which
+        ``apply`` brings up to k."""
+        base = self.states[min(slot, len(self.states) - 1)]
+        for recent in self._recent:
+            if recent.k == k:
+                recent.grow(users)
+                return recent
+            if base.k < recent.k < k:
+                base = recent
+        state = base.copy()
+        state.grow(users)
+        apply(state)
+        self._recent = [state, *self._recent[: RECENT_STATES - 1]]
+        return state
+
+
 class CheckpointBuilder:
     """Walks a log batch by batch (on a loading worker) and snapshots every ``every`` events.
 
     ``every`` doubles whenever the checkpoints taken so far would exceed ``budget`` bytes;
-    the consumer then keeps only the checkpoints on the new grid (``Timeline.thin``).
+    the consumer then keeps only the checkpoints on the new grid (``Timeline.add_checkpoints``).
     """
 
     def __init__(self, every: int = CHECKPOINT_EVERY, budget: int = CHECKPOINT_BUDGET) -> None:
@@ -137,7 +174,7 @@ class CheckpointBuilder:
             if (head.k + 1) % self.every == 0:
                 taken.append(head.copy())
                 self._kept += 1
-                while self._kept * len(self._user_weights) * USER_STATE_BYTES > self.budget:
+                while over_budget(self._kept, len(self._user_weights), self.budget):
                     self.every *= 2
                     self._kept //= 2
                     taken = [c for c in taken if (c.k + 1) % self.every == 0]
@@ -145,46 +182,31 @@ class CheckpointBuilder:
 
 
 class Timeline:
-    """States at any loaded event, from checkpoints plus at most ``every`` applied events.
-
-    The last few states rebuilt are kept too: a step forward then starts from the state
-    before it and applies one event. Returned states are shared with this cache, so
-    callers only read them.
-    """
+    """States at any loaded event, from checkpoints plus at most ``every`` applied events."""
 
     def __init__(self, table: EventTable, every: int = CHECKPOINT_EVERY, base: State | None = None) -> None:
         self.table = table
         self.every = every
-        self._checkpoints: list[State] = [base or State()]  # base: the state before event 0
-        self._recent: list[State] = []
+        self._checkpoints = Checkpoints(base)
 
     def add_checkpoints(self, states: list[State], every: int | None = None) -> None:
         """Keep checkpoints made on the grid ``every`` (thinning the older ones to it)."""
+        held = self._checkpoints
         if every is not None and every != self.every:
             self.every = every
-            self._checkpoints = [c for c in self._checkpoints if (c.k + 1) % every == 0]
-        self._checkpoints.extend(states)
+            held.states = [c for c in held.states if (c.k + 1) % every == 0]
+        held.states.extend(states)
 
     @property
     def checkpoints(self) -> int:
-        return len(self._checkpoints) - 1
+        return len(self._checkpoints.states) - 1
 
     def state_at(self, k: int) -> State:
         """State after event k; k is clamped to the events loaded so far."""
         table = self.table
         k = max(-1, min(k, len(table) - 1))
-        base = self._checkpoints[min((k + 1) // self.every, len(self._checkpoints) - 1)]
-        for recent in self._recent:
-            if recent.k == k:
-                recent.grow(len(table.users))
-                return recent
-            if base.k < recent.k < k:
-                base = recent
-        state = base.copy()
-        state.grow(len(table.users))
-        apply_events(state, table, 0, k, table.weights)
-        self._recent = [state, *self._recent[: RECENT_STATES - 1]]
-        return state
+        return self._checkpoints.rebuild((k + 1) // self.every, k, len(table.users),
+                                         lambda state: apply_events(state, table, 0, k, table.weights))
 
 
 def apply_events(s: State, cols: EventTable | EventBatch, offset: int, until: int, weights: list[float] | array,
