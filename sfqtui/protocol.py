@@ -1,5 +1,6 @@
-"""The live stream's shared vocabulary (semantics §8): what an event is, the gap event, and the
-stream's typed SSE events (``run`` first on every connection, ``bye`` before a clean end).
+"""The live stream's shared vocabulary (semantics §8): what an event is, the gap event, the
+state snapshot, and the stream's typed SSE events (``run`` first on every connection, ``bye``
+before a clean end), as TypedDicts: the JSON the stream carries, typed.
 
 The proxy (``sfqtui.proxy``), which publishes the stream, and the dashboard's client
 (``sfqtui.live``), which follows it, both speak it; neither imports the other.

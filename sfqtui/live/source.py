@@ -106,7 +106,7 @@ class LiveSource:
                     last_status = item
                     yield Notice(connection=item), None
                 elif isinstance(item, RunStarted):
-                    self.scheduler = item.state["scheduler"] if item.state and item.state.get("scheduler") else self.scheduler
+                    self.scheduler = (item.state.get("scheduler") if item.state else None) or self.scheduler
                     batcher, seq, in_window, last_t = ArrowBatcher(), 0, 0, 0.0
                     audit, found = GrowingAudit(self.scheduler), []
                     group = in_group(item.state)

@@ -69,7 +69,7 @@ class LiveState:
 
 
 def seed_from_proxy(state: ProxyState | StateSnapshot, users: list[str]) -> State:
-    """The state before a window that starts after a gap, from the proxy's /v1/sfq/state:
+    """The state before a window that starts after a gap, from the proxy's /v1/sfq/state (or a recording's snapshot of it):
     each user's meter, queued and in flight, and v (``users``: names by code). What was
     charged before is unknown, so shares count from here."""
     seed = State()
@@ -102,4 +102,5 @@ def snapshot_window(metadata: dict[str, Any], builder: CheckpointBuilder) -> tup
     weight = {str(u["user"]): float(u.get("weight") or 1.0) for u in snapshot.get("users", [])}
     weights = [weight[name] for name in users]
     builder.add_users(weights)
-    return snapshot["seq"], builder.new_window(seed_from_proxy(cast("StateSnapshot", snapshot), users)), users, weights
+    seed = seed_from_proxy(cast("StateSnapshot", snapshot), users)  # as the log's metadata says (semantics §7)
+    return snapshot["seq"], builder.new_window(seed), users, weights
