@@ -1,5 +1,6 @@
-"""The live stream's shared vocabulary (semantics §8): what an event is, the gap event, and the
-stream's typed SSE events (``run`` first on every connection, ``bye`` before a clean end).
+"""The live stream's shared vocabulary (semantics §8): what an event is, the gap event, the
+state snapshot, and the stream's typed SSE events (``run`` first on every connection, ``bye``
+before a clean end), as TypedDicts: the JSON the stream carries, typed.
 
 The proxy (``sfqtui.proxy``), which publishes the stream, and the dashboard's client
 (``sfqtui.live``), which follows it, both speak it; neither imports the other.
@@ -7,9 +8,133 @@ The proxy (``sfqtui.proxy``), which publishes the stream, and the dashboard's cl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
-Event = dict[str, Any]
+
+class Event(TypedDict):
+    """A §7 event as the stream sends it: every §7 column (null where it does not apply to the
+    kind), then the extensions our logs carry (``LOG_EXTRAS``) on the kinds that have them."""
+
+    seq: int | None  # None only before the ring numbers it (what a dispatcher's sinks see); an int on the wire
+    t: float
+    kind: str
+    scheduler: str
+    request_id: str | None
+    user: str | None
+    cost: float | None
+    v: float | None
+    meter: float | None
+    deficit: float | None
+    weight: NotRequired[float]
+    ratio: NotRequired[float | None]
+    est_output: NotRequired[float | None]
+    output_tokens: NotRequired[int | None]
+    replica: NotRequired[int]
+    since_seq: NotRequired[int | None]
+    outcome: NotRequired[str]
+
+
+class GapEvent(TypedDict):
+    """A ``gap`` event (semantics §8): the §7 columns, null but its seq, t, v and scheduler, and the first seq still held."""
+
+    seq: int
+    t: float | None  # None when no event is held
+    kind: str
+    scheduler: str
+    request_id: None
+    user: None
+    cost: None
+    v: float | None
+    meter: None
+    deficit: None
+    first_seq: int
+
+
+class UserState(TypedDict):
+    """One user in the §8 state: its meter S_i (None if it never had one), weight, queued and in-flight requests."""
+
+    user: str
+    meter: float | None
+    weight: float
+    queued: int
+    inflight: int
+
+
+class SchedulerState(TypedDict):
+    """One SFQ's snapshot as of event ``seq`` (a proxy's state without its run)."""
+
+    seq: int
+    t: float
+    scheduler: str
+    v: float
+    slots: int
+    inflight: int
+    users: list[UserState]
+
+
+class ProxyState(TypedDict):
+    """The §8 ``/v1/sfq/state`` snapshot. A group replica that has not read the store's state
+    yet sends only its run, seq, scheduler, replicas and bound, hence the NotRequired middle."""
+
+    run: str
+    seq: int
+    t: NotRequired[float]
+    scheduler: str
+    v: NotRequired[float]
+    slots: NotRequired[int]
+    inflight: NotRequired[int]
+    users: NotRequired[list[UserState]]
+    # A replica of a group only:
+    replicas: NotRequired[int]
+    bound: NotRequired[str]  # GLOBAL or SUSPENDED
+    bound_since: NotRequired[float | None]
+    bound_since_seq: NotRequired[int | None]
+    bound_reason: NotRequired[str | None]
+
+
+class StateSnapshot(TypedDict):
+    """The state a recording that joined late starts from (semantics §7, the metadata's ``snapshot``)."""
+
+    seq: int
+    t: NotRequired[float]
+    v: float
+    inflight: NotRequired[int]
+    users: list[UserState]
+
+
+class BoundFields(TypedDict):
+    """A group replica's bound as its state gives it."""
+
+    bound: str
+    bound_since: float | None
+    bound_since_seq: int | None
+    bound_reason: str | None
+
+
+class RunEvent(TypedDict):
+    """The ``run`` SSE event's data."""
+
+    run: str
+    started: float
+
+
+class ByeEvent(TypedDict):
+    """The ``bye`` SSE event's data."""
+
+    run: str
+    reason: str  # "shutdown" or "new_run"
+
+
+class BoundEvent(TypedDict):
+    """The ``bound`` SSE event's data."""
+
+    run: str
+    bound: str  # GLOBAL or SUSPENDED
+    since: float  # Unix time
+    since_seq: int  # the last seq the replica had then (-1: none)
+    reason: str
+
+
 SCHEDULER = "sfq"
 # SSE event types besides the default ("message", which carries the §7 events): a client
 # that does not know a type skips it.
@@ -24,7 +149,7 @@ GLOBAL, SUSPENDED = "global", "suspended"  # the bound's words (suspended: the s
 MERGE = "merge"
 
 
-def gap_event(first_seq: int, t: float | None) -> Event:
+def gap_event(first_seq: int, t: float | None) -> GapEvent:
     """The event that stands for what a client can no longer get: seq ``first_seq - 1``."""
     return {"seq": first_seq - 1, "t": t, "kind": "gap", "scheduler": SCHEDULER, "request_id": None, "user": None,
             "cost": None, "v": None, "meter": None, "deficit": None, "first_seq": first_seq}

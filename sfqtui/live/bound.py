@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sfqtui.protocol import BOUND, GLOBAL, SUSPENDED
+from sfqtui.protocol import BOUND, GLOBAL, SUSPENDED, ProxyState
 
 # A recording's metadata, as the proxy's --record keeps it too: [{"t", "bound", "reason", "since", "since_seq", "by"}, ...] in the order they came.
 BOUND_KEY = "bound"
@@ -54,7 +54,7 @@ def bound_of(data: Any, found: bool) -> Bound | None:
     return Bound(data[BOUND], reason, time.time(), by=found, since_seq=since_seq)
 
 
-def in_group(state: dict[str, Any] | None) -> bool | None:
+def in_group(state: ProxyState | None) -> bool | None:
     """Whether ``/v1/sfq/state`` is a group replica's (a ``bound`` field, or more than one replica); None: no state to tell."""
     if state is None:
         return None

@@ -32,7 +32,7 @@ from sfqtui.errors import InputError
 from sfqtui.live.bound import Bound, in_group, of_group
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
-from sfqtui.protocol import gap_event
+from sfqtui.protocol import ProxyState, gap_event
 from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.sources import ArrowBatcher
 
@@ -49,7 +49,7 @@ class Notice:
     connection: Status | None = None
     run: RunStarted | None = None
     window: int | None = None
-    state: dict[str, Any] | None = None
+    state: ProxyState | None = None
     new_users: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)  # every user by code, at the window's start
     violations: list[Violation] | None = None  # the invariant violations found so far, by seq
@@ -58,7 +58,7 @@ class Notice:
     bound: Bound | None = None  # a group replica says whether the group's bound holds
 
 
-def _audit_from(scheduler: str, state: dict[str, Any], first_seq: int) -> GrowingAudit | None:
+def _audit_from(scheduler: str, state: ProxyState, first_seq: int) -> GrowingAudit | None:
     """The audit of a stream joined late, from the proxy's state at the join (docs/semantics.md
     §7); None when the state cannot start one (unread, malformed, or older than the events held)."""
     if not isinstance(state.get("seq"), int) or state["seq"] < first_seq - 1:
@@ -106,7 +106,7 @@ class LiveSource:
                     last_status = item
                     yield Notice(connection=item), None
                 elif isinstance(item, RunStarted):
-                    self.scheduler = (item.state or {}).get("scheduler") or self.scheduler
+                    self.scheduler = (item.state.get("scheduler") if item.state else None) or self.scheduler
                     batcher, seq, in_window, last_t = ArrowBatcher(), 0, 0, 0.0
                     audit, found = GrowingAudit(self.scheduler), []
                     group = in_group(item.state)
@@ -116,19 +116,19 @@ class LiveSource:
                 elif isinstance(item, Gap):
                     # The proxy's state is as of its seq S: the new window starts there, and
                     # the held events up to S, already in that state, are skipped.
-                    snapshot = item.state or {}
-                    skip_through = int(snapshot.get("seq", item.first_seq - 1))
-                    joined = _audit_from(self.scheduler, snapshot, item.first_seq) if audit is not None and seq == 0 else None
+                    snapshot = item.state  # None: it could not be read
+                    skip_through = int(snapshot.get("seq", item.first_seq - 1)) if snapshot else item.first_seq - 1
+                    joined = _audit_from(self.scheduler, snapshot, item.first_seq) if snapshot and audit is not None and seq == 0 else None
                     if audit is not None and joined is None:
                         audit = None  # what was lost cannot be checked, nor what follows it
                         yield Notice(audit_stopped=f"the stream lost events before seq {item.first_seq}: the audit stopped there; "
                                                    "record the stream (--record) and run sfqtui check on the log"), None
-                    new_users = batcher.add_users([u["user"] for u in snapshot.get("users", [])])
+                    new_users = batcher.add_users([u["user"] for u in snapshot.get("users", [])] if snapshot else [])
                     batcher.new_window()
                     yield Notice(window=skip_through, state=item.state, new_users=new_users, users=list(batcher.names)), None
                     row = gap_event(skip_through + 1, item.t if item.t is not None else last_t)
                     row["scheduler"] = self.scheduler
-                    if joined is not None:
+                    if joined is not None and snapshot:
                         row["v"] = snapshot["v"]
                     head = of_group(pa.Table.from_pylist([row], schema=EVENT_SCHEMA), group)
                     yield batcher.convert(head), None

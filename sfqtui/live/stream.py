@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pyarrow as pa
@@ -42,7 +42,7 @@ import pyarrow.json as pa_json
 from httpx_sse import ServerSentEvent, connect_sse
 
 from sfqtui.live.bound import Bound, bound_of
-from sfqtui.protocol import BOUND, BYE, MERGE, RUN
+from sfqtui.protocol import BOUND, BYE, MERGE, RUN, ProxyState, RunEvent
 from sfqtui.trace.schema import LOG_EXTRAS, LOG_SCHEMA
 
 EVENT_SCHEMA = pa.schema(list(LOG_SCHEMA) + list(LOG_EXTRAS))
@@ -82,7 +82,7 @@ class RunStarted:
     started: float | None  # Unix time
     url: str
     restarted: bool
-    state: dict[str, Any] | None = None
+    state: ProxyState | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Gap:
 
     first_seq: int
     t: float | None  # the time of event first_seq
-    state: dict[str, Any] | None  # /v1/sfq/state read after the gap (None if that failed)
+    state: ProxyState | None  # /v1/sfq/state read after the gap (None if that failed)
 
 
 class _Refused(Exception):
@@ -337,7 +337,7 @@ class EventStream:
         self.url = url
         self._set_status(Status(LIVE, url=url))
 
-    def _new_connection(self, client: httpx.Client, url: str, run_event: dict[str, Any], resuming: bool) -> None:
+    def _new_connection(self, client: httpx.Client, url: str, run_event: RunEvent, resuming: bool) -> None:
         """A connection's run event: the same run goes on; the followed URL's new run
         (a restart) starts over from its first event; another URL's is another group."""
         run = run_event.get("run")
@@ -387,7 +387,7 @@ class EventStream:
             time.sleep(0.005)  # the consumer is behind: let TCP hold the proxy back instead of filling memory
         self._queue.put(data)
 
-    def _state(self, client: httpx.Client, url: str, run: str | None) -> dict[str, Any] | None:
+    def _state(self, client: httpx.Client, url: str, run: str | None) -> ProxyState | None:
         """/v1/sfq/state, if it can be read and is of ``run`` (None: any)."""
         try:
             response = client.get(f"{url}/v1/sfq/state")
@@ -395,7 +395,8 @@ class EventStream:
             state = response.json()
         except (httpx.HTTPError, ValueError):
             return None
-        return state if isinstance(state, dict) and (run is None or state.get("run") in (None, run)) else None
+        ok = isinstance(state, dict) and (run is None or state.get("run") in (None, run))
+        return cast("ProxyState", state) if ok else None  # the proxy's word for its fields: readers check what they use
 
     def _gap(self, client: httpx.Client, url: str, first_seq: int, t: float | None) -> None:
         self._queue.put(Gap(first_seq, t, self._state(client, url, self.run)))

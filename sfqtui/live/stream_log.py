@@ -23,7 +23,7 @@ import os
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,7 +33,7 @@ from sfqtui.core.numbers import count, counted
 from sfqtui.errors import InputError
 from sfqtui.live.bound import BOUND_KEY, Bound, in_group, of_group, recorded_change
 from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
-from sfqtui.protocol import gap_event
+from sfqtui.protocol import StateSnapshot, gap_event
 from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.schema import LOG_FORMAT
 
@@ -67,11 +67,11 @@ class StreamLogWriter:
         self._held: list[pa.Table] = []
         self._held_rows = 0
         self._last_t: float | None = None
-        self._slots: int | None = (run.state or {}).get("slots") if run is not None else None
+        self._slots: int | None = run.state.get("slots") if run is not None and run.state is not None else None
         self._bound_changes: list[dict[str, Any]] = []
         self._group = in_group(run.state) if run is not None else None  # a lone proxy's log has no replica column
         self._closed = False
-        self._snapshot: dict[str, Any] | None = None  # the proxy's state the log starts from (a late join)
+        self._snapshot: StateSnapshot | None = None  # the proxy's state the log starts from (a late join)
 
     @property
     def problem(self) -> str | None:
@@ -101,12 +101,13 @@ class StreamLogWriter:
         if isinstance(item, Bound):
             self._bound_changes.append(recorded_change(item, self._event_time(item)))
         elif isinstance(item, Gap):
-            state = item.state or {}
-            self._slots = state.get("slots", self._slots)
+            state = item.state  # None: it could not be read
+            if state is not None:
+                self._slots = state.get("slots", self._slots)
             row = gap_event(item.first_seq, item.t if item.t is not None else self._last_t)
-            if self._starts_at(item):
+            if state is not None and self._starts_at(item):
                 row = {**gap_event(state["seq"] + 1, item.t if item.t is not None else state.get("t")), "v": state["v"]}
-            row["scheduler"] = self._scheduler or state.get("scheduler") or row["scheduler"]
+            row["scheduler"] = self._scheduler or (state.get("scheduler") if state else None) or row["scheduler"]
             self._hold(pa.Table.from_pylist([row], schema=EVENT_SCHEMA))
         elif isinstance(item, pa.Table) and item.num_rows:
             if self._snapshot is not None and item["seq"][0].as_py() <= self._snapshot["seq"]:
@@ -126,7 +127,7 @@ class StreamLogWriter:
             return False
         if not isinstance(state["seq"], int) or state["seq"] < gap.first_seq - 1:
             return False
-        self._snapshot = {key: state[key] for key in ("seq", "t", "v", "inflight", "users") if key in state}
+        self._snapshot = cast("StateSnapshot", {key: state[key] for key in ("seq", "t", "v", "inflight", "users") if key in state})
         return True
 
     def _event_time(self, bound: Bound) -> float:

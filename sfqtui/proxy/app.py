@@ -17,6 +17,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from sfqtui.protocol import ProxyState
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
@@ -107,7 +108,7 @@ class Proxy:
             self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
                                          self.settings.estimator.scope))
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> ProxyState:
         """The §8 snapshot without waiting: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now."""
         return self.scheduling.current_state()
 

@@ -16,12 +16,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from enum import Enum
-from typing import Any
+from typing import NotRequired, TypedDict, Unpack
 
 from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.core.schedulers import make_scheduler
 from sfqtui.errors import InputError
-from sfqtui.protocol import SCHEDULER, Event
+from sfqtui.protocol import SCHEDULER, Event, SchedulerState
 from sfqtui.proxy.errors import Closing
 
 
@@ -54,6 +54,15 @@ class Ticket:
         self.ratio: float | None = None
         self.est_output: float | None = None
         self.settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+class _Extras(TypedDict):
+    """What a kind of event carries besides the §7 columns the dispatcher always fills."""
+
+    cost: NotRequired[float | None]
+    ratio: NotRequired[float | None]
+    est_output: NotRequired[float | None]
+    output_tokens: NotRequired[int | None]
 
 
 # Each event goes to every sink with the ticket it is about (None for idle_reset).
@@ -97,7 +106,7 @@ class Dispatcher:
     def running(self, user: str) -> int:
         return self._inflight_by_user[user]
 
-    def _emit(self, kind: str, ticket: Ticket | None, v: float | None, meter: float | None, **extras: Any) -> None:
+    def _emit(self, kind: str, ticket: Ticket | None, v: float | None, meter: float | None, **extras: Unpack[_Extras]) -> None:
         if v is not None:
             self.v = v
         event: Event = {"seq": None, "t": self.now(), "kind": kind, "scheduler": SCHEDULER,
@@ -196,7 +205,7 @@ class Dispatcher:
         for ticket in list(self._queued.values()):
             self.cancel(ticket)
 
-    def state(self, seq: int) -> dict[str, Any]:
+    def state(self, seq: int) -> SchedulerState:
         """The §8 snapshot as of event ``seq`` (plus the scheduler and the time, for a client's status line)."""
         return {
             "seq": seq,

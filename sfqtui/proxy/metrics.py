@@ -20,14 +20,13 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import GLOBAL, Event
+from sfqtui.protocol import GLOBAL, Event, ProxyState, UserState
 from sfqtui.proxy.dispatcher import Ticket
 
 disable_created_metrics()
@@ -38,7 +37,7 @@ WAIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60
 FIRST_BYTE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 JAIN_WINDOW = 1000
-State = Callable[[], dict[str, Any]]
+State = Callable[[], ProxyState]
 JAIN_HELP = (f"Jain's fairness index, (sum x)^2 / (n sum x^2), over the n users backlogged (a request waiting) at every one of the "
              f"last {JAIN_WINDOW:,} dispatches, x being each one's cost per weight dispatched in them: 1 when SFQ gave them the same; "
              "users that asked for less than their share are not counted. Absent while no user was backlogged throughout.")
@@ -70,10 +69,12 @@ class FairnessWindow:
 
     def see(self, event: Event) -> None:
         kind, user = event["kind"], event["user"]
+        if user is None:
+            return  # an idle_reset names nobody
         if kind == "arrive":
             self._arrive(user)
         elif kind == "dispatch":
-            self._dispatch(user, event["cost"] / (event.get("weight") or 1.0))
+            self._dispatch(user, (event["cost"] or 0.0) / (event.get("weight") or 1.0))
         elif kind == "cancel":
             self._leave(user)
 
@@ -135,8 +136,9 @@ class _SchedulerGauges(Collector):
         if isinstance(users, list):
             yield from self._queues(users, v)
         for name, key, text in _STATE_GAUGES:
-            if isinstance(state.get(key), (int, float)):
-                yield GaugeMetricFamily(name, text, value=state[key])
+            value = state.get(key)
+            if isinstance(value, (int, float)):
+                yield GaugeMetricFamily(name, text, value=value)
         jain = self._metrics.fairness.jain()
         if jain is not None:
             yield GaugeMetricFamily("sfqtui_jain_index", JAIN_HELP, value=jain)
@@ -149,7 +151,7 @@ class _SchedulerGauges(Collector):
             if bound == GLOBAL and isinstance(state.get("replicas"), int):  # a suspended replica does not know the group's size
                 yield GaugeMetricFamily("sfqtui_replicas", "Replicas in the group (absent while the bound is suspended).", value=state["replicas"])
 
-    def _queues(self, users: list[dict[str, Any]], v: float | None) -> Iterator[Metric]:
+    def _queues(self, users: list[UserState], v: float | None) -> Iterator[Metric]:
         depth = GaugeMetricFamily("sfqtui_queue_depth", "Requests waiting in the user's queue.", labels=["user"])
         lead = GaugeMetricFamily("sfqtui_meter_lead", "The user's meter minus the virtual time, S_i - v (other: the largest).", labels=["user"])
         depths: Tally[str] = Tally()
@@ -201,7 +203,7 @@ class ProxyMetrics:
         self.fairness.see(event)
         if event["kind"] != "dispatch" or ticket is None:
             return
-        self.count_dispatch(ticket.user, event["cost"], event["t"] - ticket.arrived_t)
+        self.count_dispatch(ticket.user, event["cost"] or 0.0, event["t"] - ticket.arrived_t)
 
     def count_dispatch(self, user: str, cost: float, wait_s: float) -> None:
         """One of this process's requests was dispatched, charged ``cost`` after waiting ``wait_s``."""

@@ -36,7 +36,7 @@ import polars as pl
 
 from sfqtui import __version__
 from sfqtui.errors import InputError
-from sfqtui.protocol import Event
+from sfqtui.protocol import BoundEvent, Event
 from sfqtui.trace.load import frame_of
 from sfqtui.trace.schema import TRACE_SCHEMA
 from sfqtui.trace.write import write_trace
@@ -123,7 +123,7 @@ class TraceRecorder:
         else:
             self._ended[rid] = row
 
-    def note_bound(self, bound: dict[str, Any]) -> None:
+    def note_bound(self, bound: BoundEvent) -> None:
         """A group replica's bound changed: kept in the metadata's ``bound`` list (the bound event, without its run)."""
         self._bounds.append({k: v for k, v in bound.items() if k != "run"})
         self._changed = True

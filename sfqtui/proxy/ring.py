@@ -18,10 +18,9 @@ import secrets
 import time
 from array import array
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import BOUND, BYE, MERGE, RUN, Event, gap_event
+from sfqtui.protocol import BOUND, BYE, MERGE, RUN, BoundEvent, ByeEvent, Event, RunEvent, gap_event
 from sfqtui.proxy.sse import KEEPALIVE, frame
 
 MAX_FRAMES_PER_WRITE = 4096
@@ -41,9 +40,9 @@ class EventRing:
         self.next_seq = 0
         self.closed = False
         self._floor = 0  # with events put by seq (a group's stream), the first seq this ring ever held
-        self.bound: dict[str, Any] | None = None  # a group replica's latest bound event (``set_bound``)
+        self.bound: BoundEvent | None = None  # a group replica's latest bound event (``set_bound``)
         self._bound: bytes | None = None  # ... as an SSE frame
-        self.bound_watchers: list[Callable[[dict[str, Any]], None]] = []  # told each bound event (the --record)
+        self.bound_watchers: list[Callable[[BoundEvent], None]] = []  # told each bound event (the --record)
         self._bound_version = 0
         self._frames: list[bytes] = []
         self._times = array("d")
@@ -131,10 +130,12 @@ class EventRing:
         self._changed = asyncio.Event()
 
     def run_frame(self) -> bytes:
-        return frame(json.dumps({"run": self.run, "started": self.started}), event=RUN)
+        run: RunEvent = {"run": self.run, "started": self.started}
+        return frame(json.dumps(run), event=RUN)
 
     def bye_frame(self, reason: str = "shutdown") -> bytes:
-        return frame(json.dumps({"run": self.run, "reason": reason}), event=BYE)
+        bye: ByeEvent = {"run": self.run, "reason": reason}
+        return frame(json.dumps(bye), event=BYE)
 
     def _read(self, cursor: int) -> bytes:
         end = min(self.next_seq, cursor + MAX_FRAMES_PER_WRITE)

@@ -8,10 +8,10 @@ Two schedulers implement it: ``Alone``, the local SFQ of a proxy on its own, and
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
-from sfqtui.protocol import Event
+from sfqtui.protocol import Event, ProxyState
 from sfqtui.proxy.dispatcher import Dispatcher, Sink, Ticket
 from sfqtui.proxy.ring import EventRing
 
@@ -36,11 +36,11 @@ class Scheduling(Protocol):
 
     def weight(self, user: str) -> float: ...
 
-    async def state(self) -> dict[str, Any]:
+    async def state(self) -> ProxyState:
         """The §8 snapshot, read now."""
         ...
 
-    def current_state(self) -> dict[str, Any]:
+    def current_state(self) -> ProxyState:
         """The §8 snapshot without waiting (for the metrics' collector)."""
         ...
 
@@ -79,10 +79,10 @@ class Alone:
     def weight(self, user: str) -> float:
         return self.dispatcher.weight(user)
 
-    async def state(self) -> dict[str, Any]:
+    async def state(self) -> ProxyState:
         return self.current_state()
 
-    def current_state(self) -> dict[str, Any]:
+    def current_state(self) -> ProxyState:
         return {"run": self.ring.run, **self.dispatcher.state(self.ring.last_seq)}
 
     def close(self) -> None:

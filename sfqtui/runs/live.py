@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.timeline import CheckpointBuilder, State
@@ -12,6 +12,7 @@ from sfqtui.live.bound import Bound
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.source import WINDOW, LiveSource
 from sfqtui.live.stream import RunStarted, Status, proxy_base
+from sfqtui.protocol import ProxyState, StateSnapshot
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,8 @@ class LiveState:
         return self.link.state if self.link is not None else None
 
 
-def seed_from_proxy(state: dict[str, Any], users: list[str]) -> State:
-    """The state before a window that starts after a gap, from the proxy's /v1/sfq/state:
+def seed_from_proxy(state: ProxyState | StateSnapshot, users: list[str]) -> State:
+    """The state before a window that starts after a gap, from the proxy's /v1/sfq/state (or a recording's snapshot of it):
     each user's meter, queued and in flight, and v (``users``: names by code). What was
     charged before is unknown, so shares count from here."""
     seed = State()
@@ -79,8 +80,9 @@ def seed_from_proxy(state: dict[str, Any], users: list[str]) -> State:
         code = codes.get(entry["user"])
         if code is None:
             continue
-        if entry.get("meter") is not None:
-            seed.value[code] = float(entry["meter"])
+        meter = entry.get("meter")
+        if meter is not None:
+            seed.value[code] = float(meter)
         seed.queued[code] = int(entry.get("queued", 0))
         seed.inflight_of[code] = int(entry.get("inflight", 0))
     seed.queued_total = sum(seed.queued)
@@ -100,4 +102,5 @@ def snapshot_window(metadata: dict[str, Any], builder: CheckpointBuilder) -> tup
     weight = {str(u["user"]): float(u.get("weight") or 1.0) for u in snapshot.get("users", [])}
     weights = [weight[name] for name in users]
     builder.add_users(weights)
-    return snapshot["seq"], builder.new_window(seed_from_proxy(snapshot, users)), users, weights
+    seed = seed_from_proxy(cast("StateSnapshot", snapshot), users)  # as the log's metadata says (semantics §7)
+    return snapshot["seq"], builder.new_window(seed), users, weights

@@ -9,10 +9,9 @@ import time
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Hashable
-from typing import Any
 
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.protocol import GLOBAL
+from sfqtui.protocol import GLOBAL, BoundFields, ProxyState
 from sfqtui.proxy.dispatcher import Dispatcher, Ticket
 from sfqtui.proxy.group.precheck import redacted
 from sfqtui.proxy.group.wire import group_settings
@@ -70,7 +69,7 @@ class GroupBase(ABC):
         # Ran on a store slot and ended while the store was away: output tokens, and the request as the store keeps it.
         self.finished: dict[str, tuple[int | None, bytes]] = {}
         self.charges: defaultdict[str, float] = defaultdict(float)  # c / w charged on the local SFQ
-        self.last_state: dict[str, Any] = {}
+        self.last_state: ProxyState | None = None
         self._next_n = 0
         self._last_id = "0-0"
         self._loops: list[asyncio.Task[None]] = []
@@ -83,10 +82,12 @@ class GroupBase(ABC):
     def weight(self, user: str) -> float:
         return self.weights.get(user, 1.0)
 
-    def bound_fields(self) -> dict[str, Any]:
+    def bound_fields(self) -> BoundFields:
         """The bound, since when (Unix time, and the last seq before it) and why, as the state gives them."""
-        bound = self.ring.bound or {}
-        return {"bound": self.mode, "bound_since": bound.get("since"), "bound_since_seq": bound.get("since_seq"), "bound_reason": bound.get("reason")}
+        bound = self.ring.bound
+        if bound is None:
+            return {"bound": self.mode, "bound_since": None, "bound_since_seq": None, "bound_reason": None}
+        return {"bound": self.mode, "bound_since": bound["since"], "bound_since_seq": bound["since_seq"], "bound_reason": bound["reason"]}
 
     # What one part asks of another
 
@@ -131,5 +132,5 @@ class GroupBase(ABC):
         """suspension: the requests on the local SFQ."""
 
     @abstractmethod
-    def _local_state(self) -> dict[str, Any]:
+    def _local_state(self) -> ProxyState:
         """suspension: the local SFQ's snapshot."""

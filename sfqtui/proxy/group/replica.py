@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Hashable
 from typing import Any
 
-from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED
+from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, ProxyState
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, StoreAway
 from sfqtui.proxy.group.base import GroupTicket
@@ -143,7 +143,7 @@ class Group(Membership, Following, Suspension):
 
     # The snapshot, and draining
 
-    async def state(self) -> dict[str, Any]:
+    async def state(self) -> ProxyState:
         """The §8 snapshot read from the store now (the same on every replica); while suspended, this replica's own."""
         if self.mode == GLOBAL:
             try:
@@ -155,7 +155,7 @@ class Group(Membership, Following, Suspension):
                     self.last_state = snapshot(reply)
         return self.current_state()
 
-    def current_state(self) -> dict[str, Any]:
+    def current_state(self) -> ProxyState:
         """Without waiting on the store: the group's snapshot as last read while the bound holds
         (only what the replica knows of itself if none was read yet), else the local SFQ's;
         both with the bound as it is now (``bound_fields``)."""

@@ -4,10 +4,9 @@ share of the slots, and says that the group's bound is suspended."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from sfqtui.core.engine.estimator import CostEstimator
-from sfqtui.protocol import SCHEDULER, SUSPENDED, Event
+from sfqtui.protocol import SCHEDULER, SUSPENDED, Event, ProxyState
 from sfqtui.proxy.dispatcher import Dispatcher, Stage, Ticket
 from sfqtui.proxy.group.base import GroupBase, GroupTicket
 
@@ -65,13 +64,15 @@ class Suspension(GroupBase):
 
     def _local_event(self, event: Event, ticket: Ticket | None) -> None:
         if event["kind"] == "dispatch" and ticket is not None:
-            self.charges[ticket.user] += event["cost"] / self.weight(ticket.user)
+            self.charges[ticket.user] += (event["cost"] or 0.0) / self.weight(ticket.user)
 
     def _local_tickets(self) -> list[GroupTicket]:
         return sorted((t for t in self._outside if t.local is not None), key=lambda t: t.n)
 
-    def _local_state(self) -> dict[str, Any]:
+    def _local_state(self) -> ProxyState:
         local = self.local
-        state = local.state(self.ring.last_seq) if local is not None else {"seq": self.ring.last_seq, "v": 0.0, "users": []}
-        return {**state, "run": self.run, "t": self.now(), "scheduler": SCHEDULER, "slots": local.slots if local else 0,
+        if local is None:
+            return {"seq": self.ring.last_seq, "v": 0.0, "users": [], "run": self.run, "t": self.now(), "scheduler": SCHEDULER, "slots": 0,
+                    "inflight": self.inflight, "replicas": len(self.replicas), **self.bound_fields()}
+        return {**local.state(self.ring.last_seq), "run": self.run, "t": self.now(), "scheduler": SCHEDULER, "slots": local.slots,
                 "inflight": self.inflight, "replicas": len(self.replicas), **self.bound_fields()}

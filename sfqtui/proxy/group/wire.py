@@ -8,7 +8,7 @@ import struct
 from typing import Any, NamedTuple
 
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.protocol import SCHEDULER
+from sfqtui.protocol import SCHEDULER, ProxyState, UserState
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.store.replies import Snapshot
 
@@ -37,9 +37,9 @@ def group_settings(slots: int, ring: int, estimator: EstimatorParams) -> str:
     return json.dumps({"slots": slots, "ring": ring, "estimator": priced, "layout": STORE_LAYOUT}, sort_keys=True)
 
 
-def snapshot(reply: Snapshot) -> dict[str, Any]:
+def snapshot(reply: Snapshot) -> ProxyState:
     """The state script's reply as the §8 snapshot (without the bound, which is the replica's own)."""
-    users = [{"user": u.user, "meter": u.meter, "weight": u.weight, "queued": u.queued, "inflight": u.running}
+    users: list[UserState] = [{"user": u.user, "meter": u.meter, "weight": u.weight, "queued": u.queued, "inflight": u.running}
              for u in sorted(reply.users, key=lambda u: u.user)]
     return {"run": reply.run, "seq": reply.seq, "t": reply.t, "scheduler": SCHEDULER, "v": reply.v, "slots": reply.slots,
             "inflight": reply.inflight, "replicas": len(reply.replicas), "users": users}

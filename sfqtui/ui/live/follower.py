@@ -93,15 +93,15 @@ class LiveFollower:
     def proxy_run_started(self, run: Run, live: LiveState, started: RunStarted, shown: Run) -> Toast | None:
         """A proxy run begins: after a restart, what the live run held is kept browsable
         (``e``) and the live run starts again from an empty state at seq 0."""
-        state = started.state or {}
+        state = started.state  # None: it could not be read
         if started.restarted:
             live.new_run_since = started.started or time.time()
             if len(run.table):
                 self._keep_ended(run, live, shown, ended_by=live.new_run_since)
-        run.reset(state.get("scheduler") or run.scheduler)
+        run.reset((state.get("scheduler") if state else None) or run.scheduler)
         live.proxy_run = started
         live.bound = bound_of(state, found=True)
-        run.slots = state.get("slots") or run.slots
+        run.slots = (state.get("slots") if state else None) or run.slots
         live.following, live.violations = True, []
         run.checked, run.audit_failure, run.broken = True, None, {}  # audited as it arrives
         if not started.restarted:

@@ -156,7 +156,7 @@ class RunLoader:
         if notice.violations is not None or notice.audit_stopped is not None:
             post(LiveAudit(run.key, notice.violations or [], notice.audit_stopped))
         if notice.window is not None:
-            weights = {u["user"]: float(u.get("weight") or 1.0) for u in (notice.state or {}).get("users", [])}
+            weights = {u["user"]: float(u.get("weight") or 1.0) for u in (notice.state.get("users", []) if notice.state else [])}
             added = [weights.get(name, 1.0) for name in notice.new_users]
             builder.add_users(added)
             seed = builder.new_window(seed_from_proxy(notice.state, notice.users) if notice.state else None)
