@@ -44,8 +44,9 @@ def metrics(url: str) -> dict[str, float]:
     return samples
 
 
-def in_threads(calls: list[Callable[[], Any]], between: Callable[[int], None] | None = None) -> list[Any]:
-    """Run each call in a thread of its own (after ``between(k)`` for the k-th), and their results."""
+def in_threads(calls: list[Callable[[], Any]], between: Callable[[int], None] | None = None,
+               then: Callable[[], None] | None = None) -> list[Any]:
+    """Run each call in a thread of its own (after ``between(k)`` for the k-th; ``then()`` once all started), and their results."""
     results: list[Any] = [None] * len(calls)
 
     def run(k: int) -> None:
@@ -59,6 +60,8 @@ def in_threads(calls: list[Callable[[], Any]], between: Callable[[int], None] | 
         if between is not None:
             between(k)
         thread.start()
+    if then is not None:
+        then()
     for thread in threads:
         thread.join(timeout=20)
     return results
@@ -110,24 +113,31 @@ def test_a_full_batch_queues_the_rest_first_come_first_served() -> None:
                 seen.append((sample["vllm:num_requests_running"], sample["vllm:num_requests_waiting"]))
                 time.sleep(0.005)
 
-        def after_the_previous_arrived(k: int) -> None:
-            wait_for(lambda: len(scheduler.admitted_order) + len(scheduler.waiting) >= k, what=f"request {k} in the engine")
+        def arrived(k: int) -> bool:
+            return len(scheduler.admitted_order) + len(scheduler.waiting) >= k
 
+        def all_arrived() -> None:
+            wait_for(lambda: arrived(6), what="the six requests in the engine")
+            sample = metrics(server.url)
+            when_all_arrived.append((sample["vllm:num_requests_running"], sample["vllm:num_requests_waiting"]))
+
+        when_all_arrived: list[tuple[float, float]] = []
         watcher = threading.Thread(target=watch)
         watcher.start()
         try:
-            answers = in_threads([chat(llm, 40) for _ in range(6)], after_the_previous_arrived)
+            answers = in_threads([chat(llm, 60) for _ in range(6)], lambda k: wait_for(lambda: arrived(k), what=f"request {k}"), all_arrived)
         finally:
             stop.set()
             watcher.join()
-        assert all(a.usage.completion_tokens == 40 for a in answers)
-        assert (2.0, 4.0) in seen
+        assert all(a.usage.completion_tokens == 60 for a in answers)
+        assert when_all_arrived == [(2.0, 4.0)]
         assert max(running for running, _ in seen) == 2
         assert scheduler.admitted_order == list(range(6))
         after = metrics(server.url)
         assert after["vllm:request_queue_time_seconds_count"] == 6 and after["vllm:e2e_request_latency_seconds_count"] == 6
-        # The middle two waited for a round of 40 steps of 10 ms, the last two for two, the first two not at all.
-        assert after["vllm:request_queue_time_seconds_sum"] > 2 * 0.4 + 2 * 0.8 - 0.2
+        # The middle two waited for a round of 60 steps of 10 ms, the last two for two, the first two not at all
+        # (3.6 s, less the time they arrived after the first: some tens of ms each).
+        assert 2.4 < after["vllm:request_queue_time_seconds_sum"] <= 3.6
         assert after["vllm:num_requests_running"] == 0 and after["vllm:kv_cache_usage_perc"] == 0
 
 

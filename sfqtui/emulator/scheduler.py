@@ -5,8 +5,8 @@ and KV for its whole length (prompt + output tokens) are free; it then joins the
 batch. Admission reserves the whole length, so a running sequence is never preempted (vLLM
 would preempt the latest one when KV runs out; the emulator never gets there). Each step
 runs every running sequence one token further (the first step of a sequence is its prefill,
-which yields its first token) and takes ``EngineModel.step_s``; the loop sleeps that time and
-waits on an event while there is nothing to run, never polling.
+which yields its first token) and takes ``EngineModel.step_s``; the loop sleeps until the
+step's end and waits on an event while there is nothing to run, never polling.
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sfqtui.emulator.model import EngineModel
+
+# The most lateness a step makes up for by starting the next one early; a loop later than that
+# (a stalled process) restarts the timeline instead of running steps back to back to catch up.
+CATCH_UP_S = 0.05
 
 
 class QueueFull(Exception):
@@ -106,14 +110,21 @@ class Scheduler:
     async def run(self) -> None:
         """Engine steps until cancelled."""
         loop = asyncio.get_running_loop()
+        step_end: float | None = None  # when the last step ended, in the engine's own timeline
         while True:
-            prefill = self._admit(loop.time())
+            now = loop.time()
+            prefill = self._admit(now)
             if not self.running:
+                step_end = None
                 self._work.clear()
                 await self._work.wait()
                 continue
             batch = list(self.running)
-            await asyncio.sleep(self.model.step_s(len(batch), prefill))
+            # Back-to-back steps follow each other on the model's timeline, so the loop's own
+            # lateness (waking up, handing out tokens) does not add up over a long answer.
+            start = now if step_end is None or now - step_end > CATCH_UP_S else step_end
+            step_end = start + self.model.step_s(len(batch), prefill)
+            await asyncio.sleep(step_end - now)
             now = loop.time()
             for seq in batch:
                 if seq not in self.running:  # aborted during the step
