@@ -132,7 +132,7 @@ def test_a_full_batch_queues_the_rest_first_come_first_served() -> None:
         assert all(a.usage.completion_tokens == 60 for a in answers)
         assert when_all_arrived == [(2.0, 4.0)]
         assert max(running for running, _ in seen) == 2
-        assert scheduler.admitted_order == list(range(6))
+        assert list(scheduler.admitted_order) == list(range(6))
         after = metrics(server.url)
         assert after["vllm:request_queue_time_seconds_count"] == 6 and after["vllm:e2e_request_latency_seconds_count"] == 6
         # The middle two waited for a round of 60 steps of 10 ms, the last two for two, the first two not at all

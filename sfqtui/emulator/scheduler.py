@@ -22,6 +22,7 @@ from sfqtui.emulator.model import EngineModel
 # The most lateness a step makes up for by starting the next one early; a loop later than that
 # (a stalled process) restarts the timeline instead of running steps back to back to catch up.
 CATCH_UP_S = 0.05
+ADMISSIONS_KEPT = 1000
 
 
 class QueueFull(Exception):
@@ -65,7 +66,8 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.reserved_kv = 0
-        self.admitted_order: list[int] = []  # sequence numbers in the order they started (for tests and logs)
+        # The numbers of the last sequences to start, in the order they started (FCFS: their arrival order).
+        self.admitted_order: deque[int] = deque(maxlen=ADMISSIONS_KEPT)
         self._finished = finished
         self._numbers = itertools.count()
         self._work = asyncio.Event()
