@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "teach": ("sfqtui.cli.teach", "teach", "TEACH_HELP"),
     "attach": ("sfqtui.cli.attach", "attach", None),
     "proxy": ("sfqtui.cli.proxy", "proxy", None),
+    "engine": ("sfqtui.cli.engine", "engine", None),
 }
 
 

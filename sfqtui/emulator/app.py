@@ -1,0 +1,125 @@
+"""The engine's HTTP side: OpenAI's completion routes (streamed or not), /v1/models and /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from sfqtui.emulator.metrics import EngineMetrics
+from sfqtui.emulator.model import EngineModel
+from sfqtui.emulator.requests import Ask, BadRequest, ask_of
+from sfqtui.emulator.scheduler import QueueFull, Scheduler, Sequence, TooLong
+
+# The answer's text: one word per token, round and round.
+WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit")
+
+
+def error(status: int, message: str, type: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": type, "param": None, "code": status}}, status_code=status)
+
+
+def words(start: int, count: int) -> str:
+    return "".join(f"{WORDS[k % len(WORDS)]} " for k in range(start, start + count))
+
+
+class EmulatedEngine:
+    """The scheduler, its metrics and the OpenAI answers, for one served model name."""
+
+    def __init__(self, model: EngineModel, served_model_name: str) -> None:
+        self.name = served_model_name
+        self.metrics = EngineMetrics(served_model_name)
+        self.scheduler = Scheduler(model, self.metrics.finished)
+        self.metrics.watch(self.scheduler)
+
+    @asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        stepping = asyncio.create_task(self.scheduler.run())
+        try:
+            yield
+        finally:
+            stepping.cancel()
+
+    def _usage(self, seq: Sequence) -> dict[str, int]:
+        return {"prompt_tokens": seq.prompt_tokens, "completion_tokens": seq.generated,
+                "total_tokens": seq.prompt_tokens + seq.generated}
+
+    def _head(self, ask: Ask, number: int, created: int, chunk: bool) -> dict[str, Any]:
+        kind = ("chat.completion" if ask.chat else "text_completion") + (".chunk" if chunk and ask.chat else "")
+        return {"id": f"{'chatcmpl' if ask.chat else 'cmpl'}-{number}", "object": kind, "created": created, "model": self.name}
+
+    def _choice(self, ask: Ask, text: str, finish: str | None, chunk: bool) -> dict[str, Any]:
+        if not ask.chat:
+            return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+        content = {"role": "assistant", "content": text}
+        return {"index": 0, "delta" if chunk else "message": content, "logprobs": None, "finish_reason": finish}
+
+    async def completion(self, chat: bool, request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+            ask = ask_of(body, chat, self.scheduler.model.output_tokens)
+        except ValueError as exc:  # not JSON, or BadRequest
+            return error(400, str(exc) if isinstance(exc, BadRequest) else "the request body must be JSON", "BadRequestError")
+        if ask.model is not None and ask.model != self.name:
+            return error(404, f"The model `{ask.model}` does not exist.", "NotFoundError")
+        try:
+            seq = self.scheduler.submit(ask.prompt_tokens, ask.output_tokens)
+        except TooLong as exc:
+            return error(400, str(exc), "BadRequestError")
+        except QueueFull as exc:
+            return error(503, str(exc), "ServiceUnavailableError")
+        created = int(time.time())
+        if ask.stream:
+            return StreamingResponse(self._chunks(ask, seq, created), media_type="text/event-stream")
+        try:
+            while await seq.tokens.get() is not None:
+                pass
+        finally:
+            self.scheduler.abort(seq)
+        return JSONResponse({**self._head(ask, seq.number, created, chunk=False),
+                             "choices": [self._choice(ask, words(0, seq.generated), "length", chunk=False)],
+                             "usage": self._usage(seq)})
+
+    async def _chunks(self, ask: Ask, seq: Sequence, created: int) -> AsyncIterator[bytes]:
+        head = self._head(ask, seq.number, created, chunk=True)
+        extra: dict[str, Any] = {"usage": None} if ask.include_usage else {}
+        sent = 0
+        try:
+            while (got := await seq.tokens.get()) is not None:
+                done = sent + got >= seq.output_tokens
+                yield frame({**head, "choices": [self._choice(ask, words(sent, got), "length" if done else None, chunk=True)], **extra})
+                sent += got
+            if ask.include_usage:
+                yield frame({**head, "choices": [], "usage": self._usage(seq)})
+            yield b"data: [DONE]\n\n"
+        finally:
+            self.scheduler.abort(seq)  # the client left: free its place and KV
+
+    async def models(self, _request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": self.name, "object": "model", "created": 0, "owned_by": "sfqtui",
+                                                         "max_model_len": self.scheduler.model.kv_tokens}]})
+
+    async def prometheus(self, _request: Request) -> Response:
+        return Response(self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def frame(data: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def create_app(engine: EmulatedEngine) -> Starlette:
+    return Starlette(routes=[
+        Route("/v1/chat/completions", partial(engine.completion, True), methods=["POST"]),
+        Route("/v1/completions", partial(engine.completion, False), methods=["POST"]),
+        Route("/v1/models", engine.models, methods=["GET"]),
+        Route("/metrics", engine.prometheus, methods=["GET"]),
+    ], lifespan=engine.lifespan)

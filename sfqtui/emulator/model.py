@@ -1,0 +1,72 @@
+"""The emulated engine's parameters, in one value that a fitted model can be saved as and loaded from."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from sfqtui.errors import InputError
+
+
+@dataclass(frozen=True)
+class EngineModel:
+    """How the engine batches and how long its steps take (docs/engine.md, "The model").
+
+    A step runs every running sequence one token further; its time is
+    ``(decode_ms_per_token / 1000 + prefill_us_per_token / 1e6 * prompt tokens prefilled in it)
+    * (1 + batch_slowdown * (running - 1))``.
+    """
+
+    max_num_seqs: int = 6
+    kv_tokens: int = 65_536
+    prefill_us_per_token: float = 50.0
+    decode_ms_per_token: float = 20.0
+    batch_slowdown: float = 0.1
+    max_queued: int | None = None  # None: the queue has no bound
+    output_tokens: int = 256  # a request without max_tokens generates this many (as if ignore_eos)
+
+    def __post_init__(self) -> None:
+        for name in ("max_num_seqs", "kv_tokens", "output_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"--{name.replace('_', '-')} {value!r}: must be a whole number of at least 1")
+        if self.max_queued is not None and (isinstance(self.max_queued, bool) or not isinstance(self.max_queued, int) or self.max_queued < 0):
+            raise InputError(f"--max-queued {self.max_queued!r}: must be a whole number of at least 0")
+        for name in ("prefill_us_per_token", "decode_ms_per_token", "batch_slowdown"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+                raise InputError(f"--{name.replace('_', '-')} {value!r}: must be a number of at least 0")
+
+    def step_s(self, running: int, prefilled_tokens: int) -> float:
+        """Seconds one engine step takes with ``running`` sequences, ``prefilled_tokens`` of prompt among them."""
+        base = self.decode_ms_per_token / 1e3 + self.prefill_us_per_token / 1e6 * prefilled_tokens
+        return base * (1 + self.batch_slowdown * max(0, running - 1))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> EngineModel:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InputError(f"unknown engine parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**values)
+
+    @classmethod
+    def load(cls, path: Path) -> EngineModel:
+        """The model saved as JSON in ``path`` (an object of as_dict's keys, any of them)."""
+        try:
+            values = json.loads(path.read_text())
+        except OSError as exc:
+            raise InputError(f"--model-file {path}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise InputError(f"--model-file {path}: not JSON ({exc})") from None
+        if not isinstance(values, dict):
+            raise InputError(f"--model-file {path}: expected a JSON object of engine parameters")
+        try:
+            return cls.from_dict(values)
+        except InputError as exc:
+            raise InputError(f"--model-file {path}: {exc}") from None

@@ -1,0 +1,142 @@
+"""The engine's scheduler: continuous batching over a FCFS queue, as a loop of timed steps.
+
+A request waits in the queue until it is at its head and both a place (``max_num_seqs``)
+and KV for its whole length (prompt + output tokens) are free; it then joins the running
+batch. Admission reserves the whole length, so a running sequence is never preempted (vLLM
+would preempt the latest one when KV runs out; the emulator never gets there). Each step
+runs every running sequence one token further (the first step of a sequence is its prefill,
+which yields its first token) and takes ``EngineModel.step_s``; the loop sleeps until the
+step's end and waits on an event while there is nothing to run, never polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sfqtui.emulator.model import EngineModel
+
+# The most lateness a step makes up for by starting the next one early; a loop later than that
+# (a stalled process) restarts the timeline instead of running steps back to back to catch up.
+CATCH_UP_S = 0.05
+ADMISSIONS_KEPT = 1000
+
+
+class QueueFull(Exception):
+    """The queue holds ``max_queued`` requests already."""
+
+
+class TooLong(Exception):
+    """The request needs more KV than the engine has."""
+
+
+@dataclass(eq=False)
+class Sequence:
+    """One request in the engine: its size, its progress and its times (loop clock)."""
+
+    number: int
+    prompt_tokens: int
+    output_tokens: int
+    arrived_t: float
+    admitted_t: float | None = None
+    finished_t: float | None = None
+    generated: int = 0
+    # Tokens generated since the reader last looked, then None once finished.
+    tokens: asyncio.Queue[int | None] = field(default_factory=asyncio.Queue)
+
+    @property
+    def length(self) -> int:
+        return self.prompt_tokens + self.output_tokens
+
+    @property
+    def held_kv(self) -> int:
+        """KV tokens in use now: the prompt once prefilled, and the tokens generated."""
+        return self.prompt_tokens + self.generated if self.generated else 0
+
+
+Finished = Callable[[Sequence], None]
+
+
+class Scheduler:
+    def __init__(self, model: EngineModel, finished: Finished | None = None) -> None:
+        self.model = model
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.reserved_kv = 0
+        # The numbers of the last sequences to start, in the order they started (FCFS: their arrival order).
+        self.admitted_order: deque[int] = deque(maxlen=ADMISSIONS_KEPT)
+        self._finished = finished
+        self._numbers = itertools.count()
+        self._work = asyncio.Event()
+
+    @property
+    def used_kv(self) -> int:
+        return sum(seq.held_kv for seq in self.running)
+
+    def submit(self, prompt_tokens: int, output_tokens: int) -> Sequence:
+        """Queue a request, or raise QueueFull / TooLong."""
+        if prompt_tokens + output_tokens > self.model.kv_tokens:
+            raise TooLong(f"this request needs {prompt_tokens + output_tokens:,} tokens of KV ({prompt_tokens:,} of prompt and "
+                          f"{output_tokens:,} of output); the engine has {self.model.kv_tokens:,}")
+        if self.model.max_queued is not None and len(self.waiting) >= self.model.max_queued:
+            raise QueueFull(f"the engine's queue is full ({self.model.max_queued:,} requests waiting)")
+        seq = Sequence(next(self._numbers), prompt_tokens, output_tokens, asyncio.get_running_loop().time())
+        self.waiting.append(seq)
+        self._work.set()
+        return seq
+
+    def abort(self, seq: Sequence) -> None:
+        """Forget a request whose client left (a no-op once it finished)."""
+        if seq in self.waiting:
+            self.waiting.remove(seq)
+        elif seq in self.running:
+            self.running.remove(seq)
+            self.reserved_kv -= seq.length
+
+    def _admit(self, now: float) -> int:
+        """Move queue heads into the batch while a place and KV are free; the prompt tokens they bring."""
+        prefill = 0
+        while (self.waiting and len(self.running) < self.model.max_num_seqs
+               and self.reserved_kv + self.waiting[0].length <= self.model.kv_tokens):
+            seq = self.waiting.popleft()
+            seq.admitted_t = now
+            self.running.append(seq)
+            self.reserved_kv += seq.length
+            self.admitted_order.append(seq.number)
+            prefill += seq.prompt_tokens
+        return prefill
+
+    async def run(self) -> None:
+        """Engine steps until cancelled."""
+        loop = asyncio.get_running_loop()
+        step_end: float | None = None  # when the last step ended, in the engine's own timeline
+        while True:
+            now = loop.time()
+            prefill = self._admit(now)
+            if not self.running:
+                step_end = None
+                self._work.clear()
+                await self._work.wait()
+                continue
+            batch = list(self.running)
+            # Back-to-back steps follow each other on the model's timeline, so the loop's own
+            # lateness (waking up, handing out tokens) does not add up over a long answer.
+            start = now if step_end is None or now - step_end > CATCH_UP_S else step_end
+            step_end = start + self.model.step_s(len(batch), prefill)
+            await asyncio.sleep(step_end - now)
+            now = loop.time()
+            for seq in batch:
+                if seq not in self.running:  # aborted during the step
+                    continue
+                seq.generated += 1
+                seq.tokens.put_nowait(1)
+                if seq.generated >= seq.output_tokens:
+                    seq.finished_t = now
+                    self.running.remove(seq)
+                    self.reserved_kv -= seq.length
+                    seq.tokens.put_nowait(None)
+                    if self._finished is not None:
+                        self._finished(seq)

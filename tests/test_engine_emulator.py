@@ -1,0 +1,210 @@
+"""The emulated vLLM engine (`sfqtui engine`), served on loopback and asked with the official openai client."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from fake_upstream import ServerThread
+from proxy_fixtures import KEY_OF, running_proxy, wait_for
+from sfqtui.emulator.model import EngineModel
+from sfqtui.emulator.server import EngineServer
+
+NAME = "emulated-test"
+PROMPT = "sixteen chars!!!"  # 4 prompt tokens
+
+
+@contextlib.contextmanager
+def running_engine(**model: Any) -> Iterator[ServerThread]:
+    with ServerThread(EngineServer(EngineModel(**model), NAME)) as server:
+        yield server
+
+
+def client(url: str, key: str = "unused") -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=10)
+
+
+def metrics(url: str) -> dict[str, float]:
+    """Each sample of /metrics whose labels are the engine's, by name."""
+    samples = {}
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+        for sample in family.samples:
+            assert sample.labels.get("model_name") == NAME and sample.labels.get("engine") == "0"
+            if set(sample.labels) == {"model_name", "engine"}:
+                samples[sample.name] = sample.value
+    return samples
+
+
+def in_threads(calls: list[Callable[[], Any]], between: Callable[[int], None] | None = None,
+               then: Callable[[], None] | None = None) -> list[Any]:
+    """Run each call in a thread of its own (after ``between(k)`` for the k-th; ``then()`` once all started), and their results."""
+    results: list[Any] = [None] * len(calls)
+
+    def run(k: int) -> None:
+        try:
+            results[k] = calls[k]()
+        except Exception as exc:  # the test looks at it
+            results[k] = exc
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(calls))]
+    for k, thread in enumerate(threads):
+        if between is not None:
+            between(k)
+        thread.start()
+    if then is not None:
+        then()
+    for thread in threads:
+        thread.join(timeout=20)
+    return results
+
+
+def chat(llm: openai.OpenAI, max_tokens: int) -> Callable[[], Any]:
+    """A request to make later (one client for all the threads: making one takes long enough to reorder their arrivals)."""
+    return lambda: llm.chat.completions.create(model=NAME, messages=[{"role": "user", "content": PROMPT}], max_tokens=max_tokens)
+
+
+def test_answers_with_usage_streamed_or_not() -> None:
+    with running_engine(decode_ms_per_token=1.0) as server:
+        llm = client(server.url)
+        assert [m.id for m in llm.models.list().data] == [NAME]
+        answer = llm.chat.completions.create(model=NAME, messages=[{"role": "user", "content": PROMPT}], max_tokens=7)
+        assert answer.model == NAME and answer.choices[0].finish_reason == "length"
+        assert answer.choices[0].message.content is not None and len(answer.choices[0].message.content.split()) == 7
+        assert answer.usage is not None and (answer.usage.prompt_tokens, answer.usage.completion_tokens, answer.usage.total_tokens) == (4, 7, 11)
+
+        chunks = list(llm.chat.completions.create(model=NAME, messages=[{"role": "user", "content": PROMPT * 2}], max_tokens=5,
+                                                  stream=True, stream_options={"include_usage": True}))
+        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).split() == answer.choices[0].message.content.split()[:5]
+        assert chunks[-1].choices == [] and chunks[-1].usage is not None
+        assert (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens) == (8, 5)
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+
+        plain = list(llm.completions.create(model=NAME, prompt="twelve chars", max_tokens=3, stream=True))
+        assert len(plain) == 3 and all(c.usage is None for c in plain)
+        whole = llm.completions.create(model=NAME, prompt=[1, 2, 3, 4, 5, 6], max_tokens=2)
+        assert whole.usage is not None and (whole.usage.prompt_tokens, whole.usage.completion_tokens) == (6, 2)
+        assert len(whole.choices[0].text.split()) == 2
+
+        with pytest.raises(openai.NotFoundError):
+            llm.chat.completions.create(model="another", messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(openai.BadRequestError, match="KV"):
+            llm.completions.create(model=NAME, prompt="x", max_tokens=100_000)
+
+
+def test_a_full_batch_queues_the_rest_first_come_first_served() -> None:
+    with running_engine(max_num_seqs=2, decode_ms_per_token=10.0, batch_slowdown=0.0) as server:
+        llm = client(server.url)
+        scheduler = server.server.engine.scheduler  # type: ignore[attr-defined]  # an EngineServer
+        seen: list[tuple[float, float]] = []
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                sample = metrics(server.url)
+                seen.append((sample["vllm:num_requests_running"], sample["vllm:num_requests_waiting"]))
+                time.sleep(0.005)
+
+        def arrived(k: int) -> bool:
+            return len(scheduler.admitted_order) + len(scheduler.waiting) >= k
+
+        def all_arrived() -> None:
+            wait_for(lambda: arrived(6), what="the six requests in the engine")
+            sample = metrics(server.url)
+            when_all_arrived.append((sample["vllm:num_requests_running"], sample["vllm:num_requests_waiting"]))
+
+        when_all_arrived: list[tuple[float, float]] = []
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            answers = in_threads([chat(llm, 60) for _ in range(6)], lambda k: wait_for(lambda: arrived(k), what=f"request {k}"), all_arrived)
+        finally:
+            stop.set()
+            watcher.join()
+        assert all(a.usage.completion_tokens == 60 for a in answers)
+        assert when_all_arrived == [(2.0, 4.0)]
+        assert max(running for running, _ in seen) == 2
+        assert list(scheduler.admitted_order) == list(range(6))
+        after = metrics(server.url)
+        assert after["vllm:request_queue_time_seconds_count"] == 6 and after["vllm:e2e_request_latency_seconds_count"] == 6
+        # The middle two waited for a round of 60 steps of 10 ms, the last two for two, the first two not at all
+        # (3.6 s, less the time they arrived after the first: some tens of ms each).
+        assert 2.4 < after["vllm:request_queue_time_seconds_sum"] <= 3.6
+        assert after["vllm:num_requests_running"] == 0 and after["vllm:kv_cache_usage_perc"] == 0
+
+
+def test_the_kv_budget_limits_the_batch() -> None:
+    # Each request needs 4 + 20 tokens of KV: 50 hold two, whatever the six places.
+    with running_engine(max_num_seqs=6, kv_tokens=50, decode_ms_per_token=10.0) as server:
+        llm = client(server.url)
+        seen: list[dict[str, float]] = []
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                seen.append(metrics(server.url))
+                time.sleep(0.005)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            answers = in_threads([chat(llm, 20) for _ in range(4)])
+        finally:
+            done.set()
+            watcher.join()
+        assert all(a.usage.completion_tokens == 20 for a in answers)
+        assert max(s["vllm:num_requests_running"] for s in seen) == 2
+        assert max(s["vllm:num_requests_waiting"] for s in seen) >= 1
+        assert 0 < max(s["vllm:kv_cache_usage_perc"] for s in seen) <= 48 / 50
+
+
+def test_a_full_queue_answers_503() -> None:
+    with running_engine(max_num_seqs=1, max_queued=1, decode_ms_per_token=20.0) as server:
+        llm = client(server.url)
+        scheduler = server.server.engine.scheduler  # type: ignore[attr-defined]  # an EngineServer
+
+        def after(k: int) -> None:
+            wait_for(lambda: len(scheduler.admitted_order) + len(scheduler.waiting) >= min(k, 2), what="the first requests in the engine")
+
+        first, second, third = in_threads([chat(llm, 30), chat(llm, 10), chat(llm, 10)], after)
+        assert (first.usage.completion_tokens, second.usage.completion_tokens) == (30, 10)
+        assert isinstance(third, openai.APIStatusError) and third.status_code == 503
+        assert "queue is full" in third.message
+
+
+def test_a_request_takes_longer_in_a_full_batch() -> None:
+    with running_engine(max_num_seqs=6, decode_ms_per_token=10.0, batch_slowdown=1.0) as server:
+        llm = client(server.url)
+        started = time.monotonic()
+        chat(llm, 20)()
+        alone = time.monotonic() - started
+
+        def timed() -> float:
+            started = time.monotonic()
+            chat(llm, 20)()
+            return time.monotonic() - started
+
+        in_batch = in_threads([timed for _ in range(6)])
+        # Alone: 20 steps of 10 ms; six at once: each step 1 + 1.0 * 5 = 6 times as long.
+        assert 0.2 <= alone < 0.5
+        assert min(in_batch) > 3 * alone
+
+
+def test_the_sfqtui_proxy_serves_through_the_engine(keys_path: Path) -> None:
+    with running_engine(decode_ms_per_token=1.0) as engine, running_proxy(engine.url, keys_path) as proxy:
+        llm = client(proxy.url, KEY_OF["alice"])
+        assert [m.id for m in llm.models.list().data] == [NAME]
+        chunks = list(llm.chat.completions.create(model=NAME, messages=[{"role": "user", "content": PROMPT}], max_tokens=6,
+                                                  stream=True, stream_options={"include_usage": True}))
+        assert chunks[-1].usage is not None and (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens) == (4, 6)
+        answer = llm.completions.create(model=NAME, prompt=PROMPT, max_tokens=3)
+        assert answer.usage is not None and answer.usage.completion_tokens == 3
+        assert metrics(engine.url)["vllm:e2e_request_latency_seconds_count"] == 2
