@@ -243,13 +243,16 @@ class LogFileSource:
         snapshot = self.metadata.get("snapshot")
         if isinstance(snapshot, dict):  # a log from a proxy's state: its users coded first, as the run's window has them
             batcher.add_users([str(u["user"]) for u in snapshot.get("users", [])])
-        done = 0
-        first = True
+        # The first events are read on their own, in a small batch, so that the screen has
+        # something to show at once (a full batch decodes a whole row group's pages first).
+        head = next(parquet.iter_batches(batch_size=min(FIRST_ROWS, self.batch_rows), columns=self._columns), None)
+        if head is None:
+            return
+        done = skip = head.num_rows  # at most one batch: the first batch of the full read holds the head's rows
+        if done:
+            yield batcher.convert(pa.Table.from_batches([head])), done / total
         for record_batch in parquet.iter_batches(batch_size=self.batch_rows, columns=self._columns):
-            # The first events go out in a small batch, so the screen has something to show at once.
-            parts = [record_batch.slice(0, FIRST_ROWS), record_batch.slice(FIRST_ROWS)] if first else [record_batch]
-            first = False
-            for part in parts:
-                if part.num_rows:
-                    done += part.num_rows
-                    yield batcher.convert(pa.Table.from_batches([part])), done / total
+            part, skip = record_batch.slice(skip), 0
+            if part.num_rows:
+                done += part.num_rows
+                yield batcher.convert(pa.Table.from_batches([part])), done / total

@@ -44,6 +44,8 @@ class Stage:
 
     def post_message(self, message: Message) -> bool:
         self.posted.append(message)
+        if isinstance(message, EventsLoaded) and message.shown is not None:
+            message.shown.set()  # drawn at once
         return True
 
     def notify(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None) -> None:
@@ -56,6 +58,10 @@ class Stage:
 
     def refresh_views(self) -> None:
         self.redrawn += 1
+
+    def call_after_refresh(self, callback: Callable[[], object]) -> bool:
+        callback()
+        return True
 
     def show_title(self, title: str) -> None:
         pass

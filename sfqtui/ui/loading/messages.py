@@ -9,6 +9,7 @@ same run makes stale says so (``can_replace``), so a busy queue keeps only the n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from threading import Event
 from typing import Any
 
 from textual.message import Message
@@ -42,6 +43,7 @@ class EventsLoaded(RunMessage):
     checkpoints: list[State]
     every: int
     fraction: float | None
+    shown: Event | None = None  # set once a frame showing them is drawn (the loader waits for it after the first batch)
 
 
 @dataclass

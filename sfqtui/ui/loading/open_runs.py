@@ -11,7 +11,7 @@ run stops waiting for it; the app goes on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from textual.worker import Worker, WorkerState
@@ -50,6 +50,8 @@ class RunsScreen(LoaderHost, Protocol):
         ...
 
     def refresh_views(self) -> None: ...
+
+    def call_after_refresh(self, callback: Callable[[], object]) -> bool: ...
 
     def show_title(self, title: str) -> None: ...
 
@@ -149,6 +151,8 @@ class OpenRuns:
         """A message of a run's loading: taken in if that run is still open (a re-run replaces its key)."""
         run = next((run for run in (*self.runs, *self.live.offstage) if run.key == message.run), None)
         if run is None or not self._screen.drawing:  # closed, or the app closing
+            if isinstance(message, EventsLoaded) and message.shown is not None:
+                message.shown.set()  # nothing to wait for
             return
         match message:
             case Opened():
@@ -226,6 +230,8 @@ class OpenRuns:
         if message.fraction is None and run.live is not None and run.live.following:
             run.cursor.end()
         keep_out_of_collections()  # long-lived objects now sit in the table
+        if message.shown is not None:
+            self._screen.call_after_refresh(message.shown.set)
         if not self._screen.drawing:
             return
         if run is self.current and message.fraction is not None:

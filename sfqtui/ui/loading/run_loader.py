@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from pathlib import Path
+from threading import Event
 from typing import Any, Protocol
 
 from textual.message import Message
@@ -51,6 +52,16 @@ from sfqtui.ui.side_by_side.teacher import Teacher
 
 INDEX_STEP = 16_384  # events a replica-indexing worker takes at a time (the screen waits at most that long for it)
 Stopped = Callable[[], bool]  # whether the job is no longer wanted (cancelled, or its run closed)
+SHOWN_POLL_S = 0.02  # how often a loader waiting for the first events' frame looks whether it is stopped
+
+
+def until_shown(shown: Event, stopped: Stopped) -> bool:
+    """Wait until the first events are on screen: reading on meanwhile would take the
+    interpreter from the drawing of them (seconds late on a big log). False if stopped first."""
+    while not shown.wait(SHOWN_POLL_S):
+        if stopped():
+            return False
+    return True
 
 
 class LoaderHost(Protocol):
@@ -121,6 +132,7 @@ class RunLoader:
             builder = CheckpointBuilder()
             if run.opening.is_log and (window := snapshot_window(source.metadata, builder)) is not None:
                 post(WindowStarted(run.key, *window))
+            first = True
             try:
                 for item, fraction in source.batches():
                     if stopped():
@@ -129,7 +141,11 @@ class RunLoader:
                         builder = self.notice(run, builder, item)
                         continue
                     checkpoints = builder.consume(item)
-                    post(EventsLoaded(run.key, item, checkpoints, builder.every, fraction))
+                    shown = Event() if first else None
+                    post(EventsLoaded(run.key, item, checkpoints, builder.every, fraction, shown))
+                    if shown is not None and not until_shown(shown, stopped):
+                        return
+                    first = False
             finally:
                 self.sources.pop(run.key, None)
                 close = getattr(source, "close", None)

@@ -27,6 +27,7 @@ from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import Fixed, amount, count, counted, percent
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.replicas import BandPart, band_parts
+from sfqtui.ui.panes.user_picks import band_users, meters_or_inf
 from sfqtui.ui.widgets.clicks import UserClicked
 from sfqtui.ui.widgets.line_view import LineView
 from sfqtui.ui.widgets.text_view import TextView
@@ -215,23 +216,12 @@ class MeterBand(LineView, can_focus=True):
         traits = frame.table.traits
         if traits is None or not traits.reading:
             return [float(q) for q in s.queued]
-        return [m if m == m else INF for m in s.value]
+        return meters_or_inf(s)
 
     def _order(self, frame: Frame, s: State, values: list[float]) -> tuple[list[int], int]:
-        table = frame.table
-        last_event, queued, inflight_of, times, now = s.last_event, s.queued, s.inflight_of, table.t, s.t
-        show_folded, sort = frame.options.show_folded, frame.options.sort
-        visible, folded = [], 0
-        for u in table.users_by_name():  # in name order: the stable sorts below break ties by name
-            last = last_event[u] if u < len(last_event) else -1
-            if last < 0:
-                if u < len(queued) and (queued[u] or inflight_of[u]):
-                    visible.append(u)  # waiting since before this window of a live stream
-                continue  # no event of this user yet
-            if not show_folded and queued[u] == 0 and inflight_of[u] == 0 and now - times[last] > FOLD_AFTER_S:
-                folded += 1
-            else:
-                visible.append(u)
+        # in name order: the stable sorts below break ties by name
+        visible, folded = band_users(frame.table, s, frame.options.show_folded, FOLD_AFTER_S)
+        sort, queued = frame.options.sort, s.queued
         if sort == "share":
             visible.sort(key=s.charged.__getitem__, reverse=True)
         elif sort == "meter":  # backlogged users first, each group by meter

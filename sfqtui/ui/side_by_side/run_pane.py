@@ -9,7 +9,6 @@ looks for data elsewhere.
 
 from __future__ import annotations
 
-from heapq import nlargest
 from typing import Any
 
 from rich.text import Text
@@ -22,6 +21,7 @@ from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
 from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.panes.replicas import status_text
 from sfqtui.ui.panes.status_line import kind_part, seq_position
+from sfqtui.ui.panes.user_picks import top_senders
 from sfqtui.ui.widgets.columns import grid
 from sfqtui.ui.widgets.fitted_line import FittedLine, part
 from sfqtui.ui.widgets.text_view import TextView
@@ -74,16 +74,15 @@ class PaneShares(TextView):
     def show(self, frame: Frame) -> None:
         s, table = frame.state, frame.table
         total = s.charged_total or 1.0
-        sent = [u for u in table.users_by_name() if u < len(s.charged) and s.dispatched[u]]
-        top = nlargest(SHARE_ROWS, sent, key=s.charged.__getitem__)
+        top, sent = top_senders(table, s, SHARE_ROWS)
         means = []
         for u in top:
             served, waited = table.waits_until(u, frame.k)
             means.append(waited / served if served else None)
         wait = Fixed.of(means, least=SECONDS_DECIMALS)
         rows = [((table.users[u][:14], percent(s.charged[u] / total), count(s.dispatched[u]), wait(mean)), "") for u, mean in zip(top, means)]
-        if len(sent) > SHARE_ROWS:
-            rows.append(((f"… {count(len(sent) - SHARE_ROWS)} more", "", "", ""), "dim"))
+        if sent > SHARE_ROWS:
+            rows.append(((f"… {count(sent - SHARE_ROWS)} more", "", "", ""), "dim"))
         self.set_text(grid(("user", "share", "sent", "mean wait s"), rows, (False, True, True, True)))
 
 
