@@ -23,6 +23,8 @@ class ArrowRequestNames:
 
     def extend(self, names: pa.Array) -> None:
         if len(names):
+            if names.type != pa.string():  # a trace written by polars holds large strings; the chunks stay of one type
+                names = names.cast(pa.string())
             self._starts.append(self._size)
             self._chunks.append(names)
             self._size += len(names)
