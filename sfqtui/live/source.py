@@ -141,19 +141,23 @@ class LiveSource:
                         item = item.filter(pc.greater_equal(item["seq"], seq))
                         if not item.num_rows:
                             continue
-                    if in_window and in_window + item.num_rows > self._window:
-                        batcher.new_window()
-                        in_window = 0
-                        yield Notice(window=seq, users=list(batcher.names)), None
-                    yield batcher.convert(of_group(item, group)), None
-                    last_t = item["t"][-1].as_py()
-                    if audit is not None:
-                        audit.feed(rows_of(self.scheduler, item))
-                        if audit.violations_so_far() != found:
-                            found = audit.violations_so_far()
-                            yield Notice(violations=found), None
-                    seq += item.num_rows
-                    in_window += item.num_rows
+                    # A batch larger than a window (the reader ran ahead while the screen was busy)
+                    # is taken a window at a time, so that no window holds more than it should.
+                    for start in range(0, item.num_rows, self._window):
+                        part = item.slice(start, self._window)
+                        if in_window and in_window + part.num_rows > self._window:
+                            batcher.new_window()
+                            in_window = 0
+                            yield Notice(window=seq, users=list(batcher.names)), None
+                        yield batcher.convert(of_group(part, group)), None
+                        last_t = part["t"][-1].as_py()
+                        if audit is not None:
+                            audit.feed(rows_of(self.scheduler, part))
+                            if audit.violations_so_far() != found:
+                                found = audit.violations_so_far()
+                                yield Notice(violations=found), None
+                        seq += part.num_rows
+                        in_window += part.num_rows
             if last_status is None or last_status.state != REFUSED:  # a refusal stays on screen: it says what to do
                 yield Notice(connection=Status(CLOSED, "the stream ended", self._stream.url)), None
         finally:
