@@ -1,4 +1,4 @@
-"""The emulated engine's parameters, in one value that a fitted model can be saved as and loaded from."""
+"""An engine's parameters (places, KV, step times): one value that the emulated engine serves, a replay runs and a fit produces (docs/engine.md)."""
 
 from __future__ import annotations
 
