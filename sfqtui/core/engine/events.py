@@ -24,7 +24,7 @@ FIELDS: tuple[str, ...] = ("t", "kind", "req", "cost", "v", "meter", "deficit", 
 # limit and the code of its reason in REASONS.
 ENGINE_FIELDS: tuple[str, ...] = ("upstream", "limit", "reason")
 # Why a limit changed (a limit row's reason), by code.
-REASONS: tuple[str, ...] = ("start", "queue", "kv", "stale", "latency", "backoff", "maximum")
+REASONS: tuple[str, ...] = ("start", "queue", "kv", "stale", "room", "latency", "backoff", "maximum")
 _NUMBERS = ("cost", "v", "meter", "deficit", "credit")  # float fields; NaN is null
 _ABSENT = "?"  # a field this scheduler never fills: struct stores any object as one ignored byte
 
