@@ -29,7 +29,7 @@ def model_file(tmp_path: Path, **values: object) -> Path:
     return path
 
 
-def run(*args: str) -> tuple[int, str]:
+def run(*args: str | Path) -> tuple[int, str]:
     result = CliRunner().invoke(cli, [str(a) for a in args])
     return result.exit_code, result.output
 
