@@ -96,9 +96,9 @@ def test_the_limit_follows_a_step_in_the_engine_s_size_both_ways() -> None:
     loop.engine.places = 4
     loop.run(15.0)
     settle_s, final, _ = settled(loop.limits, 10.0)
-    # Cut at once to what runs plus one: the engine's queue drains as its requests end.
-    assert final == 5 and settle_s < 1.0
-    assert p90([q for t, q in loop.queues if t > 11.0]) <= 1
+    # Cut to the engine's size plus one once its larger size is a second old (size_s): the engine's queue drains as its requests end.
+    assert final == 5 and settle_s < 1.5
+    assert p90([q for t, q in loop.queues if t > 12.5]) <= 1
 
 
 def test_a_light_load_does_not_grow_the_limit() -> None:
@@ -118,12 +118,12 @@ def test_stale_metrics_hold_the_limit_then_halve_it() -> None:
     fresh = EngineSignals(0.0, 16, 1, 0.2)
     assert controller.observe_metrics(0.05, fresh) == 16
     assert controller.observe_metrics(0.3, fresh) == 16  # stale (0.3 s old): saturated, held
-    assert controller.observe_metrics(1.0, None) == 16
-    assert controller.observe_metrics(1.35, None) == 8 and controller.reason == "stale"
-    assert controller.observe_metrics(2.0, None) == 8
-    assert controller.observe_metrics(2.4, None) == 4
-    assert controller.observe_metrics(2.45, EngineSignals(2.44, 4, 0, 0.1)) == 4  # fresh again, but the cut is 50 ms old
-    assert controller.observe_metrics(2.6, EngineSignals(2.59, 4, 0, 0.1)) == 5 and controller.reason == "room"  # by one, after a cut
+    assert controller.observe_metrics(3.0, None) == 16
+    assert controller.observe_metrics(3.35, None) == 8 and controller.reason == "stale"  # stale for stall_s (3 s)
+    assert controller.observe_metrics(6.0, None) == 8
+    assert controller.observe_metrics(6.4, None) == 4
+    assert controller.observe_metrics(6.45, EngineSignals(6.44, 4, 0, 0.1)) == 4  # fresh again, but the cut is 50 ms old
+    assert controller.observe_metrics(6.6, EngineSignals(6.59, 4, 0, 0.1)) == 5 and controller.reason == "room"  # by one, after a cut
 
 
 def test_a_failing_upstream_shrinks_only_its_own_limit() -> None:

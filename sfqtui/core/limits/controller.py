@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from sfqtui.core.limits.gradient import Gradient
 from sfqtui.core.limits.settings import BACKOFF, KV, LATENCY, MAXIMUM, QUEUE, ROOM, STALE, START, EngineSignals, LimitSettings
 
@@ -11,8 +13,8 @@ class LimitController:
     ``backoff`` returns the limit after it, never below 1 nor above the maximum.
 
     From metrics (docs/proxy.md): while the engine's queue holds more than ``queue_target``,
-    the limit is what it runs plus the target (the requests it has now, no more); while its KV
-    use is over ``kv_threshold``, what it runs; when every request it was given runs and none
+    the limit is the engine's size (the most it ran in the last ``size_s``) plus the target;
+    while its KV use is over ``kv_threshold``, what it runs; when every request it was given runs and none
     waits, the limit grows: doubling until the first cut (finding the engine's size quickly),
     then by one, each rise ``settle_s`` after the last change so that the metrics show it first.
     Cuts are targets, not steps: the same reading asks for the same limit however often it is
@@ -28,6 +30,7 @@ class LimitController:
         self._growing_fast = True
         self._stale_since: float | None = None
         self._gradient = Gradient(settings)
+        self._ran: deque[tuple[float, int]] = deque()  # (t, running): the most of the last size_s first
 
     def _set(self, now: float, limit: int, reason: str) -> int:
         limit = max(1, limit)
@@ -55,13 +58,24 @@ class LimitController:
             return self.limit
         self._stale_since = None
         running, waiting = signals.running, signals.waiting or 0
+        size = None if running is None else self._size(signals.t, running)
         if signals.kv_usage is not None and signals.kv_usage > s.kv_threshold:
             return self._set(now, min(self.limit, self.limit - 1 if running is None else running), KV)
         if waiting > s.queue_target:
-            return self._set(now, min(self.limit, self.limit - 1 if running is None else running + s.queue_target), QUEUE)
+            return self._set(now, min(self.limit, self.limit - 1 if size is None else size + s.queue_target), QUEUE)
         if waiting == 0 and running is not None and running >= self.limit:
             return self._grow(now, ROOM)
         return self.limit
+
+    def _size(self, t: float, running: int) -> int:
+        """The most the engine ran in the last size_s, this reading included (a monotonic deque)."""
+        ran = self._ran
+        while ran and ran[-1][1] <= running:
+            ran.pop()
+        ran.append((t, running))
+        while ran[0][0] < t - self.settings.size_s:
+            ran.popleft()
+        return ran[0][1]
 
     def observe_latency(self, now: float, latency_s: float, inflight: int) -> int:
         """A request's latency, and the requests in flight to this upstream when it ended (the gradient mode)."""

@@ -25,8 +25,13 @@ class LimitSettings:
     queue_target: int = 1
     kv_threshold: float = 0.8
     stale_s: float = 0.2  # metrics older than this count as saturated: the limit holds
-    stall_s: float = 1.0  # stale this long: the limit halves, and again every stall_s
+    # Stale this long: the limit halves, and again every stall_s. A stalled engine ends no
+    # request, so the limit already sends it no more; the cut is for when it comes back.
+    stall_s: float = 3.0
     settle_s: float = 0.1  # a rise waits this long after the last change, for the metrics to show it
+    # The engine's size is the most it ran in the last size_s: a moment when its batch turned
+    # over (some ended, the next not yet admitted) does not look like an engine that shrank.
+    size_s: float = 1.0
     backoff_factor: float = 0.5  # a 503 (the engine's queue full) multiplies the limit by this
     # Latency (Envoy's adaptive concurrency, Netflix's Gradient2): every window_s (with at least
     # min_samples), limit * (baseline * (1 + buffer)) / sample + sqrt(limit), where sample is the
@@ -45,7 +50,7 @@ class LimitSettings:
             raise InputError(f"the first limit must be a whole number of at least 1, not {self.start!r}")
         if self.queue_target < 0 or not 0 < self.kv_threshold <= 1:
             raise InputError("the queue target must be >= 0 and the KV threshold in (0, 1]")
-        if not (self.stale_s > 0 and self.stall_s > 0 and self.settle_s >= 0 and self.window_s > 0 and self.baseline_s > 0):
+        if not (self.stale_s > 0 and self.stall_s > 0 and self.settle_s >= 0 and self.size_s > 0 and self.window_s > 0 and self.baseline_s > 0):
             raise InputError("the controller's times must be > 0")
         if not 0 < self.backoff_factor < 1 or not 0 < self.min_gradient <= 1 <= self.max_gradient or self.buffer < 0:
             raise InputError("the backoff factor must be in (0, 1), the gradient's bounds around 1 and the buffer >= 0")

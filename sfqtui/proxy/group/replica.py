@@ -7,13 +7,13 @@ import asyncio
 from collections.abc import Hashable
 from typing import Any
 
-from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, ProxyState
+from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, Event, ProxyState
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, StoreAway
 from sfqtui.proxy.group.base import GroupTicket
 from sfqtui.proxy.group.following import Following
 from sfqtui.proxy.group.membership import Membership
-from sfqtui.proxy.group.suspension import Suspension
+from sfqtui.proxy.group.suspension import Suspension, share_of
 from sfqtui.proxy.group.wire import packed, snapshot
 from sfqtui.proxy.store.replies import Answered, Dispatched, Refused
 
@@ -140,6 +140,17 @@ class Group(Membership, Following, Suspension):
             self.suspend(str(exc))
         elif exc is not None:
             raise exc
+
+    # Limits (--slots auto)
+
+    def resize(self, slots: int) -> None:
+        """The pool follows this replica's upstreams' limits: the store's from the next call; a suspended replica's local SFQ at once."""
+        self.slots = slots
+        if self.local is not None:
+            self.local.resize(share_of(slots, self.replicas, self.replica))
+
+    def publish(self, event: Event) -> None:
+        """A group's stream is the store's, numbered there: a replica's own events are not in it."""
 
     # The snapshot, and draining
 
