@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 import openai
+import polars as pl
+import pyarrow as pa
 import pytest
 from httpx_sse import connect_sse
 from prometheus_client.parser import text_string_to_metric_families
@@ -19,10 +21,14 @@ from typer.testing import CliRunner
 from fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
 from proxy_fixtures import KEY_OF, running_proxy, state, wait_for
 from sfqtui.cli.app import app
+from sfqtui.core.analysis.audit import audit
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
+from sfqtui.live.stream import EventStream
+from sfqtui.live.stream_log import StreamLogWriter
 from sfqtui.protocol import LIMIT
+from sfqtui.trace.eventlog import log_rows, read_log
 
 NAME = "emulated-auto"
 
@@ -106,6 +112,36 @@ def test_limit_events_say_why(keys_path: Path) -> None:
     assert events[0]["limit"] == 4 and events[0]["reason"] == "room"  # from 2: room, doubled
     assert {e["reason"] for e in events} <= {"room", "queue"} and events[-1]["limit"] == 5
     assert all(e["upstream"] == engine.url.removeprefix("http://") and e["request_id"] is None and e["user"] is None for e in events)
+
+
+def test_a_recording_of_the_stream_keeps_the_limit_rows_and_audits_clean(keys_path: Path, tmp_path: Path) -> None:
+    saved = tmp_path / "live.parquet"
+    with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
+          running_proxy(engine.url, keys_path, limits=LimitSettings(), slots=2) as proxy):
+        stream = EventStream(proxy.url, backoff_s=(0.05, 0.2))
+        seqs: list[int] = []
+
+        def follow() -> None:
+            with StreamLogWriter(saved, stream.base_url) as writer:
+                for item in stream:
+                    if isinstance(item, pa.Table):
+                        seqs.extend(item["seq"].to_pylist())
+                    writer.write(item)
+
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
+        with load(proxy.url, clients=12, max_tokens=20):
+            wait_for(lambda: state(proxy.url)["slots"] == 5, timeout=15, what="5 slots")
+        wait_for(lambda: seqs[-1:] == [state(proxy.url)["seq"]], what="the follower to catch up")
+        stream.close()
+        follower.join(5)
+    df, _ = read_log(saved)
+    limits = df.filter(pl.col("kind") == "limit")
+    assert df["seq"].to_list() == list(range(df.height))  # no hole where the limit rows are
+    assert limits.height >= 2 and limits["limit"].to_list()[-1] == 5
+    assert set(limits["upstream"].to_list()) == {engine.url.removeprefix("http://")}
+    report = audit(log_rows(df))
+    assert report.violation_count == 0, report.violations
 
 
 def test_the_maximum_holds(keys_path: Path) -> None:

@@ -26,6 +26,7 @@ from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, count, distinct, exact
 
 ROUNDING = 1e-9  # relative: see SFQRules._rounding
+ENGINE_KINDS = ("start", "limit")  # rows of what an engine did (semantics, implementation part): the SFQ audit skips them
 TOP_CANDIDATES = 5
 
 
@@ -122,6 +123,8 @@ class SFQRules(RuleSet):
     def _feed(self, rows: LogRows, first: int) -> None:
         add = self.findings.add
         for k, (seq, kind, user, v_row, m_row) in enumerate(zip(rows.seq, rows.kind, rows.user, rows.v, rows.meter)):
+            if kind in ENGINE_KINDS:
+                continue  # what an engine did (a start, an upstream's limit): no meter or v moves
             if v_row is None:
                 add("§3.1 (1)", seq, f"{kind} row has no v")
                 continue
