@@ -8,9 +8,11 @@ in a thread of its own; the proxy's limit is sampled every 20 ms. Three steps:
 - engine up: 24 clients on 6 places, then the engine gets 12 places (a bigger batch fits);
 - engine down: then it goes back to 4 places (requests already running finish; no preemption).
 
-For each: the limit it settled at (the median of its last 3 s), the seconds after the step until
-it last stood more than 1 away from that, and the overshoot (its highest after the step, less
-the final); and the engine's queue at its 90th percentile once settled.
+For each: the limit before the step and the one it settled at (the medians of the last 3 s
+before the step and of its last 3 s), the seconds after the step until it last stood more than 1
+away from that, and the overshoot (past the final value, in the step's direction: the highest
+after a rise less the final, the final less the lowest after a fall); and the engine's queue at
+its 90th percentile once settled.
 
 Usage: python benchmarks/limit_step_bench.py
 """
@@ -68,14 +70,16 @@ def sample(proxy: ServerThread, scheduler: object, seconds: float, into: list[tu
 
 def report(name: str, samples: list[tuple[float, int, int]], step_t: float) -> None:
     after = [(t, limit, waiting) for t, limit, waiting in samples if t >= step_t]
+    before = round(statistics.median(limit for t, limit, _ in samples if step_t - 3 <= t < step_t))
     end = after[-1][0]
     final = round(statistics.median(limit for t, limit, _ in after if t >= end - 3))
+    limits = [limit for _, limit, _ in after]
+    overshoot = max(limits) - final if final >= before else final - min(limits)
     moved = [t for t, limit, _ in after if abs(limit - final) > 1]
     settle = (max(moved) - step_t) if moved else 0.0
     settled = sorted(w for t, _, w in after if t >= step_t + settle + 0.5) or [0]
     p90 = settled[math.ceil(0.9 * len(settled)) - 1]
-    print(f"{name:<12} settled at {final:>3}  in {settle:5.2f} s  overshoot {max(limit for _, limit, _ in after) - final:>2}  "
-          f"engine queue p90 after {p90}")
+    print(f"{name:<15} limit {before:>3} -> {final:>3}  settled in {settle:5.2f} s  overshoot {overshoot:>2}  engine queue p90 after {p90}")
 
 
 def main() -> None:
