@@ -283,10 +283,10 @@ def warm_up(url: str, args: argparse.Namespace, pace: float) -> None:
     """--slots auto: streams until the proxy's limit has grown to --concurrency slots."""
     for _ in range(10):
         uvloop.run(measure(url, args.concurrency, 0, args.words, pace, args.client))
-        slots = httpx.get(f"{url}/v1/sfq/state").json()["slots"]
-        if slots >= args.concurrency:
+        state = httpx.get(f"{url}/v1/sfq/state").json()
+        if state["slots"] >= args.concurrency:
             return
-    raise SystemExit(f"the proxy's slots grew to {slots} only, not {args.concurrency}")
+    raise SystemExit(f"the proxy's slots grew to {state['slots']} only, not {args.concurrency}: {state['limits']}")
 
 
 async def spread(urls: list[str], args: argparse.Namespace, pace: float) -> list[tuple[float, float]]:

@@ -220,7 +220,7 @@ def proxy(
     if state is not None:
         from sfqtui.proxy.group import check_store, group_settings, redacted
 
-        check_store(state, store_timeout, group_settings(pool, ring, estimator))
+        check_store(state, store_timeout, group_settings(pool, ring, estimator, None if limits is None else limits.maximum))
     settings = ProxySettings(upstreams=tuple(upstream), slots=pool, limits=limits, limit_from=limit_from, keys=book, events_token=events_token, ring_size=ring,
                              record=record, metrics_users=metrics_users, estimator=estimator,
                              upstream_timeout_s=upstream_timeout, shutdown_grace_s=shutdown_grace, state_url=state,

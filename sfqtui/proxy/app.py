@@ -82,7 +82,8 @@ class Proxy:
 
             self.scheduling = group = Group(
                 settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
-                settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics)
+                settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics,
+                None if settings.limits is None else settings.limits.maximum)
         self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s,
                                    UpstreamWatch(self.metrics.upstream_answered, self.metrics.upstream_failed))
         self.limits: UpstreamLimits | None = None
@@ -92,7 +93,6 @@ class Proxy:
             self.limits = UpstreamLimits(self.upstreams.bases, self.upstreams.labels, settings.limits, settings.limit_from,
                                          self._limit_changed)
             self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
-            self.scheduling.resize(self.limits.total)
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
             from sfqtui.proxy.record import recorder_of  # polars and pyarrow load only for a recording
@@ -110,7 +110,7 @@ class Proxy:
     def _limit_changed(self, index: int, limit: int, reason: str) -> None:
         """An upstream's limit changed: the slots follow the limits' sum, and the stream says so."""
         assert self.limits is not None
-        self.scheduling.resize(self.limits.total)
+        self.scheduling.limit_changed(self.upstreams.labels[index], limit, self.limits.total)
         event: Event = {"seq": None, "t": self.scheduling.now(), "kind": LIMIT, "scheduler": SCHEDULER, "request_id": None, "user": None,
                         "cost": None, "v": None, "meter": None, "deficit": None, "upstream": self.upstreams.labels[index],
                         "limit": limit, "reason": reason}
@@ -145,6 +145,8 @@ class Proxy:
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         await self.scheduling.start()
         if self.limits is not None:
+            for index, label in enumerate(self.upstreams.labels):  # the first limits (a group's pool starts from them)
+                self.scheduling.limit_changed(label, self.limits.limit_of(index), self.limits.total)
             self.limits.start()
         if self.recorder is not None:
             self._recording = asyncio.create_task(self.recorder.run())

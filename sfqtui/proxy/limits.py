@@ -112,13 +112,13 @@ class UpstreamLimits:
         url = f"{self.bases[index]}/metrics"
         due = loop.time()
         while True:
-            sent = time.monotonic()
             answered, signals = False, None
             try:
                 response = await self._client.get(url)
                 answered = True
                 if response.status_code == 200:
-                    signals = signals_of(response.text, sent)
+                    # Stamped when read: a proxy busy enough to read it late has not made the engine's word older.
+                    signals = signals_of(response.text, time.monotonic())
             except httpx.HTTPError:
                 pass
             if self.sources[index] == PROBING and answered:

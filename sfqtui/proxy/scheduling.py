@@ -40,8 +40,8 @@ class Scheduling(Protocol):
         """The events' clock: seconds since the run started."""
         ...
 
-    def resize(self, slots: int) -> None:
-        """The slots are now ``slots`` (``--slots auto``: the upstreams' limits' sum)."""
+    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+        """``--slots auto``: the upstream's limit is now ``limit``, and the limits' sum ``total``."""
         ...
 
     def publish(self, event: Event) -> None:
@@ -94,8 +94,8 @@ class Alone:
     def now(self) -> float:
         return self.dispatcher.now()
 
-    def resize(self, slots: int) -> None:
-        self.dispatcher.resize(slots)
+    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+        self.dispatcher.resize(total)
 
     def publish(self, event: Event) -> None:
         self.ring.publish(event)

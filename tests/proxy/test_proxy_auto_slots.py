@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
-from proxy_fixtures import KEY_OF, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, running_group, running_proxy, state, wait_for
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.engine.engine_model import EngineModel
@@ -205,3 +205,13 @@ def test_metrics_required_from_an_upstream_without_them_is_refused(keys_path: Pa
                                   "--limit-from", "metrics"])
     assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
     assert f"{upstream.url}/metrics exports none of vLLM's or SGLang's engine metrics" in result.stderr
+
+
+def test_a_group_s_pool_is_the_sum_of_its_upstreams_limits(keys_path: Path, store: Any) -> None:
+    with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
+          running_group(engine.url, keys_path, store.url, 2, limits=LimitSettings(), slots=2) as replicas):
+        with load(replicas[0].url, clients=8, max_tokens=20) as first, load(replicas[1].url, clients=8, max_tokens=20, user="carol") as second:
+            wait_for(lambda: all(state(r.url).get("slots") == 5 for r in replicas), timeout=20, what="the pool at 4 + 1 on both replicas")
+            pools = [[row["limit"] for row in state(r.url)["limits"]] for r in replicas]
+        assert all(isinstance(a, openai.types.Completion) for a in first + second)
+    assert pools == [[5], [5]]  # each replica's own controller, on the same engine

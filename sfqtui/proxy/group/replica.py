@@ -143,11 +143,14 @@ class Group(Membership, Following, Suspension):
 
     # Limits (--slots auto)
 
-    def resize(self, slots: int) -> None:
-        """The pool follows this replica's upstreams' limits: the store's from the next call; a suspended replica's local SFQ at once."""
-        self.slots = slots
+    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+        """The group's pool is the sum of its upstreams' limits, in the store (a replica that has
+        not joined yet writes them once it has); a suspended replica's local SFQ takes its share at once."""
+        self.slots = total
         if self.local is not None:
-            self.local.resize(share_of(slots, self.replicas, self.replica))
+            self.local.resize(share_of(total, self.replicas, self.replica))
+        if self.mode == GLOBAL and self.replica and not self.closing:
+            self.batch.add("l", upstream, limit).add_done_callback(self._failed)
 
     def publish(self, event: Event) -> None:
         """A group's stream is the store's, numbered there: a replica's own events are not in it."""
