@@ -57,7 +57,7 @@ class EngineModel:
 
     @classmethod
     def load(cls, path: Path) -> EngineModel:
-        """The model saved as JSON in ``path`` (an object of as_dict's keys, any of them)."""
+        """The model saved as JSON in ``path`` (an object of as_dict's keys, any of them, and a fitted model's ``fit``)."""
         try:
             values = json.loads(path.read_text())
         except OSError as exc:
@@ -66,6 +66,7 @@ class EngineModel:
             raise InputError(f"--model-file {path}: not JSON ({exc})") from None
         if not isinstance(values, dict):
             raise InputError(f"--model-file {path}: expected a JSON object of engine parameters")
+        values.pop("fit", None)  # what a fitted model was fitted on (sfqtui fit): for people, not a parameter
         try:
             return cls.from_dict(values)
         except InputError as exc:
