@@ -68,20 +68,21 @@ def model_file(source: str, found: ServedTrace, fitted: EngineFit) -> dict[str, 
 
 
 def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit) -> None:
-    console.print(f"Engine model fitted to {source}: {counted(len(found.served), 'request')}, {found.dispatched}.", highlight=False)
+    console.print(f"Engine model fitted to {source}: {counted(len(found.served), 'request')}, {found.dispatched}.",
+                  highlight=False, soft_wrap=True)
     if found.left_out:
-        console.print(f"({found.left_out}.)", highlight=False)
+        console.print(f"({found.left_out}.)", highlight=False, soft_wrap=True)
     console.print(f"Fitted on the first {count(fitted.fitted)} by arrival; held out the last {count(fitted.held_out)} "
-                  f"(arriving from {seconds(fitted.held_out_from_s)} s).", highlight=False)
+                  f"(from {seconds(fitted.held_out_from_s)} s).", highlight=False, soft_wrap=True)
     model = fitted.model
-    places = "given" if fitted.places_given else f"the best fit of 1..{count(fitted.most_in_flight)}, the most in flight at once"
+    places = "given" if fitted.places_given else f"the best fit of 1..{count(fitted.most_in_flight)} (most in flight)"
     parameters = Table("parameter", "value", "")
     for column in parameters.columns[1:2]:
         column.justify = "right"
     parameters.add_row("max_num_seqs", count(model.max_num_seqs), places)
-    parameters.add_row("decode_ms_per_token", amount(model.decode_ms_per_token), "ms a step takes alone in the batch")
-    parameters.add_row("prefill_us_per_token", amount(model.prefill_us_per_token), "µs a step takes per prompt token prefilled")
-    parameters.add_row("batch_slowdown", amount(model.batch_slowdown), "a step's growth per running request beyond the first")
+    parameters.add_row("decode_ms_per_token", amount(model.decode_ms_per_token), "ms a step takes, alone")
+    parameters.add_row("prefill_us_per_token", amount(model.prefill_us_per_token), "µs per prompt token prefilled")
+    parameters.add_row("batch_slowdown", amount(model.batch_slowdown), "growth per extra running request")
     print_table(console, parameters)
     errors = Table("absolute percentage error", "requests", "median", "p90")
     for column in errors.columns[1:]:

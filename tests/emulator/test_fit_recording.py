@@ -107,7 +107,7 @@ def test_the_command_prints_the_fit_and_writes_a_model_the_engine_loads(recordin
     said = result.output
     assert f"{REQUESTS} requests, sent when a replay of the recording with its 6 slots dispatches them" in said
     assert "Fitted on the first 80 by arrival; held out the last 20" in said
-    assert re.search(r"max_num_seqs[\s│]+4[\s│]+the best fit of 1\.\.6", said)
+    assert re.search(r"max_num_seqs[\s│]+4[\s│]+the best fit of 1\.\.6 \(most in flight\)", said)
     assert re.search(r"service time, held out[\s│]+20[\s│]+\d+\.\d%[\s│]+\d+\.\d%", said)
     assert "e-0" not in said and "e+0" not in said
     saved = json.loads(out.read_text())

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.analysis.engine_fit.solve import Rows, predicted_service, predicted_ttft
 from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.numbers import count, counted
+from sfqtui.core.numbers import count, counted, seconds
 from sfqtui.errors import InputError
 
 HELD_OUT_SHARE = 0.2
@@ -76,7 +76,8 @@ class EngineFit:
         return {
             "fitted_requests": self.fitted,
             "held_out_requests": self.held_out,
-            "split": f"by arrival: the first {self.fitted} requests fitted, the last {self.held_out} (from {self.held_out_from_s} s) held out",
+            "split": f"by arrival: the first {count(self.fitted)} requests fitted, the last {count(self.held_out)} "
+                     f"(from {seconds(self.held_out_from_s)} s) held out",
             "max_num_seqs": "given" if self.places_given else f"best fit of 1..{self.most_in_flight} (the most in flight at once)",
             "held_out_error": {"service_s": self.service_held_out.as_dict(),
                                **({"ttft_s": self.ttft_held_out.as_dict()} if self.ttft_held_out else {})},
