@@ -63,8 +63,8 @@ def fit(
 def model_file(source: str, found: ServedTrace, fitted: EngineFit) -> dict[str, Any]:
     """The model's parameters, and under ``fit`` what they were fitted on and how well they predict."""
     return {**fitted.model.as_dict(),
-            "fit": {"source": source, "sfqtui_version": __version__, "requests": len(found.served), "sent": found.dispatched,
-                    **({"left_out": found.left_out} if found.left_out else {}), **fitted.as_dict()}}
+            "fit": {"source": source, "requests": len(found.served), **fitted.as_dict(), "sent": found.dispatched,
+                    **({"left_out": found.left_out} if found.left_out else {}), "sfqtui_version": __version__}}
 
 
 def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.analysis.engine_fit.solve import Rows, predicted_service, predicted_ttft
 from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.numbers import count, counted, seconds
+from sfqtui.core.numbers import count, counted, percent, seconds
 from sfqtui.errors import InputError
 
 HELD_OUT_SHARE = 0.2
@@ -70,15 +70,25 @@ class EngineFit:
     service_held_out: Errors
     ttft_held_out: Errors | None  # None: no held-out request has a time to first token
     loss: float = field(repr=False)
+    order: tuple[int, ...] = field(repr=False, compare=False)  # the requests in arrival order, as positions in what was fitted
+    lived: tuple[Lived, ...] = field(repr=False, compare=False)  # in that order, with the fitted places
+
+    def held_out_said(self) -> str:
+        """The held-out error in words: what a replay that runs the model names it by."""
+        errors = self.service_held_out
+        return f"service time off by {percent(errors.median)} at the median, {percent(errors.p90)} at the 90th percentile " \
+               f"({counted(errors.requests, 'held-out request')})"
 
     def as_dict(self) -> dict[str, object]:
-        """What the model's JSON says of its fit (the ``fit`` key)."""
+        """What the model's JSON says of its fit (the ``fit`` key; the caller adds its source first):
+        the figures in words first, then in numbers."""
         return {
-            "fitted_requests": self.fitted,
-            "held_out_requests": self.held_out,
+            "held_out": self.held_out_said(),
             "split": f"by arrival: the first {count(self.fitted)} requests fitted, the last {count(self.held_out)} "
                      f"(from {seconds(self.held_out_from_s)} s) held out",
             "max_num_seqs": "given" if self.places_given else f"best fit of 1..{self.most_in_flight} (the most in flight at once)",
+            "fitted_requests": self.fitted,
+            "held_out_requests": self.held_out,
             "held_out_error": {"service_s": self.service_held_out.as_dict(),
                                **({"ttft_s": self.ttft_held_out.as_dict()} if self.ttft_held_out else {})},
             "fitted_error": {"service_s": self.service_fitted.as_dict()},
@@ -105,7 +115,8 @@ def _rough_places(most: int) -> list[int]:
 def fit_engine(served: Sequence[Served], places: int | None = None, share: float = HELD_OUT_SHARE) -> EngineFit:
     """The engine model of least relative error on the first requests of ``served`` (arrival order),
     judged on the rest; ``places``: the engine's max_num_seqs, when known."""
-    served = sorted(served, key=lambda r: r.arrival_s)
+    order = sorted(range(len(served)), key=lambda i: served[i].arrival_s)
+    served = [served[i] for i in order]
     fitted = split(served, share)
     most = most_in_flight(served)
     tried: dict[int, tuple[float, Rows, list[Lived]]] = {}
@@ -141,4 +152,5 @@ def fit_engine(served: Sequence[Served], places: int | None = None, share: float
     ttft = [abs(predicted_ttft(life, times) - r.ttft_s) / r.ttft_s for r, life in zip(served[fitted:], lived[fitted:])
             if r.ttft_s is not None and r.ttft_s > 0]
     return EngineFit(model, places is not None, most, fitted, len(served) - fitted, served[fitted].arrival_s,
-                     Errors.of(service[:fitted]), Errors.of(service[fitted:]), Errors.of(ttft) if ttft else None, solution.loss)
+                     Errors.of(service[:fitted]), Errors.of(service[fitted:]), Errors.of(ttft) if ttft else None, solution.loss,
+                     tuple(order), tuple(lived))
