@@ -11,7 +11,8 @@ from rich.table import Table
 from sfqtui import __version__
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.tables import print_table
-from sfqtui.core.analysis.engine_fit.fit import EngineFit, Errors, fit_engine
+from sfqtui.core.analysis.engine_fit.errors import Errors
+from sfqtui.core.analysis.engine_fit.fit import EngineFit, fit_engine
 from sfqtui.core.numbers import amount, count, counted, percent, seconds
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from engine_steps import engine_run, varied_load
-from sfqtui.core.analysis.engine_fit.fit import fit_engine, quantile
+from sfqtui.core.analysis.engine_fit.errors import quantile
+from sfqtui.core.analysis.engine_fit.fit import fit_engine
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.errors import InputError
@@ -76,3 +77,4 @@ def test_quantiles_interpolate_between_ranks() -> None:
     assert quantile([], 0.5) is None
     assert quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
     assert quantile([float(k) for k in range(11)], 0.9) == pytest.approx(9.0)
+

@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from sfqtui.core.analysis.engine_fit.errors import Errors
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.analysis.engine_fit.solve import Rows, predicted_service, predicted_ttft
 from sfqtui.core.engine.engine_model import EngineModel
@@ -29,33 +30,6 @@ HELD_OUT_SHARE = 0.2
 MIN_FITTED = 8  # requests: two parameters and a slowdown from fewer would fit noise
 MIN_HELD_OUT = 2
 NARROWED = 3  # place counts whose slowdown is searched finely: the best on the rough grid
-
-
-@dataclass(frozen=True)
-class Errors:
-    """Absolute percentage errors (|predicted − measured| / measured) over ``requests``, as fractions."""
-
-    requests: int
-    median: float | None
-    p90: float | None
-
-    @classmethod
-    def of(cls, errors: Sequence[float]) -> Errors:
-        return cls(len(errors), quantile(errors, 0.5), quantile(errors, 0.9))
-
-    def as_dict(self) -> dict[str, float | int | None]:
-        return {"requests": self.requests, "median": self.median, "p90": self.p90}
-
-
-def quantile(values: Sequence[float], q: float) -> float | None:
-    """The ``q`` quantile, interpolated between the two nearest ranks (numpy's default); None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    at = q * (len(ordered) - 1)
-    low = math.floor(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 @dataclass(frozen=True)
@@ -74,10 +48,10 @@ class EngineFit:
     lived: tuple[Lived, ...] = field(repr=False, compare=False)  # in that order, with the fitted places
 
     def held_out_said(self) -> str:
-        """The held-out error in words: what a replay that runs the model names it by."""
+        """The held-out error in words, short: what a replay that runs the model names it by."""
         errors = self.service_held_out
-        return f"service time off by {percent(errors.median)} at the median, {percent(errors.p90)} at the 90th percentile " \
-               f"({counted(errors.requests, 'held-out request')})"
+        return f"off by (median/p90) service time {percent(errors.median)}/{percent(errors.p90)} " \
+               f"on {counted(self.held_out, 'held-out request')}"
 
     def as_dict(self) -> dict[str, object]:
         """What the model's JSON says of its fit (the ``fit`` key; the caller adds its source first):
