@@ -13,10 +13,12 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.engine_fit.errors import Errors
 from sfqtui.core.analysis.engine_fit.fit import EngineFit, fit_engine
+from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors
 from sfqtui.core.numbers import amount, count, counted, percent, seconds
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output
 from sfqtui.runs.opening import is_event_log
+from sfqtui.trace.fit_replay import replayed
 from sfqtui.trace.joined import expanded, joined_trace, named
 from sfqtui.trace.served import ServedTrace, served_requests
 
@@ -42,7 +44,10 @@ def fit(
     prefilled meanwhile), fits decode ms per token, prefill µs per token and the batch
     slowdown by least squares on relative error over the first 80% of the requests by
     arrival, and reports the absolute percentage error of the service time on the last
-    20%, which the fit never saw (median and 90th percentile).
+    20%, which the fit never saw (median and 90th percentile); then replays the whole
+    recording on the fitted model (its arrivals and tokens, not its times) and reports the
+    error of the held-out requests' waits (arrival to start in the engine) and of their
+    arrival-to-end latencies.
     """
     paths = expanded(traces)
     for path in paths:
@@ -54,21 +59,23 @@ def fit(
     trace = joined_trace(paths)
     found = served_requests(trace)
     fitted = fit_engine(found.served, max_num_seqs)
+    # A model whose steps take no time cannot be replayed: its waits have no prediction to judge.
+    waits = replayed(found, fitted) if fitted.model.decode_ms_per_token > 0 else None
     source = named(paths)
-    _print(Console(), source, found, fitted)
+    _print(Console(), source, found, fitted, waits)
     if out is not None:
-        out.write_text(json.dumps(model_file(source, found, fitted), indent=2) + "\n")
+        out.write_text(json.dumps(model_file(source, found, fitted, waits), indent=2) + "\n")
         typer.echo(f"Wrote {out}: sfqtui engine --model-file {out} serves this model.")
 
 
-def model_file(source: str, found: ServedTrace, fitted: EngineFit) -> dict[str, Any]:
+def model_file(source: str, found: ServedTrace, fitted: EngineFit, waits: ReplayedErrors | None) -> dict[str, Any]:
     """The model's parameters, and under ``fit`` what they were fitted on and how well they predict."""
     return {**fitted.model.as_dict(),
-            "fit": {"source": source, "requests": len(found.served), **fitted.as_dict(), "sent": found.dispatched,
+            "fit": {"source": source, "requests": len(found.served), **fitted.as_dict(waits), "sent": found.dispatched,
                     **({"left_out": found.left_out} if found.left_out else {}), "sfqtui_version": __version__}}
 
 
-def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit) -> None:
+def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit, waits: ReplayedErrors | None) -> None:
     console.print(f"Engine model fitted to {source}: {counted(len(found.served), 'request')}, {found.dispatched}.",
                   highlight=False, soft_wrap=True)
     if found.left_out:
@@ -90,8 +97,13 @@ def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit)
         column.justify = "right"
     rows: list[tuple[str, Errors | None]] = [("service time, held out", fitted.service_held_out),
                                               ("service time, fitted on", fitted.service_fitted),
-                                              ("time to first token, held out", fitted.ttft_held_out)]
+                                              ("time to first token, held out", fitted.ttft_held_out),
+                                              ("wait, held out (replayed)", None if waits is None else waits.wait),
+                                              ("arrival to end, held out (replayed)", None if waits is None else waits.latency)]
     for name, figures in rows:
-        if figures is not None:
+        if figures is not None and figures.requests:
             errors.add_row(name, count(figures.requests), percent(figures.median), percent(figures.p90))
     print_table(console, errors)
+    if waits is None:
+        console.print("(No replay of the model: its decode time is 0, and steps that take no time never end.)", highlight=False,
+                      soft_wrap=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -31,9 +30,11 @@ RECORDED_BY_PROXY = "sfqtui proxy"
 @dataclass(frozen=True)
 class ServedTrace:
     served: list[Served]
+    index: list[int]  # each served request's index in the trace
+    trace: Trace
+    slots: int | None  # the proxy's slots when it recorded (None: a gateway's log, which held nothing back)
     dispatched: str  # how the dispatch times were found, for the report
     left_out: str | None  # the requests left out and why, or None
-    metadata: dict[str, Any]
 
 
 def served_requests(path: Path) -> ServedTrace:
@@ -47,6 +48,7 @@ def served_requests(path: Path) -> ServedTrace:
         if getattr(trace, column) is None:
             raise InputError(f"{path}: no {column} column: fitting needs each request's prompt and output tokens")
     assert trace.input_tokens is not None and trace.output_tokens is not None
+    slots = None
     if loaded.metadata.get("source") == RECORDED_BY_PROXY:
         slots = loaded.suggested_slots
         if slots is None:
@@ -58,18 +60,17 @@ def served_requests(path: Path) -> ServedTrace:
         dispatch = list(trace.arrival_s)
         dispatched = "sent when they arrived (a gateway's log starts each call when it calls the engine)"
     ttft = _ttft(path)
-    served, missing = [], 0
+    served, index = [], []
     for i, arrival in enumerate(trace.arrival_s):
         prompt, output = trace.input_tokens[i], trace.output_tokens[i]
-        if prompt < 0 or output < 1:  # -1: null; no output: nothing the engine decoded
-            missing += 1
-            continue
-        first = ttft.get(trace.request_id[i])
-        served.append(Served(arrival, dispatch[i], trace.service_s[i], prompt, output, first))
+        if prompt >= 0 and output >= 1:  # -1: null; no output: nothing the engine decoded
+            served.append(Served(arrival, dispatch[i], trace.service_s[i], prompt, output, ttft.get(trace.request_id[i])))
+            index.append(i)
+    missing = len(trace) - len(served)
     left_out = None if not missing else f"{counted(missing, 'request')} without input or output tokens left out"
     if not served:
         raise InputError(f"{path}: no request has both input and output tokens ({count(len(trace))} rows)")
-    return ServedTrace(served, dispatched, left_out, loaded.metadata)
+    return ServedTrace(served, index, trace, slots, dispatched, left_out)
 
 
 def _dispatch_times(trace: Trace, slots: int) -> list[float]:

@@ -38,6 +38,7 @@ def test_a_gateways_log_is_fitted_with_its_times_to_first_token(cli: CliRunner, 
     decode = re.search(r"decode_ms_per_token[\s│]+([\d.]+)", result.output)
     assert decode is not None and float(decode.group(1)) == pytest.approx(TRUTH.decode_ms_per_token, rel=0.05)
     assert re.search(r"time to first token, held out[\s│]+30[\s│]+\d+\.\d%", result.output)
+    assert re.search(r"arrival to end, held out \(replayed\)[\s│]+30[\s│]+\d+\.\d%", result.output)
 
 
 def refused(cli: CliRunner, *args: str) -> str:

@@ -12,6 +12,7 @@ from engine_steps import engine_run, varied_load
 from sfqtui.core.analysis.engine_fit.errors import quantile
 from sfqtui.core.analysis.engine_fit.fit import fit_engine
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
+from sfqtui.core.analysis.engine_fit.waits import replayed_errors
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.errors import InputError
 
@@ -78,3 +79,13 @@ def test_quantiles_interpolate_between_ranks() -> None:
     assert quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
     assert quantile([float(k) for k in range(11)], 0.9) == pytest.approx(9.0)
 
+
+def test_wait_and_latency_errors_are_relative_to_what_was_recorded() -> None:
+    # One place: the second waits in the engine's queue for the first; the third waited at the balancer.
+    served = [Served(0.0, 0.0, 1.0, 10, 5), Served(0.5, 0.5, 1.0, 10, 5), Served(1.0, 1.5, 1.0, 10, 5)]
+    lived = lived_through(served, 1)
+    assert lived is not None and [life.queued_s for life in lived] == [0.0, 0.5, 0.0]
+    errors = replayed_errors(served, lived, 0, start_s=[0.0, 1.0, 1.6], end_s=[1.0, 1.5, 2.8])
+    assert errors.wait.requests == 2  # the first never waited: no relative error to give
+    assert errors.wait.median == pytest.approx(0.1) and errors.latency.p90 == pytest.approx(0.16)
+    assert errors.said() == ["wait 10.0%/18.0% (2 requests that waited)", "arrival to end 0.0%/16.0%"]

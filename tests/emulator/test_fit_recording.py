@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import random
 import re
@@ -25,6 +26,7 @@ from proxy_fixtures import KEY_OF
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.engine_fit.fit import fit_engine
 from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.trace.fit_replay import replayed
 from sfqtui.trace.served import served_requests
 
 TRUTH = EngineModel(max_num_seqs=4, decode_ms_per_token=10.0, prefill_us_per_token=100.0, batch_slowdown=0.25)
@@ -93,12 +95,24 @@ def test_the_fit_finds_the_emulators_parameters(recording: Path) -> None:
     # with more requests to serve. On this 2-core machine, under other tests, fits came within 17%
     # for decode, 0.05 for the slowdown and 47% for prefill (the smallest share of each time):
     # hence decode within 20%, the slowdown within 0.1 of 0.25, prefill within half.
-    assert model.decode_ms_per_token == pytest.approx(TRUTH.decode_ms_per_token, rel=0.2)
+    assert model.decode_ms_per_token == pytest.approx(TRUTH.decode_ms_per_token, rel=0.2), model
     assert model.batch_slowdown == pytest.approx(TRUTH.batch_slowdown, abs=0.1)
     assert model.prefill_us_per_token == pytest.approx(TRUTH.prefill_us_per_token, rel=0.5)
     held_out = fitted.service_held_out
     assert held_out.requests == REQUESTS // 5
-    assert held_out.median is not None and held_out.median < 0.1 and held_out.p90 is not None and held_out.p90 < 0.3
+    assert held_out.median is not None and held_out.median < 0.1 and held_out.p90 is not None and held_out.p90 < 0.3, (held_out, model)
+    # Replayed from the arrivals alone, a small error in a step's time adds up over every request
+    # ahead in the queues, and on a busy machine the emulator runs slower than its parameters say,
+    # unevenly (the fit sees the average; the true parameters predict worse). Measured here while
+    # other tests loaded the 2 cores 10 times over: waits off by 6% to 40% at the median (once 84%),
+    # arrival to end by 6% to 27% (once 65%); sfqtui engine's default model, 36% to 97% and 11%
+    # to 65%. Hence bounds of 75% and 50%, and the fitted model's waits closer than the default's.
+    waits = replayed(found, fitted)
+    assert waits.latency.requests == REQUESTS // 5 and waits.wait.requests > REQUESTS // 10
+    assert waits.latency.median is not None and waits.latency.median < 0.5, (waits, model)
+    assert waits.wait.median is not None and waits.wait.median < 0.75, (waits, model)
+    default = replayed(found, dataclasses.replace(fitted, model=EngineModel())).wait.median
+    assert default is not None and waits.wait.median < default, (waits, default)
 
 
 def test_the_command_prints_the_fit_and_writes_a_model_the_engine_loads(recording: Path, cli: CliRunner, tmp_path: Path) -> None:
@@ -110,10 +124,12 @@ def test_the_command_prints_the_fit_and_writes_a_model_the_engine_loads(recordin
     assert "Fitted on the first 80 by arrival; held out the last 20" in said
     assert re.search(r"max_num_seqs[\s│]+4[\s│]+the best fit of 1\.\.6 \(most in flight\)", said)
     assert re.search(r"service time, held out[\s│]+20[\s│]+\d+\.\d%[\s│]+\d+\.\d%", said)
+    assert re.search(r"wait, held out \(replayed\)[\s│]+\d+[\s│]+\d+\.\d%", said)
+    assert re.search(r"arrival to end, held out \(replayed\)[\s│]+20[\s│]+\d+\.\d%", said)
     assert "e-0" not in said and "e+0" not in said
     saved = json.loads(out.read_text())
     assert saved["fit"]["source"] == str(recording) and saved["fit"]["held_out_requests"] == 20
-    assert set(saved["fit"]["held_out_error"]) == {"service_s"}
+    assert set(saved["fit"]["held_out_error"]) == {"service_s", "wait_s", "latency_s"}
     assert set(saved["fit"]["held_out_error"]["service_s"]) == {"requests", "median", "p90"}
     assert saved["fit"]["held_out"].startswith("off by (median/p90) service time ")
     model = EngineModel.load(out)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from sfqtui.core.analysis.engine_fit.errors import Errors
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.analysis.engine_fit.solve import Rows, predicted_service, predicted_ttft
+from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.numbers import count, counted, percent, seconds
 from sfqtui.errors import InputError
@@ -47,24 +48,25 @@ class EngineFit:
     order: tuple[int, ...] = field(repr=False, compare=False)  # the requests in arrival order, as positions in what was fitted
     lived: tuple[Lived, ...] = field(repr=False, compare=False)  # in that order, with the fitted places
 
-    def held_out_said(self) -> str:
-        """The held-out error in words, short: what a replay that runs the model names it by."""
+    def held_out_said(self, replayed: ReplayedErrors | None = None) -> str:
+        """The held-out errors in words, short: what a replay that runs the model names it by."""
         errors = self.service_held_out
-        return f"off by (median/p90) service time {percent(errors.median)}/{percent(errors.p90)} " \
-               f"on {counted(self.held_out, 'held-out request')}"
+        said = [f"service time {percent(errors.median)}/{percent(errors.p90)}"] + ([] if replayed is None else replayed.said())
+        return f"off by (median/p90) {', '.join(said)} on {counted(self.held_out, 'held-out request')}"
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self, replayed: ReplayedErrors | None = None) -> dict[str, object]:
         """What the model's JSON says of its fit (the ``fit`` key; the caller adds its source first):
-        the figures in words first, then in numbers."""
+        the figures in words first, then in numbers; ``replayed``: the errors of a replay on the model."""
         return {
-            "held_out": self.held_out_said(),
+            "held_out": self.held_out_said(replayed),
             "split": f"by arrival: the first {count(self.fitted)} requests fitted, the last {count(self.held_out)} "
                      f"(from {seconds(self.held_out_from_s)} s) held out",
             "max_num_seqs": "given" if self.places_given else f"best fit of 1..{self.most_in_flight} (the most in flight at once)",
             "fitted_requests": self.fitted,
             "held_out_requests": self.held_out,
             "held_out_error": {"service_s": self.service_held_out.as_dict(),
-                               **({"ttft_s": self.ttft_held_out.as_dict()} if self.ttft_held_out else {})},
+                               **({"ttft_s": self.ttft_held_out.as_dict()} if self.ttft_held_out else {}),
+                               **(replayed.as_dict() if replayed else {})},
             "fitted_error": {"service_s": self.service_fitted.as_dict()},
         }
 
