@@ -18,8 +18,8 @@ class LimitController:
     while its KV use is over ``kv_threshold``, what it runs; when every request it was given runs and none
     waits, the limit grows: doubling until the first cut (finding the engine's size quickly),
     then by one, each rise ``settle_s`` after the last change so that the metrics show it first.
-    Cuts are targets, not steps: the same reading asks for the same limit however often it is
-    seen, so the metrics' lag does not cut twice. Stale or missing metrics count as saturated:
+    Cuts are targets, not steps: a reading asks for a limit from what the engine shows, not for
+    a cut from the current limit, so readings that lag the last cut do not cut again and again. Stale or missing metrics count as saturated:
     the limit holds, and halves once they have been stale for ``stall_s`` (again every stall_s).
     """
 
