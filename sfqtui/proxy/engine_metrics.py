@@ -20,7 +20,7 @@ RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
 WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
 NAMES = frozenset(RUNNING + WAITING + KV_USAGE)
-QUERY = [("name[]", name) for name in sorted(NAMES)]
+QUERY = {"name[]": sorted(NAMES)}
 # A sample line of one of the names, or its TYPE line (the parser reads a family's type from it).
 _KEPT = tuple(f"{name}{end}" for name in sorted(NAMES) for end in ("{", " ")) + tuple(f"# TYPE {name} " for name in sorted(NAMES))
 
