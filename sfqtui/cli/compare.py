@@ -18,6 +18,7 @@ from sfqtui.cli.tables import print_table
 from sfqtui.core.analysis.engine_waits import QUANTILES, EngineWaits, quantile
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replication_cost import ReplicaMeasures, replica_measures
+from sfqtui.core.engine.engines import slots_named
 from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, counted, percent, ratio, seconds, span
 from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers
@@ -153,7 +154,7 @@ def compare(
     where = f", {replay.replicas.describe()}" if replicated else ""
     priced = f", {REPRICED}{note}" if (note := replay.repriced(loaded.trace.columns)) else ""
     users = counted(len(loaded.trace.users), 'user')
-    console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {counted(slots, 'slot')}{where}{priced}")
+    console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {slots_named(slots, replay.engine)}{where}{priced}")
     if replay.engine is not None:
         console.print(f"engines: {replay.engine.describe()}; the slots bound what is dispatched and not complete", markup=False)
     elif loaded.measured_service:

@@ -238,7 +238,7 @@ def explain(
         refuse_trace_options(ctx, path, _OWN_OPTIONS)
     suggested = None if is_log else suggested_slots(read_metadata(path))  # settings checked against the slots (--replicas) see it
     opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested),
-                      slots_given=replay.slots is not None)
+                      slots_given=replay.slots_chosen is not None)
     for trace, source in check_openings([opening]).items():
         note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)
     run = Run(opening).load_all()

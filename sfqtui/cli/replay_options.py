@@ -16,12 +16,14 @@ from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
+from sfqtui.core.engine.engine_limits import parse_slots
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replica_settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.core.limits import LimitSettings
 from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,6 +69,8 @@ class ReplayChoices:
     def config(self, scheduler: str, suggested_slots: int | None) -> ReplayConfig:
         """With the engine model, the slots default to the engines' places (a trace's suggestion is for fixed service times)."""
         default = self.engine.places if self.engine is not None else suggested_slots or 1
+        if self.engine is not None and self.engine.auto is not None:
+            default = self.engine.engines * self.engine.auto.first  # where the limits start: they follow the engines from there
         return ReplayConfig(
             scheduler=scheduler,
             slots=self.slots or default,
@@ -108,7 +112,8 @@ DEFAULT_ESTIMATOR = _D_EST  # the estimator options' defaults
 _D_SVC = TokenServiceModel()
 NO_CHOICES = ReplayChoices(None, None, None, _D_EST, _D_SVC)  # the defaults, as if no option was given
 _PARAMS = [
-    _option("slots", int | None, None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1.",
+    _option("slots", str | None, None, "Concurrent slots in the pool (servers x in-flight per server). Default: the trace's own suggestion, else 1. "
+            "With the engine model also auto or auto:MAX: limits that follow each engine, at most MAX each (as sfqtui proxy --slots auto).",
             _PANEL_RUN, "--slots", "-n"),
     _option("quantum", float | None, None, "DRR quantum Q in cost units. Default: the largest cost in the trace.", _PANEL_RUN, "--quantum"),
     _option("renormalise_every", int | None, None,
@@ -188,24 +193,26 @@ def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
         decode_tps=values["decode_tps"],
         default_output_tokens=values["default_output"],
     )
-    slots = values["slots"]
-    if slots is not None and slots < 1:
-        raise InputError("--slots must be >= 1")
+    slots, auto = (None, None) if values["slots"] is None else parse_slots(values["slots"])
     replicas = ONE_REPLICA
     engine = None
     if "replicas" in values:
         replicas = ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
-        engine = _engine(values["engine_model"], values["engines"])
+        engine = _engine(values["engine_model"], values["engines"], auto)
+    elif auto is not None:
+        raise InputError(f"--slots {values['slots']}: this command replays on a fixed number of slots")
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context),
                          engine)
 
 
-def _engine(path: Path | None, engines: int | None) -> EngineSettings | None:
+def _engine(path: Path | None, engines: int | None, auto: LimitSettings | None) -> EngineSettings | None:
     """The engine model the options ask for (None: neither --engine-model nor --engines)."""
     if path is None and engines is None:
+        if auto is not None:
+            raise InputError("--slots auto follows the engines' metrics: give --engine-model FILE or --engines N (the default model)")
         return None
     model, fit = EngineModel.load_fitted(path, "--engine-model") if path is not None else (EngineModel(), None)
-    return EngineSettings(model, 1 if engines is None else engines, None if path is None else str(path), fit)
+    return EngineSettings(model, 1 if engines is None else engines, None if path is None else str(path), fit, auto)
 
 
 def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any], typer.Context], Any]) -> F:

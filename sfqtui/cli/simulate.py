@@ -10,6 +10,7 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
+from sfqtui.core.engine.engines import slots_named
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.numbers import amount, counted
 from sfqtui.core.schedulers import SCHEDULERS
@@ -53,7 +54,7 @@ def simulate(
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
         f"wrote {output}: {counted(result.log.start, 'event')}, {counted(result.dispatched, 'dispatch', 'dispatches')} "
-        f"({config.scheduler}, {counted(config.slots, 'slot')}{_replicas(config)}{quantum}, cost: {cost}{_engines(config)}) in {elapsed:.2f} s"
+        f"({config.scheduler}, {slots_named(config.slots, config.engine)}{_replicas(config)}{quantum}, cost: {cost}{_engines(config)}) in {elapsed:.2f} s"
     )
 
 

@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sfqtui.core.engine.engines import slots_named
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
 from sfqtui.core.engine.replay import REPRICED, Replay, ReplayConfig
 from sfqtui.core.log.table import EventBatch
-from sfqtui.core.numbers import counted
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
@@ -219,7 +219,7 @@ class ReplaySource:
         self.metadata = replay_metadata(self.replay, self.loaded)
         priced = f", {REPRICED}" if self.metadata.get("repriced") else ""
         engines = f", on {self.config.engine.describe()}" if self.config.engine is not None else ""
-        self.title = f"{self.loaded.path.name}, {self.scheduler}, {counted(self.config.slots, 'slot')}{where}{priced}{engines}"
+        self.title = f"{self.loaded.path.name}, {self.scheduler}, {slots_named(self.config.slots, self.config.engine)}{where}{priced}{engines}"
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
         yield from replay_batches(self.replay, self.loaded, value_column(self.scheduler), self.chunk)

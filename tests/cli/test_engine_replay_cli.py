@@ -75,20 +75,42 @@ def test_compare_reports_each_user_s_waits_on_the_engine_model(tmp_path: Path) -
     assert "engines: 1 engine of 4 places" in output and "waits on the engine model" in output
 
 
+def test_simulate_with_slots_that_follow_the_engines_writes_limit_rows(tmp_path: Path) -> None:
+    log = tmp_path / "log.parquet"
+    code, output = run("simulate", TRACE, "-o", log, "--engines", "2", "--slots", "auto:8")
+    assert code == 0, output
+    assert "(sfq, auto slots" in output and "slots auto (at most 8 an engine)" in output
+    rows = pq.read_table(log).to_pylist()
+    limits = [(r["upstream"], r["limit"], r["reason"]) for r in rows if r["kind"] == "limit"]
+    assert limits[:2] == [("0", 2, "start"), ("1", 2, "start")] and len(limits) > 2
+    assert all(1 <= limit <= 8 for _, limit, _ in limits)
+    meta = json.loads(pq.read_schema(log).metadata[METADATA_KEY])
+    assert meta["engine"]["auto"]["maximum"] == 8
+    assert run("check", log)[0] == 0
+
+
 @pytest.mark.parametrize("args,message", [
+    (("--slots", "auto"), "--slots auto follows the engines' metrics: give --engine-model FILE or --engines N"),
+    (("--engines", "1", "--slots", "auto:0"), "expected auto or auto:MAX"),
+    (("--engines", "1", "--slots", "auto", "--replicas", "2"), "with --replicas it needs --share global"),
     (("--engines", "0"), "--engines 0: must be a whole number of at least 1"),
     (("--engine-model", "missing.json"), "--engine-model missing.json"),
     (("--engine-model", "{bad}"), "not JSON"),
     (("--engine-model", '{"fit": 3}'), '"fit" must be a JSON object'),
     (("--engine-model", '{"kv_tokens": 100}'), "needs"),
 ])
-def test_bad_engine_options_get_one_line(tmp_path: Path, args: tuple[str, str], message: str) -> None:
+def test_bad_engine_options_get_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     if args[1].startswith("{"):
         path = tmp_path / "model.json"
         path.write_text(args[1])
         args = (args[0], str(path))
     code, output = run("simulate", TRACE, "-o", tmp_path / "log.parquet", *args)
     assert code == 2 and message in output and len(output.strip().splitlines()) == 1, output
+
+
+def test_a_command_without_the_engine_model_refuses_auto_slots() -> None:
+    code, output = run("calibrate", TRACE, "--slots", "auto")
+    assert code == 2 and "--slots auto: this command replays on a fixed number of slots" in output
 
 
 async def test_the_dashboard_replays_on_the_engine_model_beside_a_higher_limit() -> None:

@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from sfqtui.core.engine.chunks import RequestChunks
+from sfqtui.core.engine.engine_limits import EngineLimits
 from sfqtui.core.engine.engines import EnginePool, EngineSettings, request_tokens
 from sfqtui.core.engine.estimator import CostEstimator
-from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, START, EventLog
+from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, LIMIT, REASONS, START, EventLog
 from sfqtui.core.engine.gcpause import CollectorPause
 from sfqtui.core.engine.replica_group import ReplicaGroup
 from sfqtui.core.engine.window import RequestWindow
@@ -85,13 +86,41 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
     split = group is None or group.split
     log = replay.log
     pack = log.layout.struct.pack
-    put = log.data.extend
     row_size = log.layout.struct.size
-    free = list(replay.pool_slots)
+    limits = EngineLimits(settings.auto, engines) if settings.auto is not None else None
+    free = list(replay.pool_slots) if limits is None else [limits.total]  # auto: one pool, the limits' sum
     inflight = 0
     i = 0  # the next request to arrive, counted over the whole trace
     j = 0  # its row in the chunk being read
     dispatched = replay.dispatched
+
+    def send(now: float) -> None:
+        """Each pool dispatches while it has a free slot and a waiting request; then the engines between steps start theirs."""
+        nonlocal inflight, dispatched
+        put = log.data.extend
+        for pool in pools:
+            sched = scheds[pool]
+            while free[pool] > 0 and sched.backlogged:
+                req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
+                rep = pool if group is None else group.dispatched(pool, req, user, cost)
+                k = req // size
+                prompts, outputs = tokens[k]  # type: ignore[misc]  # chunk k holds a request just dispatched: not retired
+                r = req % size
+                e = engines.send(now, (req, user, k, pool, rep, prompts[r], outputs[r]))
+                put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
+                free[pool] -= 1
+                inflight += 1
+                dispatched += 1
+                if virtual and not sched.backlogged:
+                    put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1, -1, -1, -1))
+        for e, (req, user, _k, _pool, rep, _prompt, _output) in engines.settle(now):
+            put(pack(now, START, req, nan, nan, nan, nan, nan, rep, user, e, -1, -1))
+
+    def limited(now: float, changes: list[tuple[int, int, str]]) -> None:
+        """Limit rows for the engines whose limits changed."""
+        for e, limit, reason in changes:
+            log.data.extend(pack(now, LIMIT, -1, nan, nan, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
+
     yield_at = len(log.data) + chunk * row_size
     pause = CollectorPause()
     pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
@@ -99,11 +128,16 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
         arrivals, users, m, next_arrival = enter()
         size = window.size
         cost_of = [replay._cost_function(e) for e in replay.estimators]
+        if limits is not None and next_arrival != never:
+            limited(next_arrival, limits.first())
         while next_arrival != never or inflight:
             next_done = engines.next_t
             now = next_done if next_done <= next_arrival else next_arrival
+            if limits is not None and limits.next_t < now:
+                now = limits.next_t
             if group is not None and now >= group.due:
                 group.exchange_until(now)
+            put = log.data.extend
 
             if next_done == now:
                 for e, (req, user, k, pool, rep, _prompt, _output) in engines.finish(now):
@@ -139,35 +173,25 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
                 else:
                     arrivals, users, m, next_arrival = enter()
                     j = 0
+                if limits is not None and limits.next_t == never:
+                    limits.wake(now)
 
             if group is not None and now == group.due:
                 group.apply_due(now)
 
-            for pool in pools:
-                sched = scheds[pool]
-                while free[pool] and sched.backlogged:
-                    req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
-                    rep = pool if group is None else group.dispatched(pool, req, user, cost)
-                    k = req // size
-                    prompts, outputs = tokens[k]  # type: ignore[misc]  # chunk k holds a request just dispatched: not retired
-                    r = req % size
-                    e = engines.send(now, (req, user, k, pool, rep, prompts[r], outputs[r]))
-                    put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
-                    free[pool] -= 1
-                    inflight += 1
-                    dispatched += 1
-                    if virtual and not sched.backlogged:
-                        put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1, -1, -1, -1))
-
-            for e, (req, user, _k, _pool, rep, _prompt, _output) in engines.settle(now):
-                put(pack(now, START, req, nan, nan, nan, nan, nan, rep, user, e, -1, -1))
+            send(now)
+            if limits is not None and limits.next_t == now:
+                before = limits.total
+                limited(now, limits.scrape(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
+                if limits.total != before:
+                    free[0] += limits.total - before
+                    send(now)
 
             if len(log.data) >= yield_at:
                 replay.dispatched = dispatched
                 pause.release()
                 yield i
                 pause.hold()
-                put = log.data.extend
                 yield_at = len(log.data) + chunk * row_size
     finally:
         replay.dispatched = dispatched

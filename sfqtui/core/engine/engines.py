@@ -18,19 +18,20 @@ however the replay got there.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from heapq import heappop, heappush
 from math import ceil
 from typing import Any
 
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.engine.trace import Trace
-from sfqtui.core.numbers import amount, count
+from sfqtui.core.limits import LimitSettings
+from sfqtui.core.numbers import amount, count, counted
 from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
 
 INF = float("inf")
-FIT_SAID = 4  # the most of a fit's figures a description names
+FIT_SAID = 3  # the most of a fit's figures a description names (a fit opens with its source, requests and held-out error)
 
 # A request sent to an engine: (request index, user, its chunk, pool, replica, prompt tokens, output tokens).
 Held = tuple[int, User, int, int, int, int, int]
@@ -61,13 +62,16 @@ def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[in
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """A replay's engines: how many, the model each runs, and where the model came from
-    (the JSON file and the fit it records, for what-if reports to say which model they used)."""
+    """A replay's engines: how many, the model each runs, where the model came from (the
+    JSON file and the fit it records, for what-if reports to say which model they used), and
+    ``auto``: the slot controller's settings when the slots follow the engines (``--slots
+    auto``; None: the replay's fixed slots)."""
 
     model: EngineModel
     engines: int = 1
     source: str | None = None  # the file the model was read from (None: given in code)
     fit: dict[str, Any] | None = None  # the fit the file records ("fit" in EngineModel's JSON), if any
+    auto: LimitSettings | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.engines, bool) or not isinstance(self.engines, int) or self.engines < 1:
@@ -87,11 +91,18 @@ class EngineSettings:
         said = [f"{key} {_figure(value)}" for key, value in (self.fit or {}).items()
                 if isinstance(value, str | int | float) and not isinstance(value, bool)]
         fit = f" (fit: {', '.join(said[:FIT_SAID])})" if said else " (fitted)" if self.fit is not None else ""
-        return f"{engines} of {self.model.max_num_seqs:,} places, {self.model.kv_tokens:,} KV tokens, {model}{fit}"
+        limits = "" if self.auto is None else f", slots auto (at most {self.auto.maximum:,} an engine)"
+        return f"{engines} of {self.model.max_num_seqs:,} places, {self.model.kv_tokens:,} KV tokens, {model}{fit}{limits}"
 
     def metadata(self) -> dict[str, Any]:
         """What a log records about its engines."""
-        return {"engines": self.engines, "model": self.model.as_dict(), "source": self.source, "fit": self.fit}
+        auto = None if self.auto is None else asdict(self.auto)
+        return {"engines": self.engines, "model": self.model.as_dict(), "source": self.source, "fit": self.fit, "auto": auto}
+
+
+def slots_named(slots: int, engine: EngineSettings | None) -> str:
+    """The slots as a header says them: '6 slots', or 'auto slots' when they follow the engines."""
+    return "auto slots" if engine is not None and engine.auto is not None else counted(slots, "slot")
 
 
 def _figure(value: str | int | float) -> str:
@@ -227,13 +238,16 @@ class ModelledEngine:
 
 class EnginePool:
     """The engines behind the balancer, and how it picks one for a request: the fewest in
-    flight, ties in turns (as ``sfqtui proxy`` picks an upstream)."""
+    flight (with limits that follow the engines: the most room under its limit), ties in
+    turns, as ``sfqtui proxy`` picks an upstream."""
 
     def __init__(self, settings: EngineSettings) -> None:
         self.engines = [ModelledEngine(settings.model, e) for e in range(settings.engines)]
         self.next_t = INF  # the earliest next_t of the engines
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
         self._turn = 0
+        self.limits: list[int] | None = None  # each engine's limit under --slots auto (kept by EngineLimits)
+        self._moved = False  # an engine was sent a request or ended a step since the last settle
 
     @property
     def busy(self) -> bool:
@@ -246,11 +260,18 @@ class EnginePool:
         if n == 1:
             return engines[0]
         turn = self._turn = (self._turn + 1) % n
-        return min(engines, key=lambda e: (e.outstanding, (e.index - turn) % n))
+        limits = self.limits
+        best, best_key = engines[0], (INF, n)
+        for e, engine in enumerate(engines):
+            key = (engine.outstanding - (0 if limits is None else limits[e]), (e - turn) % n)
+            if key < best_key:
+                best, best_key = engine, key
+        return best
 
     def send(self, now: float, held: Held) -> int:
         """Send a request at ``now``: the engine it went to."""
         engine = self.route()
+        self._moved = True
         if engine.submit(now, held) and engine not in self._ready:
             self._ready.append(engine)
         return engine.index
@@ -263,17 +284,21 @@ class EnginePool:
             if engine.next_t == now:
                 finished += [(engine.index, held) for held in engine.end_step()]
                 self._ready.append(engine)
+        self._moved = True
         return finished
 
     def settle(self, now: float) -> list[tuple[int, Held]]:
         """The engines between steps at ``now`` start their next steps, in engine order:
         (engine, request) of each request that joined a batch."""
         joined: list[tuple[int, Held]] = []
+        if not self._moved:
+            return joined
+        self._moved = False
         ready = self._ready
         if ready:
             ready.sort(key=lambda e: e.index)
             for engine in ready:
                 joined += [(engine.index, held) for held in engine.settle(now)]
             ready.clear()
-        self.next_t = min(e.next_t for e in self.engines)
+        self.next_t = min([e.next_t for e in self.engines])
         return joined

@@ -52,6 +52,8 @@ class ReplayConfig:
             raise InputError("quantum must be > 0")
         if self.renormalise_every is not None and self.renormalise_every < 1:
             raise InputError("renormalise_every must be >= 1 dispatch")
+        if self.engine is not None and self.engine.auto is not None and self.replicas.replicated and self.replicas.share.splits_slots:
+            raise InputError("--slots auto makes one pool of the engines' limits: with --replicas it needs --share global")
 
 
 class Replay:

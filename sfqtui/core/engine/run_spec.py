@@ -6,7 +6,8 @@ lessons take, so one SFQ can be stepped beside a replicated run:
     SCHEDULER[@SETTING=VALUE,SETTING=VALUE,...]
 
 Settings: ``replicas=K`` (also ``k=K``), ``router=hash|random|round-robin|least-loaded``,
-``share=none|global|sync:T[,D]``, ``seed=N``, ``slots=N``, and ``engines=N`` (a replay on
+``share=none|global|sync:T[,D]``, ``seed=N``, ``slots=N|auto|auto:MAX`` (auto: limits that
+follow the engines, on the engine model), and ``engines=N`` (a replay on
 the engine model: N engines of the compared run's model, or of `sfqtui engine`'s default
 model when that run has none). A spec says what differs from the run it is
 compared with: a setting it does not give is that run's. Several specs are separated
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from sfqtui.core.engine.engine_limits import parse_slots
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.replay import ReplayConfig
@@ -40,7 +42,7 @@ class RunSpec:
     router: str | None = None
     share: Share | None = None
     seed: int | None = None
-    slots: int | None = None
+    slots: str | None = None  # as given: a count, auto or auto:MAX (checked by parse_slots)
     engines: int | None = None
 
     @classmethod
@@ -67,7 +69,7 @@ class RunSpec:
                 router=given.get("router"),
                 share=Share.parse(given["share"]) if "share" in given else None,
                 seed=_whole(given["seed"], "seed", text) if "seed" in given else None,
-                slots=_whole(given["slots"], "slots", text) if "slots" in given else None,
+                slots=_slots(given["slots"], text) if "slots" in given else None,
                 engines=_whole(given["engines"], "engines", text) if "engines" in given else None,
             )
             spec.replica_settings(ReplicaSettings())  # the router name and the count, checked now
@@ -100,12 +102,18 @@ class RunSpec:
     def config(self, base: ReplayConfig) -> ReplayConfig:
         """The replay of ``base`` under this spec's scheduler, replica, slot and engine settings;
         InputError when they do not fit its slots (fewer than the replicas) or its scheduler."""
-        engine = base.engine
+        engine, slots = base.engine, base.slots
         if self.engines is not None:
             engine = EngineSettings(EngineModel(), self.engines) if engine is None else replace(engine, engines=self.engines)
+        if self.slots is not None:
+            count, auto = parse_slots(self.slots, f"run spec {self}: slots")
+            if auto is not None and engine is None:
+                raise InputError(f"run spec {self}: slots=auto follows the engines' metrics: give --engine-model or engines=N")
+            if engine is not None:
+                engine = replace(engine, auto=auto)
+            slots = count if count is not None else engine.engines * auto.first  # type: ignore[union-attr]  # auto is set when count is not
         try:
-            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas),
-                           slots=base.slots if self.slots is None else self.slots, engine=engine)
+            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas), slots=slots, engine=engine)
         except ValueError as exc:
             raise InputError(f"run spec {self}: {exc}") from None
 
@@ -116,7 +124,7 @@ class RunSpec:
         changed: dict[str, object] = {"scheduler": config.scheduler, "replicas": config.replicas}
         if self.slots is not None:
             changed["slots"] = config.slots
-        if self.engines is not None:
+        if self.engines is not None or self.slots is not None:
             changed["engine"] = config.engine
         return changed
 
@@ -172,6 +180,12 @@ def _is_delay(before: str, part: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _slots(value: str, text: str) -> str:
+    """A spec's slots as given, once checked."""
+    parse_slots(value, f"run spec {text.strip()!r}: slots")
+    return value
 
 
 def _whole(value: str, key: str, text: str) -> int:
