@@ -15,36 +15,35 @@ on 127.0.0.1, one server at a time, and always stops it. The model is the tiny r
 of benchmarks/vllm_model.py, built into --model-dir on first use. vLLM takes 30 to 65 s to
 start and holds about 3.4 GB.
 
-- `curve`: one vLLM with --max-num-seqs, and a sweep of closed-loop clients, each sending
-  requests of the same prompt and output length one after another: throughput, TTFT and
-  end-to-end latency (p50, p90), and the engine's running and waiting gauges. Fits the
-  emulator's EngineModel to it (benchmarks/vllm_fit.py), saves the model (--model-out, the
-  file `sfqtui engine --model-file` loads), runs the same sweep on `sfqtui engine` with
-  that model and prints each point's error.
-- `slots`: 'heavy' keeps 16 equal requests in flight and 'light' 4 for --duration, through
-  `sfqtui proxy --slots SLOTS` in front of the engine (vLLM, or --engine emulator with the
-  fitted model) with --max-num-seqs 6: the engine's queue at its 90th percentile (its
-  vllm:num_requests_waiting sampled every 0.1 s), its places busy, and light's share of the
-  requests the engine started (a start: the request's first byte).
+One vLLM (--max-num-seqs, 6 by default) serves both parts:
+
+- the curve: a sweep of closed-loop clients (--clients), each sending requests of the same
+  prompt and output length one after another: throughput, TTFT and end-to-end latency
+  (p50, p90), and the engine's running and waiting gauges. The emulator's EngineModel is
+  fitted to it (benchmarks/vllm_fit.py) and saved (--model-out, the file
+  `sfqtui engine --model-file` loads), the same sweep runs on `sfqtui engine` with that
+  model, and each point's error is printed.
+- the slot runs: 'heavy' keeps 16 equal requests in flight and 'light' 4 for
+  --slot-duration, through `sfqtui proxy --slots SLOTS` (each of --slots) in front of
+  vLLM, then of the emulator with the fitted model: the engine's queue at its 90th
+  percentile (vllm:num_requests_waiting sampled every 0.1 s), its places busy, and light's
+  share of the requests the engine started (a start: the request's first byte).
 
 Results go into --results (JSON, which docs/make_vllm_plots.py draws), each run replacing
 its own part.
 
-Usage: python benchmarks/vllm_cpu.py curve [--max-num-seqs 4] [--clients 1 2 4 8 16 32] [--duration 15] [--warmup 3]
-       python benchmarks/vllm_cpu.py curve --emulator-only   # the emulator's half again, from the saved vLLM curve
-       python benchmarks/vllm_cpu.py slots [--slots 24|auto] [--engine vllm|emulator] [--duration 25]
+Usage: python benchmarks/vllm_cpu.py [--max-num-seqs 6] [--clients 1 2 4 6 8 16 32] [--slots 24 auto] [--duration 15]
+       python benchmarks/vllm_cpu.py --emulator-only   # the emulator's half again, on the saved vLLM curve
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +53,7 @@ from vllm_load import chat_body, closed_loop, curve_point, slot_figures
 
 HERE = Path(__file__).resolve().parent
 PROMPT = "Tell me how a fair queue in front of an inference server decides which request runs next, in a few words."
+SETTLE_S = 120.0  # the most a sweep's run goes on for its last requests to be answered
 KEYS = {"sk-bench-heavy": ("heavy", 16), "sk-bench-light": ("light", 4)}
 
 
@@ -74,7 +74,7 @@ def sweep(url: str, clients: list[int], prompt: str, output_tokens: int, duratio
     body = chat_body(vllm_servers.NAME, prompt, output_tokens)
     points = []
     for n in clients:
-        load = asyncio.run(closed_loop(url, {"sk-unused": ("bench", n)}, body, duration_s, engine=url))
+        load = asyncio.run(closed_loop(url, {"sk-unused": ("bench", n)}, body, duration_s, engine=url, settle_s=SETTLE_S))
         point = curve_point(n, load.done, load.samples, warmup_s, duration_s)
         points.append(point)
         print(f"{n:>4} clients: {point['throughput_rps']:7.2f} req/s  TTFT p50 {point['ttft_p50']:.3f} p90 {point['ttft_p90']:.3f}  "
@@ -88,67 +88,66 @@ def warm(url: str, prompt: str, output_tokens: int) -> None:
     asyncio.run(closed_loop(url, {"sk-unused": ("warm", 2)}, chat_body(vllm_servers.NAME, prompt, output_tokens), 3.0, engine=url))
 
 
-@contextlib.contextmanager
-def scratch_folder() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(prefix="vllm-cpu-") as folder:
-        yield Path(folder)
-
-
-def curve(args: argparse.Namespace) -> None:
-    results = load_results(args.results)
-    with scratch_folder() as scratch:
-        if not args.emulator_only:
-            started = time.monotonic()
-            with vllm_servers.vllm(args.vllm_python, args.model_dir, args.cache_dir, scratch, args.max_num_seqs) as server:
-                print(f"vLLM answered {server.started_s:.0f} s after its start ({time.monotonic() - started:.0f} s with the model built)", flush=True)
-                warm(server.url, PROMPT, args.output_tokens)
-                real = sweep(server.url, args.clients, PROMPT, args.output_tokens, args.duration, args.warmup)
-            results["curve"] = {"max_num_seqs": args.max_num_seqs, "duration_s": args.duration, "warmup_s": args.warmup,
-                                "vllm_startup_s": round(server.started_s, 1), "vllm": real, "load_average": os.getloadavg()}
-        if "curve" not in results:
-            raise SystemExit(f"{args.results} has no vLLM curve yet: run `curve` without --emulator-only first")
-        real = results["curve"]["vllm"]
-        model = vllm_fit.fit(real, results["curve"]["max_num_seqs"])
-        args.model_out.write_text(json.dumps(model, indent=1) + "\n")
-        print(f"fitted: {model} -> {args.model_out}", flush=True)
-        with vllm_servers.emulator(args.model_out, scratch) as server:
-            emulated = sweep(server.url, [p["clients"] for p in real], emulator_prompt(real[0]["prompt_tokens"]), real[0]["output_tokens"],
-                             results["curve"]["duration_s"], results["curve"]["warmup_s"])
-    rows = vllm_fit.errors(real, emulated)
-    results["curve"].update(model=model, emulator=emulated, errors=rows, error_summary=vllm_fit.summary(rows))
-    save_results(args.results, results)
-    print(vllm_fit.markdown(real, emulated))
-
-
 def write_keys(path: Path) -> Path:
     path.write_text("".join(f'[keys."{key}"]\nuser = "{user}"\n\n' for key, (user, _) in KEYS.items()))
     return path
 
 
-def slots(args: argparse.Namespace) -> None:
-    results = load_results(args.results)
-    with scratch_folder() as scratch, contextlib.ExitStack() as stack:
-        if args.engine == "vllm":
-            engine = stack.enter_context(vllm_servers.vllm(args.vllm_python, args.model_dir, args.cache_dir, scratch, args.max_num_seqs))
-            prompt = PROMPT
-        else:
-            fitted = json.loads(args.model_out.read_text())
-            model_file = scratch / "model.json"
-            model_file.write_text(json.dumps({**fitted, "max_num_seqs": args.max_num_seqs}))
-            engine = stack.enter_context(vllm_servers.emulator(model_file, scratch))
-            prompt = emulator_prompt(results["curve"]["vllm"][0]["prompt_tokens"]) if "curve" in results else PROMPT
-        print(f"{args.engine} answered {engine.started_s:.0f} s after its start", flush=True)
-        if args.engine == "vllm":
-            warm(engine.url, prompt, args.output_tokens)
-        proxy = stack.enter_context(vllm_servers.proxy(engine.url, args.slots, write_keys(scratch / "keys.toml"), scratch))
-        load = asyncio.run(closed_loop(proxy.url, KEYS, chat_body(vllm_servers.NAME, prompt, args.output_tokens), args.duration,
-                                       engine=engine.url, proxy=proxy.url))
-    figures = {"engine": args.engine, "slots": args.slots, "max_num_seqs": args.max_num_seqs, "duration_s": args.duration,
-               "output_tokens": args.output_tokens, "answered": len(load.done), "load_average": os.getloadavg(),
+def heavy_and_light(engine: str, slots: str, prompt: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """The slot benchmark through `sfqtui proxy --slots slots` in front of the engine at ``engine``."""
+    with vllm_servers.proxy(engine, slots, write_keys(scratch / f"keys-{slots}.toml"), scratch) as proxy:
+        load = asyncio.run(closed_loop(proxy.url, KEYS, chat_body(vllm_servers.NAME, prompt, args.output_tokens), args.slot_duration,
+                                       engine=engine, proxy=proxy.url))
+    figures = {"slots": slots, "max_num_seqs": args.max_num_seqs, "duration_s": args.slot_duration, "output_tokens": args.output_tokens,
+               "answered": len(load.done), "load_average": os.getloadavg(),
                **slot_figures(load.starts, load.samples, args.max_num_seqs, "light")}
-    results.setdefault("slots", {})[f"{args.engine} --slots {args.slots}"] = figures
+    print(f"--slots {slots}: " + json.dumps(figures), flush=True)
+    return figures
+
+
+def on_vllm(args: argparse.Namespace, results: dict[str, Any], scratch: Path) -> None:
+    """One vLLM for the sweep and the slot runs: a start takes minutes on a busy machine."""
+    started = time.monotonic()
+    with vllm_servers.vllm(args.vllm_python, args.model_dir, args.cache_dir, scratch, args.max_num_seqs) as server:
+        print(f"vLLM answered {server.started_s:.0f} s after its start ({time.monotonic() - started:.0f} s with the model built)", flush=True)
+        results["vllm_startup_s"] = round(server.started_s, 1)
+        warm(server.url, PROMPT, args.output_tokens)
+        if args.clients:
+            real = sweep(server.url, args.clients, PROMPT, args.output_tokens, args.duration, args.warmup)
+            results["curve"] = {"max_num_seqs": args.max_num_seqs, "duration_s": args.duration, "warmup_s": args.warmup, "vllm": real,
+                                "load_average": os.getloadavg()}
+        for slots in args.slots:
+            results.setdefault("slots", {})[f"vllm --slots {slots}"] = heavy_and_light(server.url, slots, PROMPT, args, scratch)
+
+
+def on_emulator(args: argparse.Namespace, results: dict[str, Any], scratch: Path) -> None:
+    """Fit the emulator to the saved vLLM curve, then the same sweep and slot runs on `sfqtui engine` with that model."""
+    if "curve" not in results:
+        raise SystemExit(f"{args.results} has no vLLM curve yet: run without --emulator-only first")
+    curve = results["curve"]
+    real = curve["vllm"]
+    model = vllm_fit.fit(real, curve["max_num_seqs"])
+    args.model_out.write_text(json.dumps(model, indent=1) + "\n")
+    print(f"fitted: {model} -> {args.model_out}", flush=True)
+    prompt = emulator_prompt(real[0]["prompt_tokens"])
+    with vllm_servers.emulator(args.model_out, scratch) as server:
+        emulated = sweep(server.url, [p["clients"] for p in real], prompt, real[0]["output_tokens"], curve["duration_s"], curve["warmup_s"])
+        if args.max_num_seqs == model["max_num_seqs"]:
+            for slots in args.slots:
+                results.setdefault("slots", {})[f"emulator --slots {slots}"] = heavy_and_light(server.url, slots, prompt, args, scratch)
+    rows = vllm_fit.errors(real, emulated)
+    curve.update(model=model, emulator=emulated, errors=rows, error_summary=vllm_fit.summary(rows))
+    print(vllm_fit.markdown(real, emulated))
+
+
+def run(args: argparse.Namespace) -> None:
+    results = load_results(args.results)
+    with tempfile.TemporaryDirectory(prefix="vllm-cpu-") as folder:
+        if not args.emulator_only:
+            on_vllm(args, results, Path(folder))
+            save_results(args.results, results)
+        on_emulator(args, results, Path(folder))
     save_results(args.results, results)
-    print(json.dumps(figures, indent=1))
 
 
 def main() -> None:
@@ -160,20 +159,14 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=HERE / "vllm_cpu_results.json")
     parser.add_argument("--model-out", type=Path, default=HERE / "vllm_cpu_model.json", help="the fitted emulator model")
     parser.add_argument("--output-tokens", type=int, default=64)
-    commands = parser.add_subparsers(dest="command", required=True)
-    on_curve = commands.add_parser("curve", help="the emulator against vLLM: a sweep of clients, the fit, the errors")
-    on_curve.add_argument("--max-num-seqs", type=int, default=4)
-    on_curve.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32])
-    on_curve.add_argument("--duration", type=float, default=15.0, help="seconds of load per client count")
-    on_curve.add_argument("--warmup", type=float, default=3.0, help="seconds of each run left out of its figures")
-    on_curve.add_argument("--emulator-only", action="store_true", help="fit and run the emulator on the vLLM curve saved in --results")
-    on_slots = commands.add_parser("slots", help="heavy (16 in flight) and light (4) through sfqtui proxy")
-    on_slots.add_argument("--slots", default="24", help="the proxy's --slots: a number, or auto where the proxy has it")
-    on_slots.add_argument("--max-num-seqs", type=int, default=6)
-    on_slots.add_argument("--duration", type=float, default=25.0)
-    on_slots.add_argument("--engine", choices=["vllm", "emulator"], default="vllm")
-    args = parser.parse_args()
-    curve(args) if args.command == "curve" else slots(args)
+    parser.add_argument("--max-num-seqs", type=int, default=6, help="vLLM's, and the emulator's for the slot runs")
+    parser.add_argument("--clients", type=int, nargs="*", default=[1, 2, 4, 6, 8, 16, 32], help="the sweep's client counts (none: no sweep)")
+    parser.add_argument("--duration", type=float, default=15.0, help="seconds of load per client count")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds of each client count's run left out of its figures")
+    parser.add_argument("--slots", nargs="*", default=["24"], help="the proxy's --slots for each slot run: a number, or auto where the proxy has it")
+    parser.add_argument("--slot-duration", type=float, default=25.0)
+    parser.add_argument("--emulator-only", action="store_true", help="fit and run the emulator on the vLLM curve saved in --results")
+    run(parser.parse_args())
 
 
 if __name__ == "__main__":

@@ -1,40 +1,69 @@
 """Fit the emulator's EngineModel to a real engine's curve, and the per-point error of the emulator running it.
 
 The model (docs/engine.md, "The model") makes a step of n running sequences take
-``(decode + prefill × P) × (1 + slowdown × (n − 1))``. With n clients at most max_num_seqs,
-every request runs in a batch of n, so the time between two of its tokens is a decode step
-of n: a straight line in n − 1, whose intercept is decode_ms_per_token and whose slope over
-the intercept is batch_slowdown (least squares, statistics.linear_regression). The time to
-first token of one client alone is one step with its prompt: what it has beyond the decode
-step is the prefill, per prompt token (it takes in the server's HTTP and tokenizing time too,
-which is what a user of the emulator wants it to reproduce). Points with more clients than
-places only check the fit: their waits come from the queue, which the model has already.
+``(decode + prefill × P) × (1 + slowdown × (n − 1))``. Under a closed loop of c clients
+sending equal requests (p prompt and m output tokens), the engine runs rounds of
+n = min(c, max_num_seqs) requests that join together: a round takes one step with their
+prompts and m − 1 decode steps, so the engine answers n requests per round; by Little's law
+a request takes c / throughput from its sending to its last token, and its first token
+comes m − 1 decode steps before that (its wait in the queue is in it). The fit is the
+(decode, slowdown, prefill) that makes these TTFT p50, e2e p50 and throughput closest to the
+measured ones in squared log ratio, over all client counts: a grid, then a finer grid around
+its best. The prefill takes in what a request costs the server outside the engine's steps
+(HTTP, the chat template, tokenizing), the only per-request time the model has.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import statistics
 from typing import Any
 
 # The figures compared point by point, and how the docs name them.
 MEASURES = {"throughput_rps": "throughput", "ttft_p50": "TTFT p50", "ttft_p90": "TTFT p90", "e2e_p50": "e2e p50",
             "e2e_p90": "e2e p90", "running_mean": "running", "waiting_mean": "waiting"}
+FITTED = ("throughput_rps", "ttft_p50", "e2e_p50")
+
+
+def predict(decode_s: float, prefill_s: float, slowdown: float, max_num_seqs: int, clients: int, prompt: int, output: int) -> dict[str, float]:
+    """Throughput, TTFT and e2e latency of ``clients`` closed-loop clients on the model (lockstep rounds, see above)."""
+    n = min(clients, max_num_seqs)
+    grow = 1 + slowdown * (n - 1)
+    first = (decode_s + prefill_s * prompt * n) * grow
+    rest = (output - 1) * decode_s * grow
+    throughput = n / (first + rest)
+    e2e = clients / throughput
+    return {"throughput_rps": throughput, "e2e_p50": e2e, "ttft_p50": e2e - rest}
+
+
+def _loss(params: tuple[float, float, float], max_num_seqs: int, points: list[dict[str, Any]]) -> float:
+    total = 0.0
+    for point in points:
+        guess = predict(*params, max_num_seqs, point["clients"], point["prompt_tokens"], point["output_tokens"])
+        total += sum(math.log(guess[key] / point[key]) ** 2 for key in FITTED)
+    return total
+
+
+def _best(grid: list[tuple[float, float, float]], max_num_seqs: int, points: list[dict[str, Any]]) -> tuple[float, float, float]:
+    return min(grid, key=lambda params: _loss(params, max_num_seqs, points))
+
+
+def _geometric(low: float, high: float, count: int) -> list[float]:
+    return [low * (high / low) ** (k / (count - 1)) for k in range(count)]
 
 
 def fit(points: list[dict[str, Any]], max_num_seqs: int) -> dict[str, Any]:
     """The EngineModel keys (as_dict's) fitted to ``points`` (vllm_load.curve_point's, one per client count)."""
-    batched = sorted((p for p in points if p["clients"] <= max_num_seqs and p["itl_mean"] is not None), key=lambda p: p["clients"])
-    if len(batched) < 2:
-        raise ValueError(f"fitting needs two client counts of at most {max_num_seqs} (the places), with more than one output token")
-    line = statistics.linear_regression([p["clients"] - 1 for p in batched], [p["itl_mean"] for p in batched])
-    decode_s = line.intercept
-    if decode_s <= 0:
-        raise ValueError(f"the time between tokens does not extrapolate to a positive step alone ({decode_s * 1e3:.3f} ms)")
-    alone = batched[0]
-    prefill_s = max(0.0, alone["ttft_p50"] - decode_s * (1 + line.slope / decode_s * (alone["clients"] - 1))) / alone["prompt_tokens"]
-    return {"max_num_seqs": max_num_seqs, "decode_ms_per_token": round(decode_s * 1e3, 4),
-            "batch_slowdown": round(max(0.0, line.slope / decode_s), 4), "prefill_us_per_token": round(prefill_s * 1e6, 3),
-            "output_tokens": alone["output_tokens"]}
+    if len(points) < 3:
+        raise ValueError("fitting three parameters needs at least three client counts")
+    coarse = list(itertools.product(_geometric(1e-4, 0.2, 30), [0.0, *_geometric(1e-7, 0.05, 25)], [k / 10 for k in range(31)]))
+    decode, prefill, slowdown = _best(coarse, max_num_seqs, points)
+    fine = list(itertools.product(_geometric(decode / 1.3, decode * 1.3, 15), [0.0, *_geometric(max(prefill, 1e-8) / 2, max(prefill, 1e-7) * 2, 15)],
+                                  [max(0.0, slowdown + k / 200) for k in range(-12, 13)]))
+    decode, prefill, slowdown = _best(fine, max_num_seqs, points)
+    return {"max_num_seqs": max_num_seqs, "decode_ms_per_token": round(decode * 1e3, 4), "batch_slowdown": round(slowdown, 4),
+            "prefill_us_per_token": round(prefill * 1e6, 3), "output_tokens": points[0]["output_tokens"]}
 
 
 def errors(real: list[dict[str, Any]], emulated: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -65,10 +65,19 @@ class Load:
     done: list[Done] = field(default_factory=list)
     starts: list[tuple[str, float]] = field(default_factory=list)  # (user, first byte)
     samples: list[Sample] = field(default_factory=list)
+    sending: list[float] = field(default_factory=list)  # when each request still unanswered was sent
 
 
 async def _ask(client: httpx.AsyncClient, url: str, key: str, user: str, body: dict[str, Any], clock: float, load: Load) -> Done:
     sent = time.monotonic() - clock
+    load.sending.append(sent)
+    try:
+        return await _answer(client, url, key, user, body, clock, load, sent)
+    finally:
+        load.sending.remove(sent)
+
+
+async def _answer(client: httpx.AsyncClient, url: str, key: str, user: str, body: dict[str, Any], clock: float, load: Load, sent: float) -> Done:
     first: float | None = None
     usage: dict[str, int] = {}
     async with aconnect_sse(client, "POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}) as source:
@@ -96,11 +105,14 @@ async def _sampler(client: httpx.AsyncClient, engine: str, proxy: str | None, cl
 
 
 async def closed_loop(url: str, workers: dict[str, tuple[str, int]], body: dict[str, Any], duration_s: float,
-                      engine: str, proxy: str | None = None) -> Load:
+                      engine: str, proxy: str | None = None, settle_s: float = 0.0) -> Load:
     """``workers``: API key -> (user, workers of that user), each sending to ``url`` back to back for ``duration_s``.
 
-    Requests still running at the end are dropped (their connections closed, which aborts
-    them in the engine). ``engine`` (and ``proxy``) are sampled meanwhile.
+    With ``settle_s``, the load goes on past ``duration_s`` until the requests sent before
+    it are answered, at most ``settle_s`` more, so that a long wait under many clients is
+    measured under the same load. Requests still running at the end are dropped (their
+    connections closed, which aborts them in the engine). ``engine`` (and ``proxy``) are
+    sampled meanwhile.
     """
     load = Load()
     count = sum(n for _, n in workers.values())
@@ -116,6 +128,9 @@ async def closed_loop(url: str, workers: dict[str, tuple[str, int]], body: dict[
         sampler = asyncio.create_task(_sampler(watcher, engine, proxy, clock, load.samples))
         tasks = [asyncio.create_task(work(key, user)) for key, (user, n) in workers.items() for _ in range(n)]
         finished, _ = await asyncio.wait([*tasks, sampler], timeout=duration_s, return_when=asyncio.FIRST_EXCEPTION)
+        settled = time.monotonic() + settle_s
+        while not finished and time.monotonic() < settled and any(sent <= duration_s for sent in load.sending):
+            finished, _ = await asyncio.wait([*tasks, sampler], timeout=SAMPLE_S, return_when=asyncio.FIRST_EXCEPTION)
         for task in [*tasks, sampler]:
             task.cancel()
         await asyncio.gather(*tasks, sampler, return_exceptions=True)
@@ -132,13 +147,17 @@ def percentile(values: list[float], q: int) -> float:
 
 
 def curve_point(clients: int, done: list[Done], samples: list[Sample], warmup_s: float, duration_s: float) -> dict[str, Any]:
-    """Throughput, TTFT and end-to-end latency (p50, p90) and the engine's mean gauges, past the warm-up."""
-    kept = [d for d in done if d.sent >= warmup_s]
+    """Throughput, TTFT and end-to-end latency (p50, p90) and the engine's mean gauges, past the warm-up.
+
+    Latencies are of the requests sent between the warm-up and ``duration_s``; throughput
+    and gauges are over that window.
+    """
+    kept = [d for d in done if warmup_s <= d.sent <= duration_s]
     if not kept:
         raise RuntimeError(f"{clients} clients: no request both sent after the warm-up and answered; lengthen the run")
     window = duration_s - warmup_s
-    ended = [d for d in done if warmup_s <= d.end]
-    seen = [s for s in samples if s.t >= warmup_s]
+    ended = [d for d in done if warmup_s <= d.end <= duration_s]
+    seen = [s for s in samples if warmup_s <= s.t <= duration_s]
     ttft = [d.first - d.sent for d in kept]
     e2e = [d.end - d.sent for d in kept]
     between = [(d.end - d.first) / (d.output_tokens - 1) for d in kept if d.output_tokens > 1]

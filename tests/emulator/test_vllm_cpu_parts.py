@@ -80,15 +80,24 @@ def test_a_curve_point_and_the_slot_figures(bench: dict[str, ModuleType]) -> Non
     assert figures["proxy_waiting_share"] == 0.5 and figures["busy_while_proxy_waits"] == pytest.approx(4 / 6)
 
 
-def test_the_fit_finds_the_model_that_made_the_curve(bench: dict[str, ModuleType]) -> None:
+def test_the_model_predicts_what_the_emulator_steps_make(bench: dict[str, ModuleType]) -> None:
     fit = bench["vllm_fit"]
     model = EngineModel(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.2, prefill_us_per_token=100.0)
-    points = [{"clients": n, "itl_mean": model.step_s(n, 0), "ttft_p50": model.step_s(n, 57 * n), "prompt_tokens": 57,
-               "output_tokens": 64} for n in (1, 2, 4)]
-    fitted = EngineModel.from_dict(fit.fit(points, max_num_seqs=4))
-    assert (fitted.decode_ms_per_token, fitted.batch_slowdown, fitted.prefill_us_per_token) == pytest.approx((5.0, 0.2, 100.0), rel=1e-3)
-    with pytest.raises(ValueError, match="two client counts"):
-        fit.fit(points[:1], max_num_seqs=4)
+    alone = fit.predict(0.005, 100e-6, 0.2, 4, clients=1, prompt=57, output=64)
+    assert alone["ttft_p50"] == pytest.approx(model.step_s(1, 57)) and alone["e2e_p50"] == pytest.approx(model.step_s(1, 57) + 63 * model.step_s(1, 0))
+    queued = fit.predict(0.005, 100e-6, 0.2, 4, clients=8, prompt=57, output=64)
+    round_s = model.step_s(4, 4 * 57) + 63 * model.step_s(4, 0)
+    assert queued["throughput_rps"] == pytest.approx(4 / round_s) and queued["e2e_p50"] == pytest.approx(2 * round_s)
+
+
+def test_the_fit_finds_the_model_that_made_the_curve(bench: dict[str, ModuleType]) -> None:
+    fit = bench["vllm_fit"]
+    points = [{"clients": n, "prompt_tokens": 57, "output_tokens": 64, **fit.predict(0.005, 100e-6, 0.2, 6, n, 57, 64)} for n in (1, 2, 4, 8, 16)]
+    fitted = EngineModel.from_dict(fit.fit(points, max_num_seqs=6))
+    assert (fitted.decode_ms_per_token, fitted.prefill_us_per_token) == pytest.approx((5.0, 100.0), rel=0.1)
+    assert fitted.batch_slowdown == pytest.approx(0.2, abs=0.02) and fitted.output_tokens == 64
+    with pytest.raises(ValueError, match="three client counts"):
+        fit.fit(points[:2], max_num_seqs=6)
 
 
 def test_the_errors_are_relative_to_the_real_engine(bench: dict[str, ModuleType]) -> None:
