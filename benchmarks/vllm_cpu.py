@@ -34,6 +34,7 @@ its own part.
 
 Usage: python benchmarks/vllm_cpu.py [--max-num-seqs 6] [--clients 1 2 4 6 8 16 32] [--slots 24 auto] [--duration 15]
        python benchmarks/vllm_cpu.py --emulator-only   # the emulator's half again, on the saved vLLM curve
+       python benchmarks/vllm_cpu.py --clients --slots auto   # the slot runs only, the emulator with the saved model
 """
 
 from __future__ import annotations
@@ -120,24 +121,29 @@ def on_vllm(args: argparse.Namespace, results: dict[str, Any], scratch: Path) ->
             results.setdefault("slots", {})[f"vllm --slots {slots}"] = heavy_and_light(server.url, slots, PROMPT, args, scratch)
 
 
-def on_emulator(args: argparse.Namespace, results: dict[str, Any], scratch: Path) -> None:
-    """Fit the emulator to the saved vLLM curve, then the same sweep and slot runs on `sfqtui engine` with that model."""
+def on_emulator(args: argparse.Namespace, results: dict[str, Any], scratch: Path, refit: bool) -> None:
+    """With ``refit``, fit the emulator to the saved vLLM curve and run the same sweep on `sfqtui engine` with that
+    model; then the slot runs on it (the model saved in --model-out when not refitting)."""
     if "curve" not in results:
-        raise SystemExit(f"{args.results} has no vLLM curve yet: run without --emulator-only first")
+        raise SystemExit(f"{args.results} has no vLLM curve yet: run with --clients first")
     curve = results["curve"]
     real = curve["vllm"]
-    model = vllm_fit.fit(real, curve["max_num_seqs"])
-    args.model_out.write_text(json.dumps(model, indent=1) + "\n")
-    print(f"fitted: {model} -> {args.model_out}", flush=True)
+    if refit:
+        model = vllm_fit.fit(real, curve["max_num_seqs"])
+        args.model_out.write_text(json.dumps(model, indent=1) + "\n")
+        print(f"fitted: {model} -> {args.model_out}", flush=True)
+    else:
+        model = json.loads(args.model_out.read_text())
     prompt = emulator_prompt(real[0]["prompt_tokens"])
     with vllm_servers.emulator(args.model_out, scratch) as server:
-        emulated = sweep(server.url, [p["clients"] for p in real], prompt, real[0]["output_tokens"], curve["duration_s"], curve["warmup_s"])
+        if refit:
+            emulated = sweep(server.url, [p["clients"] for p in real], prompt, real[0]["output_tokens"], curve["duration_s"], curve["warmup_s"])
+            rows = vllm_fit.errors(real, emulated)
+            curve.update(model=model, emulator=emulated, errors=rows, error_summary=vllm_fit.summary(rows))
+            print(vllm_fit.markdown(real, emulated))
         if args.max_num_seqs == model["max_num_seqs"]:
             for slots in args.slots:
                 results.setdefault("slots", {})[f"emulator --slots {slots}"] = heavy_and_light(server.url, slots, prompt, args, scratch)
-    rows = vllm_fit.errors(real, emulated)
-    curve.update(model=model, emulator=emulated, errors=rows, error_summary=vllm_fit.summary(rows))
-    print(vllm_fit.markdown(real, emulated))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -146,7 +152,7 @@ def run(args: argparse.Namespace) -> None:
         if not args.emulator_only:
             on_vllm(args, results, Path(folder))
             save_results(args.results, results)
-        on_emulator(args, results, Path(folder))
+        on_emulator(args, results, Path(folder), refit=args.emulator_only or bool(args.clients))
     save_results(args.results, results)
 
 

@@ -49,7 +49,7 @@ def draw(curve: dict, out: Path) -> None:
     model = curve["model"]
     fig.suptitle(f"vLLM on CPU (--max-num-seqs {curve['max_num_seqs']}, tiny random Llama, {real[0]['prompt_tokens']} prompt and "
                  f"{real[0]['output_tokens']} output tokens) against sfqtui engine fitted to it: decode {model['decode_ms_per_token']:.2f} ms, "
-                 f"batch slowdown {model['batch_slowdown']:.3f}, prefill {model['prefill_us_per_token']:.0f} µs/token", fontsize=10)
+                 f"batch slowdown {model['batch_slowdown']:.3f}, prefill {model['prefill_us_per_token']:,.0f} µs/token", fontsize=10)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, metadata={"Date": None} if out.suffix == ".svg" else None)
 

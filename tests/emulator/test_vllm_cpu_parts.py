@@ -10,8 +10,6 @@ from types import ModuleType
 
 import pytest
 
-from sfqtui.emulator.model import EngineModel
-
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -25,6 +23,11 @@ vllm:num_requests_waiting{engine="0",model_name="tiny-llama"} 28.0
 vllm:num_requests_waiting_by_reason{engine="0",model_name="tiny-llama",reason="capacity"} 28.0
 vllm:num_requests_waiting_by_reason{engine="0",model_name="tiny-llama",reason="deferred"} 0.0
 """
+
+
+def step_s(running: int, prefilled: int) -> float:
+    """A step of the engine model (docs/engine.md) with decode 5 ms, prefill 100 µs a token and slowdown 0.2."""
+    return (0.005 + 100e-6 * prefilled) * (1 + 0.2 * (running - 1))
 
 
 @pytest.fixture
@@ -82,20 +85,19 @@ def test_a_curve_point_and_the_slot_figures(bench: dict[str, ModuleType]) -> Non
 
 def test_the_model_predicts_what_the_emulator_steps_make(bench: dict[str, ModuleType]) -> None:
     fit = bench["vllm_fit"]
-    model = EngineModel(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.2, prefill_us_per_token=100.0)
     alone = fit.predict(0.005, 100e-6, 0.2, 4, clients=1, prompt=57, output=64)
-    assert alone["ttft_p50"] == pytest.approx(model.step_s(1, 57)) and alone["e2e_p50"] == pytest.approx(model.step_s(1, 57) + 63 * model.step_s(1, 0))
+    assert alone["ttft_p50"] == pytest.approx(step_s(1, 57)) and alone["e2e_p50"] == pytest.approx(step_s(1, 57) + 63 * step_s(1, 0))
     queued = fit.predict(0.005, 100e-6, 0.2, 4, clients=8, prompt=57, output=64)
-    round_s = model.step_s(4, 4 * 57) + 63 * model.step_s(4, 0)
+    round_s = step_s(4, 4 * 57) + 63 * step_s(4, 0)
     assert queued["throughput_rps"] == pytest.approx(4 / round_s) and queued["e2e_p50"] == pytest.approx(2 * round_s)
 
 
 def test_the_fit_finds_the_model_that_made_the_curve(bench: dict[str, ModuleType]) -> None:
     fit = bench["vllm_fit"]
     points = [{"clients": n, "prompt_tokens": 57, "output_tokens": 64, **fit.predict(0.005, 100e-6, 0.2, 6, n, 57, 64)} for n in (1, 2, 4, 8, 16)]
-    fitted = EngineModel.from_dict(fit.fit(points, max_num_seqs=6))
-    assert (fitted.decode_ms_per_token, fitted.prefill_us_per_token) == pytest.approx((5.0, 100.0), rel=0.1)
-    assert fitted.batch_slowdown == pytest.approx(0.2, abs=0.02) and fitted.output_tokens == 64
+    fitted = fit.fit(points, max_num_seqs=6)
+    assert (fitted["decode_ms_per_token"], fitted["prefill_us_per_token"]) == pytest.approx((5.0, 100.0), rel=0.1)
+    assert fitted["batch_slowdown"] == pytest.approx(0.2, abs=0.02) and (fitted["max_num_seqs"], fitted["output_tokens"]) == (6, 64)
     with pytest.raises(ValueError, match="three client counts"):
         fit.fit(points[:2], max_num_seqs=6)
 
@@ -109,3 +111,12 @@ def test_the_errors_are_relative_to_the_real_engine(bench: dict[str, ModuleType]
     assert fit.summary([row])["e2e_p50_max"] == pytest.approx(0.1)
     table = fit.markdown(real, emulated)
     assert "| 1 | 2.000 / 2.200 |" in table and "| 1 | +10% |" in table
+
+
+def test_the_engine_page_shows_the_curve_drawn_from_the_committed_results(tmp_path: Path) -> None:
+    page = (BENCHMARKS.parent / "docs" / "engine.md").read_text()
+    assert "](img/vllm/curve.svg)" in page and (BENCHMARKS.parent / "docs" / "img" / "vllm" / "curve.svg").is_file()
+    out = tmp_path / "curve.svg"
+    done = subprocess.run([sys.executable, str(BENCHMARKS.parent / "docs" / "make_vllm_plots.py"), str(out)], capture_output=True, text=True, check=True)
+    assert "requests per second" in out.read_text() and "e+0" not in out.read_text()
+    assert "| 32 |" in done.stdout  # the tables for the page
