@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.emulator.metrics import EngineMetrics
-from sfqtui.emulator.model import EngineModel
 from sfqtui.emulator.requests import Ask, BadRequest, ask_of
 from sfqtui.emulator.scheduler import QueueFull, Scheduler, Sequence, TooLong
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uvicorn
 
+from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.emulator.app import EmulatedEngine, create_app
-from sfqtui.emulator.model import EngineModel
 
 # Open streams keep uvicorn's shutdown waiting: after this long it cancels them.
 SHUTDOWN_GRACE_S = 5

@@ -190,6 +190,12 @@ class Dispatcher:
         elif ticket.stage is Stage.RUNNING:
             self.finish(ticket, output_tokens)
 
+    def resize(self, slots: int) -> None:
+        """Slots are now ``slots`` (``--slots auto``: the upstreams' limits changed); fewer stop
+        dispatches until enough requests end, more dispatch at once."""
+        self.slots = max(1, slots)
+        self._dispatch_while_free()
+
     def occupy(self, n: int) -> None:
         """``n`` slots are taken by requests this dispatcher does not run (a group replica's,
         dispatched by the store before it went away); ``free_slot`` gives one back."""

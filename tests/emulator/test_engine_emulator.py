@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fake_upstream import ServerThread
 from proxy_fixtures import KEY_OF, running_proxy, wait_for
-from sfqtui.emulator.model import EngineModel
+from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.emulator.server import EngineServer
 
 NAME = "emulated-test"

@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from sfqtui.core.analysis.audit import GrowingAudit
+from sfqtui.core.analysis.engine_waits import EngineWaits
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
@@ -86,6 +87,7 @@ class FairnessReport:
     worst_gap: Gap | None
     gap_exact: bool
     worst_gain: WorstGain | None = None  # measured on request (fairness_of_replay(gains=True)) for sfq and sfq-reset
+    waits: EngineWaits | None = None  # a replay on the engine model: each user's waits to dispatch and in the engines' queues
 
     def share(self, user: str) -> float:
         total = sum(f.congested_charged for f in self.users.values())
@@ -109,6 +111,7 @@ class FairnessReport:
                     "wait_p50": f.wait_quantile(0.5),
                     "wait_p99": f.wait_quantile(0.99),
                 }
+                | ({"engine_waits": self.waits.users[u].as_dict()} if self.waits is not None and u in self.waits.users else {})
                 for u, f in sorted(self.users.items())
             },
         }
@@ -297,8 +300,14 @@ def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[i
     run = Replay(trace, config)
     measured = gains and traits(config.scheduler).audit == "sfq"
     tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None)
+    waits = EngineWaits() if config.engine is not None else None
     for columns, arrived in run.chunks():
-        tally.feed(rows_from_replay(columns, trace, config.scheduler))
+        rows = rows_from_replay(columns, trace, config.scheduler)
+        tally.feed(rows)
+        if waits is not None:
+            waits.feed(rows)
         if progress is not None:
             progress(arrived)
-    return tally.report(config.scheduler)
+    report = tally.report(config.scheduler)
+    report.waits = waits
+    return report
