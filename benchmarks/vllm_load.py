@@ -21,7 +21,7 @@ from httpx_sse import aconnect_sse
 from prometheus_client.parser import text_string_to_metric_families
 
 SAMPLE_S = 0.1
-RUNNING, WAITING, PROXY_QUEUED = "vllm:num_requests_running", "vllm:num_requests_waiting", "sfqtui_queued"
+RUNNING, WAITING, PROXY_QUEUED, PROXY_LIMIT = "vllm:num_requests_running", "vllm:num_requests_waiting", "sfqtui_queued", "sfqtui_upstream_limit"
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class Sample:
     running: float
     waiting: float
     proxy_queued: float | None = None
+    proxy_limit: float | None = None  # the proxy's limit for the engine (sfqtui_upstream_limit; --slots auto moves it)
+    scrape_s: float = 0.0  # how long the engine's /metrics took to answer
 
 
 def gauges(text: str) -> dict[str, float]:
@@ -99,8 +101,9 @@ async def _sampler(client: httpx.AsyncClient, engine: str, proxy: str | None, cl
     while True:
         t = time.monotonic() - clock
         values = gauges((await client.get(f"{engine}/metrics")).text)
-        queued = gauges((await client.get(f"{proxy}/metrics")).text).get(PROXY_QUEUED) if proxy else None
-        into.append(Sample(t, values[RUNNING], values[WAITING], queued))
+        scrape_s = time.monotonic() - clock - t
+        ours = gauges((await client.get(f"{proxy}/metrics")).text) if proxy else {}
+        into.append(Sample(t, values[RUNNING], values[WAITING], ours.get(PROXY_QUEUED), ours.get(PROXY_LIMIT), scrape_s))
         await asyncio.sleep(max(0.0, SAMPLE_S - (time.monotonic() - clock - t)))
 
 
@@ -173,7 +176,8 @@ def slot_figures(starts: list[tuple[str, float]], samples: list[Sample], max_num
 
     A start is a request's first byte (the engine started it one step before). Busy is the
     mean of running over max_num_seqs, over all samples and over those where the proxy had
-    requests waiting (None when it never had).
+    requests waiting (None when it never had). The proxy's limit for the engine and the time
+    the engine's /metrics took to answer are there to explain what a controller did.
     """
     users = [user for user, _ in starts]
     waiting_proxy = [s for s in samples if s.proxy_queued]
@@ -182,4 +186,6 @@ def slot_figures(starts: list[tuple[str, float]], samples: list[Sample], max_num
             "engine_running_mean": statistics.fmean(s.running for s in samples),
             "busy": statistics.fmean(s.running for s in samples) / max_num_seqs,
             "busy_while_proxy_waits": statistics.fmean(s.running for s in waiting_proxy) / max_num_seqs if waiting_proxy else None,
-            "proxy_waiting_share": len(waiting_proxy) / len(samples)}
+            "proxy_waiting_share": len(waiting_proxy) / len(samples),
+            "proxy_limit_mean": statistics.fmean(limits) if (limits := [s.proxy_limit for s in samples if s.proxy_limit is not None]) else None,
+            "engine_scrape_p90_s": percentile([s.scrape_s for s in samples], 90)}

@@ -81,6 +81,7 @@ def test_a_curve_point_and_the_slot_figures(bench: dict[str, ModuleType]) -> Non
     assert figures["light_share"] == 0.2 and figures["requests_started"] == 20
     assert figures["engine_queue_p90"] == 2.0 and figures["busy"] == pytest.approx(4 / 6)
     assert figures["proxy_waiting_share"] == 0.5 and figures["busy_while_proxy_waits"] == pytest.approx(4 / 6)
+    assert figures["proxy_limit_mean"] is None and figures["engine_scrape_p90_s"] == 0.0
 
 
 def test_the_model_predicts_what_the_emulator_steps_make(bench: dict[str, ModuleType]) -> None:
