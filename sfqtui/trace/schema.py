@@ -47,6 +47,9 @@ LOG_EXTRAS = pa.schema(
         ("output_tokens", pa.int64()),
         ("replica", pa.int32()),
         ("since_seq", pa.int64()),  # a live group's merge row: the last seq the replica saw before it served on its own
+        ("upstream", pa.string()),  # start and limit rows: which engine ("0", "1", ... in a replay; the upstream's name in a proxy)
+        ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
+        ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, latency, backoff, maximum)
     ]
 )
 # The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);

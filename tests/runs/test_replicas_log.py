@@ -183,7 +183,7 @@ def test_a_replicated_log_loads_with_its_replicas(tmp_path: Path) -> None:
     assert {table.replica_of(k) for k in table.dispatches} == {0, 1, 2}
     assert any(table.kind_name(k) == "sync" for k in range(len(table)))
     assert run.metadata["replicas"]["router"] == "least-loaded"
-    assert KINDS[6:] == ("sync", "merge")  # new kinds are appended: older ones keep their codes
+    assert KINDS[6:] == ("sync", "merge", "start", "limit")  # new kinds are appended: older ones keep their codes
 
 
 @pytest.mark.parametrize("scheduler,share", [("sfq", "none"), ("sfq", "sync:5"), ("drr", "none"), ("sfq", "global")])

@@ -9,8 +9,10 @@ from struct import Struct
 
 # `sync`: a replica raised a user's meter by the charges other replicas made (semantics §11, share sync).
 # `merge`: a live group's replica, back after the store was away, raised a meter by its own charges (§12).
-KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync", "merge")
-ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC, MERGE = range(len(KINDS))
+# `start`: a request entered an engine's running batch (its `upstream`); `limit`: an upstream's
+# concurrency limit changed (`upstream`, `limit`, `reason`).
+KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync", "merge", "start", "limit")
+ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC, MERGE, START, LIMIT = range(len(KINDS))
 
 # The fields of a packed row, in order: the request is its trace index (-1: none), the
 # replica -1 for none, the user its code (-1: none).
