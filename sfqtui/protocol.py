@@ -32,6 +32,7 @@ class Event(TypedDict):
     replica: NotRequired[int]
     since_seq: NotRequired[int | None]
     outcome: NotRequired[str]
+    upstream: NotRequired[str]  # a start row: the upstream whose engine started the request
 
 
 class GapEvent(TypedDict):
@@ -147,6 +148,12 @@ GLOBAL, SUSPENDED = "global", "suspended"  # the bound's words (suspended: the s
 # A §7 event of kind merge (a replica back in its group, semantics §7) goes as this type, so a
 # client that does not know the kind skips it (and sees a gap at its seq); it has its seq as id.
 MERGE = "merge"
+# A §7 event of kind start (a request began running in its engine, as the engine reported it) goes
+# as this type, so that a client that does not know the kind skips it.
+START = "start"
+# The response header an engine sends to report when a request entered its running batch (Unix
+# seconds); sfqtui's emulated engine does, vLLM does not. On a streamed answer it comes then.
+ENGINE_START_HEADER = "x-sfqtui-engine-start"
 
 
 def gap_event(first_seq: int, t: float | None) -> GapEvent:

@@ -20,7 +20,7 @@ from array import array
 from collections.abc import AsyncIterator, Callable
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import BOUND, BYE, MERGE, RUN, BoundEvent, ByeEvent, Event, RunEvent, gap_event
+from sfqtui.protocol import BOUND, BYE, MERGE, RUN, START, BoundEvent, ByeEvent, Event, RunEvent, gap_event
 from sfqtui.proxy.sse import KEEPALIVE, frame
 
 MAX_FRAMES_PER_WRITE = 4096
@@ -66,7 +66,7 @@ class EventRing:
         """Number the event (sets its ``seq``), keep it, and wake the subscribers."""
         seq = self.next_seq
         event["seq"] = seq
-        data = frame(json.dumps(event, separators=(",", ":")), id=seq)
+        data = frame(json.dumps(event, separators=(",", ":")), id=seq, event=START if event["kind"] == START else None)
         if len(self._frames) < self.size:
             self._frames.append(data)
             self._times.append(event["t"])

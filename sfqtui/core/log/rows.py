@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
 from itertools import chain
 from typing import TYPE_CHECKING
 
@@ -34,6 +34,15 @@ class LogRows:
 
     def __len__(self) -> int:
         return len(self.seq)
+
+
+def without_kinds(rows: LogRows, kinds: Collection[str]) -> LogRows:
+    """The rows but those of ``kinds`` (the same LogRows when it has none; seqs kept)."""
+    if not any(kind in rows.kind for kind in kinds):
+        return rows
+    keep = [k for k, kind in enumerate(rows.kind) if kind not in kinds]
+    columns = {f.name: getattr(rows, f.name) for f in fields(rows) if f.name != "scheduler"}
+    return replace(rows, **{name: None if column is None else [column[k] for k in keep] for name, column in columns.items()})
 
 
 def chunks_of(log: LogRows | Iterable[LogRows]) -> tuple[str | None, Iterator[LogRows]]:
