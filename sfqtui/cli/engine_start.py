@@ -10,7 +10,7 @@ NOT_REPORTED = "fairness at engine start: not available (no start rows: the engi
 
 
 def _gap(gap: Gap | None) -> str:
-    return "-" if gap is None else f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {span(gap.start_t, gap.end_t)})"
+    return "none (no two users waited at once)" if gap is None else f"{amount(gap.gap)} ({gap.ahead} over {gap.behind}, t {span(gap.start_t, gap.end_t)})"
 
 
 def _passing(passing: Passing) -> str:
