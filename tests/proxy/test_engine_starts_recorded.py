@@ -20,8 +20,9 @@ import pyarrow as pa
 from typer.testing import CliRunner
 
 from fake_upstream import ServerThread
-from proxy_fixtures import KEY_OF, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, ask, running_proxy, state, wait_for
 from sfqtui.cli.app import app
+from sfqtui.cli.engine_start import NOT_REPORTED
 from sfqtui.core.analysis.fairness import fairness
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.numbers import amount
@@ -60,38 +61,43 @@ def keep_going(url: str, user: str, clients: int, until: float, stream: bool) ->
     return threads
 
 
-def record(url: str, path: Path, done: threading.Event) -> threading.Thread:
-    """Follow the proxy's stream into an event log at ``path`` until ``done``, then until caught up."""
-    stream = EventStream(url, backoff_s=(0.05, 0.2))
+class Recording:
+    """The proxy's stream followed into an event log, as `sfqtui attach --record` keeps it."""
 
-    def run() -> None:
-        with StreamLogWriter(path, stream.base_url) as writer:
-            for item in stream:
+    def __init__(self, url: str, path: Path) -> None:
+        self.url = url
+        self.stream = EventStream(url, backoff_s=(0.05, 0.2))
+        self.last_seq = -1
+        self._thread = threading.Thread(target=self._run, args=(path,), daemon=True)
+        self._thread.start()
+
+    def _run(self, path: Path) -> None:
+        with StreamLogWriter(path, self.stream.base_url) as writer:
+            for item in self.stream:
                 writer.write(item)
-                if done.is_set() and isinstance(item, pa.Table) and item["seq"].to_pylist()[-1:] == [state(url)["seq"]]:
-                    stream.close()
+                if isinstance(item, pa.Table) and item.num_rows:
+                    self.last_seq = item["seq"].to_pylist()[-1]
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+    def stop(self) -> None:
+        """Once caught up with the proxy: the file is written."""
+        wait_for(lambda: self.last_seq >= state(self.url)["seq"], what="the recording to catch up")
+        self.stream.close()
+        self._thread.join(30)
+        assert not self._thread.is_alive()
 
 
 def test_a_recording_through_an_engine_that_reports_starts_shows_its_queue_undoing_sfq(keys_path: Path, tmp_path: Path) -> None:
     saved = tmp_path / "live.parquet"
     with running_engine(max_num_seqs=6, decode_ms_per_token=25.0, batch_slowdown=0.1) as engine, \
             running_proxy(engine.url, keys_path, slots=24) as proxy:
-        done = threading.Event()
-        recorder = record(proxy.url, saved, done)
-        wait_for(lambda: state(proxy.url)["seq"] == -1, what="the proxy")
+        recording = Recording(proxy.url, saved)
         until = time.monotonic() + RUN_S
         # Half the heavy user's requests streamed: a streamed answer's headers come when the engine starts it.
         senders = (keep_going(proxy.url, HEAVY, 8, until, stream=True) + keep_going(proxy.url, HEAVY, 8, until, stream=False)
                    + keep_going(proxy.url, LIGHT, 4, until, stream=False))
         for sender in senders:
             sender.join(30)
-        done.set()
-        recorder.join(30)
-        assert not recorder.is_alive()
+        recording.stop()
 
     df, _ = read_log(saved)
     starts = df.filter(df["kind"] == "start")
@@ -115,3 +121,18 @@ def test_a_recording_through_an_engine_that_reports_starts_shows_its_queue_undoi
     gap_at_start = f"at engine start {amount(started.worst_gap.gap)} (bob over carol"
     assert "worst |W_i - W_j| at dispatch " in result.output and gap_at_start in result.output, result.output
     assert re.search(r"starts out of dispatch order: [\d,]+ pairs? of two users' requests", result.output), result.output
+
+
+def test_a_recording_through_an_engine_that_does_not_report_starts_says_so(fake: Any, keys_path: Path, tmp_path: Path) -> None:
+    """Like vLLM, the fake upstream says nothing of when a request started: no start rows, and check does not invent them."""
+    _, upstream_url = fake
+    saved = tmp_path / "live.parquet"
+    with running_proxy(upstream_url, keys_path) as proxy:
+        recording = Recording(proxy.url, saved)
+        ask(proxy.url, 3)
+        ask(proxy.url, 2, user="carol")
+        recording.stop()
+    df, _ = read_log(saved)
+    assert df.height and "start" not in df["kind"].to_list()
+    result = CliRunner().invoke(app, ["check", str(saved)])
+    assert result.exit_code == 0 and f"  {NOT_REPORTED}\nno violations" in result.output, result.output
