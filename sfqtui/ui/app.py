@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import ProgressBar
 from textual.worker import Worker
 
+from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
@@ -193,9 +194,10 @@ class SfqApp(App[str]):
     def use_table(self, run: Run) -> None:
         self.main.query_one(EventLog).use(run.table)
 
-    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
+    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]],
+                   engine: FairnessReport | None = None) -> None:
         for panel in self.main.query(SharesPanel):
-            panel.set_chart(users, edges, series)
+            panel.set_chart(users, edges, series, engine)
 
     def show_waiting(self, text: str | None) -> None:
         WaitingForEvents.show_over(self.main.query_one(EventLog), text)
