@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sfqtui.core.engine.events import EventColumns
@@ -41,8 +41,12 @@ def without_kinds(rows: LogRows, kinds: Collection[str]) -> LogRows:
     if not any(kind in rows.kind for kind in kinds):
         return rows
     keep = [k for k, kind in enumerate(rows.kind) if kind not in kinds]
-    columns = {f.name: getattr(rows, f.name) for f in fields(rows) if f.name != "scheduler"}
-    return replace(rows, **{name: None if column is None else [column[k] for k in keep] for name, column in columns.items()})
+    picked: dict[str, Any] = {}
+    for field in fields(rows):
+        column = getattr(rows, field.name)
+        if field.name != "scheduler" and column is not None:
+            picked[field.name] = [column[k] for k in keep]
+    return replace(rows, **picked)
 
 
 def chunks_of(log: LogRows | Iterable[LogRows]) -> tuple[str | None, Iterator[LogRows]]:
