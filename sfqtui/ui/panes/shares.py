@@ -23,6 +23,8 @@ from sfqtui.ui.widgets.columns import grid
 from sfqtui.ui.widgets.text_view import TextView
 
 ROWS = 6
+# What the pane says at engine start: the run's figures (fairness.py), None when its log has no start row.
+EngineFigures = FairnessReport | None
 CHARTED = 3
 BARS = "▁▂▃▄▅▆▇█"
 
