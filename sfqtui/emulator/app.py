@@ -86,20 +86,25 @@ class EmulatedEngine:
         except QueueFull as exc:
             return error(503, str(exc), "ServiceUnavailableError")
         created = int(time.time())
-        # The answer's headers go when the request joins the batch, so that a streamed one's say when it did.
+        # Every answer's headers go when the request joins the batch and say when it did: a client
+        # (the proxy) learns it then, even for an answer whose body comes whole at the end.
         if not await self._admitted(seq, request):
             return Response(status_code=CLIENT_GONE)
         started = {ENGINE_START_HEADER: f"{seq.admitted_unix:.6f}"}
         if ask.stream:
             return StreamingResponse(self._chunks(ask, seq, created), media_type="text/event-stream", headers=started)
+        return StreamingResponse(self._whole(ask, seq, created), media_type="application/json", headers=started)
+
+    async def _whole(self, ask: Ask, seq: Sequence, created: int) -> AsyncIterator[bytes]:
+        """A non-streamed answer: one JSON body once the last token is generated."""
         try:
             while await seq.tokens.get() is not None:
                 pass
         finally:
-            self.scheduler.abort(seq)
-        return JSONResponse({**self._head(ask, seq.number, created, chunk=False),
-                             "choices": [self._choice(ask, words(0, seq.generated), "length", chunk=False)],
-                             "usage": self._usage(seq)}, headers=started)
+            self.scheduler.abort(seq)  # done, or the client left: free its place and KV
+        yield json.dumps({**self._head(ask, seq.number, created, chunk=False),
+                          "choices": [self._choice(ask, words(0, seq.generated), "length", chunk=False)],
+                          "usage": self._usage(seq)}).encode()
 
     async def _admitted(self, seq: Sequence, request: Request) -> bool:
         """Wait until the request joins the batch; False (its place in the queue freed) if its client left first."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -227,6 +228,10 @@ def test_each_answer_says_when_its_request_started_running() -> None:
             first.read()
         # 20 steps of 10 ms for the first before the second has the place; headers as it starts.
         assert second_start - first_start >= 0.19 and sent < second_start <= heard
+        # Not streamed: the headers come when it starts too, the body 20 steps later.
         before = time.time()
-        answered = http.post(url, json=body)  # not streamed: the header comes with the answer, 20 steps later
-        assert before <= float(answered.headers[ENGINE_START_HEADER]) <= time.time() - 0.19
+        with http.stream("POST", url, json=body) as whole:
+            heard = time.time()
+            assert before <= float(whole.headers[ENGINE_START_HEADER]) <= heard
+            assert json.loads(whole.read())["usage"]["completion_tokens"] == 20
+        assert time.time() - heard >= 0.19
