@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Protocol, TypeVar
@@ -58,7 +59,7 @@ def _engine_start(reply: UpstreamReply) -> float | None:
         started = float(reply.response.headers.get(ENGINE_START_HEADER, "nan"))
     except ValueError:
         return None
-    return started if started == started and abs(started) != float("inf") else None
+    return started if math.isfinite(started) else None
 
 
 def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
