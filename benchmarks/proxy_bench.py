@@ -28,7 +28,13 @@ load average before and after; the best of the runs is the least disturbed by th
 work. The last line estimates the ratio the replicas would reach with a core each, from the CPU
 each configuration spent per request.
 
-Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx] [--pin]
+With `--slots auto`, the proxy runs with `--slots auto:CONCURRENCY` and the fake upstream
+serves vLLM's engine gauges (all running, none waiting), so the limit grows to as many slots
+as streams; a first wave of streams warms it up (until the proxy's slots reach that many),
+then the figures are taken as with fixed slots: what the limits cost a request (choosing the
+upstream with the most room, the metrics read every 50 ms off the request path).
+
+Usage: python benchmarks/proxy_bench.py [--concurrency 100] [--rounds 5] [--words 16] [--paces 0.1 0.05 0.02] [--client aiohttp|httpx] [--pin] [--slots auto]
        python benchmarks/proxy_bench.py --replicas 2 --state redis://127.0.0.1:6379/15 [--pin] [--throughput-requests 4000] [--repeat 3]
        python benchmarks/proxy_bench.py --replicas 2 --server valkey|redis [--pin] [--repeat 3]
 """
@@ -217,6 +223,7 @@ def main() -> None:
     parser.add_argument("--paces", type=float, nargs="+", default=[0.1, 0.05, 0.02], help="seconds between streamed words upstream")
     parser.add_argument("--client", choices=sorted(LOADS), default="aiohttp", help="the load generator's HTTP client")
     parser.add_argument("--pin", action="store_true", help="the proxy on the last core, the load and the upstream on the others")
+    parser.add_argument("--slots", choices=("fixed", "auto"), default="fixed", help="fixed: --slots CONCURRENCY; auto: --slots auto:CONCURRENCY")
     parser.add_argument("--replicas", type=int, default=0, help="compare one proxy with this many replicas sharing --state")
     parser.add_argument("--state", help="redis://HOST:PORT/DB for --replicas (the database is emptied first)")
     parser.add_argument("--server", choices=("redis", "valkey"), help="for --replicas without --state: start this store on loopback")
@@ -243,10 +250,15 @@ def main() -> None:
         keys = Path(tmp) / "keys.toml"
         keys.write_text("".join(f'[keys."bench-key-{n}"]\nuser = "user{n}"\n' for n in range(USERS)))
         for pace in args.paces:
-            upstream, upstream_url = start([sys.executable, "tests/fake_upstream.py", "--chunk-delay", str(pace)], on_stderr=False)
+            auto = args.slots == "auto"
+            upstream, upstream_url = start([sys.executable, "tests/fake_upstream.py", "--chunk-delay", str(pace),
+                                            *(["--engine-metrics"] if auto else [])], on_stderr=False)
+            slots = f"auto:{args.concurrency}" if auto else str(args.concurrency)
             proxy, proxy_url = start([*pin, sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0",
-                                      "--slots", str(args.concurrency), "--keys", str(keys)], on_stderr=True)
+                                      "--slots", slots, "--keys", str(keys)], on_stderr=True)
             try:
+                if auto:
+                    warm_up(proxy_url, args, pace)
                 runs = {"direct": uvloop.run(measure(upstream_url, args.concurrency, args.rounds, args.words, pace, args.client))}
                 proxy_cpu = cpu_seconds(proxy.pid)
                 runs["proxied"] = uvloop.run(measure(proxy_url, args.concurrency, args.rounds, args.words, pace, args.client))
@@ -265,6 +277,16 @@ def main() -> None:
             print(f"{'':>8} {'ratio':>8} " + " ".join(f"{b / a:9.2f}x" for a, b in zip(d, p)))
             streams = args.concurrency * (args.rounds + 1)
             print(f"{'':>8} proxy CPU {1000 * proxy_cpu / streams:.2f} ms per stream ({1e6 * proxy_cpu / (streams * (args.words + 2)):.0f} us per chunk)")
+
+
+def warm_up(url: str, args: argparse.Namespace, pace: float) -> None:
+    """--slots auto: streams until the proxy's limit has grown to --concurrency slots."""
+    for _ in range(10):
+        uvloop.run(measure(url, args.concurrency, 0, args.words, pace, args.client))
+        state = httpx.get(f"{url}/v1/sfq/state").json()
+        if state["slots"] >= args.concurrency:
+            return
+    raise SystemExit(f"the proxy's slots grew to {state['slots']} only, not {args.concurrency}: {state['limits']}")
 
 
 async def spread(urls: list[str], args: argparse.Namespace, pace: float) -> list[tuple[float, float]]:

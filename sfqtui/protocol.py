@@ -32,7 +32,9 @@ class Event(TypedDict):
     replica: NotRequired[int]
     since_seq: NotRequired[int | None]
     outcome: NotRequired[str]
-    upstream: NotRequired[str]  # a start row: the upstream whose engine started the request
+    upstream: NotRequired[str]  # limit and start events
+    limit: NotRequired[int]  # limit events
+    reason: NotRequired[str]  # limit events
 
 
 class GapEvent(TypedDict):
@@ -73,6 +75,54 @@ class SchedulerState(TypedDict):
     users: list[UserState]
 
 
+class UpstreamLimit(TypedDict):
+    """One upstream's concurrency limit under ``--slots auto`` (the state's ``limits``), with
+    what its engine's metrics said last (None: not read, or not exported)."""
+
+    upstream: str  # as /metrics labels it
+    limit: int
+    maximum: int
+    source: str  # "metrics" (the engine's own), "latency" (the gradient), or "probing" (not known yet)
+    reason: str  # why it last changed (the limit event's reason)
+    running: int | None
+    waiting: int | None
+    kv_usage: float | None
+
+
+class LimitEvent(TypedDict):
+    """A ``limit`` event (SSE type ``limit``, with its seq as id): an upstream's limit changed."""
+
+    seq: int | None
+    t: float
+    kind: str  # "limit"
+    scheduler: str
+    request_id: None
+    user: None
+    cost: None
+    v: None
+    meter: None
+    deficit: None
+    upstream: str
+    limit: int
+    reason: str
+
+
+class StartEvent(TypedDict):
+    """A ``start`` event (SSE type ``start``): a request began running in its engine (the engine said when)."""
+
+    seq: int | None
+    t: float
+    kind: str  # "start"
+    scheduler: str
+    request_id: str
+    user: str
+    cost: None
+    v: None
+    meter: None
+    deficit: None
+    upstream: str
+
+
 class ProxyState(TypedDict):
     """The §8 ``/v1/sfq/state`` snapshot. A group replica that has not read the store's state
     yet sends only its run, seq, scheduler, replicas and bound, hence the NotRequired middle."""
@@ -91,6 +141,8 @@ class ProxyState(TypedDict):
     bound_since: NotRequired[float | None]
     bound_since_seq: NotRequired[int | None]
     bound_reason: NotRequired[str | None]
+    # --slots auto only: each upstream's limit (slots is then their sum).
+    limits: NotRequired[list[UpstreamLimit]]
 
 
 class StateSnapshot(TypedDict):
@@ -148,11 +200,13 @@ GLOBAL, SUSPENDED = "global", "suspended"  # the bound's words (suspended: the s
 # A §7 event of kind merge (a replica back in its group, semantics §7) goes as this type, so a
 # client that does not know the kind skips it (and sees a gap at its seq); it has its seq as id.
 MERGE = "merge"
-# A §7 event of kind start (a request began running in its engine, as the engine reported it) goes
-# as this type, so that a client that does not know the kind skips it.
+# Events of kinds limit (an upstream's limit changed, --slots auto) and start (a request began
+# running in its engine) go as their own types too, with their seq as id.
+LIMIT = "limit"
 START = "start"
+TYPED_KINDS = (MERGE, LIMIT, START)
 # The response header an engine sends to report when a request entered its running batch (Unix
-# seconds); sfqtui's emulated engine does, vLLM does not. On a streamed answer it comes then.
+# seconds); sfqtui's emulated engine does, vLLM does not. It comes when the request starts.
 ENGINE_START_HEADER = "x-sfqtui-engine-start"
 
 

@@ -47,7 +47,7 @@ def answer_text(body: dict[str, Any]) -> str:
 
 
 class FakeUpstream:
-    def __init__(self, latency_s: float = 0.0, chunk_delay_s: float = 0.0) -> None:
+    def __init__(self, latency_s: float = 0.0, chunk_delay_s: float = 0.0, engine_metrics: bool = False) -> None:
         self.latency_s = latency_s
         self.chunk_delay_s = chunk_delay_s
         self.seen: list[dict[str, Any]] = []
@@ -59,7 +59,14 @@ class FakeUpstream:
             Route("/v1/chat/completions", self.completion, methods=["POST"]),
             Route("/v1/completions", self.completion, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
+            *([Route("/metrics", self.metrics, methods=["GET"])] if engine_metrics else []),
         ])
+
+    async def metrics(self, _request: Request) -> Response:
+        """vLLM's engine gauges, as an engine without a queue would give them: all running, none waiting (``engine_metrics``)."""
+        text = "".join(f"# TYPE {name} gauge\n{name}{{engine=\"0\"}} {value}\n" for name, value in (
+            ("vllm:num_requests_running", self.running), ("vllm:num_requests_waiting", 0), ("vllm:kv_cache_usage_perc", 0.0)))
+        return Response(text, media_type="text/plain; version=0.0.4")
 
     async def models(self, request: Request) -> Response:
         self.headers_seen.append(dict(request.headers))
@@ -207,8 +214,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed words")
+    parser.add_argument("--engine-metrics", action="store_true", help="serve /metrics with vLLM's engine gauges (for --slots auto)")
     args = parser.parse_args()
-    fake = FakeUpstream(chunk_delay_s=args.chunk_delay)
+    fake = FakeUpstream(chunk_delay_s=args.chunk_delay, engine_metrics=args.engine_metrics)
     sock = listen_socket("127.0.0.1", 0)
     print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(fake.app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=75)

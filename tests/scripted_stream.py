@@ -41,8 +41,8 @@ class ScriptedStream:
         self.app = Starlette(routes=[Route("/v1/sfq/events", self._events), Route("/v1/sfq/state", self._state)])
 
     def send(self, data: dict[str, Any], kind: str | None = None) -> None:
-        """One SSE event: a §7 event (``kind`` None), or a typed one (``bound``, ...)."""
-        head = f"event: {kind}\n" if kind else f"id: {data['seq']}\n"
+        """One SSE event: a §7 event (``kind`` None), or a typed one (``bound``, or a §7 event of its own type: ``limit``, ...)."""
+        head = (f"event: {kind}\n" if kind else "") + (f"id: {data['seq']}\n" if "seq" in data else "")
         with self._lock:
             self._frames.append(f"{head}data: {json.dumps(data)}\n\n")
 

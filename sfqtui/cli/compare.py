@@ -16,6 +16,7 @@ from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.cli.tables import print_table
+from sfqtui.core.analysis.engine_waits import QUANTILES, EngineWaits, quantile
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replication_cost import ReplicaMeasures, replica_measures
 from sfqtui.core.engine.replay import REPRICED
@@ -57,6 +58,23 @@ def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> T
         if measures is not None:
             cells.append(wait(reference[k]))
         table.add_row(*cells)
+    return table
+
+
+def _waits_table(waits: EngineWaits) -> Table:
+    """Each user's waits on the engine model: to dispatch, in the engine's queue, and to start running."""
+    table = Table(title="waits on the engine model: arrival to dispatch, dispatch to start (the engine's queue), arrival to start",
+                  title_justify="left")
+    parts = (("to_dispatch", "dispatch"), ("in_engine", "engine queue"), ("to_start", "start"))
+    table.add_column("user")
+    for _, label in parts:
+        for q in QUANTILES:
+            table.add_column(f"{label} p{round(q * 100)} s", justify="right")
+    users = sorted(waits.users.items())
+    cells = [[quantile(getattr(w, name), q) for name, _ in parts for q in QUANTILES] for _, w in users]
+    wait = Fixed.of([x for row in cells for x in row], least=SECONDS_DECIMALS)
+    for (user, _), row in zip(users, cells):
+        table.add_row(user, *(wait(x) for x in row))
     return table
 
 
@@ -128,7 +146,7 @@ def compare(
             reports.append(report)
             measures.append(measured)
     slots = configs[0].slots
-    note_one_slot(trace, loaded.suggested_slots, replay.slots, replay.service)
+    note_one_slot(trace, loaded.suggested_slots, replay.slots_chosen, replay.service)
     if as_json:
         payload = _payload(named(traces), slots, reports, measures, replay)
         payload["repriced"] = bool(replay.repriced(loaded.trace.columns))
@@ -139,12 +157,16 @@ def compare(
     priced = f", {REPRICED}{note}" if (note := replay.repriced(loaded.trace.columns)) else ""
     users = counted(len(loaded.trace.users), 'user')
     console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {counted(slots, 'slot')}{where}{priced}")
-    if loaded.measured_service:
+    if replay.engine is not None:
+        console.print(f"engines: {replay.engine.describe()}; the slots bound what is dispatched and not complete", markup=False)
+    elif loaded.measured_service:
         console.print("waits: replayed on the measured service times (service_s), not modelled ones", markup=False)
     for report, measured in zip(reports, measures):
         for line in _headline(report):
             console.print(line, markup=False)
         print_table(console, _table(report, measured))
+        if report.waits is not None:
+            print_table(console, _waits_table(report.waits))
         if measured is not None:
             print_table(console, _replicas_table(measured, report.scheduler, replay.replicas.describe()))
 
@@ -161,6 +183,8 @@ def _payload(trace: str, slots: int, reports: list[FairnessReport], measures: li
     payload: dict[str, object] = {"trace": trace, "slots": slots, "schedulers": schedulers}
     if replay.replicas.replicated:
         payload["replicas"] = replay.replicas.metadata(slots)
+    if replay.engine is not None:
+        payload["engine"] = replay.engine.metadata()
     return payload
 
 

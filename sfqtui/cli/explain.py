@@ -100,7 +100,7 @@ def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[s
     compared = {}
     for spec in specs:
         config = spec.config(opening.config)
-        run = Run(opening.rerun(scheduler=config.scheduler, replicas=config.replicas)).load_all()
+        run = Run(opening.rerun(**spec.changes(opening.config))).load_all()
         code = run.table.names.find(request_id) if run.table.names is not None else None
         assert code is not None
         sent = _sent(run.table, code)
@@ -240,7 +240,7 @@ def explain(
     opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested),
                       slots_given=replay.slots is not None)
     for trace, source in check_openings([opening]).items():
-        note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
+        note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)
     run = Run(opening).load_all()
     if is_log and scheduler is not None and scheduler != run.scheduler:
         raise fail(f"{path} is a log of {run.scheduler}; it cannot be explained under {scheduler}")

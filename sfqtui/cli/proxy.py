@@ -10,7 +10,7 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.replay_options import DEFAULT_ESTIMATOR, with_estimator_options
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.numbers import counted
+from sfqtui.core.numbers import count, counted
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output
 
@@ -70,15 +70,30 @@ def proxy(
         ),
     ],
     slots: Annotated[
-        int,
+        str,
         typer.Option(
             "--slots",
             "-n",
-            help="Requests sent upstream at once, over all upstreams; the rest wait in their users' queues and SFQ picks the next whenever a slot frees up.",
+            help=(
+                "Requests sent upstream at once, over all upstreams; the rest wait in their users' queues and SFQ picks the next "
+                "whenever a slot frees up. auto: each upstream gets a limit that follows it (its engine's queue and KV from its "
+                "metrics, else its latency), starting low; auto:MAX: at most MAX each. See docs/proxy.md."
+            ),
             show_default=False,
             rich_help_panel=_PANEL,
         ),
     ],
+    limit_from: Annotated[
+        str,
+        typer.Option(
+            "--limit-from",
+            help=(
+                "With --slots auto: what the limits follow. metrics: the engines' own (vLLM's or SGLang's /metrics; an upstream "
+                "without them is refused); latency: each request's time per output token; auto: metrics where exported, else latency."
+            ),
+            rich_help_panel=_PANEL,
+        ),
+    ] = "auto",
     listen: Annotated[str, typer.Option("--listen", help="host:port to serve on (port 0: any free port).", rich_help_panel=_PANEL)] = "127.0.0.1:8080",
     events_token: Annotated[
         str | None,
@@ -178,10 +193,22 @@ def proxy(
     attach follows it) and GET /metrics (Prometheus). See docs/proxy.md.
     """
     from sfqtui.proxy.keys import load_keys
+    from sfqtui.proxy.limits import SOURCES, check_metrics, parse_slots
     from sfqtui.proxy.server import ProxyServer, listen_socket, parse_listen
     from sfqtui.proxy.settings import ProxySettings
+    from sfqtui.proxy.upstream import base_url
 
     host, port = parse_listen(listen)
+    fixed, limits = parse_slots(slots)
+    if limit_from not in SOURCES:
+        raise InputError(f"--limit-from {limit_from!r}: expected one of {', '.join(SOURCES)}")
+    if limits is not None and limit_from == "metrics":
+        check_metrics([base_url(u) for u in upstream])
+    if fixed is not None:
+        pool = fixed
+    else:
+        assert limits is not None
+        pool = max(1, len(upstream) * limits.first)
     if state is not None:
         check_state_url(state)
     if events_token is not None and not events_token.strip():
@@ -193,8 +220,8 @@ def proxy(
     if state is not None:
         from sfqtui.proxy.group import check_store, group_settings, redacted
 
-        check_store(state, store_timeout, group_settings(slots, ring, estimator))
-    settings = ProxySettings(upstreams=tuple(upstream), slots=slots, keys=book, events_token=events_token, ring_size=ring,
+        check_store(state, store_timeout, group_settings(pool, ring, estimator, None if limits is None else limits.maximum))
+    settings = ProxySettings(upstreams=tuple(upstream), slots=pool, limits=limits, limit_from=limit_from, keys=book, events_token=events_token, ring_size=ring,
                              record=record, metrics_users=metrics_users, estimator=estimator,
                              upstream_timeout_s=upstream_timeout, shutdown_grace_s=shutdown_grace, state_url=state,
                              replica_name=f"{socket.gethostname()}/{host}:{sock.getsockname()[1]}", lease_s=lease,
@@ -204,7 +231,8 @@ def proxy(
     logging.getLogger("sfqtui.proxy").setLevel(logging.INFO)
     shown_host = f"[{host}]" if ":" in host else host
     typer.echo(f"sfqtui proxy: listening on http://{shown_host}:{sock.getsockname()[1]} ({counted(len(book.users), 'user')}, "
-               f"{counted(slots, 'slot')}, {counted(len(upstream), 'upstream')}; "
+               f"{counted(fixed, 'slot') if fixed is not None else f'slots auto (starting at {count(pool)})'}, "
+               f"{counted(len(upstream), 'upstream')}; "
                f"events {'need the token' if events_token else 'are open to anyone who can connect'}"
                + (f"; one SFQ with the group at {redacted(state)}" if state else "") + ")", err=True)
     server.run(sockets=[sock])

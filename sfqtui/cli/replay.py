@@ -28,7 +28,7 @@ def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Openin
     is_log = is_event_log(path)
     # The trace's own slot suggestion, so that settings checked against the slots (--replicas) see it.
     config = replay.config(check_schedulers([scheduler])[0], None if is_log else suggested_slots(read_metadata(path)))
-    return Opening(path=path, is_log=is_log, config=config, slots_given=replay.slots is not None)
+    return Opening(path=path, is_log=is_log, config=config, slots_given=replay.slots_chosen is not None)
 
 
 # The dashboard's own options; every other option of `replay` says how to replay a trace.
@@ -54,7 +54,7 @@ def replay(
             "-c",
             help=f"Comma-separated run specs to step beside the main one, in panes side by side: a scheduler ({', '.join(SCHEDULERS)}), "
             "with replica settings after @ where they differ from the main run's, e.g. sfq,drr or "
-            "sfq@replicas=2,router=hash,share=none (settings: replicas, router, share, seed; docs/guide.md).",
+            "sfq@replicas=2,router=hash,share=none (settings: replicas, router, share, seed, slots, engines; docs/guide.md).",
             show_default=False,
         ),
     ] = None,
@@ -89,10 +89,9 @@ def replay(
     openings = [_opening(path, scheduler, replay)]
     if compare:
         base = openings[0]
-        openings += [base.rerun(scheduler=config.scheduler, replicas=config.replicas)
-                     for config in (spec.config(base.config) for spec in parse_run_specs(compare))]
+        openings += [base.rerun(**spec.changes(base.config)) for spec in parse_run_specs(compare)]
     for trace, source in check_openings(openings).items():
-        note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
+        note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)
     run_dashboard(openings, speed=speed, autoplay=play, lockstep=lockstep)
 
 

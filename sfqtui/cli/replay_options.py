@@ -11,10 +11,13 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
+from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replica_settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
@@ -27,6 +30,8 @@ _PANEL_EST = ("Cost estimator (prices each request from its tokens, unless a tra
 _PANEL_SVC = "Service model (used when the trace has no service_s column)"
 _PANEL_RUN = "Replay"
 _PANEL_REP = "Replicas of the balancer (semantics §11; docs/semantics.md)"
+_PANEL_ENG = ("Engine model (docs/engine.md): the slots send requests to modelled engines, each with its own FCFS queue, "
+              "places and KV, instead of holding each for a fixed service time")
 
 
 class EstimatorKind(str, Enum):
@@ -57,18 +62,27 @@ class ReplayChoices:
     service: TokenServiceModel
     replicas: ReplicaSettings = ONE_REPLICA
     reprice: str | None = None  # why the estimator prices even a trace with a cost column: the option that asked
+    engine: EngineSettings | None = None  # run the engine model (None: fixed service times)
 
     def config(self, scheduler: str, suggested_slots: int | None) -> ReplayConfig:
+        """With the engine model, the slots default to the engines' places (a trace's suggestion is for fixed service times)."""
+        default = self.engine.places if self.engine is not None else suggested_slots or 1
         return ReplayConfig(
             scheduler=scheduler,
-            slots=self.slots or suggested_slots or 1,
+            slots=self.slots or default,
             quantum=self.quantum,
             estimator=self.estimator,
             service=self.service,
             renormalise_every=self.renormalise_every,
             replicas=self.replicas,
             reprice=self.reprice is not None,
+            engine=self.engine,
         )
+
+    @property
+    def slots_chosen(self) -> int | None:
+        """The slots the options set (None: the trace's suggestion decides); with the engine model, the engines' places by default."""
+        return self.slots if self.engine is None else self.slots or self.engine.places
 
     def repriced(self, columns: frozenset[str]) -> str:
         """What a replay's header says after its costs' source when the trace has a cost column
@@ -129,6 +143,11 @@ _REPLICA_PARAMS = [
             "(every T seconds each replica's meters and charges, applied D < T seconds later), global (one scheduler over all the slots).",
             _PANEL_REP, "--share"),
     _option("seed", int, ONE_REPLICA.seed, "Seed of the random router.", _PANEL_REP, "--seed"),
+    _option("engine_model", Path | None, None, "Run this engine model (JSON of `sfqtui engine`'s parameters, as a fit writes: "
+            "places, KV, step times) behind the slots; --slots then bounds what is dispatched and not complete, and defaults "
+            "to the engines' places.", _PANEL_ENG, "--engine-model"),
+    _option("engines", int | None, None, "Engines (servers) behind the balancer, each running the engine model; giving it "
+            "without --engine-model runs `sfqtui engine`'s default model. Default: 1 with --engine-model.", _PANEL_ENG, "--engines"),
 ]
 
 
@@ -173,9 +192,20 @@ def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
     if slots is not None and slots < 1:
         raise InputError("--slots must be >= 1")
     replicas = ONE_REPLICA
+    engine = None
     if "replicas" in values:
         replicas = ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
-    return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context))
+        engine = _engine(values["engine_model"], values["engines"])
+    return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context),
+                         engine)
+
+
+def _engine(path: Path | None, engines: int | None) -> EngineSettings | None:
+    """The engine model the options ask for (None: neither --engine-model nor --engines)."""
+    if path is None and engines is None:
+        return None
+    model, fit = EngineModel.load_fitted(path, "--engine-model") if path is not None else (EngineModel(), None)
+    return EngineSettings(model, 1 if engines is None else engines, None if path is None else str(path), fit)
 
 
 def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any], typer.Context], Any]) -> F:

@@ -46,15 +46,20 @@ def simulate(
     config = replay.config(scheduler, source.suggested_slots)
     with progress_bar("replaying", len(source)) as update:
         result = run_simulation(source, config, output, progress=update)
-    note_one_slot(trace, source.suggested_slots, replay.slots, replay.service)
+    note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)
     elapsed = time.perf_counter() - started
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     cost += replay.repriced(result.requests.columns)
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
     typer.echo(
         f"wrote {output}: {counted(result.log.start, 'event')}, {counted(result.dispatched, 'dispatch', 'dispatches')} "
-        f"({config.scheduler}, {counted(config.slots, 'slot')}{_replicas(config)}{quantum}, cost: {cost}) in {elapsed:.2f} s"
+        f"({config.scheduler}, {counted(config.slots, 'slot')}{_replicas(config)}{quantum}, cost: {cost}{_engines(config)}) in {elapsed:.2f} s"
     )
+
+
+def _engines(config: ReplayConfig) -> str:
+    """'; on 1 engine of 6 places, ...' for a replay on the engine model, else nothing."""
+    return "" if config.engine is None else f"; on {config.engine.describe()}"
 
 
 def _replicas(config: ReplayConfig) -> str:

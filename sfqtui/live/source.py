@@ -32,7 +32,7 @@ from sfqtui.errors import InputError
 from sfqtui.live.bound import Bound, in_group, of_group
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
-from sfqtui.protocol import ProxyState, gap_event
+from sfqtui.protocol import LIMIT, ProxyState, gap_event
 from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.sources import ArrowBatcher
 
@@ -56,6 +56,7 @@ class Notice:
     audit_stopped: str | None = None  # why the audit of the stream stopped
     record_problem: str | None = None  # the recording cannot be written where asked
     bound: Bound | None = None  # a group replica says whether the group's bound holds
+    limits: dict[str, int] | None = None  # --slots auto: each upstream's limit, as the state and the limit events say
 
 
 def _audit_from(scheduler: str, state: ProxyState, first_seq: int) -> GrowingAudit | None:
@@ -95,6 +96,7 @@ class LiveSource:
         record, problem = self._record, None
         last_status: Status | None = None
         group: bool | None = None  # whether the run is a group's (None: its state could not be read)
+        limits: dict[str, int] = {}
         try:
             for item in self._stream:
                 if record is not None:
@@ -111,6 +113,9 @@ class LiveSource:
                     audit, found = GrowingAudit(self.scheduler), []
                     group = in_group(item.state)
                     yield Notice(run=item), None
+                    if item.state and item.state.get("limits"):
+                        limits = {row["upstream"]: row["limit"] for row in item.state["limits"]}
+                        yield Notice(limits=dict(limits)), None
                 elif isinstance(item, Bound):
                     yield Notice(bound=item), None
                 elif isinstance(item, Gap):
@@ -150,6 +155,10 @@ class LiveSource:
                             in_window = 0
                             yield Notice(window=seq, users=list(batcher.names)), None
                         yield batcher.convert(of_group(part, group)), None
+                        if pc.any(pc.equal(part["kind"], LIMIT)).as_py():
+                            changes = part.filter(pc.equal(part["kind"], LIMIT))
+                            limits.update(zip(changes["upstream"].to_pylist(), changes["limit"].to_pylist(), strict=True))
+                            yield Notice(limits=dict(limits)), None
                         last_t = part["t"][-1].as_py()
                         if audit is not None:
                             audit.feed(rows_of(self.scheduler, part))

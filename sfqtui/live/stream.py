@@ -42,7 +42,7 @@ import pyarrow.json as pa_json
 from httpx_sse import ServerSentEvent, connect_sse
 
 from sfqtui.live.bound import Bound, bound_of
-from sfqtui.protocol import BOUND, BYE, MERGE, RUN, START, ProxyState, RunEvent
+from sfqtui.protocol import BOUND, BYE, RUN, TYPED_KINDS, ProxyState, RunEvent
 from sfqtui.trace.schema import LOG_EXTRAS, LOG_SCHEMA
 
 EVENT_SCHEMA = pa.schema(list(LOG_SCHEMA) + list(LOG_EXTRAS))
@@ -320,7 +320,7 @@ class EventStream:
                 for sse in source.iter_sse():
                     if self._stop.is_set():
                         return
-                    if sse.event in ("message", MERGE, START):  # §7 events
+                    if sse.event == "message" or sse.event in TYPED_KINDS:  # §7 events (and merge, start, limit rows)
                         self._take(client, url, sse)
                     elif sse.event == RUN:
                         self._new_connection(client, url, sse.json(), resuming)

@@ -17,7 +17,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from sfqtui.protocol import ProxyState
+from sfqtui.protocol import LIMIT, SCHEDULER, Event, ProxyState
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
@@ -31,6 +31,7 @@ from sfqtui.proxy.upstream import UpstreamReply, Upstreams, UpstreamWatch
 
 if TYPE_CHECKING:
     from sfqtui.proxy.group import Group
+    from sfqtui.proxy.limits import UpstreamLimits
     from sfqtui.proxy.record import TraceRecorder
 
 
@@ -81,9 +82,17 @@ class Proxy:
 
             self.scheduling = group = Group(
                 settings.state_url, settings.replica_name or "", settings.slots, self.ring, dict(settings.keys.weights),
-                settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics)
+                settings.estimator, settings.lease_s, settings.store_timeout_s, self.metrics,
+                None if settings.limits is None else settings.limits.maximum)
         self.upstreams = Upstreams(settings.upstreams, settings.upstream_timeout_s,
                                    UpstreamWatch(self.metrics.upstream_answered, self.metrics.upstream_failed))
+        self.limits: UpstreamLimits | None = None
+        if settings.limits is not None:
+            from sfqtui.proxy.limits import UpstreamLimits
+
+            self.limits = UpstreamLimits(self.upstreams.bases, self.upstreams.labels, settings.limits, settings.limit_from,
+                                         self._limit_changed)
+            self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
             from sfqtui.proxy.record import recorder_of  # polars and pyarrow load only for a recording
@@ -98,12 +107,27 @@ class Proxy:
     async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
         return await self.upstreams.open("POST", path, payload, stream)
 
+    def _limit_changed(self, index: int, limit: int, reason: str) -> None:
+        """An upstream's limit changed: the slots follow the limits' sum, and the stream says so."""
+        assert self.limits is not None
+        self.scheduling.limit_changed(self.upstreams.labels[index], limit, self.limits.total)
+        event: Event = {"seq": None, "t": self.scheduling.now(), "kind": LIMIT, "scheduler": SCHEDULER, "request_id": None, "user": None,
+                        "cost": None, "v": None, "meter": None, "deficit": None, "upstream": self.upstreams.labels[index],
+                        "limit": limit, "reason": reason}
+        self.scheduling.publish(event)
+
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
         self.live.discard(exchange)
         ticket = exchange.ticket
         self.metrics.ended(ticket.user, exchange.outcome)
         ran = ticket.stage is Stage.RUNNING
         self.scheduling.release(ticket, output_tokens)
+        reply = exchange.reply
+        if (self.limits is not None and ran and reply is not None and exchange.outcome == "answered" and reply.status < 400
+                and ticket.finished_t is not None and ticket.dispatched_t is not None):
+            # Time per output token: a queue in the engine shows in it whatever the answers' lengths.
+            per_token = (ticket.finished_t - ticket.dispatched_t) / max(1, output_tokens or 1)
+            self.limits.latency(reply.index, per_token, self.upstreams.inflight[reply.index])
         if ran and self.recorder is not None:
             self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
                                          self.settings.estimator.scope))
@@ -115,11 +139,20 @@ class Proxy:
 
     def state(self) -> ProxyState:
         """The §8 snapshot without waiting: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now."""
-        return self.scheduling.current_state()
+        return self._with_limits(self.scheduling.current_state())
+
+    def _with_limits(self, state: ProxyState) -> ProxyState:
+        if self.limits is not None:
+            state["limits"] = self.limits.state()
+        return state
 
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         await self.scheduling.start()
+        if self.limits is not None:
+            for index, label in enumerate(self.upstreams.labels):  # the first limits (a group's pool starts from them)
+                self.scheduling.limit_changed(label, self.limits.limit_of(index), self.limits.total)
+            self.limits.start()
         if self.recorder is not None:
             self._recording = asyncio.create_task(self.recorder.run())
         try:
@@ -154,6 +187,8 @@ class Proxy:
             self.recorder.stop()
             await self._recording
             log.info("recorded %d request(s) to %s", self.recorder.rows, self.recorder.path)
+        if self.limits is not None:
+            await self.limits.aclose()
         await self.upstreams.aclose()
 
     def _may_watch(self, request: Request) -> bool:
@@ -211,7 +246,7 @@ class Proxy:
     async def sfq_state(self, request: Request) -> Response:
         if not self._may_watch(request):
             return unauthorized("this proxy's state needs its events token: Authorization: Bearer <token>")
-        return JSONResponse(await self.scheduling.state())
+        return JSONResponse(self._with_limits(await self.scheduling.state()))
 
     async def sfq_events(self, request: Request) -> Response:
         if not self._may_watch(request):

@@ -84,7 +84,6 @@ class Dispatcher:
         self._queued: dict[int, Ticket] = {}
         self._next_req = 0
         self._started = time.monotonic()
-        self._last_t = 0.0  # the time of the last event published
         self._queued_by_user: Counter[str] = Counter()
         self._inflight_by_user: Counter[str] = Counter()
         self._users: set[str] = set()
@@ -112,8 +111,7 @@ class Dispatcher:
               **extras: Unpack[_Extras]) -> None:
         if v is not None:
             self.v = v
-        self._last_t = self.now() if at is None else at
-        event: Event = {"seq": None, "t": self._last_t, "kind": kind, "scheduler": SCHEDULER,
+        event: Event = {"seq": None, "t": self.now() if at is None else at, "kind": kind, "scheduler": SCHEDULER,
                         "request_id": None, "user": None, "cost": None, "v": v, "meter": meter, "deficit": None}
         if ticket is not None:
             event["request_id"] = ticket.request_id
@@ -156,15 +154,15 @@ class Dispatcher:
             ticket.settled.set_result(None)
             self._reset_if_idle()
 
-    def started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
+    def started(self, ticket: Ticket, engine_t: float, upstream: str, not_before: float) -> None:
         """The upstream's engine reported when the request began running (``engine_t``, Unix
         seconds): a ``start`` event at that time on this dispatcher's clock, but never before
-        the last event (the report comes after the events published meanwhile) nor after now
-        (the engine's clock may run ahead)."""
+        ``not_before``, the last event's (the report comes after the events published
+        meanwhile), nor after now (the engine's clock may run ahead)."""
         if ticket.stage is not Stage.RUNNING:
             return
         now = self.now()
-        self._emit("start", ticket, None, None, at=min(now, max(self._last_t, now - (time.time() - engine_t))), upstream=upstream)
+        self._emit("start", ticket, None, None, at=min(now, max(not_before, now - (time.time() - engine_t))), upstream=upstream)
 
     def _reset_if_idle(self) -> None:
         if self._sched.backlogged == 0:
@@ -203,6 +201,12 @@ class Dispatcher:
             self.cancel(ticket)
         elif ticket.stage is Stage.RUNNING:
             self.finish(ticket, output_tokens)
+
+    def resize(self, slots: int) -> None:
+        """Slots are now ``slots`` (``--slots auto``: the upstreams' limits changed); fewer stop
+        dispatches until enough requests end, more dispatch at once."""
+        self.slots = max(1, slots)
+        self._dispatch_while_free()
 
     def occupy(self, n: int) -> None:
         """``n`` slots are taken by requests this dispatcher does not run (a group replica's,

@@ -26,7 +26,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import GLOBAL, Event, ProxyState, UserState
+from sfqtui.protocol import GLOBAL, Event, ProxyState, UpstreamLimit, UserState
 from sfqtui.proxy.dispatcher import Ticket
 
 disable_created_metrics()
@@ -139,6 +139,9 @@ class _SchedulerGauges(Collector):
             value = state.get(key)
             if isinstance(value, (int, float)):
                 yield GaugeMetricFamily(name, text, value=value)
+        limits = state.get("limits")
+        if limits is not None:
+            yield from self._limits(limits)
         jain = self._metrics.fairness.jain()
         if jain is not None:
             yield GaugeMetricFamily("sfqtui_jain_index", JAIN_HELP, value=jain)
@@ -150,6 +153,21 @@ class _SchedulerGauges(Collector):
                 yield GaugeMetricFamily("sfqtui_bound_since_timestamp_seconds", "When the bound last changed (Unix time).", value=state["bound_since"])
             if bound == GLOBAL and isinstance(state.get("replicas"), int):  # a suspended replica does not know the group's size
                 yield GaugeMetricFamily("sfqtui_replicas", "Replicas in the group (absent while the bound is suspended).", value=state["replicas"])
+
+    @staticmethod
+    def _limits(limits: list[UpstreamLimit]) -> Iterator[Metric]:
+        """--slots auto: each upstream's limit and maximum, and what its engine's metrics said last."""
+        limit = GaugeMetricFamily("sfqtui_upstream_limit", "Requests this proxy sends the upstream at once (--slots auto: follows "
+                                  "its engine; the slots are their sum).", labels=["upstream"])
+        maximum = GaugeMetricFamily("sfqtui_upstream_limit_maximum", "The most the upstream's limit may grow to (auto:MAX).", labels=["upstream"])
+        waiting = GaugeMetricFamily("sfqtui_upstream_engine_waiting", "Requests waiting in the upstream engine's own queue, as its "
+                                    "metrics said last (absent: not read, or not exported).", labels=["upstream"])
+        for row in limits:
+            limit.add_metric([row["upstream"]], row["limit"])
+            maximum.add_metric([row["upstream"]], row["maximum"])
+            if row["waiting"] is not None:
+                waiting.add_metric([row["upstream"]], row["waiting"])
+        yield from (limit, maximum, waiting)
 
     def _queues(self, users: list[UserState], v: float | None) -> Iterator[Metric]:
         depth = GaugeMetricFamily("sfqtui_queue_depth", "Requests waiting in the user's queue.", labels=["user"])

@@ -20,7 +20,7 @@ from array import array
 from collections.abc import AsyncIterator, Callable
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import BOUND, BYE, MERGE, RUN, START, BoundEvent, ByeEvent, Event, RunEvent, gap_event
+from sfqtui.protocol import BOUND, BYE, RUN, TYPED_KINDS, BoundEvent, ByeEvent, Event, RunEvent, gap_event
 from sfqtui.proxy.sse import KEEPALIVE, frame
 
 MAX_FRAMES_PER_WRITE = 4096
@@ -62,11 +62,17 @@ class EventRing:
     def last_seq(self) -> int:
         return self.next_seq - 1
 
+    @property
+    def last_t(self) -> float:
+        """The time of the last event held (0 when none is)."""
+        return self._times[self.last_seq % self.size] if self.next_seq > self.first_seq else 0.0
+
     def publish(self, event: Event) -> None:
         """Number the event (sets its ``seq``), keep it, and wake the subscribers."""
         seq = self.next_seq
         event["seq"] = seq
-        data = frame(json.dumps(event, separators=(",", ":")), id=seq, event=START if event["kind"] == START else None)
+        kind = event["kind"]
+        data = frame(json.dumps(event, separators=(",", ":")), id=seq, event=kind if kind in TYPED_KINDS else None)
         if len(self._frames) < self.size:
             self._frames.append(data)
             self._times.append(event["t"])
@@ -87,7 +93,7 @@ class EventRing:
             self._floor = seq
             self._frames, self._times = [b""] * self.size, array("d", bytes(8 * self.size))
         position = seq % self.size
-        typed = b"event: %s\n" % MERGE.encode() if b'"kind":"merge"' in data else b""
+        typed = next((b"event: %s\n" % kind.encode() for kind in TYPED_KINDS if b'"kind":"%s"' % kind.encode() in data), b"")
         body = b"%sid: %d\ndata: %s\n\n" % (typed, seq, data)
         if position < len(self._frames):
             self._frames[position] = body

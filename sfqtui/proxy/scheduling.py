@@ -36,6 +36,18 @@ class Scheduling(Protocol):
 
     def weight(self, user: str) -> float: ...
 
+    def now(self) -> float:
+        """The events' clock: seconds since the run started."""
+        ...
+
+    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+        """``--slots auto``: the upstream's limit is now ``limit``, and the limits' sum ``total``."""
+        ...
+
+    def publish(self, event: Event) -> None:
+        """Put an event that is not the scheduler's own (an upstream's limit changed) in the stream."""
+        ...
+
     async def state(self) -> ProxyState:
         """The §8 snapshot, read now."""
         ...
@@ -81,7 +93,16 @@ class Alone:
 
     def started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
         """The upstream's engine reported when the request began running (Unix seconds)."""
-        self.dispatcher.started(ticket, engine_t, upstream)
+        self.dispatcher.started(ticket, engine_t, upstream, self.ring.last_t)
+
+    def now(self) -> float:
+        return self.dispatcher.now()
+
+    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+        self.dispatcher.resize(total)
+
+    def publish(self, event: Event) -> None:
+        self.ring.publish(event)
 
     async def state(self) -> ProxyState:
         return self.current_state()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.limits import LimitSettings
 from sfqtui.errors import InputError
 from sfqtui.proxy.keys import KeyBook
 
@@ -13,8 +14,10 @@ from sfqtui.proxy.keys import KeyBook
 @dataclass(frozen=True)
 class ProxySettings:
     upstreams: tuple[str, ...]
-    slots: int
+    slots: int  # with limits: the first limits' sum (the slots follow their sum after)
     keys: KeyBook
+    limits: LimitSettings | None = None  # --slots auto: each upstream's limit follows it (None: fixed --slots)
+    limit_from: str = "auto"  # --limit-from: auto, metrics or latency
     events_token: str | None = field(default=None, repr=False)
     ring_size: int = 100_000
     record: Path | None = None

@@ -6,6 +6,13 @@ that was refused or never opened in time was never delivered, so it is tried on 
 next upstream; anything else that goes wrong is the request's answer. Clients' API
 keys are never forwarded.
 
+With limits per upstream (``--slots auto``), a request goes to the upstream with the most
+room under its limit; a 503 (the engine's queue is full, vLLM's ``--max-num-queued-reqs``)
+was not served either: the upstream's limit backs off and the request, keeping its slot, is
+sent again after a pause (20 ms, doubling up to 0.5 s, and until an upstream has room under
+its limit) to whichever upstream has the most room then, until ``--upstream-timeout`` has
+passed; then the client gets that 503 as a 502.
+
 The proxy talks to its upstreams with aiohttp rather than httpx: its C parser and
 plain asyncio streams cost about a quarter of httpx's CPU per streamed chunk
 (``benchmarks/proxy_bench.py``), which is most of what the proxy adds to a request.
@@ -13,6 +20,7 @@ plain asyncio streams cost about a quarter of httpx's CPU per streamed chunk
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +33,8 @@ from sfqtui.proxy.errors import UpstreamError
 
 log = logging.getLogger("sfqtui.proxy")
 KEEP_IDLE_S = 4.0
+BUSY = 503  # the engine's queue is full: nothing was served
+FIRST_PAUSE_S, LONGEST_PAUSE_S = 0.02, 0.5
 
 
 def upstream_error(exc: BaseException) -> UpstreamError:
@@ -69,7 +79,7 @@ class UpstreamReply:
     def __init__(self, upstreams: Upstreams, index: int, response: aiohttp.ClientResponse) -> None:
         self.response = response
         self._upstreams = upstreams
-        self._index = index
+        self.index = index
         self.closed = False
 
     @property
@@ -91,7 +101,7 @@ class UpstreamReply:
 
     def failed(self, code: str) -> None:
         """The answer broke off (timeout, connection) after it had begun."""
-        self._upstreams.watch.failed(self._upstreams.labels[self._index], code)
+        self._upstreams.watch.failed(self._upstreams.labels[self.index], code)
 
     def interrupt(self, exc: Exception) -> None:
         """Make the read waiting on this response (if any) raise ``exc`` now."""
@@ -101,7 +111,7 @@ class UpstreamReply:
         if self.closed:
             return
         self.closed = True
-        self._upstreams.inflight[self._index] -= 1
+        self._upstreams.inflight[self.index] -= 1
         if self.response.content.at_eof():
             self.response.release()
         else:
@@ -111,6 +121,8 @@ class UpstreamReply:
 
 class Upstreams:
     def __init__(self, urls: Sequence[str], timeout_s: float, watch: UpstreamWatch | None = None) -> None:
+        """Without limits, least in flight first; ``limit_of`` (an upstream's limit, by index) and
+        ``busy`` (told an upstream's index when it answers 503) are set for ``--slots auto``."""
         if not urls:
             raise InputError("give at least one --upstream URL")
         if not timeout_s > 0:
@@ -119,6 +131,9 @@ class Upstreams:
         self.labels = [label_of(b) for b in self.bases]
         self.watch = watch or UpstreamWatch(lambda _u, _s: None, lambda _u, _c: None)
         self.inflight = [0] * len(self.bases)
+        self.limit_of: Callable[[int], int] | None = None
+        self.busy: Callable[[int], None] | None = None
+        self._timeout_s = timeout_s
         self._turn = 0
         connect = min(timeout_s, 10.0)  # name lookup and connection together, then the connection alone
         self._timeout = aiohttp.ClientTimeout(total=None, connect=connect, sock_connect=connect, sock_read=timeout_s)
@@ -136,13 +151,41 @@ class Upstreams:
         return self._session
 
     def _order(self) -> list[int]:
-        """Least in flight first; ties in turns, so idle upstreams share the load."""
+        """Least in flight first (with limits: the most room under its limit); ties in turns, so idle upstreams share the load."""
         n = len(self.bases)
         self._turn = (self._turn + 1) % n
-        return sorted(range(n), key=lambda i: (self.inflight[i], (i - self._turn) % n))
+        limit_of = self.limit_of
+        if limit_of is None:
+            return sorted(range(n), key=lambda i: (self.inflight[i], (i - self._turn) % n))
+        return sorted(range(n), key=lambda i: (self.inflight[i] - limit_of(i), (i - self._turn) % n))
 
     async def open(self, method: str, path: str, body: bytes | None = None, stream: bool = False) -> UpstreamReply:
-        """Send a request and return once its status and headers are in; the body is read from the reply."""
+        """Send a request and return once its status and headers are in; the body is read from the reply.
+        With ``busy`` set, a 503 is sent again after a pause (the module's docstring)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout_s
+        pause = FIRST_PAUSE_S
+        while True:
+            reply = await self._open_once(method, path, body, stream)
+            if reply.status != BUSY or self.busy is None or loop.time() + pause > deadline:
+                return reply
+            self.busy(reply.index)
+            try:
+                await reply.response.read()  # a few bytes: the connection stays open for the next request
+            except FAILURES:
+                pass
+            await reply.aclose()
+            await asyncio.sleep(pause)
+            while not self._room() and loop.time() + pause <= deadline:
+                await asyncio.sleep(pause)  # rare (a 503 just cut a limit), and never on a request's path otherwise
+            pause = min(2 * pause, LONGEST_PAUSE_S)
+
+    def _room(self) -> bool:
+        """Some upstream has fewer requests in flight than its limit."""
+        limit_of = self.limit_of
+        return limit_of is None or any(self.inflight[i] < limit_of(i) for i in range(len(self.bases)))
+
+    async def _open_once(self, method: str, path: str, body: bytes | None, stream: bool) -> UpstreamReply:
         headers = {"content-type": "application/json", "accept": "text/event-stream" if stream else "application/json"}
         session = self._client()
         for index in self._order():
@@ -163,7 +206,9 @@ class Upstreams:
                     raise failure from exc
                 raise
             self.watch.answered(self.labels[index], time.perf_counter() - sent)
-            if response.status >= 500:
+            if response.status == BUSY and self.busy is not None:
+                self.watch.failed(self.labels[index], "busy")
+            elif response.status >= 500:
                 self.watch.failed(self.labels[index], f"http_{response.status}")
             return UpstreamReply(self, index, response)
         raise UpstreamError(502, "upstream_unreachable", "no upstream server accepted the connection")

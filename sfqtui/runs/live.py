@@ -59,6 +59,7 @@ class LiveState:
     new_run_since: float | None = None  # when the proxy run followed started, once the proxy restarted while attached
     ended_at: float | None = None  # an earlier proxy run: ended by then (the next one's start)
     bound: Bound | None = None  # a run of a group: whether the group's bound holds, as last heard
+    limits: dict[str, int] | None = None  # a proxy with --slots auto: each upstream's limit, as last heard
     following: bool = True  # the cursor follows the newest event
     violations: list[Violation] = field(default_factory=list)  # from the stream's audit, by seq
 

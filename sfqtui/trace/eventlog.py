@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.estimator import Pricing
-from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, EventRows
+from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, REASONS, EventRows
 from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
 from sfqtui.paths import atomic_output
@@ -31,6 +31,7 @@ from sfqtui.trace.schema import LOG_COLUMNS, LOG_EXTRAS, LOG_SCHEMA, METADATA_KE
 from sfqtui.trace.write import read_metadata
 
 KIND_NAMES = pa.array(KINDS, pa.string())
+REASON_NAMES = pa.array(REASONS, pa.string())
 _NUMPY = {"d": np.float64, "b": np.int8, "q": np.int64, "i": np.int32}
 
 
@@ -118,7 +119,8 @@ class ChunkEncoder:
     ``ratio`` (the estimator ratio that priced it), ``est_output`` (the output tokens it
     was charged for), both when an estimator was in use, and ``credit`` (the DRR deficit
     it was sent against); on completions, ``output_tokens`` (the actual output, when the
-    trace has it).
+    trace has it). A replay with the engine model adds ``upstream`` (the engine, "0", "1",
+    ...: on dispatch, start and complete rows), ``limit`` and ``reason`` (on limit rows).
     """
 
     def __init__(self, scheduler: str, credit: bool = False, users: Sequence[str] | None = None) -> None:
@@ -167,6 +169,10 @@ class ChunkEncoder:
         if requests.output_tokens is not None:
             actual = requests.output_tokens.take(req_index)
             columns["output_tokens"] = pc.if_else(pc.equal(kind, COMPLETE), actual, pa.scalar(None, pa.int64()))
+        if layout.present("upstream"):
+            columns["upstream"] = _null_below_0(pa.array(packed["upstream"])).cast(pa.string())
+            columns["limit"] = _null_below_0(pa.array(packed["limit"]))
+            columns["reason"] = REASON_NAMES.take(_null_below_0(pa.array(packed["reason"])))
         return pa.table(columns)
 
     def _user_names(self, kind: pa.DataType) -> pa.Array:
@@ -180,7 +186,7 @@ class ChunkEncoder:
 # The columns with few distinct values, which Parquet dictionary-encodes. Every other column
 # is nearly all distinct (ids, times, meters): trying a dictionary there only costs time
 # before the writer falls back to plain pages (and those come out larger).
-_DICTIONARY_ENCODED = ("kind", "scheduler", "user", "replica", "weight")
+_DICTIONARY_ENCODED = ("kind", "scheduler", "user", "replica", "weight", "upstream", "reason")
 
 
 class EventLogWriter:

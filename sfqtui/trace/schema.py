@@ -49,14 +49,17 @@ LOG_EXTRAS = pa.schema(
         ("since_seq", pa.int64()),  # a live group's merge row: the last seq the replica saw before it served on its own
         ("upstream", pa.string()),  # start and limit rows: which engine ("0", "1", ... in a replay; the upstream's name in a proxy)
         ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
-        ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, latency, backoff, maximum)
+        ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, room, latency, backoff, maximum)
     ]
 )
 # The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);
 # 2: est_output and output_tokens added; 3: a replicated replay's log (semantics §11): the
 # replica column and sync rows. A one-scheduler log is still written as format 2, so it
-# reads in versions that know nothing of replicas.
+# reads in versions that know nothing of replicas. 4: a log with start and limit rows and the
+# upstream, limit and reason columns (a replay with the engine model); any other log is
+# still written as format 2 or 3.
 LOG_FORMAT = 2
 REPLICATED_LOG_FORMAT = 3
-NEWEST_LOG_FORMAT = REPLICATED_LOG_FORMAT  # the newest this version reads
+ENGINE_LOG_FORMAT = 4
+NEWEST_LOG_FORMAT = ENGINE_LOG_FORMAT  # the newest this version reads
 METADATA_KEY = b"sfqtui"

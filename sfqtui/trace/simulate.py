@@ -19,7 +19,7 @@ from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.trace.chunks import TraceChunk, TraceSource
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter, RequestColumns
 from sfqtui.trace.load import LoadedTrace
-from sfqtui.trace.schema import LOG_FORMAT, REPLICATED_LOG_FORMAT
+from sfqtui.trace.schema import ENGINE_LOG_FORMAT, LOG_FORMAT, REPLICATED_LOG_FORMAT
 
 Progress = Callable[[int, int], None]
 _END = object()
@@ -122,7 +122,7 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
     replicated = config.replicas.replicated
     meta: dict[str, Any] = {
         "sfqtui_version": __version__,
-        "format": REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
+        "format": ENGINE_LOG_FORMAT if config.engine is not None else REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
         "trace": str(source.path),
         "requests": len(replay.requests),
         "scheduler": config.scheduler,
@@ -141,6 +141,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
         meta["service_model"] = asdict(config.service)
     if replicated:
         meta["replicas"] = config.replicas.metadata(config.slots)
+    if config.engine is not None:
+        meta["engine"] = config.engine.metadata()
     return meta
 
 

@@ -218,7 +218,8 @@ class ReplaySource:
         where = f", {replicas.describe()}" if replicas.replicated else ""
         self.metadata = replay_metadata(self.replay, self.loaded)
         priced = f", {REPRICED}" if self.metadata.get("repriced") else ""
-        self.title = f"{self.loaded.path.name}, {self.scheduler}, {counted(self.config.slots, 'slot')}{where}{priced}"
+        engines = f", on {self.config.engine.describe()}" if self.config.engine is not None else ""
+        self.title = f"{self.loaded.path.name}, {self.scheduler}, {counted(self.config.slots, 'slot')}{where}{priced}{engines}"
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
         yield from replay_batches(self.replay, self.loaded, value_column(self.scheduler), self.chunk)

@@ -1,6 +1,7 @@
 """The guide's screenshots come from the app itself; the script that makes them must keep working."""
 
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,20 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert f"```bash\n{ci}\n```" in readme
+
+
+
+def test_the_architecture_picture_is_drawn_from_the_code(tmp_path: Path) -> None:
+    """docs/architecture.md shows every part of the package as docs/make_architecture_picture.py draws it from the code."""
+    script = ROOT / "docs" / "make_architecture_picture.py"
+    out = tmp_path / "parts.svg"
+    subprocess.run([sys.executable, str(script), str(out)], check=True, capture_output=True)
+    assert out.read_text().lstrip().startswith("<?xml")
+    drawing = runpy.run_path(str(script))
+    drawn = {name for row in drawing["LAYERS"] for name in row} | set(drawing["BESIDE"])
+    package = ROOT / "sfqtui"
+    parts = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    parts |= {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
+    assert drawn == parts, "a part of the package is missing from the picture (or the picture names one that is gone)"
+    assert "](img/architecture/parts.svg)" in (ROOT / "docs" / "architecture.md").read_text()
+    assert (ROOT / "docs" / "img" / "architecture" / "parts.svg").is_file()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from sfqtui.core.analysis.audit import GrowingAudit
 from sfqtui.core.analysis.engine_starts import Passing, StartView
+from sfqtui.core.analysis.engine_waits import EngineWaits
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
@@ -91,6 +92,7 @@ class FairnessReport:
     # pairs of requests of two users started out of dispatch order.
     at_engine_start: FairnessReport | None = None
     out_of_dispatch_order: Passing | None = None
+    waits: EngineWaits | None = None  # a replay on the engine model: each user's waits to dispatch and in the engines' queues
 
     def share(self, user: str) -> float:
         total = sum(f.congested_charged for f in self.users.values())
@@ -113,9 +115,11 @@ class FairnessReport:
         return {"gap": gap.gap, "ahead": gap.ahead, "behind": gap.behind, "start_t": gap.start_t, "end_t": gap.end_t, "exact": self.gap_exact}
 
     def _users(self, served: str) -> dict[str, object]:
+        waits = self.waits
         return {
             u: {served: f.dispatched, "charged": f.charged, "share_congested": self.share(u), "wait_p50": f.wait_quantile(0.5),
                 "wait_p99": f.wait_quantile(0.99)}
+            | ({"engine_waits": waits.users[u].as_dict()} if waits is not None and u in waits.users else {})
             for u, f in sorted(self.users.items())
         }
 
@@ -313,17 +317,23 @@ def _worst_gap(episodes: Episodes, history: DispatchHistory) -> tuple[Gap | None
 
 
 def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[int], None] | None = None,
-                       gains: bool = False, at_engine_start: bool = False) -> FairnessReport:
+                       gains: bool = False) -> FairnessReport:
     """Replay ``trace`` under ``config`` and compute its fairness figures (what `compare`
     prints for one scheduler), chunk by chunk as the replay goes. ``progress`` gets the
     number of requests arrived so far. With ``gains``, also the worst gain of §3.3 where
-    the scheduler's audit bounds it (only SFQ's rules measure it). With ``at_engine_start``
-    (a replay that runs the engine model), also the figures over its start rows."""
+    the scheduler's audit bounds it (only SFQ's rules measure it). A replay on the engine
+    model also gets the figures over its start rows, and each user's waits."""
     run = Replay(trace, config)
     measured = gains and traits(config.scheduler).audit == "sfq"
-    tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None, at_engine_start=at_engine_start)
+    tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None, at_engine_start=config.engine is not None)
+    waits = EngineWaits() if config.engine is not None else None
     for columns, arrived in run.chunks():
-        tally.feed(rows_from_replay(columns, trace, config.scheduler))
+        rows = rows_from_replay(columns, trace, config.scheduler)
+        tally.feed(rows)
+        if waits is not None:
+            waits.feed(rows)
         if progress is not None:
             progress(arrived)
-    return tally.report(config.scheduler)
+    report = tally.report(config.scheduler)
+    report.waits = waits
+    return report

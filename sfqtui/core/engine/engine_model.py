@@ -58,15 +58,25 @@ class EngineModel:
     @classmethod
     def load(cls, path: Path) -> EngineModel:
         """The model saved as JSON in ``path`` (an object of as_dict's keys, any of them)."""
+        return cls.load_fitted(path)[0]
+
+    @classmethod
+    def load_fitted(cls, path: Path, option: str = "--model-file") -> tuple[EngineModel, dict[str, Any] | None]:
+        """The model saved as JSON in ``path``, and what its ``"fit"`` key says of how it was
+        fitted (an object a fit writes beside the parameters; None when there is none).
+        Errors name the file as ``option`` gave it."""
         try:
             values = json.loads(path.read_text())
         except OSError as exc:
-            raise InputError(f"--model-file {path}: {exc.strerror or exc}") from None
+            raise InputError(f"{option} {path}: {exc.strerror or exc}") from None
         except ValueError as exc:
-            raise InputError(f"--model-file {path}: not JSON ({exc})") from None
+            raise InputError(f"{option} {path}: not JSON ({exc})") from None
         if not isinstance(values, dict):
-            raise InputError(f"--model-file {path}: expected a JSON object of engine parameters")
+            raise InputError(f"{option} {path}: expected a JSON object of engine parameters")
+        fit = values.pop("fit", None)
+        if fit is not None and not isinstance(fit, dict):
+            raise InputError(f"{option} {path}: \"fit\" must be a JSON object (how the model was fitted)")
         try:
-            return cls.from_dict(values)
+            return cls.from_dict(values), fit
         except InputError as exc:
-            raise InputError(f"--model-file {path}: {exc}") from None
+            raise InputError(f"{option} {path}: {exc}") from None

@@ -13,10 +13,18 @@ from struct import Struct
 # concurrency limit changed (`upstream`, `limit`, `reason`).
 KINDS: tuple[str, ...] = ("arrive", "dispatch", "complete", "idle_reset", "cancel", "gap", "sync", "merge", "start", "limit")
 ARRIVE, DISPATCH, COMPLETE, IDLE_RESET, CANCEL, GAP, SYNC, MERGE, START, LIMIT = range(len(KINDS))
+# The kinds no scheduler writes: what the engines and their limits did (no v, no meter).
+ENGINE_KINDS = frozenset(("start", "limit"))
 
 # The fields of a packed row, in order: the request is its trace index (-1: none), the
 # replica -1 for none, the user its code (-1: none).
 FIELDS: tuple[str, ...] = ("t", "kind", "req", "cost", "v", "meter", "deficit", "credit", "replica", "user")
+# The fields a replay with the engine model adds after FIELDS (-1: none): the engine of a
+# start row (or of a request's other rows once it was sent to one), and a limit row's new
+# limit and the code of its reason in REASONS.
+ENGINE_FIELDS: tuple[str, ...] = ("upstream", "limit", "reason")
+# Why a limit changed (a limit row's reason), by code.
+REASONS: tuple[str, ...] = ("start", "queue", "kv", "stale", "room", "latency", "backoff", "maximum")
 _NUMBERS = ("cost", "v", "meter", "deficit", "credit")  # float fields; NaN is null
 _ABSENT = "?"  # a field this scheduler never fills: struct stores any object as one ignored byte
 
@@ -31,27 +39,33 @@ class EventLayout:
     """
 
     formats: tuple[str, ...]
+    names: tuple[str, ...] = FIELDS  # FIELDS, then ENGINE_FIELDS in a replay with the engine model
 
     @classmethod
-    def of(cls, v: bool, reading: str | None, credit: bool, replicated: bool) -> EventLayout:
+    def of(cls, v: bool, reading: str | None, credit: bool, replicated: bool, engines: bool = False) -> EventLayout:
         """The layout for a scheduler that fills v (``v``), the meter or deficit (``reading``),
-        the credit of its dispatches (``credit``), and for a replay of several replicas."""
+        the credit of its dispatches (``credit``), for a replay of several replicas, and for
+        one with the engine model (``engines``: rows carry ENGINE_FIELDS too)."""
         filled = {"v": v, "meter": reading == "meter", "deficit": reading == "deficit", "credit": credit, "cost": True}
         formats = {"t": "d", "kind": "b", "req": "q", "replica": "i" if replicated else _ABSENT, "user": "i"}
         formats.update({name: "d" if filled[name] else _ABSENT for name in _NUMBERS})
-        return cls(tuple(formats[name] for name in FIELDS))
+        if not engines:
+            return cls(tuple(formats[name] for name in FIELDS))
+        formats.update({"upstream": "i", "limit": "q", "reason": "b"})
+        names = FIELDS + ENGINE_FIELDS
+        return cls(tuple(formats[name] for name in names), names)
 
     @cached_property
     def struct(self) -> Struct:
         return Struct("=" + "".join(self.formats))
 
     def present(self, name: str) -> bool:
-        return self.formats[FIELDS.index(name)] != _ABSENT
+        return name in self.names and self.formats[self.names.index(name)] != _ABSENT
 
     def fields(self) -> list[tuple[str, str, int]]:
         """(name, struct code, byte offset) of every field that holds a value."""
         out, offset = [], 0
-        for name, code in zip(FIELDS, self.formats):
+        for name, code in zip(self.names, self.formats):
             if code != _ABSENT:
                 out.append((name, code, offset))
             offset += Struct("=" + code).size
@@ -75,8 +89,8 @@ class EventRows:
         """The events as Python columns, None for null."""
         layout = self.layout
         n = len(self)
-        unpacked = list(zip(*self.layout.struct.iter_unpack(self.data))) if n else [()] * len(FIELDS)
-        by_name = dict(zip(FIELDS, unpacked))
+        unpacked = list(zip(*self.layout.struct.iter_unpack(self.data))) if n else [()] * len(layout.names)
+        by_name = dict(zip(layout.names, unpacked))
         nothing: list[None] = [None] * n
 
         def numbers(name: str) -> Sequence[float | None]:
@@ -89,6 +103,9 @@ class EventRows:
             numbers("deficit"), numbers("credit"),
             replica=by_name["replica"] if layout.present("replica") else None,
             user=by_name["user"] if layout.present("replica") else None,
+            upstream=by_name["upstream"] if layout.present("upstream") else None,
+            limit=by_name["limit"] if layout.present("upstream") else None,
+            reason=by_name["reason"] if layout.present("upstream") else None,
         )
 
 
@@ -102,7 +119,8 @@ class EventColumns:
     ``credit`` (the DRR deficit a dispatch was sent against) are ``None`` except on
     dispatches; so are ``ratio`` and ``est_output`` (what the estimator priced a dispatch
     with), which are ``None`` altogether when no estimator priced the replay. ``replica``
-    and ``user`` (codes, -1: none) only in a replay of several replicas.
+    and ``user`` (codes, -1: none) only in a replay of several replicas. ``upstream``,
+    ``limit`` and ``reason`` (ENGINE_FIELDS, -1: none) only in a replay with the engine model.
     """
 
     start: int
@@ -118,6 +136,9 @@ class EventColumns:
     est_output: Sequence[float | None] | None = None
     replica: Sequence[int] | None = None
     user: Sequence[int] | None = None
+    upstream: Sequence[int] | None = None
+    limit: Sequence[int] | None = None
+    reason: Sequence[int] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)

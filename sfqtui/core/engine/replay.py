@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
 
 from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
+from sfqtui.core.engine.engine_replay import run_with_engines
+from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventColumns, EventLayout, EventLog
 from sfqtui.core.engine.gcpause import CollectorPause
@@ -37,6 +39,7 @@ class ReplayConfig:
     renormalise_every: int | None = None
     replicas: ReplicaSettings = ONE_REPLICA
     reprice: bool = False  # price with the estimator even when the trace has a cost column (a what-if)
+    engine: EngineSettings | None = None  # run the engine model behind the slots instead of fixed service times
 
     def __post_init__(self) -> None:
         found = traits(self.scheduler)
@@ -86,7 +89,7 @@ class Replay:
                                  "'input_tokens'; this trace has only costs")
             self.estimator = CostEstimator(config.estimator, self.window, columns)
             self.cost_source = "oracle" if config.estimator.oracle else "estimator"
-        self.service_source = "column" if "service_s" in columns else "model"
+        self.service_source = "engine model" if config.engine is not None else "column" if "service_s" in columns else "model"
         self.quantum = config.quantum
         if self.traits.needs_quantum and self.quantum is None:
             self.quantum = self.largest_cost()
@@ -101,7 +104,8 @@ class Replay:
         if config.renormalise_every and self.traits.renormalisable:
             self._check_renormalisable()
         traits_ = self.traits
-        layout = EventLayout.of(traits_.virtual_time, traits_.reading, "credit" in traits_.extra_columns, replicas.replicated)
+        layout = EventLayout.of(traits_.virtual_time, traits_.reading, "credit" in traits_.extra_columns, replicas.replicated,
+                                engines=config.engine is not None)
         self.log = EventLog(layout)
         # Several replicas: the layer that routes, names replicas and exchanges charges (None: one scheduler).
         self.group = ReplicaGroup(replicas, self.requests.users, weights, self.schedulers, self.log) if replicas.replicated else None
@@ -192,7 +196,14 @@ class Replay:
         return estimator.input_charge if self._complete_charge is not None else estimator.cost
 
     def run(self, chunk: int = CHUNK) -> Iterator[int]:
-        """Replay to the end, yielding the number of requests arrived every ``chunk`` events.
+        """Replay to the end, yielding the number of requests arrived every ``chunk`` events:
+        on fixed service times, or on the engine model when the config has one (its own loop)."""
+        if self.config.engine is not None:
+            return run_with_engines(self, self.config.engine, chunk)
+        return self._run_slots(chunk)
+
+    def _run_slots(self, chunk: int) -> Iterator[int]:
+        """Replay on fixed service times (semantics §2).
 
         One loop for one scheduler and for several replicas: each pool (a scheduler and its
         slots) dispatches in index order; a replicated replay's group routes arrivals to a

@@ -6,7 +6,9 @@ lessons take, so one SFQ can be stepped beside a replicated run:
     SCHEDULER[@SETTING=VALUE,SETTING=VALUE,...]
 
 Settings: ``replicas=K`` (also ``k=K``), ``router=hash|random|round-robin|least-loaded``,
-``share=none|global|sync:T[,D]``, ``seed=N``. A spec says what differs from the run it is
+``share=none|global|sync:T[,D]``, ``seed=N``, ``slots=N``, and ``engines=N`` (a replay on
+the engine model: N engines of the compared run's model, or of `sfqtui engine`'s default
+model when that run has none). A spec says what differs from the run it is
 compared with: a setting it does not give is that run's. Several specs are separated
 by commas: after an ``@``, a part with ``=`` is one more setting of the same spec, a bare
 number right after ``share=sync:T`` is its delay D, and any other part starts the next
@@ -18,24 +20,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 
-SETTINGS = ("replicas", "router", "share", "seed")
+SETTINGS = ("replicas", "router", "share", "seed", "slots", "engines")
 _ALIASES = {"k": "replicas"}
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A scheduler and the replica settings given for it (None: the compared run's)."""
+    """A scheduler and the replica, slot and engine settings given for it (None: the compared run's)."""
 
     scheduler: str
     replicas: int | None = None
     router: str | None = None
     share: Share | None = None
     seed: int | None = None
+    slots: int | None = None
+    engines: int | None = None
 
     @classmethod
     def parse(cls, text: str) -> RunSpec:
@@ -61,6 +67,8 @@ class RunSpec:
                 router=given.get("router"),
                 share=Share.parse(given["share"]) if "share" in given else None,
                 seed=_whole(given["seed"], "seed", text) if "seed" in given else None,
+                slots=_whole(given["slots"], "slots", text) if "slots" in given else None,
+                engines=_whole(given["engines"], "engines", text) if "engines" in given else None,
             )
             spec.replica_settings(ReplicaSettings())  # the router name and the count, checked now
         except ValueError as exc:
@@ -78,7 +86,7 @@ class RunSpec:
     @property
     def plain(self) -> bool:
         """Only a scheduler: no replica setting of its own."""
-        return self.replicas is None and self.router is None and self.share is None and self.seed is None
+        return all(value is None for value in (self.replicas, self.router, self.share, self.seed, self.slots, self.engines))
 
     def replica_settings(self, base: ReplicaSettings) -> ReplicaSettings:
         """``base`` with the settings this spec gives."""
@@ -90,16 +98,32 @@ class RunSpec:
         )
 
     def config(self, base: ReplayConfig) -> ReplayConfig:
-        """The replay of ``base`` under this spec's scheduler and replica settings; InputError
-        when they do not fit its slots (fewer than the replicas) or its scheduler."""
+        """The replay of ``base`` under this spec's scheduler, replica, slot and engine settings;
+        InputError when they do not fit its slots (fewer than the replicas) or its scheduler."""
+        engine = base.engine
+        if self.engines is not None:
+            engine = EngineSettings(EngineModel(), self.engines) if engine is None else replace(engine, engines=self.engines)
         try:
-            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas))
+            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas),
+                           slots=base.slots if self.slots is None else self.slots, engine=engine)
         except ValueError as exc:
             raise InputError(f"run spec {self}: {exc}") from None
 
+    def changes(self, base: ReplayConfig) -> dict[str, object]:
+        """The ReplayConfig fields that differ in this spec's replay of ``base``: the scheduler
+        and replicas always, the slots and engines only when the spec gives them."""
+        config = self.config(base)
+        changed: dict[str, object] = {"scheduler": config.scheduler, "replicas": config.replicas}
+        if self.slots is not None:
+            changed["slots"] = config.slots
+        if self.engines is not None:
+            changed["engine"] = config.engine
+        return changed
+
     def __str__(self) -> str:
-        settings = [f"{key}={value}" for key, value in (("replicas", self.replicas), ("router", self.router),
-                                                        ("share", self.share), ("seed", self.seed)) if value is not None]
+        settings = [f"{key}={value}" for key, value in (("replicas", self.replicas), ("router", self.router), ("share", self.share),
+                                                        ("seed", self.seed), ("slots", self.slots), ("engines", self.engines))
+                    if value is not None]
         return self.scheduler + ("@" + ",".join(settings) if settings else "")
 
 

@@ -42,7 +42,7 @@ class GroupBase(ABC):
     """A replica's fields, which every part reads and changes; ``Group`` puts the parts together."""
 
     def __init__(self, url: str, address: str, slots: int, ring: EventRing, weights: dict[str, float], estimator: EstimatorParams,
-                 lease_s: float, timeout_s: float, metrics: ProxyMetrics) -> None:
+                 lease_s: float, timeout_s: float, metrics: ProxyMetrics, auto_maximum: int | None = None) -> None:
         self.store = Store(url, timeout_s, metrics.store_call)
         self.batch = Batch(self.store, lambda: (self.run, self.replica), self._answered)
         self.shown_url = redacted(url)
@@ -54,7 +54,7 @@ class GroupBase(ABC):
         self.lease_s = lease_s
         self.metrics = metrics
         self.incarnation = secrets.token_hex(8)
-        self.settings_json = group_settings(slots, ring.size, estimator)
+        self.settings_json = group_settings(slots, ring.size, estimator, auto_maximum)
         self.run = ""
         self.started = 0.0
         self.replica = ""

@@ -7,13 +7,13 @@ import asyncio
 from collections.abc import Hashable
 from typing import Any
 
-from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, ProxyState
+from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, Event, ProxyState
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, StoreAway
 from sfqtui.proxy.group.base import GroupTicket
 from sfqtui.proxy.group.following import Following
 from sfqtui.proxy.group.membership import Membership
-from sfqtui.proxy.group.suspension import Suspension
+from sfqtui.proxy.group.suspension import Suspension, share_of
 from sfqtui.proxy.group.wire import packed, snapshot
 from sfqtui.proxy.store.replies import Answered, Dispatched, Refused
 
@@ -140,6 +140,20 @@ class Group(Membership, Following, Suspension):
             self.suspend(str(exc))
         elif exc is not None:
             raise exc
+
+    # Limits (--slots auto)
+
+    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+        """The group's pool is the sum of its upstreams' limits, in the store (a replica that has
+        not joined yet writes them once it has); a suspended replica's local SFQ takes its share at once."""
+        self.slots = total
+        if self.local is not None:
+            self.local.resize(share_of(total, self.replicas, self.replica))
+        if self.mode == GLOBAL and self.replica and not self.closing:
+            self.batch.add("l", upstream, limit).add_done_callback(self._failed)
+
+    def publish(self, event: Event) -> None:
+        """A group's stream is the store's, numbered there: a replica's own events are not in it."""
 
     # The snapshot, and draining
 

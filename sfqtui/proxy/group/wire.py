@@ -31,10 +31,13 @@ def as_text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def group_settings(slots: int, ring: int, estimator: EstimatorParams) -> str:
-    """What every replica of a group must share, as the store keeps it (JSON)."""
+def group_settings(slots: int, ring: int, estimator: EstimatorParams, auto_maximum: int | None = None) -> str:
+    """What every replica of a group must share, as the store keeps it (JSON). With ``--slots
+    auto:MAX`` (``auto_maximum``), slots 0: the store's slots are then the sum of the limits the
+    replicas write (``pool``)."""
     priced = {k: v for k, v in estimator.as_dict().items() if k != "oracle"}
-    return json.dumps({"slots": slots, "ring": ring, "estimator": priced, "layout": STORE_LAYOUT}, sort_keys=True)
+    fixed = {"slots": slots} if auto_maximum is None else {"slots": 0, "auto_maximum": auto_maximum}
+    return json.dumps({**fixed, "ring": ring, "estimator": priced, "layout": STORE_LAYOUT}, sort_keys=True)
 
 
 def snapshot(reply: Snapshot) -> ProxyState:

@@ -112,6 +112,13 @@ class BoundChanged(RunMessage):
 
 
 @dataclass
+class LimitsChanged(RunMessage):
+    """A proxy with --slots auto: each upstream's limit (their sum is the slots)."""
+
+    limits: dict[str, int]
+
+
+@dataclass
 class ProxyRunStarted(RunMessage):
     """A live source follows a proxy run: the first, or a new one after a restart (its
     events follow, from seq 0 and an empty state)."""

@@ -29,6 +29,7 @@ from sfqtui.ui.loading.messages import (
     ChartReady,
     ConnectionChanged,
     EventsLoaded,
+    LimitsChanged,
     LiveAudit,
     LoadFailed,
     LoadFinished,
@@ -175,6 +176,9 @@ class OpenRuns:
                 self._proxy_run_started(run, message)
             case BoundChanged() if run.live is not None:
                 run.live.bound = message.bound
+                self._screen.refresh_views()
+            case LimitsChanged() if run.live is not None:
+                run.live.limits, run.slots = message.limits, sum(message.limits.values())
                 self._screen.refresh_views()
             case LiveAudit() if run.live is not None:
                 self._say(self.live.audited(run, run.live, message.violations, message.stopped))

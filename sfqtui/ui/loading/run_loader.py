@@ -38,6 +38,7 @@ from sfqtui.ui.loading.messages import (
     ChartReady,
     ConnectionChanged,
     EventsLoaded,
+    LimitsChanged,
     LiveAudit,
     LoadFailed,
     LoadFinished,
@@ -169,6 +170,8 @@ class RunLoader:
             builder = CheckpointBuilder()
         if notice.bound is not None:
             post(BoundChanged(run.key, notice.bound))
+        if notice.limits is not None:
+            post(LimitsChanged(run.key, notice.limits))
         if notice.violations is not None or notice.audit_stopped is not None:
             post(LiveAudit(run.key, notice.violations or [], notice.audit_stopped))
         if notice.window is not None:

@@ -57,12 +57,21 @@ class StatusLine(TextView):
             always("  "),
             *seq_position(table, frame.k),
             kind_part(frame, ("dispatch", "idle_reset")),
-            *(() if one else (part(8, f"  in flight {count(s.inflight)}/{slots}", f"  slots {count(s.inflight)}/{slots}"),
+            *(() if one else (self._slots(frame, slots),
                               part(8, f"  waiting {count(s.queued_total)}", f"  wait {count(s.queued_total)}"))),
             *self._play(frame),
             part(9, Text(f"  loading {percent(frame.loaded, 0)}", "yellow") if frame.loading and frame.loaded is not None else ""),
         ]
         self.set_text([FittedLine(parts)])
+
+    @staticmethod
+    def _slots(frame: Frame, slots: str) -> Part:
+        """Slots in flight, of how many; with --slots auto, ``slots auto``, and each upstream's limit when there are several."""
+        inflight = count(frame.state.inflight)
+        if not frame.limits:
+            return part(8, f"  in flight {inflight}/{slots}", f"  slots {inflight}/{slots}")
+        each = f" ({'+'.join(count(n) for n in frame.limits.values())})" if len(frame.limits) > 1 else ""
+        return part(8, f"  in flight {inflight}/{slots} slots auto{each}", f"  slots auto {inflight}/{slots}")
 
     @staticmethod
     def _connection(frame: Frame) -> tuple[Part, ...]:

@@ -19,12 +19,9 @@ from sfqtui.core.analysis.audit.sfq import Published, SFQRules
 from sfqtui.core.analysis.audit.snapshot import Snapshot
 from sfqtui.core.analysis.audit.structure import StructureRules
 from sfqtui.core.analysis.audit.vtc import VTCRules
+from sfqtui.core.engine.events import ENGINE_KINDS
 from sfqtui.core.log.rows import LogRows, chunks_of, without_kinds
 from sfqtui.core.schedulers.registry import REGISTRY
-
-# An engine's rows (a request began running; an upstream's limit changed): they move no scheduler
-# state, so only the structure rules read them.
-ENGINE_KINDS = ("start", "limit")
 
 __all__ = ["AuditReport", "GrowingAudit", "Replicas", "Snapshot", "StructureRules", "Violation", "audit", "by_seq"]
 
@@ -65,6 +62,7 @@ class GrowingAudit:
             self._rule_sets.append(own)
 
     def feed(self, rows: LogRows) -> None:
+        # An engine's rows move no scheduler state: only the structure rules read them.
         self._structure.feed(rows)
         scheduled = without_kinds(rows, ENGINE_KINDS)
         for rule_set in self._rule_sets[1:]:

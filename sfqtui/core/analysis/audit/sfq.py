@@ -22,6 +22,7 @@ from sfqtui.core.analysis.audit.backlogged import smallest_backlogged, wrong_pic
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, Suspension, weight_at
 from sfqtui.core.analysis.audit.snapshot import Snapshot
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
+from sfqtui.core.engine.events import ENGINE_KINDS
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, count, distinct, exact
 
@@ -122,6 +123,8 @@ class SFQRules(RuleSet):
     def _feed(self, rows: LogRows, first: int) -> None:
         add = self.findings.add
         for k, (seq, kind, user, v_row, m_row) in enumerate(zip(rows.seq, rows.kind, rows.user, rows.v, rows.meter)):
+            if kind in ENGINE_KINDS:  # the engine's doings: no reading of the scheduler's state
+                continue
             if v_row is None:
                 add("§3.1 (1)", seq, f"{kind} row has no v")
                 continue

@@ -7,7 +7,9 @@
 --        (dispatched by the replica on its own while the store was away) and only the slot is
 --        given back (the request may be '');
 --   'x', request: its client went away while it was queued (or the replica is draining); if a
---        dispatch got there first it is completed as abandoned, charged; if it had ended, nothing.
+--        dispatch got there first it is completed as abandoned, charged; if it had ended, nothing;
+--   'l', upstream, limit: --slots auto: the upstream's limit is now this (the group's slots are the
+--        limits' sum; the replicas in front of one upstream read the same engine, the last word stands).
 -- Reply: {'ok', {request id, cost, ...} dispatched for this replica}, or {'run'} / {'gone'}.
 local ok, refusal = F.enter(ARGV[1], ARGV[2])
 if not ok then return refusal end
@@ -28,6 +30,10 @@ while a <= #ARGV do
       if redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, tonumber(ARGV[a + 2]), nil) end
     end
     a = a + 4
+  elseif op == 'l' then
+    redis.call('HSET', S.POOL, ARGV[a + 1], ARGV[a + 2])
+    F.pool_slots()
+    a = a + 3
   else
     local req = F.unpack_req(ARGV[a + 1])
     if not F.cancel(req) and redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, nil, 'abandoned') end

@@ -24,7 +24,7 @@ local F = {begin = false, fmt = false, load_run = false, pack_state = false, sto
 -- prefixes of the keys named after a user, a replica or a scope key (keys.py, SCRIPT_KEYS).
 function F.begin(keys)
   S = {RUN = keys[1], USERS = keys[2], BACKLOG = keys[3], REPLICAS = keys[4], EVENTS = keys[5], ADDR = keys[6], Q = keys[7],
-    RR = keys[8], REP = keys[9], EST = keys[10], ESTW = keys[11],
+    RR = keys[8], REP = keys[9], EST = keys[10], ESTW = keys[11], POOL = keys[12],
     run = false, est_params = false, events = {}, dispatched = {}, est = {}, meters = {}, clock = false, t_text = false, first_seq = false,
     CONSTANTS = '<dddddddddHc0Hc0Hc0Hc0', STATE = '<diidddHc0Hc0Hc0', RATIO = '<dddHc0'}
 end
@@ -54,7 +54,16 @@ function F.load_run()
     run.started_text, start_text, e.default_text = struct.unpack(S.CONSTANTS, r[3])
   e.start = {start, start_text}
   S.run, S.est_params = run, e
+  if run.slots == 0 then F.pool_slots() end
   return true
+end
+
+-- --slots auto (the constants' slots 0): the slots are the sum of the upstreams' limits, as the
+-- replicas last wrote them (batch.lua's 'l'); none written yet: none.
+function F.pool_slots()
+  local sum = 0
+  for _, limit in ipairs(redis.call('HVALS', S.POOL)) do sum = sum + tonumber(limit) end
+  S.run.slots = sum
 end
 
 function F.pack_state(run)

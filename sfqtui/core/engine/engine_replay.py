@@ -1,0 +1,175 @@
+"""The replay's loop when it runs the engine model (docs/semantics.md, "The engine model in a
+replay"): the balancer's slots bound what is dispatched and not complete, as in the loop of
+``replay.py``, but a dispatched request goes to an engine's queue and completes when that
+engine has run it (``engines.py``), not after a fixed service time.
+
+At a timestamp: the engines' steps that end there (engine order: their finished requests
+complete, freeing slots), then every arrival, then the pools dispatch (each request to the
+engine with the fewest in flight), then every engine between steps lets its queue's heads
+into its batch (``start`` rows, engine order, then queue order) and starts its next step.
+A request dispatched at the very time a step ends can start in the next step.
+
+Kept apart from ``replay.py``'s loop, chosen once per run, so a replay without the engine
+model runs exactly the code it ran before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
+
+from sfqtui.core.engine.chunks import RequestChunks
+from sfqtui.core.engine.engines import EnginePool, EngineSettings, request_tokens
+from sfqtui.core.engine.estimator import CostEstimator
+from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, START, EventLog
+from sfqtui.core.engine.gcpause import CollectorPause
+from sfqtui.core.engine.replica_group import ReplicaGroup
+from sfqtui.core.engine.window import RequestWindow
+from sfqtui.core.schedulers import SchedulerTraits
+from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
+
+
+class EngineReplaying(Protocol):
+    """What the loop reads of the Replay it runs for (``replay.Replay``)."""
+
+    requests: RequestChunks
+    window: RequestWindow
+    traits: SchedulerTraits
+    schedulers: list[Scheduler]
+    estimator: CostEstimator | None
+    estimators: list[CostEstimator | None]
+    log: EventLog
+    group: ReplicaGroup | None
+    pool_slots: list[int]
+    dispatched: int
+    _complete_charge: CostOf | None
+
+    def _cost_function(self, estimator: CostEstimator | None) -> CostOf: ...
+
+    def _operations(self) -> tuple[list[Callable[[int, User], UserReading]], list[Callable[[User], UserReading]],
+                                   list[Callable[[CostOf], Dispatch]], list[Callable[[], float | None]]]: ...
+
+
+def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: int) -> Iterator[int]:
+    """Replay to the end on the engine model, yielding the number of requests arrived every
+    ``chunk`` events (``Replay.run``'s contract)."""
+    window = replay.window
+    left = window.left
+    model = settings.model
+    engines = EnginePool(settings)
+    incoming = iter(replay.requests.chunks())
+    never = float("inf")
+    nan = never - never
+    group = replay.group
+    tokens: list[tuple[Sequence[int], Sequence[int]] | None] = []  # by chunk: each request's prompt and output tokens
+
+    def enter() -> tuple[Sequence[float], Sequence[int], int, float]:
+        """Bring the next chunk into the window: its arrivals, users, length and first arrival."""
+        entering = next(incoming, None)
+        if entering is None:
+            return (), (), 0, never
+        trace = entering.trace
+        tokens.append(request_tokens(trace, model))
+        window.add(entering, ())
+        if group is not None:
+            group.enter(trace, entering.start)
+        return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]
+
+    scheds = replay.schedulers
+    pools = range(len(scheds))
+    arrive, reading, dispatch, idle_reset = replay._operations()
+    complete = [sched.complete for sched in scheds] if replay._complete_charge is not None else None
+    complete_charge = replay._complete_charge
+    observe = [e.observe for e in replay.estimators if e is not None] if replay.estimator is not None else None
+    virtual = replay.traits.virtual_time
+    split = group is None or group.split
+    log = replay.log
+    pack = log.layout.struct.pack
+    put = log.data.extend
+    row_size = log.layout.struct.size
+    free = list(replay.pool_slots)
+    inflight = 0
+    i = 0  # the next request to arrive, counted over the whole trace
+    j = 0  # its row in the chunk being read
+    dispatched = replay.dispatched
+    yield_at = len(log.data) + chunk * row_size
+    pause = CollectorPause()
+    pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
+    try:
+        arrivals, users, m, next_arrival = enter()
+        size = window.size
+        cost_of = [replay._cost_function(e) for e in replay.estimators]
+        while next_arrival != never or inflight:
+            next_done = engines.next_t
+            now = next_done if next_done <= next_arrival else next_arrival
+            if group is not None and now >= group.due:
+                group.exchange_until(now)
+
+            if next_done == now:
+                for e, (req, user, k, pool, rep, _prompt, _output) in engines.finish(now):
+                    free[pool] += 1
+                    inflight -= 1
+                    if observe is not None:
+                        observe[pool](req)
+                    if complete is not None:
+                        v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
+                    else:
+                        v, meter, deficit = reading[pool](user)
+                    put(pack(now, COMPLETE, req, nan, v, meter, deficit, nan, rep, user, e, -1, -1))
+                    if group is not None:
+                        group.completed(rep)
+                    left[k] -= 1
+                    if not left[k]:
+                        window.retire(k)
+                        tokens[k] = None
+
+            while next_arrival == now:
+                user = users[j]
+                if group is None:
+                    pool = rep = 0
+                else:
+                    rep = group.arrive(i, j, user)
+                    pool = rep if split else 0
+                v, meter, deficit = arrive[pool](i, user)
+                put(pack(now, ARRIVE, i, nan, v, meter, deficit, nan, rep, user, -1, -1, -1))
+                i += 1
+                j += 1
+                if j < m:
+                    next_arrival = arrivals[j]
+                else:
+                    arrivals, users, m, next_arrival = enter()
+                    j = 0
+
+            if group is not None and now == group.due:
+                group.apply_due(now)
+
+            for pool in pools:
+                sched = scheds[pool]
+                while free[pool] and sched.backlogged:
+                    req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
+                    rep = pool if group is None else group.dispatched(pool, req, user, cost)
+                    k = req // size
+                    prompts, outputs = tokens[k]  # type: ignore[misc]  # chunk k holds a request just dispatched: not retired
+                    r = req % size
+                    e = engines.send(now, (req, user, k, pool, rep, prompts[r], outputs[r]))
+                    put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
+                    free[pool] -= 1
+                    inflight += 1
+                    dispatched += 1
+                    if virtual and not sched.backlogged:
+                        put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1, -1, -1, -1))
+
+            for e, (req, user, _k, _pool, rep, _prompt, _output) in engines.settle(now):
+                put(pack(now, START, req, nan, nan, nan, nan, nan, rep, user, e, -1, -1))
+
+            if len(log.data) >= yield_at:
+                replay.dispatched = dispatched
+                pause.release()
+                yield i
+                pause.hold()
+                put = log.data.extend
+                yield_at = len(log.data) + chunk * row_size
+    finally:
+        replay.dispatched = dispatched
+        pause.release()
+    yield i

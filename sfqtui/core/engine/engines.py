@@ -1,0 +1,279 @@
+"""The engine model in a replay: N engines behind the balancer, each a FCFS queue in front
+of a running batch (docs/engine.md "The model", docs/semantics.md "The engine model in a replay").
+
+Each engine runs the emulator's loop on the replay's clock: before a step, the heads of
+its queue join the batch while a place (``max_num_seqs``) and KV for their whole length
+(prompt + output) are free; a step runs every request in the batch one token further
+and takes ``EngineModel.step_s``; a request finishes at the end of the step that makes
+its last token. Nothing here reads a clock: times are the replay's.
+
+While the batch stays the same, every step takes the same time ``L``; such a run of
+steps is kept as the end of its first step ``e`` and ``L``, the step ``n`` places after
+the first ending at exactly ``e + n * L``. A new run starts whenever the batch changes
+(a request joins or finishes). So the replay jumps from step to step where something
+happens instead of going through every token, and the times are one formula, the same
+however the replay got there.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from heapq import heappop, heappush
+from math import ceil
+from typing import Any
+
+from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engine.trace import Trace
+from sfqtui.core.numbers import amount, count
+from sfqtui.core.schedulers.base import User
+from sfqtui.errors import InputError
+
+INF = float("inf")
+FIT_SAID = 4  # the most of a fit's figures a description names
+
+# A request sent to an engine: (request index, user, its chunk, pool, replica, prompt tokens, output tokens).
+Held = tuple[int, User, int, int, int, int, int]
+
+
+def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[int]]:
+    """Each request's prompt and output tokens as the engine model runs it.
+
+    Prompt: ``input_tokens`` (0 when unknown). Output: ``output_tokens`` when recorded, else
+    ``max_tokens`` (the emulator generates exactly that), else the model's ``output_tokens``;
+    at least 1, since a request's first step makes its first token. InputError for a
+    request whose prompt and output need more KV than an engine has (the emulator answers 400).
+    """
+    n = len(trace)
+    inputs = trace.input_tokens if trace.input_tokens is not None else [0] * n
+    outputs = trace.output_tokens if trace.output_tokens is not None else [-1] * n
+    caps = trace.max_tokens if trace.max_tokens is not None else [-1] * n
+    default = model.output_tokens
+    prompts = [p if p > 0 else 0 for p in inputs]
+    made = [max(1, o if o >= 0 else (c if c >= 0 else default)) for o, c in zip(outputs, caps)]
+    kv = model.kv_tokens
+    for r, (prompt, output) in enumerate(zip(prompts, made)):
+        if prompt + output > kv:
+            raise InputError(f"request {trace.request_id[r]} needs {prompt + output:,} tokens of KV ({prompt:,} of prompt and {output:,} "
+                             f"of output); the engine model has {kv:,} (kv_tokens)")
+    return prompts, made
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """A replay's engines: how many, the model each runs, and where the model came from
+    (the JSON file and the fit it records, for what-if reports to say which model they used)."""
+
+    model: EngineModel
+    engines: int = 1
+    source: str | None = None  # the file the model was read from (None: given in code)
+    fit: dict[str, Any] | None = None  # the fit the file records ("fit" in EngineModel's JSON), if any
+
+    def __post_init__(self) -> None:
+        if isinstance(self.engines, bool) or not isinstance(self.engines, int) or self.engines < 1:
+            raise InputError(f"--engines {self.engines!r}: must be a whole number of at least 1")
+        if not self.model.decode_ms_per_token > 0:
+            raise InputError("the engine model's decode_ms_per_token must be > 0 in a replay: steps that take no time never end")
+
+    @property
+    def places(self) -> int:
+        """Places in all the engines' batches together."""
+        return self.engines * self.model.max_num_seqs
+
+    def describe(self) -> str:
+        """In words: '2 engines of 6 places, 65,536 KV tokens, model model.json (fit: trace rec.parquet, requests 900)'."""
+        engines = "1 engine" if self.engines == 1 else f"{self.engines:,} engines"
+        model = f"model {self.source}" if self.source else "sfqtui engine's default model"
+        said = [f"{key} {_figure(value)}" for key, value in (self.fit or {}).items()
+                if isinstance(value, str | int | float) and not isinstance(value, bool)]
+        fit = f" (fit: {', '.join(said[:FIT_SAID])})" if said else " (fitted)" if self.fit is not None else ""
+        return f"{engines} of {self.model.max_num_seqs:,} places, {self.model.kv_tokens:,} KV tokens, {model}{fit}"
+
+    def metadata(self) -> dict[str, Any]:
+        """What a log records about its engines."""
+        return {"engines": self.engines, "model": self.model.as_dict(), "source": self.source, "fit": self.fit}
+
+
+def _figure(value: str | int | float) -> str:
+    return value if isinstance(value, str) else count(value) if isinstance(value, int) else amount(value)
+
+
+class ModelledEngine:
+    """One engine: its queue, its batch and its current run of steps (see the module's docstring)."""
+
+    def __init__(self, model: EngineModel, index: int) -> None:
+        self.index = index
+        self.model = model
+        self.places = model.max_num_seqs
+        self.kv_tokens = model.kv_tokens
+        self.queue: deque[Held] = deque()
+        self.batch: list[tuple[int, int, Held]] = []  # a heap of (the step it finishes at, its turn joining, the request)
+        self.reserved = 0  # KV reserved by the batch: prompt + output of each running request
+        self.outstanding = 0  # sent here and not finished (queued or running): what the balancer counts in flight
+        self.joined = 0  # requests that joined the batch so far
+        self.steps = 0  # between steps: the steps ended so far (the next step's index)
+        self.first = 0  # the index of the current run's first step
+        self.first_end = INF  # when the current run's first step ends
+        self.step = 0.0  # how long each later step of the run takes
+        self.resting = True  # between steps (idle, or a step just ended): settle() starts the next
+        self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
+        self.next_step = -1  # that step's index
+
+    @property
+    def running(self) -> int:
+        return len(self.batch)
+
+    @property
+    def waiting(self) -> int:
+        return len(self.queue)
+
+    def kv_usage(self, now: float) -> float:
+        """KV in use over ``kv_tokens`` at ``now``, as vLLM counts it: each running request's
+        prompt once prefilled and the tokens it made so far."""
+        if not self.batch:
+            return 0.0
+        done = self.steps if self.resting else self.step_at(now, after=False)
+        used = 0
+        for finish, _turn, held in self.batch:
+            made = held[6] - (finish - done + 1)  # the tokens of the steps ended by now
+            if made > 0:
+                used += held[5] + made
+        return used / self.kv_tokens
+
+    def end_of(self, s: int) -> float:
+        """When step ``s`` of the current run ends."""
+        return self.first_end + (s - self.first) * self.step
+
+    def step_at(self, now: float, after: bool = True) -> int:
+        """With ``after``: the first step of the current run that ends at or after ``now`` (the
+        one under way); without: the steps of the run ended by ``now`` counted from the first
+        step ever (``steps`` as it would be)."""
+        if now <= self.first_end:
+            s = self.first
+        else:
+            s = self.first + ceil((now - self.first_end) / self.step)
+            while self.end_of(s) < now:
+                s += 1
+            while s > self.first and self.end_of(s - 1) >= now:
+                s -= 1
+        if after:
+            return s
+        return s + 1 if self.end_of(s) <= now else s
+
+    def _fits(self, held: Held) -> bool:
+        return len(self.batch) < self.places and self.reserved + held[5] + held[6] <= self.kv_tokens
+
+    def submit(self, now: float, held: Held) -> bool:
+        """A request sent at ``now`` joins the queue; True when the engine is between steps at
+        ``now`` and must settle (it may start the request at once)."""
+        queue = self.queue
+        queue.append(held)
+        self.outstanding += 1
+        if self.resting:
+            return True
+        if len(queue) > 1 or not self._fits(held):
+            return False  # behind another head, or waiting for a place or KV: a finish comes first
+        s = self.step_at(now)
+        end = self.end_of(s)
+        if end == now:  # a step ends right now in which nothing finishes (that would have been handled at now already)
+            self.steps = s + 1
+            self.resting = True
+            self.next_t = INF
+            return True
+        self.next_step = s
+        self.next_t = end
+        return False
+
+    def end_step(self) -> list[Held]:
+        """Step ``next_step`` ends (at ``next_t``): the requests that finish in it, in the order they joined."""
+        s = self.next_step
+        batch = self.batch
+        finished = []
+        while batch and batch[0][0] == s:
+            held = heappop(batch)[2]
+            finished.append(held)
+            self.reserved -= held[5] + held[6]
+        self.outstanding -= len(finished)
+        self.steps = s + 1
+        self.resting = True
+        self.next_t = INF
+        return finished
+
+    def settle(self, now: float) -> list[Held]:
+        """Between steps at ``now``: the queue's heads join the batch while they fit, and the
+        next run of steps starts; the requests that joined, in order."""
+        queue, batch = self.queue, self.batch
+        joined: list[Held] = []
+        prefill = 0
+        while queue and self._fits(queue[0]):
+            held = queue.popleft()
+            heappush(batch, (self.steps + held[6] - 1, self.joined, held))
+            self.joined += 1
+            self.reserved += held[5] + held[6]
+            prefill += held[5]
+            joined.append(held)
+        if not batch:
+            self.first_end = INF
+            return joined
+        model, n = self.model, len(batch)
+        self.resting = False
+        self.first = self.steps
+        self.first_end = now + model.step_s(n, prefill)
+        self.step = model.step_s(n, 0)
+        self.next_step = batch[0][0]
+        self.next_t = self.end_of(self.next_step)
+        return joined
+
+
+class EnginePool:
+    """The engines behind the balancer, and how it picks one for a request: the fewest in
+    flight, ties in turns (as ``sfqtui proxy`` picks an upstream)."""
+
+    def __init__(self, settings: EngineSettings) -> None:
+        self.engines = [ModelledEngine(settings.model, e) for e in range(settings.engines)]
+        self.next_t = INF  # the earliest next_t of the engines
+        self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
+        self._turn = 0
+
+    @property
+    def busy(self) -> bool:
+        return any(e.outstanding for e in self.engines)
+
+    def route(self) -> ModelledEngine:
+        """The engine the next request goes to."""
+        engines = self.engines
+        n = len(engines)
+        if n == 1:
+            return engines[0]
+        turn = self._turn = (self._turn + 1) % n
+        return min(engines, key=lambda e: (e.outstanding, (e.index - turn) % n))
+
+    def send(self, now: float, held: Held) -> int:
+        """Send a request at ``now``: the engine it went to."""
+        engine = self.route()
+        if engine.submit(now, held) and engine not in self._ready:
+            self._ready.append(engine)
+        return engine.index
+
+    def finish(self, now: float) -> list[tuple[int, Held]]:
+        """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
+        (engine, request) of each request that finished."""
+        finished: list[tuple[int, Held]] = []
+        for engine in self.engines:
+            if engine.next_t == now:
+                finished += [(engine.index, held) for held in engine.end_step()]
+                self._ready.append(engine)
+        return finished
+
+    def settle(self, now: float) -> list[tuple[int, Held]]:
+        """The engines between steps at ``now`` start their next steps, in engine order:
+        (engine, request) of each request that joined a batch."""
+        joined: list[tuple[int, Held]] = []
+        ready = self._ready
+        if ready:
+            ready.sort(key=lambda e: e.index)
+            for engine in ready:
+                joined += [(engine.index, held) for held in engine.settle(now)]
+            ready.clear()
+        self.next_t = min(e.next_t for e in self.engines)
+        return joined

@@ -1,0 +1,46 @@
+"""What an upstream's /metrics says of its engine: requests running and waiting, and KV use, under vLLM's or SGLang's names.
+
+The text is parsed by prometheus_client's parser. Every series of a name is summed (a vLLM
+with several engine cores, or models, labels each), but KV use, where the fullest counts.
+"""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from sfqtui.core.limits import EngineSignals
+
+# (running, waiting, KV use from 0 to 1) by engine: vLLM (kv_cache_usage_perc since 0.10,
+# gpu_cache_usage_perc before) and SGLang.
+RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
+WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
+NAMES = frozenset(RUNNING + WAITING + KV_USAGE)
+
+
+def signals_of(text: str, t: float) -> EngineSignals | None:
+    """The engine's signals in a /metrics text read at ``t``; None when it exports none of them
+    (not a vLLM or SGLang, or a text that does not parse)."""
+    sums: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            if family.name not in NAMES:
+                continue
+            for sample in family.samples:
+                if sample.name == family.name:
+                    before = sums.get(family.name)
+                    if family.name in KV_USAGE:
+                        sums[family.name] = sample.value if before is None else max(before, sample.value)
+                    else:
+                        sums[family.name] = sample.value + (before or 0.0)
+    except ValueError:
+        return None
+    if not sums:
+        return None
+
+    def first(names: tuple[str, ...]) -> float | None:
+        return next((sums[name] for name in names if name in sums), None)
+
+    running, waiting, kv = first(RUNNING), first(WAITING), first(KV_USAGE)
+    return EngineSignals(t, None if running is None else round(running), None if waiting is None else round(waiting),
+                         None if kv is None else min(1.0, max(0.0, kv)))

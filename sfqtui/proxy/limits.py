@@ -1,0 +1,159 @@
+"""``--slots auto``: each upstream's concurrency limit, kept by a controller (``sfqtui.core.limits``) fed off the request path.
+
+Where an upstream exports vLLM's or SGLang's metrics, a task of its own reads its /metrics
+every ``SCRAPE_S`` (httpx, parsed by prometheus_client: ``engine_metrics``) and hands the
+controller what they say; requests never wait on it. One that exports none (its /metrics
+answers without them) is sized from latency instead: each answered request's time per
+output token feeds the controller's gradient. Each upstream has its own controller, so one
+upstream's failure shrinks only its own limit; the proxy's slots are the limits' sum.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import httpx
+
+from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
+from sfqtui.errors import InputError
+from sfqtui.protocol import UpstreamLimit
+from sfqtui.proxy.engine_metrics import signals_of
+
+log = logging.getLogger("sfqtui.proxy")
+# Every 50 ms: an engine step is 10 to 50 ms, and a request a second or more, so the limit
+# follows within a few steps; a scrape costs the engine one render of a few dozen series
+# (vLLM, the emulator: well under a millisecond) and the proxy one parse off the request path.
+SCRAPE_S = 0.05
+SCRAPE_TIMEOUT_S = 0.5  # a scrape this slow gives up: its engine counts as stalled until one answers
+SOURCES = ("auto", "metrics", "latency")  # --limit-from
+METRICS, LATENCY, PROBING = "metrics", "latency", "probing"
+# Changed: (upstream index, new limit, reason).
+Changed = Callable[[int, int, str], None]
+
+
+def parse_slots(text: str) -> tuple[int | None, LimitSettings | None]:
+    """``--slots``: a count (fixed slots), or ``auto`` / ``auto:MAX`` (limits that follow each
+    upstream, at most MAX each): (count, None) or (None, the controller's settings)."""
+    given = text.strip()
+    if given.lower() == "auto" or given.lower().startswith("auto:"):
+        _, colon, maximum = given.partition(":")
+        if not colon:
+            return None, LimitSettings()
+        if not maximum.strip().isdigit():
+            raise InputError(f"--slots {text!r}: expected auto or auto:MAX with MAX a whole number of at least 1 (the most slots one upstream gets)")
+        if int(maximum) < 1:
+            raise InputError(f"--slots {text!r}: the maximum must be at least 1")
+        return None, LimitSettings(maximum=int(maximum))
+    if not given.lstrip("-").isdigit():
+        raise InputError(f"--slots {text!r}: expected a whole number of at least 1, auto or auto:MAX")
+    if int(given) < 1:
+        raise InputError("--slots must be >= 1")
+    return int(given), None
+
+
+def check_metrics(bases: Sequence[str], timeout_s: float = 5.0) -> None:
+    """``--limit-from metrics``: InputError unless every upstream's /metrics has an engine's signals."""
+    for base in bases:
+        try:
+            response = httpx.get(f"{base}/metrics", timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise InputError(f"--limit-from metrics: cannot read {base}/metrics ({type(exc).__name__})") from None
+        if response.status_code != 200 or signals_of(response.text, 0.0) is None:
+            raise InputError(f"--limit-from metrics: {base}/metrics exports none of vLLM's or SGLang's engine metrics "
+                             f"(vllm:num_requests_waiting, sglang:num_queue_reqs, ...); use --limit-from latency or auto")
+
+
+class UpstreamLimits:
+    """One controller per upstream, and the tasks that read their metrics."""
+
+    def __init__(self, bases: Sequence[str], labels: Sequence[str], settings: LimitSettings, source: str, changed: Changed) -> None:
+        if source not in SOURCES:
+            raise InputError(f"--limit-from {source!r}: expected one of {', '.join(SOURCES)}")
+        now = time.monotonic()
+        self.bases, self.labels, self.settings, self.source = list(bases), list(labels), settings, source
+        self.controllers = [LimitController(settings, now) for _ in bases]
+        self.sources = [LATENCY if source == LATENCY else METRICS if source == METRICS else PROBING for _ in bases]
+        self.signals: list[EngineSignals | None] = [None for _ in bases]
+        self._changed = changed
+        self._tasks: list[asyncio.Task[None]] = []
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(c.limit for c in self.controllers)
+
+    def limit_of(self, index: int) -> int:
+        return self.controllers[index].limit
+
+    def start(self) -> None:
+        # No connection pool limit, no proxy from the environment: the upstreams are the proxy's own.
+        self._client = httpx.AsyncClient(timeout=SCRAPE_TIMEOUT_S, trust_env=False)
+        self._tasks = [asyncio.create_task(self._read(k)) for k, source in enumerate(self.sources) if source != LATENCY]
+
+    async def aclose(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._client is not None:
+            await self._client.aclose()
+
+    def _moved(self, index: int, before: int) -> None:
+        controller = self.controllers[index]
+        if controller.limit != before:
+            self._changed(index, controller.limit, controller.reason)
+
+    async def _read(self, index: int) -> None:
+        """Read one upstream's metrics every SCRAPE_S (from the start of the last read) until cancelled."""
+        assert self._client is not None
+        loop = asyncio.get_running_loop()
+        url = f"{self.bases[index]}/metrics"
+        due = loop.time()
+        while True:
+            answered, signals = False, None
+            try:
+                response = await self._client.get(url)
+                answered = True
+                if response.status_code == 200:
+                    # Stamped when read: a proxy busy enough to read it late has not made the engine's word older.
+                    signals = signals_of(response.text, time.monotonic())
+            except httpx.HTTPError:
+                pass
+            if self.sources[index] == PROBING and answered:
+                if signals is None:
+                    self.sources[index] = LATENCY
+                    log.info("upstream %s exports no engine metrics: its limit follows latency", self.labels[index])
+                    return
+                self.sources[index] = METRICS
+            # Until it answers (probing), an upstream is an engine whose metrics are stale: its limit holds, then shrinks.
+            if signals is not None:
+                self.signals[index] = signals
+            before = self.controllers[index].limit
+            self.controllers[index].observe_metrics(time.monotonic(), self.signals[index])
+            self._moved(index, before)
+            due = max(due + SCRAPE_S, loop.time())
+            await asyncio.sleep(due - loop.time())
+
+    def latency(self, index: int, latency_s: float, inflight: int) -> None:
+        """An answered request's time per output token, and the upstream's requests in flight then."""
+        if self.sources[index] == LATENCY:
+            before = self.controllers[index].limit
+            self.controllers[index].observe_latency(time.monotonic(), latency_s, inflight)
+            self._moved(index, before)
+
+    def backoff(self, index: int) -> None:
+        """The upstream answered 503: its queue is full."""
+        before = self.controllers[index].limit
+        self.controllers[index].backoff(time.monotonic())
+        self._moved(index, before)
+
+    def state(self) -> list[UpstreamLimit]:
+        rows: list[UpstreamLimit] = []
+        for label, controller, source, signals in zip(self.labels, self.controllers, self.sources, self.signals, strict=True):
+            rows.append({"upstream": label, "limit": controller.limit, "maximum": self.settings.maximum, "source": source,
+                         "reason": controller.reason, "running": None if signals is None else signals.running,
+                         "waiting": None if signals is None else signals.waiting,
+                         "kv_usage": None if signals is None else signals.kv_usage})
+        return rows
