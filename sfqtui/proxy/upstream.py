@@ -89,7 +89,7 @@ class UpstreamReply:
     @property
     def label(self) -> str:
         """Its upstream, as the metrics name it."""
-        return self._upstreams.labels[self._index]
+        return self._upstreams.labels[self.index]
 
     @property
     def content_type(self) -> str | None:
