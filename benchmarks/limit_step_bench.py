@@ -12,7 +12,8 @@ For each: the limit before the step and the one it settled at (the medians of th
 before the step and of its last 3 s), the seconds after the step until it last stood more than 1
 away from that, and the overshoot (past the final value, in the step's direction: the highest
 after a rise less the final, the final less the lowest after a fall); and the engine's queue at
-its 90th percentile once settled.
+its 90th percentile once settled. Last, what one read of the engine's metrics costs: the
+engine's render of the names asked for, and the proxy's parse (CPU time, the mean of 1,000).
 
 Usage: python benchmarks/limit_step_bench.py
 """
@@ -37,7 +38,10 @@ from fake_upstream import ServerThread  # noqa: E402 - the tests' way of running
 from proxy_fixtures import KEY_OF, running_proxy, write_keys  # noqa: E402
 from sfqtui.core.engine.engine_model import EngineModel  # noqa: E402
 from sfqtui.core.limits import LimitSettings  # noqa: E402
+from sfqtui.emulator.metrics import EngineMetrics  # noqa: E402
+from sfqtui.emulator.scheduler import Scheduler  # noqa: E402
 from sfqtui.emulator.server import EngineServer  # noqa: E402
+from sfqtui.proxy.engine_metrics import NAMES, signals_of  # noqa: E402
 
 SAMPLE_S = 0.02
 
@@ -82,6 +86,21 @@ def report(name: str, samples: list[tuple[float, int, int]], step_t: float) -> N
     print(f"{name:<15} limit {before:>3} -> {final:>3}  settled in {settle:5.2f} s  overshoot {overshoot:>2}  engine queue p90 after {p90}")
 
 
+def read_cost() -> None:
+    metrics = EngineMetrics("emulated")
+    metrics.watch(Scheduler(EngineModel()))
+    names = sorted(NAMES)
+    text = metrics.render(names).decode()
+    whole = metrics.render().decode()
+    for what, work in (("the engine's render of the names asked", lambda: metrics.render(names)),
+                       ("the proxy's parse", lambda: signals_of(text, 0.0)),
+                       ("the proxy's parse of a whole exposition (a server ignoring name[])", lambda: signals_of(whole, 0.0))):
+        started = time.process_time()
+        for _ in range(1000):
+            work()
+        print(f"one metrics read: {what}: {(time.process_time() - started) * 1000:.0f} us of CPU")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         keys = write_keys(Path(folder) / "keys.toml")
@@ -108,6 +127,7 @@ def main() -> None:
     for k, (name, step_t) in enumerate(steps):
         end = steps[k + 1][1] if k + 1 < len(steps) else samples[-1][0] + 1
         report(name, [s for s in samples if s[0] < end], step_t)
+    read_cost()
 
 
 if __name__ == "__main__":

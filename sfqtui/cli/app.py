@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "attach": ("sfqtui.cli.attach", "attach", None),
     "proxy": ("sfqtui.cli.proxy", "proxy", None),
     "engine": ("sfqtui.cli.engine", "engine", None),
+    "fit": ("sfqtui.cli.fit", "fit", None),
 }
 
 

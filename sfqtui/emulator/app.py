@@ -139,8 +139,8 @@ class EmulatedEngine:
         return JSONResponse({"object": "list", "data": [{"id": self.name, "object": "model", "created": 0, "owned_by": "sfqtui",
                                                          "max_model_len": self.scheduler.model.kv_tokens}]})
 
-    async def prometheus(self, _request: Request) -> Response:
-        return Response(self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    async def prometheus(self, request: Request) -> Response:
+        return Response(self.metrics.render(request.query_params.getlist("name[]")), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 def frame(data: dict[str, Any]) -> bytes:

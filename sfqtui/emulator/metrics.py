@@ -41,5 +41,6 @@ class EngineMetrics:
         self._queue.observe(seq.admitted_t - seq.arrived_t)
         self._e2e.observe(seq.finished_t - seq.arrived_t)
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def render(self, names: list[str] | None = None) -> bytes:
+        """The exposition; of ``names`` only when given (as prometheus_client's own endpoint does with ``name[]`` in the query)."""
+        return generate_latest(self.registry.restricted_registry(names) if names else self.registry)

@@ -1,7 +1,11 @@
 """What an upstream's /metrics says of its engine: requests running and waiting, and KV use, under vLLM's or SGLang's names.
 
-The text is parsed by prometheus_client's parser. Every series of a name is summed (a vLLM
-with several engine cores, or models, labels each), but KV use, where the fullest counts.
+The scrape asks for these names only (``QUERY``: prometheus_client's ``name[]`` filter, which
+vLLM's and SGLang's /metrics serve through it), and the lines of other names are dropped before
+prometheus_client's parser sees the text (a server that ignores the filter sends its whole
+exposition: vLLM's histograms are tens of kilobytes, which the parser would take milliseconds
+over, on the proxy's event loop). Every series of a name is summed (a vLLM with several engine
+cores, or models, labels each), but KV use, where the fullest counts.
 """
 
 from __future__ import annotations
@@ -16,6 +20,14 @@ RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
 WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
 NAMES = frozenset(RUNNING + WAITING + KV_USAGE)
+QUERY = {"name[]": sorted(NAMES)}
+# A sample line of one of the names, or its TYPE line (the parser reads a family's type from it).
+_KEPT = tuple(f"{name}{end}" for name in sorted(NAMES) for end in ("{", " ")) + tuple(f"# TYPE {name} " for name in sorted(NAMES))
+
+
+def kept_lines(text: str) -> str:
+    """The lines of ``text`` about the names read here."""
+    return "\n".join(line for line in text.splitlines() if line.startswith(_KEPT)) + "\n"
 
 
 def signals_of(text: str, t: float) -> EngineSignals | None:
@@ -23,7 +35,7 @@ def signals_of(text: str, t: float) -> EngineSignals | None:
     (not a vLLM or SGLang, or a text that does not parse)."""
     sums: dict[str, float] = {}
     try:
-        for family in text_string_to_metric_families(text):
+        for family in text_string_to_metric_families(kept_lines(text)):
             if family.name not in NAMES:
                 continue
             for sample in family.samples:

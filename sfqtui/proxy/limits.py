@@ -20,7 +20,7 @@ import httpx
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
 from sfqtui.errors import InputError
 from sfqtui.protocol import UpstreamLimit
-from sfqtui.proxy.engine_metrics import signals_of
+from sfqtui.proxy.engine_metrics import QUERY, signals_of
 
 log = logging.getLogger("sfqtui.proxy")
 # Every 50 ms: an engine step is 10 to 50 ms, and a request a second or more, so the limit
@@ -58,7 +58,7 @@ def check_metrics(bases: Sequence[str], timeout_s: float = 5.0) -> None:
     """``--limit-from metrics``: InputError unless every upstream's /metrics has an engine's signals."""
     for base in bases:
         try:
-            response = httpx.get(f"{base}/metrics", timeout=timeout_s)
+            response = httpx.get(f"{base}/metrics", params=QUERY, timeout=timeout_s)
         except httpx.HTTPError as exc:
             raise InputError(f"--limit-from metrics: cannot read {base}/metrics ({type(exc).__name__})") from None
         if response.status_code != 200 or signals_of(response.text, 0.0) is None:
@@ -114,7 +114,7 @@ class UpstreamLimits:
         while True:
             answered, signals = False, None
             try:
-                response = await self._client.get(url)
+                response = await self._client.get(url, params=QUERY)
                 answered = True
                 if response.status_code == 200:
                     # Stamped when read: a proxy busy enough to read it late has not made the engine's word older.

@@ -35,6 +35,14 @@ def test_the_model_round_trips_and_refuses_unknown_or_bad_values() -> None:
         EngineModel(batch_slowdown=-1.0)
 
 
+def test_a_fitted_models_account_of_its_fit_is_read_past(tmp_path: Path) -> None:
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps({"max_num_seqs": 3, "batch_slowdown": 0.2, "fit": {"source": "rec.parquet", "requests": 500}}))
+    assert EngineModel.load(path) == EngineModel(max_num_seqs=3, batch_slowdown=0.2)
+    with pytest.raises(InputError, match="unknown engine parameter"):
+        EngineModel.from_dict({"max_num_seqs": 3, "fit": {}})  # a parameter set in code has no fit to tell
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--max-num-seqs", "0"], "--max-num-seqs 0: must be a whole number of at least 1"),
     (["--kv-tokens", "-5"], "--kv-tokens -5"),

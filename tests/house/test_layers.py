@@ -12,7 +12,7 @@ CORE_MODULES = [f"sfqtui.core.{p.relative_to(ROOT / 'sfqtui' / 'core').with_suff
 FORBIDDEN = ["textual", "rich", "polars", "pyarrow", "numpy"]
 MOST_LINES = 450  # a module longer than this does more than one job
 HEADLESS_COMMANDS = ["sfqtui.cli.simulate", "sfqtui.cli.check", "sfqtui.cli.compare", "sfqtui.cli.importing", "sfqtui.cli.gen",
-                     "sfqtui.cli.calibrate", "sfqtui.cli.sweep", "sfqtui.cli.explain"]
+                     "sfqtui.cli.calibrate", "sfqtui.cli.sweep", "sfqtui.cli.explain", "sfqtui.cli.fit"]
 
 
 def loaded_by(modules: list[str], watched: list[str]) -> str:

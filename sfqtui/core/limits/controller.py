@@ -13,12 +13,13 @@ class LimitController:
     ``backoff`` returns the limit after it, never below 1 nor above the maximum.
 
     From metrics (docs/proxy.md): while the engine's queue holds more than ``queue_target``,
-    the limit is the engine's size (the most it ran in the last ``size_s``) plus the target;
+    the limit is the engine's size (the most it ran in the last ``size_s``) plus the target,
+    at most halved by one reading;
     while its KV use is over ``kv_threshold``, what it runs; when every request it was given runs and none
     waits, the limit grows: doubling until the first cut (finding the engine's size quickly),
     then by one, each rise ``settle_s`` after the last change so that the metrics show it first.
-    Cuts are targets, not steps: the same reading asks for the same limit however often it is
-    seen, so the metrics' lag does not cut twice. Stale or missing metrics count as saturated:
+    Cuts are targets, not steps: a reading asks for a limit from what the engine shows, not for
+    a cut from the current limit, so readings that lag the last cut do not cut again and again. Stale or missing metrics count as saturated:
     the limit holds, and halves once they have been stale for ``stall_s`` (again every stall_s).
     """
 
@@ -62,7 +63,10 @@ class LimitController:
         if signals.kv_usage is not None and signals.kv_usage > s.kv_threshold:
             return self._set(now, min(self.limit, self.limit - 1 if running is None else running), KV)
         if waiting > s.queue_target:
-            return self._set(now, min(self.limit, self.limit - 1 if size is None else size + s.queue_target), QUEUE)
+            # No more than halved by one reading: a reading taken while the batch turned over, after
+            # readings were too sparse to know the engine's size, cannot cut the limit to nothing.
+            wanted = self.limit - 1 if size is None else max(size + s.queue_target, self.limit // 2)
+            return self._set(now, min(self.limit, wanted), QUEUE)
         if waiting == 0 and running is not None and running >= self.limit:
             return self._grow(now, ROOM)
         return self.limit

@@ -35,6 +35,8 @@ Keys, under the prefix ``sfqtui:`` in the database the URL names (``keys.py``):
   ``<first seq>-<count>``, fields ``e`` (the events' JSON, one per line), ``t`` (their t)
   and, if some were dispatches, ``d`` (JSON: ``[replica, request id, cost, user]`` each);
   trimmed to about ``--ring`` events.
+- ``pool`` (hash, ``--slots auto`` only): upstream -> its limit, as a replica last wrote it;
+  the run's slots (0 in ``c``) are their sum.
 
 Floats are written with ``%.17g`` (or ``%d`` when integral), which read back as the same
 double, and come back as text: a Lua number in a reply would be truncated to an integer. No

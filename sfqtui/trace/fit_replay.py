@@ -1,0 +1,34 @@
+"""The fitted model replayed over the whole recording, for the held-out requests' waits.
+
+The replay runs the recording's arrivals and tokens (never its times) through its balancer,
+the proxy's slots as it recorded (a gateway's log: as many as requests, since a gateway held
+nothing back), in front of one engine of the fitted model (docs/semantics.md, "The engine
+model in a replay"): each request's start and end are predictions, which the core compares
+with the recorded ones (core/analysis/engine_fit/waits.py).
+"""
+
+from __future__ import annotations
+
+from sfqtui.core.analysis.engine_fit.fit import EngineFit
+from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors, replayed_errors
+from sfqtui.core.engine.engines import EngineSettings
+from sfqtui.core.engine.events import COMPLETE, START
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.trace.served import ServedTrace
+
+
+def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
+    """The held-out requests' wait and latency errors, when the fitted model is replayed."""
+    trace = found.trace
+    slots = found.slots if found.slots is not None else len(trace)
+    events = Replay(trace, ReplayConfig(slots=slots, engine=EngineSettings(fitted.model))).run_all()
+    start = [0.0] * len(trace)
+    end = [0.0] * len(trace)
+    for t, kind, req in zip(events.t, events.kind, events.req):
+        if kind == START:
+            start[req] = t
+        elif kind == COMPLETE:
+            end[req] = t
+    at = [found.index[i] for i in fitted.order]  # each fitted request's index in the trace, in arrival order
+    served = [found.served[i] for i in fitted.order]
+    return replayed_errors(served, fitted.lived, fitted.fitted, [start[i] for i in at], [end[i] for i in at])

@@ -1,0 +1,91 @@
+"""A trace's requests as the engine served them, for fitting the engine model (core/analysis/engine_fit).
+
+Each request needs its prompt and output tokens, when it was sent to the engine and how
+long it took there (``service_s``). A proxy's recording (``sfqtui proxy --record``) keeps
+the time each request arrived at the proxy; when the proxy sent it is what a replay of
+the recording says, since the recording replays to the proxy's own dispatches (docs/proxy.md),
+with its slots. A gateway's log (``sfqtui import litellm|otel|envoy-ai-gateway``) starts each
+row when the gateway called the engine, so there a request was sent when it arrived.
+``ttft_s``, where the log has it, is counted from the same instant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from sfqtui.core.analysis.engine_fit.lived import Served
+from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engine.trace import Trace
+from sfqtui.core.numbers import count, counted
+from sfqtui.errors import InputError
+from sfqtui.trace.load import load_trace, read_parquet
+
+RECORDED_BY_PROXY = "sfqtui proxy"
+
+
+@dataclass(frozen=True)
+class ServedTrace:
+    served: list[Served]
+    index: list[int]  # each served request's index in the trace
+    trace: Trace
+    slots: int | None  # the proxy's slots when it recorded (None: a gateway's log, which held nothing back)
+    dispatched: str  # how the dispatch times were found, for the report
+    left_out: str | None  # the requests left out and why, or None
+
+
+def served_requests(path: Path) -> ServedTrace:
+    """The requests of the trace at ``path`` that have measured times and tokens; InputError for a trace without them."""
+    loaded = load_trace(path)
+    trace = loaded.trace
+    if trace.service_s is None:
+        raise InputError(f"{path}: no service_s column: fitting needs each request's measured time "
+                         "(record through `sfqtui proxy --record`, or import a gateway's log)")
+    for column in ("input_tokens", "output_tokens"):
+        if getattr(trace, column) is None:
+            raise InputError(f"{path}: no {column} column: fitting needs each request's prompt and output tokens")
+    assert trace.input_tokens is not None and trace.output_tokens is not None
+    slots = None
+    if loaded.metadata.get("source") == RECORDED_BY_PROXY:
+        slots = loaded.suggested_slots
+        if slots is None:
+            raise InputError(f"{path}: a proxy's recording without a fixed slot count in its metadata: when each request "
+                             "was sent cannot be rebuilt")
+        dispatch = _dispatch_times(loaded.trace, slots)
+        dispatched = f"sent when a replay of the recording with its {counted(slots, 'slot')} dispatches them"
+    else:
+        dispatch = list(trace.arrival_s)
+        dispatched = "sent when they arrived (a gateway's log starts each call when it calls the engine)"
+    ttft = _ttft(path)
+    served, index = [], []
+    for i, arrival in enumerate(trace.arrival_s):
+        prompt, output = trace.input_tokens[i], trace.output_tokens[i]
+        if prompt >= 0 and output >= 1:  # -1: null; no output: nothing the engine decoded
+            served.append(Served(arrival, dispatch[i], trace.service_s[i], prompt, output, ttft.get(trace.request_id[i])))
+            index.append(i)
+    missing = len(trace) - len(served)
+    left_out = None if not missing else f"{counted(missing, 'request')} without input or output tokens left out"
+    if not served:
+        raise InputError(f"{path}: no request has both input and output tokens ({count(len(trace))} rows)")
+    return ServedTrace(served, index, trace, slots, dispatched, left_out)
+
+
+def _dispatch_times(trace: Trace, slots: int) -> list[float]:
+    events = Replay(trace, ReplayConfig(slots=slots)).run_all()
+    dispatch = [0.0] * len(trace)
+    for t, kind, req in zip(events.t, events.kind, events.req):
+        if kind == DISPATCH:
+            dispatch[req] = t
+    return dispatch
+
+
+def _ttft(path: Path) -> dict[str, float]:
+    """Each request's time to first token, where the trace has one."""
+    frame = read_parquet(path)
+    if "ttft_s" not in frame.columns:
+        return {}
+    known = frame.select(pl.col("request_id").cast(pl.String), pl.col("ttft_s").cast(pl.Float64)).drop_nulls()
+    return dict(zip(known["request_id"].to_list(), known["ttft_s"].to_list()))
