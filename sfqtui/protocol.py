@@ -205,6 +205,9 @@ MERGE = "merge"
 LIMIT = "limit"
 START = "start"
 TYPED_KINDS = (MERGE, LIMIT, START)
+# The response header an engine sends to report when a request entered its running batch (Unix
+# seconds); sfqtui's emulated engine does, vLLM does not. It comes when the request starts.
+ENGINE_START_HEADER = "x-sfqtui-engine-start"
 
 
 def gap_event(first_seq: int, t: float | None) -> GapEvent:

@@ -1,19 +1,24 @@
 """`sfqtui check`: verify an event log against the article's invariants."""
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from sfqtui.cli.engine_start import engine_start_lines
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.analysis.audit import AuditReport, Replicas, Snapshot, audit
 from sfqtui.core.analysis.audit.report import Suspension
+from sfqtui.core.analysis.fairness import FairnessTally
 from sfqtui.core.engine.replica_settings import ReplicaSettings
+from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, count, counted
-from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
+from sfqtui.trace.eventlog import has_kind, iter_log_rows, output_weight_of, read_log_schema
 
 
-def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = None) -> str:
+def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = None, engine: list[str] | None = None) -> str:
+    """``engine``: what is said of fairness at engine start (cli/engine_start.py), before the verdict."""
     made = f" ({replicas.describe()})" if replicas is not None and replicas.replicated else ""
     lines = [
         f"{path}: {report.scheduler} log{made}, {counted(report.events, 'event')}, {counted(report.dispatches, 'dispatch', 'dispatches')}, "
@@ -38,6 +43,7 @@ def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = N
             f"  worst W_i - W_j found{where}: {g.user} gained {amount(g.gap)} over backlogged {g.behind} "
             f"from seq {count(g.start_seq)} to seq {count(g.end_seq)} (bound 2 c_max = {amount(2 * report.c_max)})"
         )
+    lines += [f"  {line}" for line in engine or ()]
     if report.ok:
         lines.append("no violations")
     else:
@@ -65,15 +71,34 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     rules and every sync row under share sync (docs/semantics.md), the whole log under
     share global. A recording that joined a proxy late is audited from the proxy's state
     at the join (its snapshot), and a live group's merge rows are checked and say where
-    the group's bound was suspended (docs/semantics.md §7). The log is read in batches.
+    the group's bound was suspended (docs/semantics.md §7). A log with start rows (a
+    replay with the engine model, or a proxy's stream whose engine reports when requests
+    start running) also gets the worst |W_i - W_j| at engine start beside the one at
+    dispatch, and how many starts came out of order; a proxy's stream without them says
+    that fairness at engine start is not available. The log is read in batches.
     Exits 1 on any violation.
     """
-    metadata, _columns, _scheduler = read_log_schema(log)
+    metadata, _columns, scheduler = read_log_schema(log)
     replicas = ReplicaSettings.from_metadata(metadata.get("replicas"))
     slots = metadata.get("slots")
-    report = audit(iter_log_rows(log), output_weight=output_weight_of(metadata),
+    # Fairness at engine start: for a log with start rows, and said to be unknown for a proxy's without.
+    recorded = str(metadata.get("source", "")).startswith("live stream")
+    starts = FairnessTally(at_engine_start=True) if recorded or has_kind(log, "start") else None
+    rows = iter_log_rows(log)
+    report = audit(rows if starts is None else _feeding(rows, starts), output_weight=output_weight_of(metadata),
                    replicas=Replicas(replicas, slots if isinstance(slots, int) else None),
                    snapshot=Snapshot.from_metadata(metadata.get("snapshot")))
-    typer.echo(render(report, log, replicas))
+    typer.echo(render(report, log, replicas, None if starts is None else engine_start_lines(starts.report(scheduler))))
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _feeding(chunks: Iterable[LogRows], tally: FairnessTally) -> Iterator[LogRows]:
+    """The chunks, each fed to ``tally`` on the way (with the weights the rows carry)."""
+    for rows in chunks:
+        if rows.weight is not None:
+            for user, weight in zip(rows.user, rows.weight):
+                if user is not None and weight is not None:
+                    tally.weights.setdefault(user, weight)
+        tally.feed(rows)
+        yield rows

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from sfqtui.cli.engine_start import engine_start_lines
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
@@ -35,6 +36,8 @@ def _headline(report: FairnessReport) -> list[str]:
         within = "within" if gain.gain <= gain.bound else "over"
         lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {amount(gain.gain)} ({gain.ahead} over {gain.behind}, "
                      f"t {span(gain.start_t, gain.end_t)}), {within} 2 c_max = {amount(gain.bound)}")
+    if report.at_engine_start is not None:  # a replay with the engine model: where requests started running
+        lines += [f"  {line}" for line in engine_start_lines(report)]
     return lines
 
 

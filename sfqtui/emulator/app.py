@@ -19,13 +19,21 @@ from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.emulator.metrics import EngineMetrics
 from sfqtui.emulator.requests import Ask, BadRequest, ask_of
 from sfqtui.emulator.scheduler import QueueFull, Scheduler, Sequence, TooLong
+from sfqtui.protocol import ENGINE_START_HEADER
 
 # The answer's text: one word per token, round and round.
+# What nginx logs for a client that left before its answer; nobody reads it.
+CLIENT_GONE = 499
 WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit")
 
 
 def error(status: int, message: str, type: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": type, "param": None, "code": status}}, status_code=status)
+
+
+async def _until_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def words(start: int, count: int) -> str:
@@ -78,16 +86,39 @@ class EmulatedEngine:
         except QueueFull as exc:
             return error(503, str(exc), "ServiceUnavailableError")
         created = int(time.time())
+        # Every answer's headers go when the request joins the batch and say when it did: a client
+        # (the proxy) learns it then, even for an answer whose body comes whole at the end.
+        if not await self._admitted(seq, request):
+            return Response(status_code=CLIENT_GONE)
+        started = {ENGINE_START_HEADER: f"{seq.admitted_unix:.6f}"}
         if ask.stream:
-            return StreamingResponse(self._chunks(ask, seq, created), media_type="text/event-stream")
+            return StreamingResponse(self._chunks(ask, seq, created), media_type="text/event-stream", headers=started)
+        return StreamingResponse(self._whole(ask, seq, created), media_type="application/json", headers=started)
+
+    async def _whole(self, ask: Ask, seq: Sequence, created: int) -> AsyncIterator[bytes]:
+        """A non-streamed answer: one JSON body once the last token is generated."""
         try:
             while await seq.tokens.get() is not None:
                 pass
         finally:
+            self.scheduler.abort(seq)  # done, or the client left: free its place and KV
+        yield json.dumps({**self._head(ask, seq.number, created, chunk=False),
+                          "choices": [self._choice(ask, words(0, seq.generated), "length", chunk=False)],
+                          "usage": self._usage(seq)}).encode()
+
+    async def _admitted(self, seq: Sequence, request: Request) -> bool:
+        """Wait until the request joins the batch; False (its place in the queue freed) if its client left first."""
+        left = asyncio.ensure_future(_until_disconnect(request))
+        joined = asyncio.ensure_future(seq.admitted.wait())
+        try:
+            await asyncio.wait((left, joined), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+            joined.cancel()
+        if not seq.admitted.is_set():
             self.scheduler.abort(seq)
-        return JSONResponse({**self._head(ask, seq.number, created, chunk=False),
-                             "choices": [self._choice(ask, words(0, seq.generated), "length", chunk=False)],
-                             "usage": self._usage(seq)})
+            return False
+        return True
 
     async def _chunks(self, ask: Ask, seq: Sequence, created: int) -> AsyncIterator[bytes]:
         head = self._head(ask, seq.number, created, chunk=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,10 +43,12 @@ class Sequence:
     output_tokens: int
     arrived_t: float
     admitted_t: float | None = None
+    admitted_unix: float | None = None  # when it joined the batch, in Unix seconds (what the engine reports)
     finished_t: float | None = None
     generated: int = 0
     # Tokens generated since the reader last looked, then None once finished.
     tokens: asyncio.Queue[int | None] = field(default_factory=asyncio.Queue)
+    admitted: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def length(self) -> int:
@@ -102,7 +105,8 @@ class Scheduler:
         while (self.waiting and len(self.running) < self.model.max_num_seqs
                and self.reserved_kv + self.waiting[0].length <= self.model.kv_tokens):
             seq = self.waiting.popleft()
-            seq.admitted_t = now
+            seq.admitted_t, seq.admitted_unix = now, time.time()
+            seq.admitted.set()
             self.running.append(seq)
             self.reserved_kv += seq.length
             self.admitted_order.append(seq.number)

@@ -132,6 +132,11 @@ class Proxy:
             self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
                                          self.settings.estimator.scope))
 
+    def started(self, exchange: Exchange, engine_t: float, upstream: str) -> None:
+        # A group's events are numbered by its store, which keeps no starts: only a lone proxy publishes them.
+        if isinstance(self.scheduling, Alone):
+            self.scheduling.started(exchange.ticket, engine_t, upstream)
+
     def state(self) -> ProxyState:
         """The §8 snapshot without waiting: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now."""
         return self._with_limits(self.scheduling.current_state())

@@ -63,6 +63,7 @@ class _Extras(TypedDict):
     ratio: NotRequired[float | None]
     est_output: NotRequired[float | None]
     output_tokens: NotRequired[int | None]
+    upstream: NotRequired[str]
 
 
 # Each event goes to every sink with the ticket it is about (None for idle_reset).
@@ -106,10 +107,11 @@ class Dispatcher:
     def running(self, user: str) -> int:
         return self._inflight_by_user[user]
 
-    def _emit(self, kind: str, ticket: Ticket | None, v: float | None, meter: float | None, **extras: Unpack[_Extras]) -> None:
+    def _emit(self, kind: str, ticket: Ticket | None, v: float | None, meter: float | None, at: float | None = None,
+              **extras: Unpack[_Extras]) -> None:
         if v is not None:
             self.v = v
-        event: Event = {"seq": None, "t": self.now(), "kind": kind, "scheduler": SCHEDULER,
+        event: Event = {"seq": None, "t": self.now() if at is None else at, "kind": kind, "scheduler": SCHEDULER,
                         "request_id": None, "user": None, "cost": None, "v": v, "meter": meter, "deficit": None}
         if ticket is not None:
             event["request_id"] = ticket.request_id
@@ -151,6 +153,16 @@ class Dispatcher:
             self._emit("dispatch", ticket, v, meter, cost=cost, ratio=ticket.ratio, est_output=ticket.est_output)
             ticket.settled.set_result(None)
             self._reset_if_idle()
+
+    def started(self, ticket: Ticket, engine_t: float, upstream: str, not_before: float) -> None:
+        """The upstream's engine reported when the request began running (``engine_t``, Unix
+        seconds): a ``start`` event at that time on this dispatcher's clock, but never before
+        ``not_before``, the last event's (the report comes after the events published
+        meanwhile), nor after now (the engine's clock may run ahead)."""
+        if ticket.stage is not Stage.RUNNING:
+            return
+        now = self.now()
+        self._emit("start", ticket, None, None, at=min(now, max(not_before, now - (time.time() - engine_t))), upstream=upstream)
 
     def _reset_if_idle(self) -> None:
         if self._sched.backlogged == 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Protocol, TypeVar
@@ -19,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from sfqtui.protocol import ENGINE_START_HEADER
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Aborted, ClientGone, EventTooLong, Interrupted, UpstreamError
 from sfqtui.proxy.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
@@ -51,6 +53,15 @@ def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _engine_start(reply: UpstreamReply) -> float | None:
+    """When the upstream's engine says the request began running (Unix seconds), if it says."""
+    try:
+        started = float(reply.response.headers.get(ENGINE_START_HEADER, "nan"))
+    except ValueError:
+        return None
+    return started if math.isfinite(started) else None
+
+
 def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
     """A 5xx from upstream, as a 502 carrying the upstream's own message when it sent one in OpenAI's format."""
     message = f"the upstream server answered HTTP {status}"
@@ -70,6 +81,9 @@ class Host(Protocol):
 
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
         """The request is over: free its slot (or cancel it, if still queued) and record it. Called once."""
+
+    def started(self, exchange: Exchange, engine_t: float, upstream: str) -> None:
+        """The upstream's engine reported when the request began running (Unix seconds)."""
 
 
 class Exchange:
@@ -142,6 +156,8 @@ class Exchange:
             await self._interruptible(self._open(path, payload, stream))
             assert self.reply is not None
             reply = self.reply
+            if reply.status < 300 and (started := _engine_start(reply)) is not None:
+                self.host.started(self, started, reply.label)
             if not reply.is_event_stream or reply.status >= 400:
                 body = await self._interruptible(reply.response.read())
                 if reply.status >= 500:

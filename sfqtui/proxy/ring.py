@@ -62,6 +62,11 @@ class EventRing:
     def last_seq(self) -> int:
         return self.next_seq - 1
 
+    @property
+    def last_t(self) -> float:
+        """The time of the last event held (0 when none is)."""
+        return self._times[self.last_seq % self.size] if self.next_seq > self.first_seq else 0.0
+
     def publish(self, event: Event) -> None:
         """Number the event (sets its ``seq``), keep it, and wake the subscribers."""
         seq = self.next_seq

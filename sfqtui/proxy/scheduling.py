@@ -91,6 +91,10 @@ class Alone:
     def weight(self, user: str) -> float:
         return self.dispatcher.weight(user)
 
+    def started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
+        """The upstream's engine reported when the request began running (Unix seconds)."""
+        self.dispatcher.started(ticket, engine_t, upstream, self.ring.last_t)
+
     def now(self) -> float:
         return self.dispatcher.now()
 

@@ -87,6 +87,11 @@ class UpstreamReply:
         return self.response.status
 
     @property
+    def label(self) -> str:
+        """Its upstream, as the metrics name it."""
+        return self._upstreams.labels[self.index]
+
+    @property
     def content_type(self) -> str | None:
         return self.response.headers.get("content-type")
 

@@ -370,6 +370,13 @@ def iter_log_rows(path: Path | str, batch_rows: int = 1 << 17) -> Iterator[LogRo
     )
 
 
+def has_kind(path: Path | str, kind: str) -> bool:
+    """Whether the log at ``path`` has a row of ``kind``, reading only its kind column, row group by row group."""
+    parquet = pq.ParquetFile(path)
+    return any(pc.any(pc.equal(parquet.read_row_group(group, columns=["kind"])["kind"].cast(pa.string()), kind)).as_py()
+               for group in range(parquet.num_row_groups))
+
+
 def _only_scheduler(schedulers: Sequence[str]) -> str:
     if len(schedulers) != 1:
         raise InputError(f"an event log must hold one scheduler's events; this one has {list(schedulers) or 'none'}")

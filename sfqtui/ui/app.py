@@ -34,7 +34,7 @@ from sfqtui.ui.panes.event_log import EventLog
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.panes.log_keys import LogKeys
 from sfqtui.ui.panes.meter_band import SORTS, MeterBand, MeterHeader
-from sfqtui.ui.panes.shares import SharesPanel
+from sfqtui.ui.panes.shares import EngineFigures, SharesPanel
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.player import TICKS_PER_S, Player
 from sfqtui.ui.screens.calibration_view import CalibrationScreen, estimator_twin
@@ -193,9 +193,9 @@ class SfqApp(App[str]):
     def use_table(self, run: Run) -> None:
         self.main.query_one(EventLog).use(run.table)
 
-    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
+    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]], engine: EngineFigures = None) -> None:
         for panel in self.main.query(SharesPanel):
-            panel.set_chart(users, edges, series)
+            panel.set_chart(users, edges, series, engine)
 
     def show_waiting(self, text: str | None) -> None:
         WaitingForEvents.show_over(self.main.query_one(EventLog), text)

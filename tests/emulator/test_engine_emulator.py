@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ from fake_upstream import ServerThread
 from proxy_fixtures import KEY_OF, running_proxy, wait_for
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.emulator.server import EngineServer
+from sfqtui.protocol import ENGINE_START_HEADER
 
 NAME = "emulated-test"
 PROMPT = "sixteen chars!!!"  # 4 prompt tokens
@@ -211,3 +213,28 @@ def test_the_sfqtui_proxy_serves_through_the_engine(keys_path: Path) -> None:
         answer = llm.completions.create(model=NAME, prompt=PROMPT, max_tokens=3)
         assert answer.usage is not None and answer.usage.completion_tokens == 3
         assert metrics(engine.url)["vllm:e2e_request_latency_seconds_count"] == 2
+
+
+def test_each_answer_says_when_its_request_started_running() -> None:
+    """The start header: a streamed answer's headers come when the request joins the batch
+    (the second waits for the first's place), and both kinds carry the time it did."""
+    body = {"model": NAME, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 20}
+    with running_engine(max_num_seqs=1, decode_ms_per_token=10.0, batch_slowdown=0.0) as server, httpx.Client(timeout=10) as http:
+        url = f"{server.url}/v1/chat/completions"
+        with http.stream("POST", url, json={**body, "stream": True}) as first:
+            first_start = float(first.headers[ENGINE_START_HEADER])
+            sent = time.time()
+            with http.stream("POST", url, json={**body, "stream": True}) as second:
+                heard = time.time()
+                second_start = float(second.headers[ENGINE_START_HEADER])
+                second.read()
+            first.read()
+        # 20 steps of 10 ms for the first before the second has the place; headers as it starts.
+        assert second_start - first_start >= 0.19 and sent < second_start <= heard
+        # Not streamed: the headers come when it starts too, the body 20 steps later.
+        before = time.time()
+        with http.stream("POST", url, json=body) as whole:
+            heard = time.time()
+            assert before <= float(whole.headers[ENGINE_START_HEADER]) <= heard
+            assert json.loads(whole.read())["usage"]["completion_tokens"] == 20
+        assert time.time() - heard >= 0.19

@@ -13,6 +13,7 @@ import pytest
 from textual.message import Message
 
 from sfqtui.core.analysis.audit import Violation
+from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.live.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.runs.export_frames import ListedRows, log_frame, shares_frame
@@ -72,7 +73,8 @@ class Stage:
     def use_table(self, run: Run) -> None:
         self.tables.append(run.key)
 
-    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
+    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]],
+                   engine: FairnessReport | None = None) -> None:
         pass
 
     def show_waiting(self, text: str | None) -> None:

@@ -4,13 +4,17 @@ After a deliberate change of the screen, review the report of a failing run befo
 `pytest tests/ui/test_snapshots.py --snapshot-update`.
 """
 
+from pathlib import Path
+
 import pytest
 from textual.pilot import Pilot
 
-from dashboard import TRACES, dashboard, settle
+from dashboard import TRACES, dashboard, settle, text_of, until
+from engine_starts_log import heavy_and_light, with_engine_starts
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.panes.shares import SharesPanel
 
 STEPS = {
     "start": [],
@@ -71,3 +75,17 @@ def test_a_divergence_highlighted_side_by_side(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(side_by_side("heavy-vs-light.parquet", 4, "sfq", "drr"), terminal_size=(160, 44), run_before=run_before)
+
+
+def test_fairness_at_engine_start_under_the_shares(snap_compare, tmp_path: Path) -> None:
+    """A log whose engine reported starts: the shares pane says the run's worst gap at engine start against the one at dispatch."""
+    log = with_engine_starts(heavy_and_light(tmp_path), tmp_path / "engine-starts.parquet")
+    app = dashboard(log, is_log=True)
+
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        await until(pilot, lambda: "at engine start" in text_of(app.query_one(SharesPanel)), "the line at engine start")
+        await pilot.press("end")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 34), run_before=run_before)

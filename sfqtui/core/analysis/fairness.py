@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from sfqtui.core.analysis.audit import GrowingAudit
+from sfqtui.core.analysis.engine_starts import Passing, StartView
 from sfqtui.core.analysis.engine_waits import EngineWaits
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.engine.replay import Replay, ReplayConfig
@@ -87,6 +88,10 @@ class FairnessReport:
     worst_gap: Gap | None
     gap_exact: bool
     worst_gain: WorstGain | None = None  # measured on request (fairness_of_replay(gains=True)) for sfq and sfq-reset
+    # The same figures over engine starts (engine_starts.py), when asked for and the log has start rows; then how many
+    # pairs of requests of two users started out of dispatch order.
+    at_engine_start: FairnessReport | None = None
+    out_of_dispatch_order: Passing | None = None
     waits: EngineWaits | None = None  # a replay on the engine model: each user's waits to dispatch and in the engines' queues
 
     def share(self, user: str) -> float:
@@ -94,27 +99,37 @@ class FairnessReport:
         return self.users[user].congested_charged / total if total else 0.0
 
     def as_dict(self) -> dict[str, object]:
-        gap = self.worst_gap
         return {
             "congested_dispatches": self.congested_dispatches,
             "jain": self.jain,
-            "worst_gap": None if gap is None else {
-                "gap": gap.gap, "ahead": gap.ahead, "behind": gap.behind, "start_t": gap.start_t, "end_t": gap.end_t,
-                "exact": self.gap_exact,
-            },
+            "worst_gap": self._gap(),
             "worst_gain": None if self.worst_gain is None else self.worst_gain.as_dict(),
-            "users": {
-                u: {
-                    "dispatched": f.dispatched,
-                    "charged": f.charged,
-                    "share_congested": self.share(u),
-                    "wait_p50": f.wait_quantile(0.5),
-                    "wait_p99": f.wait_quantile(0.99),
-                }
-                | ({"engine_waits": self.waits.users[u].as_dict()} if self.waits is not None and u in self.waits.users else {})
-                for u, f in sorted(self.users.items())
-            },
+            "at_engine_start": self._at_engine_start(),
+            "users": self._users("dispatched"),
         }
+
+    def _gap(self) -> dict[str, object] | None:
+        gap = self.worst_gap
+        if gap is None:
+            return None
+        return {"gap": gap.gap, "ahead": gap.ahead, "behind": gap.behind, "start_t": gap.start_t, "end_t": gap.end_t, "exact": self.gap_exact}
+
+    def _users(self, served: str) -> dict[str, object]:
+        waits = self.waits
+        return {
+            u: {served: f.dispatched, "charged": f.charged, "share_congested": self.share(u), "wait_p50": f.wait_quantile(0.5),
+                "wait_p99": f.wait_quantile(0.99)}
+            | ({"engine_waits": waits.users[u].as_dict()} if waits is not None and u in waits.users else {})
+            for u, f in sorted(self.users.items())
+        }
+
+    def _at_engine_start(self) -> dict[str, object] | None:
+        """The figures at engine start, where a start is the engine's dispatch (the keys say so)."""
+        started, passing = self.at_engine_start, self.out_of_dispatch_order
+        if started is None:
+            return None
+        return {"congested_starts": started.congested_dispatches, "jain": started.jain, "worst_gap": started._gap(),
+                "users": started._users("started"), "out_of_dispatch_order": None if passing is None else passing.as_dict()}
 
 
 @dataclass
@@ -138,9 +153,12 @@ class FairnessTally:
     yet dispatched, each user's dispatch history and backlog episodes in typed arrays.
     """
 
-    def __init__(self, weights: dict[str, float] | None = None, gains_of: str | None = None) -> None:
-        """``gains_of``: the scheduler whose audit to run alongside for the worst gain (None: not measured)."""
-        self.weights = weights or {}
+    def __init__(self, weights: dict[str, float] | None = None, gains_of: str | None = None, at_engine_start: bool = False) -> None:
+        """``gains_of``: the scheduler whose audit to run alongside for the worst gain (None: not measured);
+        ``at_engine_start``: also the figures over the log's start rows (``FairnessReport.at_engine_start``)."""
+        self.weights = weights if weights is not None else {}
+        self._starts = StartView() if at_engine_start else None
+        self._at_start = FairnessTally(self.weights) if at_engine_start else None
         self._audit = GrowingAudit(gains_of) if gains_of is not None else None
         self._times = array("d")  # with the audit: each event's t, to say when its worst gain was
         self._first_seq = 0
@@ -158,6 +176,8 @@ class FairnessTally:
 
     def feed(self, rows: LogRows) -> None:
         first = self.rows
+        if self._starts is not None and self._at_start is not None:
+            self._at_start.feed(self._starts.convert(rows))
         if self._audit is not None and len(rows):
             if not first:
                 self._first_seq = rows.seq[0]
@@ -235,7 +255,12 @@ class FairnessTally:
             if f.congested_backlogged
         ]
         jain = (sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))) if rates and any(rates) else None
-        return FairnessReport(scheduler, self.figures, self.congested, jain, worst, exact, self._worst_gain())
+        report = FairnessReport(scheduler, self.figures, self.congested, jain, worst, exact, self._worst_gain())
+        starts = self._starts
+        if starts is not None and starts.starts and self._at_start is not None:
+            report.at_engine_start = self._at_start.report(scheduler)
+            report.out_of_dispatch_order = starts.out_of_dispatch_order()
+        return report
 
     def _worst_gain(self) -> WorstGain | None:
         if self._audit is None:
@@ -249,10 +274,10 @@ class FairnessTally:
                          t[found.end_seq - self._first_seq], found.gap, 2 * audited.c_max)
 
 
-def fairness(log: LogRows | Iterable[LogRows], weights: dict[str, float] | None = None) -> FairnessReport:
+def fairness(log: LogRows | Iterable[LogRows], weights: dict[str, float] | None = None, at_engine_start: bool = False) -> FairnessReport:
     """The figures of a log given whole or as consecutive chunks (the scheduler is the first chunk's)."""
     scheduler, chunks = chunks_of(log)
-    tally = FairnessTally(weights)
+    tally = FairnessTally(weights, at_engine_start=at_engine_start)
     for rows in chunks:
         tally.feed(rows)
         del rows  # let this chunk go before the next one is read
@@ -296,10 +321,11 @@ def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[i
     """Replay ``trace`` under ``config`` and compute its fairness figures (what `compare`
     prints for one scheduler), chunk by chunk as the replay goes. ``progress`` gets the
     number of requests arrived so far. With ``gains``, also the worst gain of §3.3 where
-    the scheduler's audit bounds it (only SFQ's rules measure it)."""
+    the scheduler's audit bounds it (only SFQ's rules measure it). A replay on the engine
+    model also gets the figures over its start rows, and each user's waits."""
     run = Replay(trace, config)
     measured = gains and traits(config.scheduler).audit == "sfq"
-    tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None)
+    tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None, at_engine_start=config.engine is not None)
     waits = EngineWaits() if config.engine is not None else None
     for columns, arrived in run.chunks():
         rows = rows_from_replay(columns, trace, config.scheduler)

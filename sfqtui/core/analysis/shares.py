@@ -1,4 +1,5 @@
-"""Each user's share of charged cost over time, in equal time bins (for the shares chart).
+"""Each user's share of charged cost over time, in equal time bins (for the shares chart), and
+the fairness figures at engine start of a log whose engine reported starts (the line under it).
 
 These read the log on a worker thread while the app may append to it, so they read only
 its first ``events`` events, a bound the caller took before: everything of those events
@@ -11,6 +12,9 @@ import heapq
 from collections.abc import Sequence
 from itertools import islice
 
+from sfqtui.core.analysis.fairness import FairnessReport, FairnessTally
+from sfqtui.core.engine.events import KINDS, START
+from sfqtui.core.log.rows import LogRows
 from sfqtui.core.log.table import EventTable
 
 
@@ -51,3 +55,22 @@ def share_series(table: EventTable, users: list[int], events: int, bins: int = 4
             series[b] += cost
     edges = [start + width * (b + 1) for b in range(bins)]
     return edges, {u: [x / t if t else 0.0 for x, t in zip(series, totals)] for u, series in mine.items()}
+
+
+def engine_start_figures(table: EventTable, events: int) -> FairnessReport | None:
+    """The fairness figures at dispatch and at engine start over the log's first ``events``
+    events (fairness.py), or None when they hold no start row."""
+    kinds = table.kind[:events]
+    if START not in kinds:
+        return None
+    names = table.users
+    cost: list[float | None] = [None] * events
+    for n, k in enumerate(islice(table.dispatches, table.dispatch_number(events))):
+        cost[k] = table.cost[n]
+    nothing: list[float | None] = [None] * events
+    rows = LogRows(table.scheduler, range(events), table.t[:events], [KINDS[k] for k in kinds],
+                   [names[u] if u >= 0 else None for u in table.user[:events]],
+                   [r if r >= 0 else None for r in table.req[:events]], cost, nothing, nothing, nothing)
+    tally = FairnessTally({u: table.weight(code) for code, u in enumerate(names[: len(table.weights)])}, at_engine_start=True)
+    tally.feed(rows)
+    return tally.report(table.scheduler)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sfqtui.core.engine.events import EventColumns
@@ -34,6 +34,19 @@ class LogRows:
 
     def __len__(self) -> int:
         return len(self.seq)
+
+
+def without_kinds(rows: LogRows, kinds: Collection[str]) -> LogRows:
+    """The rows but those of ``kinds`` (the same LogRows when it has none; seqs kept)."""
+    if not any(kind in rows.kind for kind in kinds):
+        return rows
+    keep = [k for k, kind in enumerate(rows.kind) if kind not in kinds]
+    picked: dict[str, Any] = {}
+    for field in fields(rows):
+        column = getattr(rows, field.name)
+        if field.name != "scheduler" and column is not None:
+            picked[field.name] = [column[k] for k in keep]
+    return replace(rows, **picked)
 
 
 def chunks_of(log: LogRows | Iterable[LogRows]) -> tuple[str | None, Iterator[LogRows]]:

@@ -15,6 +15,7 @@ from typing import Any
 from textual.message import Message
 
 from sfqtui.core.analysis.audit import Violation
+from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import State
@@ -65,6 +66,7 @@ class ChartReady(RunMessage):
     users: list[int]
     edges: list[float]
     series: dict[int, list[float]]
+    engine: FairnessReport | None = None  # the figures at engine start, when the log has start rows
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ChartReady) and message.run == self.run  # binned over more of the log

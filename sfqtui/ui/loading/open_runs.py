@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.worker import Worker, WorkerState
 
+from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import count
 from sfqtui.runs.protocols import RunOpening
@@ -62,7 +63,8 @@ class RunsScreen(LoaderHost, Protocol):
         """The leading log lists ``run``'s table."""
         ...
 
-    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None: ...
+    def show_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]],
+                   engine: FairnessReport | None = None) -> None: ...
 
     def show_waiting(self, text: str | None) -> None:
         """The log's message while the live run shown has no event (None: it has some)."""
@@ -269,7 +271,7 @@ class OpenRuns:
 
     def _chart_ready(self, run: Run, message: ChartReady) -> None:
         if run is self.current and run.table is message.table and self._screen.drawing:
-            self._screen.show_chart(message.users, message.edges, message.series)
+            self._screen.show_chart(message.users, message.edges, message.series, message.engine)
             self._screen.refresh_views()
 
     def _analysed(self, run: Run, message: Analysed) -> None:

@@ -1,5 +1,7 @@
 """Cost shares: over the run and the current busy period, against the fair share now; in a
-run of several replicas, how many of each user's requests went to each replica."""
+run of several replicas, how many of each user's requests went to each replica; for a log
+whose engine reported when requests started running, the worst gap at engine start against
+the one at dispatch (a proxy's stream without start rows says that it is not available)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from rich.style import Style
 from rich.text import Text
 from textual.events import Click
 
-from sfqtui.core.analysis.shares import share_series, top_users
+from sfqtui.core.analysis.fairness import FairnessReport, Gap
+from sfqtui.core.analysis.shares import engine_start_figures, share_series, top_users
 from sfqtui.core.log.table import EventTable
+from sfqtui.core.numbers import amount, count
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.replicas import routed_lines
 from sfqtui.ui.widgets.clicks import UserClicked
@@ -19,16 +23,42 @@ from sfqtui.ui.widgets.columns import grid
 from sfqtui.ui.widgets.text_view import TextView
 
 ROWS = 6
+# What the pane says at engine start: the run's figures (fairness.py), None when its log has no start row.
+EngineFigures = FairnessReport | None
 CHARTED = 3
 BARS = "▁▂▃▄▅▆▇█"
 
 
-def shares_chart(table: EventTable, events: int) -> tuple[list[int], list[float], dict[int, list[float]]]:
+def shares_chart(table: EventTable, events: int) -> tuple[list[int], list[float], dict[int, list[float]], FairnessReport | None]:
     """The charted users (the top spenders), bin edges and each one's share per bin, over the
-    log's first ``events`` events (on a worker: the table may grow meanwhile)."""
+    log's first ``events`` events (on a worker: the table may grow meanwhile), and the
+    fairness figures at engine start when those events have start rows."""
     users = top_users(None, table, CHARTED, events)
     edges, series = share_series(table, users, events)
-    return users, edges, series
+    return users, edges, series, engine_start_figures(table, events)
+
+
+def _gap(gap: Gap | None) -> str:
+    return "none" if gap is None else f"{amount(gap.gap)} {gap.ahead} > {gap.behind}"
+
+
+def _line(*parts: str | tuple[str, str]) -> Text:
+    return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+
+
+def engine_lines(figures: FairnessReport | None, live: bool) -> list[Text]:
+    """The run's worst gap at dispatch and at engine start (the chart's events), and the starts
+    out of dispatch order; for a live stream without start rows, that the engine reports none."""
+    started = None if figures is None else figures.at_engine_start
+    if figures is None or started is None:
+        return [Text("engine starts: not reported, so no fairness", "dim", no_wrap=True, overflow="ellipsis"),
+                Text("at engine start", "dim")] if live else []
+    lines = [_line("worst gap at dispatch  ", _gap(figures.worst_gap)),
+             _line("      at engine start  ", (_gap(started.worst_gap), "bold"))]
+    passing = figures.out_of_dispatch_order
+    if passing is not None and passing.pairs:
+        lines.append(_line(f"starts out of dispatch order: {count(passing.pairs)}"))
+    return lines
 
 
 class SharesPanel(TextView):
@@ -51,6 +81,7 @@ class SharesPanel(TextView):
         self._charted: list[int] = []
         self._chart: list[Text] = []
         self._chart_key: tuple[int, int] | None = None
+        self._engine: FairnessReport | None = None
         self._frame: Frame | None = None
         self._user_at: dict[int, int] = {}  # line -> the user code it shows
 
@@ -60,9 +91,10 @@ class SharesPanel(TextView):
         if user is not None and self._frame is not None:
             self.post_message(UserClicked(self, self._frame.table.users[user]))
 
-    def set_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]]) -> None:
+    def set_chart(self, users: list[int], edges: list[float], series: dict[int, list[float]],
+                  engine: FairnessReport | None = None) -> None:
         """The whole run binned once (see shares_chart); the chart then fills in with the cursor."""
-        self._charted, self._edges, self._series = users, edges, series
+        self._charted, self._edges, self._series, self._engine = users, edges, series, engine
         self._chart_key = None
 
     def resized(self) -> None:
@@ -92,6 +124,7 @@ class SharesPanel(TextView):
             for i, u in enumerate(listed):
                 self._user_at[len(lines) + 1 + i] = u  # under its header line
             lines += routed + [Text()] * (ROWS + 1 - len(routed))
+        lines += engine_lines(self._engine, frame.connection is not None)
         chart = self._chart_lines(frame)
         for i, u in enumerate(self._charted):
             self._user_at[len(lines) + 1 + 2 * i] = self._user_at[len(lines) + 2 + 2 * i] = u

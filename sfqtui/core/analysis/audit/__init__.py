@@ -19,7 +19,8 @@ from sfqtui.core.analysis.audit.sfq import Published, SFQRules
 from sfqtui.core.analysis.audit.snapshot import Snapshot
 from sfqtui.core.analysis.audit.structure import StructureRules
 from sfqtui.core.analysis.audit.vtc import VTCRules
-from sfqtui.core.log.rows import LogRows, chunks_of
+from sfqtui.core.engine.events import ENGINE_KINDS
+from sfqtui.core.log.rows import LogRows, chunks_of, without_kinds
 from sfqtui.core.schedulers.registry import REGISTRY
 
 __all__ = ["AuditReport", "GrowingAudit", "Replicas", "Snapshot", "StructureRules", "Violation", "audit", "by_seq"]
@@ -61,8 +62,11 @@ class GrowingAudit:
             self._rule_sets.append(own)
 
     def feed(self, rows: LogRows) -> None:
-        for rule_set in self._rule_sets:
-            rule_set.feed(rows)
+        # An engine's rows move no scheduler state: only the structure rules read them.
+        self._structure.feed(rows)
+        scheduled = without_kinds(rows, ENGINE_KINDS)
+        for rule_set in self._rule_sets[1:]:
+            rule_set.feed(scheduled)
 
     def violations_so_far(self) -> list[Violation]:
         """The violations found so far (the first MAX_LISTED of each rule set), by seq."""

@@ -11,7 +11,8 @@ from sfqtui.core.numbers import count, distinct
 
 
 class StructureRules(RuleSet):
-    """Every scheduler: seq counts up from 0, time never goes back, each request arrives, is dispatched, completes.
+    """Every scheduler: seq counts up from 0, time never goes back, each request arrives, is dispatched, completes
+    (and starts running in its engine in between, when the log says).
 
     From a ``snapshot`` at seq N, seq counts up from N (the log's first row, a gap, stands
     for what came before), and a request first seen at its dispatch or cancel (its
@@ -20,6 +21,7 @@ class StructureRules(RuleSet):
     # kind -> (the stage a request must be in, the stage it moves to; None: its life is over)
     LIFE: dict[str, tuple[str, str | None]] = {
         "arrive": ("", "arrive"), "dispatch": ("arrive", "dispatch"), "complete": ("dispatch", None), "cancel": ("arrive", None),
+        "start": ("dispatch", "dispatch"),
     }
 
     def __init__(self, snapshot: Snapshot | None = None) -> None:
