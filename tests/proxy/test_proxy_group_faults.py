@@ -119,6 +119,8 @@ async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Pa
         suspended = [state(r.url) for r in (a, b)]
         store.resume()
         await until(lambda: all(state(r.url)["bound"] == "global" for r in (a, b)), timeout=15, what="both to rejoin")
+        # b's merge reaches a through the group's stream, which a follows a moment after it rejoins.
+        await until(lambda: "carol" in {u["user"] for u in state(a.url)["users"]}, timeout=15, what="b's merge to reach a")
         resumed = state(a.url)
         events = read_events(b.url)
         await settle([client(a.url, "bob").chat.completions.create(**chat("after"))])
