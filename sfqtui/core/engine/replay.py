@@ -188,8 +188,6 @@ class Replay:
         """What a dispatch priced by ``estimator`` (None: the cost column) charges, by request
         index (the window must hold its first chunk)."""
         if estimator is None:
-            if isinstance(self.requests, WholeTrace):  # one chunk: its column, read without a Python call
-                return self.requests.trace.cost.__getitem__  # type: ignore[index]  # cost_source "column": the trace has one
             return self.window.cost_column()
         return estimator.input_charge if self._complete_charge is not None else estimator.cost
 
@@ -233,7 +231,6 @@ class Replay:
         row_size = log.layout.struct.size
         running: list[tuple[float, int, int, User, int, int, int]] = []  # (done at, dispatch number, request, user, its chunk, pool, replica)
         free = list(self.pool_slots)
-        spare = sum(free)  # free slots over every pool: a timestamp with none dispatches nothing
         i = 0  # the next request to arrive, counted over the whole trace
         j = 0  # its row in the chunk being read
         dispatched = self.dispatched
@@ -254,7 +251,6 @@ class Replay:
                     _, _, req, user, k, pool, rep = heappop(running)
                     next_done = running[0][0] if running else never
                     free[pool] += 1
-                    spare += 1
                     if observe is not None:
                         observe[pool](req)
                     if complete is not None:
@@ -288,21 +284,19 @@ class Replay:
                 if group is not None and now == group.due:
                     group.apply_due(now)
 
-                if spare:
-                    for pool in pools:
-                        sched = scheds[pool]
-                        while free[pool] and sched.backlogged:
-                            req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
-                            rep = pool if group is None else group.dispatched(pool, req, user, cost)
-                            put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user))
-                            free[pool] -= 1
-                            spare -= 1
-                            k = req // size
-                            heappush(running, (now + services[k][req % size], dispatched, req, user, k, pool, rep))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
-                            next_done = running[0][0]
-                            dispatched += 1
-                            if virtual and not sched.backlogged:
-                                put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1))
+                for pool in pools:
+                    sched = scheds[pool]
+                    while free[pool] and sched.backlogged:
+                        req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
+                        rep = pool if group is None else group.dispatched(pool, req, user, cost)
+                        put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user))
+                        free[pool] -= 1
+                        k = req // size
+                        heappush(running, (now + services[k][req % size], dispatched, req, user, k, pool, rep))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
+                        next_done = running[0][0]
+                        dispatched += 1
+                        if virtual and not sched.backlogged:
+                            put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1))
 
                 if len(log.data) >= yield_at:
                     self.dispatched = dispatched

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
 
@@ -31,23 +30,20 @@ class SFQ(Scheduler):
 
     def arrive(self, req: int, user: User) -> UserReading:
         queue = self._queues.get(user)
-        if queue:  # already backlogged: only queued
-            queue.append(req)
-            return self.v, self._meters[user], None
         if queue is None:
-            queue = self._queues[user] = deque()
-        # The join rule max(S_i, v) (a new user starts at v); sfq-reset joins at v.
-        v = self.v
-        meter = self._meters.get(user)
-        if meter is None or meter < v or self.reset_join:
-            meter = v
-        self._meters[user] = meter
-        if meter > self._max_meter:
-            self._max_meter = meter
-        heappush(self._heap, (meter, user))
-        self.backlogged += 1
+            queue = self._queue(user)
+        if not queue:
+            # The join rule max(S_i, v) (a new user starts at v); sfq-reset joins at v.
+            meter = self._meters.get(user)
+            if meter is None or meter < self.v or self.reset_join:
+                meter = self.v
+            self._meters[user] = meter
+            if meter > self._max_meter:
+                self._max_meter = meter
+            heappush(self._heap, (meter, user))
+            self.backlogged += 1
         queue.append(req)
-        return v, meter, None
+        return self.v, self._meters[user], None
 
     def dispatch(self, cost_of: CostOf) -> Dispatch:
         meter, user = heappop(self._heap)
