@@ -115,6 +115,23 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
             started = time.perf_counter()
             explain_dispatch(app.table, app.timeline, k, app.timeline.state_at(k))
             rebuilds.append((time.perf_counter() - started) * 1000)
+        async def cpu_timed(action) -> float:
+            """The CPU time (this process, every thread) from the action to the end of its refresh."""
+            started = time.process_time()
+            await timed(action)
+            return (time.process_time() - started) * 1000
+
+        # A step against a repaint, in pairs (a repaint, then a step) so that both are
+        # taken while the machine runs at one speed: three rounds of 50 pairs, each round's
+        # ratio of medians, by wall time and by CPU time (less sensitive to a busy machine).
+        by_wall, by_cpu = [], []
+        for _ in range(3):
+            pairs = [(await timed(app.refresh), await timed(lambda: app.action_step(1))) for _ in range(50)]
+            by_wall.append(statistics.median(s for _, s in pairs) / statistics.median(r for r, _ in pairs))
+            pairs = [(await cpu_timed(app.refresh), await cpu_timed(lambda: app.action_step(1))) for _ in range(50)]
+            by_cpu.append(statistics.median(s for _, s in pairs) / statistics.median(r for r, _ in pairs))
+        print(f"{label}: a step forward over a repaint of the whole screen (target <= 1x): by wall time min {min(by_wall):.2f}x, "
+              f"median {statistics.median(by_wall):.2f}x; by CPU time min {min(by_cpu):.2f}x, median {statistics.median(by_cpu):.2f}x")
         repaints = [await timed(app.refresh) for _ in range(50)]
         forward = [await timed(lambda: app.action_step(1)) for _ in range(200)]
         back = [await timed(lambda: app.action_step(-1)) for _ in range(200)]

@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +75,27 @@ class TreePeak:
         return self.root_peak_kb / 1024
 
 
-def run_measured(command: Sequence[str], **kwargs: Any) -> tuple[float, float]:
-    """Run a command to the end; (seconds, peak tree RssAnon in MB)."""
+@dataclass(frozen=True)
+class Measured:
+    wall_s: float
+    cpu_s: float  # user and system time of the command, all its threads (and any children it waited for)
+    peak_mb: float  # peak RssAnon of its process tree
+
+
+def measure(command: Sequence[str], **kwargs: Any) -> Measured:
+    """Run a command to the end and measure it."""
     started = time.perf_counter()
     child = subprocess.Popen(list(command), **kwargs)
     with TreePeak(child.pid) as peak:
-        if child.wait() != 0:
-            raise subprocess.CalledProcessError(child.returncode, list(command))
-    return time.perf_counter() - started, peak.peak_mb
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, list(command))
+    return Measured(wall, usage.ru_utime + usage.ru_stime, peak.peak_mb)
+
+
+def run_measured(command: Sequence[str], **kwargs: Any) -> tuple[float, float]:
+    """Run a command to the end; (seconds, peak tree RssAnon in MB)."""
+    measured = measure(command, **kwargs)
+    return measured.wall_s, measured.peak_mb

@@ -27,7 +27,7 @@ from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import Fixed, amount, count, counted, percent
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.replicas import BandPart, band_parts
-from sfqtui.ui.panes.user_picks import band_users, meters_or_inf
+from sfqtui.ui.panes.user_picks import band_columns, band_users, meters_or_inf, sorted_by_meter, sorted_by_share
 from sfqtui.ui.widgets.clicks import UserClicked
 from sfqtui.ui.widgets.line_view import LineView
 from sfqtui.ui.widgets.text_view import TextView
@@ -117,13 +117,11 @@ def lay_out(frame: Frame, sections: list[tuple[State, list[int]]], values: list[
     if traits is not None and traits.reading:
         title = f"{traits.value_symbol} − {known[0]}" if known is not None else traits.value_name
     bases = tuple(r[2] if r is not None else 0.0 for r in references) or (0.0,)
-    shown = [vals[u] - base for (_, rows), vals, base in zip(sections, values, bases) for u in rows if vals[u] != INF]
+    shown, weights, most_queued = band_columns(sections, values, bases, table.weights)
     c_max = frame.state.c_max
     number = Fixed.of(shown, scale=c_max or None, sign=known is not None)
-    weights = [table.weight(u) for _, rows in sections for u in rows]
     weight = Fixed.of(weights)
     number_w = max(len(title), number.width(shown)) if title else 0
-    most_queued = max((state.queued[u] for state, rows in sections for u in rows), default=0)
     queued_w = max(len("queued"), len(count(most_queued)))
     weight_w = max(len("w"), weight.width(weights))
     if known is None:
@@ -221,12 +219,11 @@ class MeterBand(LineView, can_focus=True):
     def _order(self, frame: Frame, s: State, values: list[float]) -> tuple[list[int], int]:
         # in name order: the stable sorts below break ties by name
         visible, folded = band_users(frame.table, s, frame.options.show_folded, FOLD_AFTER_S)
-        sort, queued = frame.options.sort, s.queued
+        sort = frame.options.sort
         if sort == "share":
-            visible.sort(key=s.charged.__getitem__, reverse=True)
+            visible = sorted_by_share(visible, s)
         elif sort == "meter":  # backlogged users first, each group by meter
-            visible.sort(key=values.__getitem__)
-            visible.sort(key=[q == 0 for q in queued].__getitem__)
+            visible = sorted_by_meter(visible, s, values)
         return visible, folded
 
     def row_key(self, row: int, width: int) -> Hashable:

@@ -5,6 +5,8 @@ was most of its cost; numpy views the state's arrays without copying them.
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from sfqtui.core.log.table import EventTable
@@ -56,3 +58,43 @@ def top_senders(table: EventTable, s: State, rows: int) -> tuple[list[int], int]
     sent = codes[np.frombuffer(s.dispatched, dtype=np.int32)[codes] != 0]
     order = np.argsort(-np.frombuffer(s.charged, dtype=np.float64)[sent], kind="stable")  # stable: ties keep name order
     return sent[order[:rows]].tolist(), len(sent)
+
+
+def deciding(values: np.ndarray) -> list[float]:
+    """The few of a column's values that decide its format (``Fixed.of``: the largest
+    magnitude, whether all are whole) and its width (``Fixed.width``: the least and the
+    greatest), so that a step formats a column of thousands of users from three numbers.
+    Non-finite values are left out (the band's columns hold none)."""
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return []
+    fractional = finite[finite != np.trunc(finite)]
+    return [float(finite.min()), float(finite.max()), *fractional[:1].tolist()]
+
+
+def band_columns(sections: list[tuple[State, list[int]]], values: list[list[float]], bases: tuple[float, ...],
+                 weights: array) -> tuple[list[float], list[float], int]:
+    """Over the band's rows of every section: the deciding values (``deciding``) of the
+    numbers shown (each user's value from its section's base; a user with none yet left
+    out), of the weights, and the most queued."""
+    shown, weighed, most_queued = [], [], 0
+    for (state, rows), vals, base in zip(sections, values, bases):
+        picked = np.asarray(vals, dtype=np.float64)[rows]
+        shown.append(picked[picked != np.inf] - base)
+        weighed.append(np.frombuffer(weights, dtype=np.float64)[rows])
+        if rows:
+            most_queued = max(most_queued, int(np.frombuffer(state.queued, dtype=np.int32)[rows].max()))
+    return deciding(np.concatenate(shown or [np.zeros(0)])), deciding(np.concatenate(weighed or [np.zeros(0)])), most_queued
+
+
+def sorted_by_share(users: list[int], s: State) -> list[int]:
+    """``users`` by charge, largest first; ties keep their order (a stable sort)."""
+    codes = np.asarray(users, dtype=np.int64)
+    return codes[np.argsort(-np.frombuffer(s.charged, dtype=np.float64)[codes], kind="stable")].tolist()
+
+
+def sorted_by_meter(users: list[int], s: State, values: list[float]) -> list[int]:
+    """``users`` with those queued first, each group by its value; ties keep their order."""
+    codes = np.asarray(users, dtype=np.int64)
+    idle = np.frombuffer(s.queued, dtype=np.int32)[codes] == 0
+    return codes[np.lexsort((np.asarray(values, dtype=np.float64)[codes], idle))].tolist()

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, seconds
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
@@ -55,7 +56,14 @@ class QueueOrder(TextView):
 
     DEFAULT_CSS = "QueueOrder { height: 2; overflow: hidden hidden; color: $text-muted; }"
 
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._shown: list[tuple[str, str]] | None = None
+
     def show(self, frame: Frame, order: list[tuple[str, str]] | None) -> None:
+        if order == self._shown and self._parts:  # most steps leave the order as it was
+            return
+        self._shown = order
         self.display = order is not None
         if order is None:
             return
@@ -71,8 +79,17 @@ class QueueOrder(TextView):
 class PaneShares(TextView):
     DEFAULT_CSS = "PaneShares { height: 8; overflow: hidden hidden; }"
 
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._shown: tuple[EventTable, int] | None = None
+
     def show(self, frame: Frame) -> None:
         s, table = frame.state, frame.table
+        # Charges, counts and waits all change at dispatches only: the same dispatches, the same rows.
+        shown = (table, s.dispatched_total)
+        if self._shown is not None and self._shown[0] is table and self._shown[1] == s.dispatched_total:
+            return
+        self._shown = shown
         total = s.charged_total or 1.0
         top, sent = top_senders(table, s, SHARE_ROWS)
         means = []

@@ -74,7 +74,10 @@ class TextView(LineView):
     def _wrap_part(self, part: Text, width: int) -> list[Strip]:
         console, base = self.app.console, self.base_style
         strips = []
-        for line in part.wrap(console, width):
+        plain = part.plain
+        fits = part.no_wrap and part.justify in (None, "default") and "\n" not in plain and "\t" not in plain \
+            and len(plain) <= width and part.cell_len <= width
+        for line in [part] if fits else part.wrap(console, width):  # a line that fits is what wrap would return, without its cost
             # Text.render leaves out the text's own style when it has no spans
             under = base + console.get_style(line.style) if line.style else base
             segments = [Segment(text, under + style if style else under) for text, style, _ in line.render(console)]
