@@ -74,7 +74,7 @@ async def run_command(pilot: Pilot, title: str) -> None:
     await pilot.press("enter")
 
 
-KEPT = "kept_notifications"  # where tests/ui/conftest.py keeps an app's notifications
+KEPT = "kept_notifications"  # where tests/conftest.py keeps an app's notifications
 
 
 def notifications(app: App) -> list[Notification]:
