@@ -7,8 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.app import App
+from textual.notifications import Notify
 from typer.testing import CliRunner
 
+from dashboard import KEPT
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import write_keys
 from redis_server import SERVERS, RedisServer
@@ -34,6 +37,19 @@ def fake() -> Iterator[tuple[FakeUpstream, str]]:
     upstream = FakeUpstream(chunk_delay_s=0.002)
     with fake_server(upstream) as server:
         yield upstream, server.url
+
+
+@pytest.fixture(autouse=True)
+def kept_notifications(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every app's notifications are kept for the test (dashboard.notifications reads them): a toast
+    lasts 3 to 5 s, which a busy machine can spend between a key and the test's look at it."""
+    shown = App._on_notify
+
+    def keeping(app: App, event: Notify) -> None:
+        app.__dict__.setdefault(KEPT, []).append(event.notification)
+        shown(app, event)
+
+    monkeypatch.setattr(App, "_on_notify", keeping)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import App
+from textual.command import Command, CommandList
 from textual.geometry import Region
+from textual.notifications import Notification
 from textual.pilot import Pilot
 from textual.widget import Widget
 
@@ -54,6 +56,31 @@ async def settle(pilot: Pilot, analysed: bool = True) -> None:
     await until(pilot, lambda: not app.loading and (app.checked or not analysed or app.table.scheduler in ("fifo", "rr")),
                 "the dashboard to load" + (" and audit its log" if analysed else ""))
     await pilot.pause()
+
+
+async def run_command(pilot: Pilot, title: str) -> None:
+    """Open the palette (ctrl+p), type ``title`` and press enter once the palette lists that command first."""
+    await pilot.press("ctrl+p")
+    await pilot.press(*title)
+
+    def listed_first() -> bool:
+        lists = pilot.app.screen.query(CommandList)
+        if not lists or not lists.first().option_count:
+            return False
+        first = lists.first().get_option_at_index(0)
+        return isinstance(first, Command) and getattr(first.hit, "text", None) == title
+
+    await until(pilot, listed_first, f"the palette to list {title!r}")
+    await pilot.press("enter")
+
+
+KEPT = "kept_notifications"  # where tests/conftest.py keeps an app's notifications
+
+
+def notifications(app: App) -> list[Notification]:
+    """Every notification the app has shown so far, its toast expired or not."""
+    kept: list[Notification] = app.__dict__.get(KEPT, [])
+    return kept
 
 
 def text_of(widget: Widget) -> str:

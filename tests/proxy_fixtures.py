@@ -72,7 +72,7 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
     return events
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()

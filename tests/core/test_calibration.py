@@ -14,6 +14,8 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.trace import Trace
 from sfqtui.trace.load import load_trace
 
+pytestmark = pytest.mark.xdist_group("test_calibration")  # one worker generates the calibration trace once
+
 
 @pytest.fixture(scope="module")
 def calibration_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -16,6 +16,8 @@ from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS
 
+pytestmark = pytest.mark.xdist_group("test_lockstep")  # one worker replays the worked example once
+
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 
 

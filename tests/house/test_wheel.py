@@ -18,6 +18,8 @@ import pytest
 from sfqtui.scenarios import generate
 from sfqtui.scenarios.lessons import LESSONS
 
+pytestmark = pytest.mark.xdist_group("test_wheel")  # one worker builds and installs the wheel once
+
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 120  # each step; the machine may be busy
 

@@ -60,7 +60,7 @@ def chat(prompt: str) -> dict[str, Any]:
     return {"model": "m", "messages": [{"role": "user", "content": prompt}], "max_tokens": 4}
 
 
-async def until(condition: Any, timeout: float = 10.0, what: str = "condition") -> None:
+async def until(condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
     """wait_for, letting this test's requests run meanwhile."""
     deadline = time.monotonic() + timeout
     while not condition():

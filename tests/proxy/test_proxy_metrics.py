@@ -21,6 +21,8 @@ from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
 from sfqtui.proxy.dispatcher import Dispatcher, Stage
 from sfqtui.proxy.metrics import FairnessWindow, ProxyMetrics
 
+pytestmark = pytest.mark.xdist_group("test_proxy_metrics")  # one worker starts the module's replica group once
+
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "docs" / "grafana" / "sfqtui-proxy.json"
 ALERTS = ROOT / "docs" / "grafana" / "alerts.yml"

@@ -4,7 +4,7 @@ after the proxy's ring dropped its first events (its first event is seq 5,000)."
 
 from __future__ import annotations
 
-from dashboard import until
+from dashboard import notifications, until
 from scripted_stream import ScriptedStream, event
 from sfqtui.runs.live import LiveOpening
 from sfqtui.ui.app import SfqApp
@@ -14,7 +14,7 @@ FIRST = 5_000
 
 
 def notes(app: SfqApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in notifications(app)]
 
 
 async def test_goto_takes_a_seq_in_a_window_that_starts_mid_stream_and_says_when_it_is_gone() -> None:

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from textual.pilot import Pilot
 
-from dashboard import TRACES, dashboard, settle, until
+from dashboard import TRACES, dashboard, run_command, settle, until
 from sfqtui.core.analysis.calibration import calibrate
 from sfqtui.core.analysis.log_calibration import NO_OUTPUTS, calibrate_log, order_change
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -121,10 +121,7 @@ async def test_comparing_a_per_user_ratio_from_the_palette_says_who_moved() -> N
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Calibration view" in titles and "Compare estimator: oracle" in titles
         assert "Compare estimator: ratio per user" in titles and "Compare estimator: ratio global" not in titles
-        await pilot.press("ctrl+p")
-        await pilot.press(*"Compare estimator: ratio per user")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "Compare estimator: ratio per user")
         screen = await measured(pilot)
         twin = app.runs[1].opening if len(app.runs) == 2 else None
         assert isinstance(twin, Opening) and twin.config.estimator == replace(EstimatorParams(), scope="user")

@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
-from dashboard import SIZE, TRACES, dashboard, screen_text, settle, text_of
+from dashboard import SIZE, TRACES, dashboard, notifications, run_command, screen_text, settle, text_of, until
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
@@ -49,7 +49,7 @@ async def test_a_bad_file_is_reported_not_raised(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, analysed=False)
         assert not app.loading and len(app.table) == 0
-        assert any("arrival_s must be >= 0" in n.message for n in app._notifications)
+        assert any("arrival_s must be >= 0" in n.message for n in notifications(app))
 
 
 async def test_step_forward_and_back() -> None:
@@ -104,8 +104,8 @@ async def test_playing_stops_at_the_end() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("space")
-        await pilot.pause(0.5)
-        assert app.cursor.k == len(app.table) - 1 and not app.player.playing
+        await until(pilot, lambda: not app.player.playing, "the player to stop")
+        assert app.cursor.k == len(app.table) - 1
 
 
 @pytest.mark.parametrize("answer,expected", [("20", 20), ("t=6", None), ("r000005", "dispatch")])
@@ -129,7 +129,7 @@ async def test_go_to_nothing_says_so() -> None:
         await settle(pilot)
         await pilot.press("g", *"nope", "enter")
         assert app.cursor.k == -1
-        assert any("nothing matches" in n.message for n in app._notifications)
+        assert any("nothing matches" in n.message for n in notifications(app))
 
 
 async def test_run_until_a_users_next_dispatch() -> None:
@@ -206,10 +206,7 @@ async def test_palette_reruns_with_another_scheduler() -> None:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for wanted in ("Step", "Next dispatch", "Go to", "Re-run with scheduler drr", "Re-run with 8 slots", "Re-run with the output ratio learned per user"):
             assert wanted in titles
-        await pilot.press("ctrl+p")
-        await pilot.press(*"Re-run with scheduler drr")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, "Re-run with scheduler drr")
         await settle(pilot)
         assert app.table.scheduler == "drr"
         assert isinstance(app.opening, Opening) and app.opening.config.scheduler == "drr"

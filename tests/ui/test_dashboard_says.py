@@ -11,7 +11,7 @@ import pytest
 from textual.binding import Binding
 from textual.pilot import Pilot
 
-from dashboard import SIZE, TRACES, dashboard, lesson_dashboard, seen, settle, text_of, until
+from dashboard import SIZE, TRACES, dashboard, lesson_dashboard, notifications, seen, settle, text_of, until
 from proxy_fixtures import ask, running_proxy, state
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.analysis.log_calibration import calibrate_log
@@ -32,7 +32,7 @@ from sfqtui.ui.screens.help import GROUPS, KeysTable, key_groups
 
 
 def notes(app: SfqApp) -> list[str]:
-    return [f"{n.title}: {n.message}" for n in app._notifications]
+    return [f"{n.title}: {n.message}" for n in notifications(app)]
 
 
 # x names the rule

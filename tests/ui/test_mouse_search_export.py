@@ -10,7 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from dashboard import SIZE, TRACES, dashboard, settle, text_of, until
+from dashboard import SIZE, TRACES, dashboard, notifications, settle, text_of, until
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
@@ -21,7 +21,7 @@ from sfqtui.ui.panes.shares import SharesPanel
 
 
 def said(app: SfqApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in notifications(app)]
 
 
 async def palette(pilot: Pilot, title: str) -> None:

@@ -26,6 +26,8 @@ from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.side_by_side.run_pane import RunPane
 
+pytestmark = pytest.mark.xdist_group("test_readable_numbers")  # one worker generates and replays the production trace once
+
 PRODUCTION = TRACES / "production-20k.parquet"  # no cost column: the estimator prices every request
 FAR = "50000"  # of about 64,000 events: v is in the millions there
 SCIENTIFIC = re.compile(r"\d(\.\d+)?e[+-]?\d", re.IGNORECASE)

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from typer.testing import CliRunner
 
-from dashboard import lesson_dashboard, settle, text_of, until
+from dashboard import lesson_dashboard, notifications, settle, text_of, until
 from sfqtui.cli.app import app as cli
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
@@ -102,7 +102,7 @@ async def test_k_says_so_on_a_run_of_one_balancer(trace: Path) -> None:
         await settle(pilot)
         await pilot.press("k")
         assert app.options.replica is None
-        assert any("no replicas to choose" in str(n.message) for n in app._notifications)
+        assert any("no replicas to choose" in str(n.message) for n in notifications(app))
         columns = app.query_one(EventLog).columns
         assert columns is not None and " r " not in columns.header  # no replica column either
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label
 
-from dashboard import dashboard, settle, text_of
+from dashboard import dashboard, notifications, settle, text_of
 from sfqtui.live.stream import LIVE, Status
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.live.connection import Link, connection_part
@@ -23,7 +23,7 @@ def keys_shown(app: SfqApp) -> set[str]:
 
 
 def toasts(app: SfqApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return [str(n.message) for n in notifications(app)]
 
 
 async def test_enter_on_an_empty_filter_prompt_shows_everyone_and_it_opens_empty() -> None:
