@@ -50,6 +50,8 @@ class EngineReplaying(Protocol):
     def _operations(self) -> tuple[list[Callable[[int, User], UserReading]], list[Callable[[User], UserReading]],
                                    list[Callable[[CostOf], Dispatch]], list[Callable[[], float | None]]]: ...
 
+    def _completion_hooks(self) -> tuple[list[Callable[[int, User, float], UserReading]] | None, list[Callable[[int], None]] | None]: ...
+
 
 def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: int) -> Iterator[int]:
     """Replay to the end on the engine model, yielding the number of requests arrived every
@@ -79,9 +81,8 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
     scheds = replay.schedulers
     pools = range(len(scheds))
     arrive, reading, dispatch, idle_reset = replay._operations()
-    complete = [sched.complete for sched in scheds] if replay._complete_charge is not None else None
+    complete, observe = replay._completion_hooks()
     complete_charge = replay._complete_charge
-    observe = [e.observe for e in replay.estimators if e is not None] if replay.estimator is not None else None
     virtual = replay.traits.virtual_time
     split = group is None or group.split
     log = replay.log

@@ -233,9 +233,8 @@ class Replay:
         scheds = self.schedulers
         pools = range(len(scheds))
         arrive, reading, dispatch, idle_reset = self._operations()
-        complete = [sched.complete for sched in scheds] if self._complete_charge is not None else None
+        complete, observe = self._completion_hooks()
         complete_charge = self._complete_charge
-        observe = [e.observe for e in self.estimators if e is not None] if self.estimator is not None else None
         virtual = self.traits.virtual_time
         split = group is None or group.split
         log = self.log
@@ -322,6 +321,17 @@ class Replay:
             self.dispatched = dispatched
             pause.release()
         yield i
+
+    def _completion_hooks(self) -> tuple[list[Callable[[int, User, float], UserReading]] | None, list[Callable[[int], None]] | None]:
+        """What a completion calls besides the log: each pool's scheduler's complete, when it charges actual
+        usage (None: it does not), and each pool's estimator's observe, when costs are estimated (None: given)."""
+        complete: list[Callable[[int, User, float], UserReading]] | None = None
+        if self._complete_charge is not None:
+            complete = [sched.complete for sched in self.schedulers]
+        observe: list[Callable[[int], None]] | None = None
+        if self.estimator is not None:
+            observe = [e.observe for e in self.estimators if e is not None]
+        return complete, observe
 
     def _operations(self) -> tuple[list[Callable[[int, User], UserReading]], list[Callable[[User], UserReading]],
                                    list[Callable[[CostOf], Dispatch]], list[Callable[[], float | None]]]:
