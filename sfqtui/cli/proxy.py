@@ -192,8 +192,9 @@ def proxy(
     Also served: GET /v1/sfq/state and /v1/sfq/events (the live event stream; sfqtui
     attach follows it) and GET /metrics (Prometheus). See docs/proxy.md.
     """
+    from sfqtui.core.limits.slots import parse_slots
     from sfqtui.proxy.keys import load_keys
-    from sfqtui.proxy.limits import SOURCES, check_metrics, parse_slots
+    from sfqtui.proxy.limits import SOURCES, check_metrics
     from sfqtui.proxy.server import ProxyServer, listen_socket, parse_listen
     from sfqtui.proxy.settings import ProxySettings
     from sfqtui.proxy.upstream import base_url

@@ -18,40 +18,17 @@ from collections.abc import Callable, Sequence
 import httpx
 
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
+from sfqtui.core.limits.slots import SCRAPE_S
 from sfqtui.errors import InputError
 from sfqtui.protocol import UpstreamLimit
 from sfqtui.proxy.engine_metrics import QUERY, signals_of
 
 log = logging.getLogger("sfqtui.proxy")
-# Every 50 ms: an engine step is 10 to 50 ms, and a request a second or more, so the limit
-# follows within a few steps; a scrape costs the engine one render of a few dozen series
-# (vLLM, the emulator: well under a millisecond) and the proxy one parse off the request path.
-SCRAPE_S = 0.05
 SCRAPE_TIMEOUT_S = 0.5  # a scrape this slow gives up: its engine counts as stalled until one answers
 SOURCES = ("auto", "metrics", "latency")  # --limit-from
 METRICS, LATENCY, PROBING = "metrics", "latency", "probing"
 # Changed: (upstream index, new limit, reason).
 Changed = Callable[[int, int, str], None]
-
-
-def parse_slots(text: str) -> tuple[int | None, LimitSettings | None]:
-    """``--slots``: a count (fixed slots), or ``auto`` / ``auto:MAX`` (limits that follow each
-    upstream, at most MAX each): (count, None) or (None, the controller's settings)."""
-    given = text.strip()
-    if given.lower() == "auto" or given.lower().startswith("auto:"):
-        _, colon, maximum = given.partition(":")
-        if not colon:
-            return None, LimitSettings()
-        if not maximum.strip().isdigit():
-            raise InputError(f"--slots {text!r}: expected auto or auto:MAX with MAX a whole number of at least 1 (the most slots one upstream gets)")
-        if int(maximum) < 1:
-            raise InputError(f"--slots {text!r}: the maximum must be at least 1")
-        return None, LimitSettings(maximum=int(maximum))
-    if not given.lstrip("-").isdigit():
-        raise InputError(f"--slots {text!r}: expected a whole number of at least 1, auto or auto:MAX")
-    if int(given) < 1:
-        raise InputError("--slots must be >= 1")
-    return int(given), None
 
 
 def check_metrics(bases: Sequence[str], timeout_s: float = 5.0) -> None:

@@ -91,7 +91,7 @@ def test_simulate_with_slots_that_follow_the_engines_writes_limit_rows(tmp_path:
 
 @pytest.mark.parametrize("args,message", [
     (("--slots", "auto"), "--slots auto follows the engines' metrics: give --engine-model FILE or --engines N"),
-    (("--engines", "1", "--slots", "auto:0"), "expected auto or auto:MAX"),
+    (("--engines", "1", "--slots", "auto:0"), "--slots 'auto:0': the maximum must be at least 1"),
     (("--engines", "1", "--slots", "auto", "--replicas", "2"), "with --replicas it needs --share global"),
     (("--engines", "0"), "--engines 0: must be a whole number of at least 1"),
     (("--engine-model", "missing.json"), "--engine-model missing.json"),

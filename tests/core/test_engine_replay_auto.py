@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from sfqtui.core.analysis.engine_waits import EngineWaits, quantile
-from sfqtui.core.engine.engine_limits import SCRAPE_S, parse_slots
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.events import KINDS, REASONS, EventColumns
@@ -15,6 +14,7 @@ from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.trace import Trace
 from sfqtui.core.limits import REASONS as CONTROLLER_REASONS
 from sfqtui.core.limits import LimitSettings
+from sfqtui.core.limits.slots import SCRAPE_S, parse_slots
 from sfqtui.core.log.rows import rows_from_replay
 
 MODEL = EngineModel(max_num_seqs=6, decode_ms_per_token=20, batch_slowdown=0.1)
@@ -93,14 +93,6 @@ def test_a_replay_under_auto_is_the_same_every_time() -> None:
 
 def test_limit_rows_code_every_reason_the_controller_gives() -> None:
     assert REASONS == CONTROLLER_REASONS
-
-
-def test_the_replay_reads_its_engines_at_the_proxy_s_pace() -> None:
-    from sfqtui.proxy import limits
-
-    assert SCRAPE_S == limits.SCRAPE_S
-    for given in ("6", "auto", "auto:12"):
-        assert parse_slots(given) == limits.parse_slots(given)
 
 
 def test_slots_parse_as_the_proxy_takes_them() -> None:

@@ -10,30 +10,9 @@ from math import ceil
 
 from sfqtui.core.engine.engines import EnginePool
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
-from sfqtui.errors import InputError
+from sfqtui.core.limits.slots import SCRAPE_S
 
-# How often the proxy reads each upstream's metrics (sfqtui.proxy.limits.SCRAPE_S): a replay
-# reads its engines at the same pace, at t = k x SCRAPE_S.
-SCRAPE_S = 0.05
 INF = float("inf")
-
-
-def parse_slots(text: str, option: str = "--slots") -> tuple[int | None, LimitSettings | None]:
-    """A count of slots, or ``auto`` / ``auto:MAX`` (limits that follow each engine, at most MAX
-    each, as ``sfqtui proxy --slots`` takes them): (count, None) or (None, the controller's settings)."""
-    given = text.strip()
-    if given.lower() == "auto" or given.lower().startswith("auto:"):
-        _, colon, maximum = given.partition(":")
-        if not colon:
-            return None, LimitSettings()
-        if not maximum.strip().isdigit() or int(maximum) < 1:
-            raise InputError(f"{option} {text!r}: expected auto or auto:MAX with MAX a whole number of at least 1 (the most slots one engine gets)")
-        return None, LimitSettings(maximum=int(maximum))
-    if not given.lstrip("-").isdigit():
-        raise InputError(f"{option} {text!r}: expected a whole number of at least 1, auto or auto:MAX")
-    if int(given) < 1:
-        raise InputError(f"{option} must be >= 1")
-    return int(given), None
 
 
 class EngineLimits:

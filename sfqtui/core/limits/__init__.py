@@ -5,6 +5,7 @@ No I/O and no clock of their own: the caller passes the time and what it read, s
 
 - ``settings``: ``LimitSettings`` (start, maximum, thresholds, gradient parameters) and
   ``EngineSignals`` (an engine's running, waiting and KV use as read at a time);
+- ``slots``: ``parse_slots`` (``--slots N|auto[:MAX]``) and ``SCRAPE_S``, the pace of reading engines;
 - ``controller``: ``LimitController``, which keeps the engine's own queue near empty and its KV
   under a threshold from its metrics, backs off on a full queue (503), and otherwise adapts from
   latency (``gradient``).
