@@ -74,41 +74,44 @@ HASHED_4 = "sfq@replicas=4,router=hash,share=none"
 AT_USER_01 = ["g", *"t=1500", "enter", "u", *"user-01", "enter"]  # replica 1 sends user-01's request while user-00 waits on replica 3
 AZURE_CONV = TRACES / "real" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
 WIDE = (160, 46)
-# (file name, the app, keys to press, terminal size)
-SHOTS: list[tuple[str, Callable[[], SfqApp], list[str], tuple[int, int]]] = [
-    ("seed-example-tie.svg", single("seed-example.parquet", "sfq"), ["n"], (120, 34)),
-    ("seed-example-step3.svg", single("seed-example.parquet", "sfq"), ["n", "n", "n"], (120, 34)),
-    ("demo-heavy-user.svg", single("demo.parquet", "sfq"), ["g", *"160", "enter", "n"], (120, 34)),
-    ("demo-idle-reset.svg", single("demo.parquet", "sfq"), ["g", *"330", "enter", "r"], (120, 34)),
-    ("trickle-sfq-reset.svg", single("trickle.parquet", "sfq-reset"), ["g", *"900", "enter", "u", *"trickle", "enter"], (120, 34)),
-    ("heavy-vs-light-drr.svg", single("heavy-vs-light.parquet", "drr"), ["g", *"200", "enter", "n"], (120, 34)),
-    ("calibration-view.svg", single("calibration.parquet", "sfq"), ["c"], (120, 34)),
-    ("lesson-worked-example.svg", lesson("worked-example"), ["n"] * 5, WIDE),
-    ("lesson-worked-example-end.svg", lesson("worked-example"), ["end"], WIDE),
-    ("lesson-heavy-vs-light.svg", lesson("heavy-vs-light"), ["n"] * 16, WIDE),
-    ("lesson-idle-return.svg", lesson("idle-return"), ["g", *"t=5.2", "enter", "n"], WIDE),
-    ("lesson-trickle.svg", lesson("trickle"), ["g", *"t=30", "enter", "n"], WIDE),
-    ("lesson-global-idle.svg", lesson("global-idle"), ["r", "n"], WIDE),
-    ("lesson-weights.svg", lesson("weights"), ["n"] * 6, WIDE),
-    ("lesson-estimate-vs-actual.svg", lesson("estimate-vs-actual"), ["g", *"t=300", "enter", "n"], WIDE),
-    ("lesson-replicas.svg", lesson("replicas"), ["n"] * 10, WIDE),
-    ("lesson-replicas-end.svg", lesson("replicas"), ["end"], WIDE),
-    ("replicas-dashboard.svg", replicated(HASHED_4, "azure"), AT_USER_01, WIDE),
-    ("replicas-replica-3.svg", replicated(HASHED_4, "azure"), [*AT_USER_01, *"kkkk"], WIDE),
-    ("replicas-side-by-side.svg", replicated("sfq,sfq@replicas=2,router=hash,share=none"), ["n"] * 10, WIDE),
+# (the app, terminal size, then each shot it takes: file name, keys pressed since the one before).
+# Shots of one app follow on from each other, so that it loads and checks its runs once; only
+# where the later picture is the same as from a fresh app (a panel scrolled by an earlier shot
+# wraps its text otherwise).
+SHOTS: list[tuple[Callable[[], SfqApp], tuple[int, int], list[tuple[str, list[str]]]]] = [
+    (single("seed-example.parquet", "sfq"), (120, 34), [("seed-example-tie.svg", ["n"]), ("seed-example-step3.svg", ["n", "n"])]),
+    (single("demo.parquet", "sfq"), (120, 34), [("demo-heavy-user.svg", ["g", *"160", "enter", "n"])]),
+    (single("demo.parquet", "sfq"), (120, 34), [("demo-idle-reset.svg", ["g", *"330", "enter", "r"])]),
+    (single("trickle.parquet", "sfq-reset"), (120, 34), [("trickle-sfq-reset.svg", ["g", *"900", "enter", "u", *"trickle", "enter"])]),
+    (single("heavy-vs-light.parquet", "drr"), (120, 34), [("heavy-vs-light-drr.svg", ["g", *"200", "enter", "n"])]),
+    (single("calibration.parquet", "sfq"), (120, 34), [("calibration-view.svg", ["c"])]),
+    (lesson("worked-example"), WIDE, [("lesson-worked-example.svg", ["n"] * 5)]),
+    (lesson("worked-example"), WIDE, [("lesson-worked-example-end.svg", ["end"])]),
+    (lesson("heavy-vs-light"), WIDE, [("lesson-heavy-vs-light.svg", ["n"] * 16)]),
+    (lesson("idle-return"), WIDE, [("lesson-idle-return.svg", ["g", *"t=5.2", "enter", "n"])]),
+    (lesson("trickle"), WIDE, [("lesson-trickle.svg", ["g", *"t=30", "enter", "n"])]),
+    (lesson("global-idle"), WIDE, [("lesson-global-idle.svg", ["r", "n"])]),
+    (lesson("weights"), WIDE, [("lesson-weights.svg", ["n"] * 6)]),
+    (lesson("estimate-vs-actual"), WIDE, [("lesson-estimate-vs-actual.svg", ["g", *"t=300", "enter", "n"])]),
+    (lesson("replicas"), WIDE, [("lesson-replicas.svg", ["n"] * 10)]),
+    (lesson("replicas"), WIDE, [("lesson-replicas-end.svg", ["end"])]),
+    (replicated(HASHED_4, "azure"), WIDE, [("replicas-dashboard.svg", AT_USER_01), ("replicas-replica-3.svg", [*"kkkk"])]),
+    (replicated("sfq,sfq@replicas=2,router=hash,share=none"), WIDE, [("replicas-side-by-side.svg", ["n"] * 10)]),
 ]
 
 
-async def shoot(out: Path, name: str, make: Callable[[], SfqApp], keys: list[str], size: tuple[int, int]) -> None:
+async def shoot(out: Path, make: Callable[[], SfqApp], size: tuple[int, int], shots: list[tuple[str, list[str]]]) -> None:
     app = make()
     async with app.run_test(size=size) as pilot:
         while app.loading or not all(run.checked or run.audit_failure or not _audited(run) for run in app.runs):
-            await pilot.pause(0.02)
-        for key in keys:
-            await pilot.press(key)
-        await app.workers.wait_for_complete()  # views that measure on a worker (calibration, a lesson's outcome)
-        await pilot.pause()
-        app.save_screenshot(filename=name, path=str(out))
+            await asyncio.sleep(0.02)  # not pilot.pause, which paints the screen each time
+        for name, keys in shots:
+            for key in keys:
+                await pilot.press(key)
+            await app.workers.wait_for_complete()  # views that measure on a worker (calibration, a lesson's outcome)
+            await pilot.pause()
+            app.save_screenshot(filename=name, path=str(out))
+            print(f"wrote {out / name}")
 
 
 def _audited(run) -> bool:
@@ -170,9 +173,8 @@ async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
 
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for shot in SHOTS:
-        asyncio.run(shoot(out, *shot))
-        print(f"wrote {out / shot[0]}")
+    for shots in SHOTS:
+        asyncio.run(shoot(out, *shots))
     asyncio.run(shoot_live(out))
     print(f"wrote {out / LIVE_SHOT}")
 

@@ -21,6 +21,8 @@ from sfqtui.sweep.plan import plan_runs
 from sfqtui.sweep.runs import run_in_process
 from sfqtui.trace.load import load_trace
 
+pytestmark = pytest.mark.xdist_group("test_sweep")  # one worker starts the module's running cluster once
+
 
 def generated(directory: Path, scenario: str, *options: str) -> Path:
     path = directory / f"{scenario}.parquet"
@@ -73,10 +75,13 @@ def test_sweep_rows_equal_compare(traces: dict[str, Path], running_cluster: Loca
     assert running_cluster.status.name == "running"  # --cluster leaves a running cluster running
 
 
-def test_a_failing_run_does_not_sink_the_sweep(traces: dict[str, Path], tmp_path: Path, cli: CliRunner) -> None:
+def test_a_failing_run_does_not_sink_the_sweep(traces: dict[str, Path], running_cluster: LocalCluster, tmp_path: Path,
+                                               cli: CliRunner) -> None:
+    # On the running cluster: a cluster of its own would add nothing (the command starts one in
+    # tests/sweep/test_replicas_measures.py, and test_local_cluster_starts_and_stops_cleanly below).
     output = tmp_path / "results.parquet"
     result = cli.invoke(app, ["sweep", str(traces["seed"]), str(traces["calibration"]), "--schedulers", "sfq,vtc",
-                              "--slots", "1,4", "--workers", "2", "-o", str(output)])
+                              "--slots", "1,4", "--cluster", running_cluster.scheduler_address, "-o", str(output)])
     assert result.exit_code == 0, result.output
     assert "2 of 8 runs failed" in result.stderr
     table = pl.read_parquet(output)
