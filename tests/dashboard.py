@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.app import App
 from textual.command import Command, CommandList
 from textual.geometry import Region
@@ -17,6 +18,7 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.loading.run_loader import RunLoader
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (120, 34)
@@ -35,6 +37,14 @@ def lesson_dashboard(folder: Path, name: str = "worked-example") -> SfqApp:
     lesson.write(trace)
     openings = [Opening(trace, is_log=False, config=lesson.config(s), slots_given=True) for s in lesson.schedulers]
     return SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
+
+
+def without_audit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs' invariant audit never starts (``settle(pilot, analysed=False)`` then): for a test
+    whose claim is not about the audit, on a log where the audit (a second replay of a trace and a
+    check of every event) costs more than the rest of the test. tests/runs/test_audit_job.py and
+    the tests that press x keep it."""
+    monkeypatch.setattr(RunLoader, "start_audit", lambda _loader, _run: None)
 
 
 SETTLE_S = 30.0  # generous: the machine may be busy; a dashboard that gets there sooner costs nothing
