@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.app import App
+from textual.app import App, ComposeResult
 from textual.command import Command, CommandList
+from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
 from textual.notifications import Notification
 from textual.pilot import Pilot
@@ -16,9 +17,13 @@ from textual.widget import Widget
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
+from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.frame import Frame
 from sfqtui.ui.loading.run_loader import RunLoader
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (120, 34)
@@ -105,3 +110,20 @@ def screen_text(app: App) -> str:
 def seen(app: SfqApp) -> int:
     """The seq of the newest event the app holds."""
     return app.table.first_seq + len(app.table) - 1
+
+
+class Panes(App[None]):
+    """The band, its header and the why panel, as the dashboard lays them out, without a loaded app:
+    a test of what they draw shows them a frame it builds (``frame_of``)."""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical():
+                yield MeterHeader()
+                yield MeterBand()
+            yield ExplainPanel()
+
+
+def frame_of(run: Run) -> Frame:
+    """The frame the dashboard draws for a whole loaded ``run`` at its cursor, paused."""
+    return Frame(run.table, run.state(), run.cursor.k, run.title, run.slots, run.loaded, False, False, 10.0)
