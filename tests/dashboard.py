@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.command import Command, CommandList
+from textual.command import Command, CommandInput, CommandList, CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
 from textual.notifications import Notification
@@ -74,9 +74,11 @@ async def settle(pilot: Pilot, analysed: bool = True) -> None:
 
 
 async def run_command(pilot: Pilot, title: str) -> None:
-    """Open the palette (ctrl+p), type ``title`` and press enter once the palette lists that command first."""
+    """Open the palette (ctrl+p), put ``title`` in its input and press enter once the palette lists
+    that command first. The title goes in at once, as pasted: typed, each letter would search again."""
     await pilot.press("ctrl+p")
-    await pilot.press(*title)
+    await until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette), "the palette to open")
+    pilot.app.screen.query_one(CommandInput).value = title
 
     def listed_first() -> bool:
         lists = pilot.app.screen.query(CommandList)
