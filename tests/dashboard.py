@@ -128,4 +128,4 @@ class Panes(App[None]):
 
 def frame_of(run: Run) -> Frame:
     """The frame the dashboard draws for a whole loaded ``run`` at its cursor, paused."""
-    return Frame(run.table, run.state(), run.cursor.k, run.title, run.slots, run.loaded, False, False, 10.0)
+    return Frame(run.table, run.state(), run.cursor.k, run.title, run.slots, run.loaded, False, False, 10.0, replicas=run.replicas)
