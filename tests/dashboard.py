@@ -6,8 +6,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.app import App
-from textual.command import Command, CommandList
+import pytest
+from textual.app import App, ComposeResult
+from textual.command import Command, CommandInput, CommandList, CommandPalette
+from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
 from textual.notifications import Notification
 from textual.pilot import Pilot
@@ -15,8 +17,13 @@ from textual.widget import Widget
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
+from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
+from sfqtui.ui.frame import Frame
+from sfqtui.ui.loading.run_loader import RunLoader
+from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 SIZE = (120, 34)
@@ -35,6 +42,14 @@ def lesson_dashboard(folder: Path, name: str = "worked-example") -> SfqApp:
     lesson.write(trace)
     openings = [Opening(trace, is_log=False, config=lesson.config(s), slots_given=True) for s in lesson.schedulers]
     return SfqApp(openings, lockstep=lesson.lockstep, lesson=lesson)
+
+
+def without_audit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs' invariant audit never starts (``settle(pilot, analysed=False)`` then): for a test
+    whose claim is not about the audit, on a log where the audit (a second replay of a trace and a
+    check of every event) costs more than the rest of the test. tests/runs/test_audit_job.py and
+    the tests that press x keep it."""
+    monkeypatch.setattr(RunLoader, "start_audit", lambda _loader, _run: None)
 
 
 SETTLE_S = 30.0  # generous: the machine may be busy; a dashboard that gets there sooner costs nothing
@@ -59,9 +74,11 @@ async def settle(pilot: Pilot, analysed: bool = True) -> None:
 
 
 async def run_command(pilot: Pilot, title: str) -> None:
-    """Open the palette (ctrl+p), type ``title`` and press enter once the palette lists that command first."""
+    """Open the palette (ctrl+p), put ``title`` in its input and press enter once the palette lists
+    that command first. The title goes in at once, as pasted: typed, each letter would search again."""
     await pilot.press("ctrl+p")
-    await pilot.press(*title)
+    await until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette), "the palette to open")
+    pilot.app.screen.query_one(CommandInput).value = title
 
     def listed_first() -> bool:
         lists = pilot.app.screen.query(CommandList)
@@ -95,3 +112,20 @@ def screen_text(app: App) -> str:
 def seen(app: SfqApp) -> int:
     """The seq of the newest event the app holds."""
     return app.table.first_seq + len(app.table) - 1
+
+
+class Panes(App[None]):
+    """The band, its header and the why panel, as the dashboard lays them out, without a loaded app:
+    a test of what they draw shows them a frame it builds (``frame_of``)."""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical():
+                yield MeterHeader()
+                yield MeterBand()
+            yield ExplainPanel()
+
+
+def frame_of(run: Run) -> Frame:
+    """The frame the dashboard draws for a whole loaded ``run`` at its cursor, paused."""
+    return Frame(run.table, run.state(), run.cursor.k, run.title, run.slots, run.loaded, False, False, 10.0, replicas=run.replicas)

@@ -33,12 +33,15 @@ def simulated(tmp_path: Path, *options: str, trace: Path = TRACE, name: str = "l
     return out
 
 
+Columns = dict[str, list]  # a log's columns by name, as Python lists (row k is the k-th of each)
+
+
 def rewritten(log: Path, out: Path, change) -> Path:
-    """The log with its rows changed by ``change(list of row dicts)``, metadata kept."""
+    """The log with its rows changed by ``change(columns)``, metadata kept."""
     table = pq.read_table(log)
-    rows = table.to_pylist()
-    change(rows)
-    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), out)
+    columns = table.to_pydict()
+    change(columns)
+    pq.write_table(pa.Table.from_pydict(columns, schema=table.schema), out)
     return out
 
 
@@ -56,11 +59,11 @@ def test_a_replicated_log_records_its_replicas_and_passes_check(tmp_path: Path, 
     assert meta["replicas"]["count"] == 4 and meta["replicas"]["router"] == "random" and meta["replicas"]["seed"] == 5
     assert meta["replicas"]["share"] == share
     assert meta["replicas"]["slots"] == (None if share == "global" else [4, 4, 3, 3])
-    rows = table.to_pylist()
-    assert all(0 <= r["replica"] < 4 for r in rows if r["request_id"] is not None)
-    resets = [r["replica"] for r in rows if r["kind"] == "idle_reset"]
+    kinds, replicas = table["kind"].to_pylist(), table["replica"].to_pylist()
+    assert all(0 <= rep < 4 for rep, rid in zip(replicas, table["request_id"].to_pylist()) if rid is not None)
+    resets = [rep for rep, kind in zip(replicas, kinds) if kind == "idle_reset"]
     assert resets and all((rep is None) == (share == "global") for rep in resets)
-    assert any(r["kind"] == "sync" for r in rows) == share.startswith("sync")
+    assert ("sync" in kinds) == share.startswith("sync")
     code, output = checked(log)
     assert code == 0, output
     assert "4 replicas, random (seed 5)" in output and "no violations" in output
@@ -89,15 +92,15 @@ def test_one_replica_writes_todays_log_byte_for_byte(tmp_path: Path) -> None:
     assert json.loads(pq.read_schema(plain).metadata[METADATA_KEY])["format"] == 2
 
 
-def _swap_two_dispatches(rows: list[dict], replica: int) -> None:
+def _swap_two_dispatches(columns: Columns, replica: int) -> None:
     """Swap the picks of two successive dispatches on ``replica`` of different users (seq and t stay)."""
-    mine = [k for k, r in enumerate(rows) if r["replica"] == replica and r["kind"] == "dispatch" and k > 200]
+    kinds, users = columns["kind"], columns["user"]
+    mine = [k for k, rep in enumerate(columns["replica"]) if rep == replica and kinds[k] == "dispatch" and k > 200]
     for a, b in zip(mine, mine[1:]):
-        if rows[a]["user"] != rows[b]["user"]:
-            keep = ("seq", "t")
-            first, second = dict(rows[a]), dict(rows[b])
-            rows[a] = {**second, **{k: first[k] for k in keep}}
-            rows[b] = {**first, **{k: second[k] for k in keep}}
+        if users[a] != users[b]:
+            for name, column in columns.items():
+                if name not in ("seq", "t"):
+                    column[a], column[b] = column[b], column[a]
             return
     raise AssertionError("no two dispatches to swap")
 
@@ -113,9 +116,9 @@ def test_check_names_the_replica_of_a_swapped_pick(tmp_path: Path) -> None:
 def test_check_catches_a_lowered_meter(tmp_path: Path) -> None:
     log = simulated(tmp_path, "--slots", "8", "--replicas", "2", "--router", "hash")
 
-    def lower(rows: list[dict]) -> None:
-        k = next(k for k, r in enumerate(rows) if r["kind"] == "dispatch" and r["replica"] == 0 and k > 500)
-        rows[k]["meter"] -= 1.0
+    def lower(columns: Columns) -> None:
+        k = next(k for k, (kind, rep) in enumerate(zip(columns["kind"], columns["replica"])) if kind == "dispatch" and rep == 0 and k > 500)
+        columns["meter"][k] -= 1.0
 
     code, output = checked(rewritten(log, tmp_path / "lowered.parquet", lower))
     assert code == 1 and "[§3 charge] replica 0:" in output
@@ -124,18 +127,18 @@ def test_check_catches_a_lowered_meter(tmp_path: Path) -> None:
 def test_check_verifies_every_sync_row(tmp_path: Path) -> None:
     log = simulated(tmp_path, "--slots", "8", "--replicas", "2", "--router", "random", "--share", "sync:4,1")
 
-    def lower(rows: list[dict]) -> None:
-        k = next(k for k, r in enumerate(rows) if r["kind"] == "sync" and k > 500)
-        rows[k]["meter"] -= 0.5
+    def lower(columns: Columns) -> None:
+        k = next(k for k, kind in enumerate(columns["kind"]) if kind == "sync" and k > 500)
+        columns["meter"][k] -= 0.5
 
     code, output = checked(rewritten(log, tmp_path / "lowered.parquet", lower))
     assert code == 1 and "[§11 sync] replica" in output
 
-    def drop(rows: list[dict]) -> None:
-        k = next(k for k, r in enumerate(rows) if r["kind"] == "sync" and k > 500)
-        del rows[k]
-        for seq, row in enumerate(rows):
-            row["seq"] = seq
+    def drop(columns: Columns) -> None:
+        k = next(k for k, kind in enumerate(columns["kind"]) if kind == "sync" and k > 500)
+        for column in columns.values():
+            del column[k]
+        columns["seq"] = list(range(len(columns["seq"])))
 
     code, output = checked(rewritten(log, tmp_path / "dropped.parquet", drop))
     assert code == 1 and "no sync row raising" in output
@@ -144,11 +147,12 @@ def test_check_verifies_every_sync_row(tmp_path: Path) -> None:
 def test_check_verifies_the_router(tmp_path: Path) -> None:
     log = simulated(tmp_path, "--slots", "8", "--replicas", "2", "--router", "hash", "--share", "global")
 
-    def move(rows: list[dict]) -> None:
-        rid = next(r["request_id"] for r in rows if r["kind"] == "arrive")
-        for row in rows:
-            if row["request_id"] == rid:
-                row["replica"] = 1 - row["replica"]
+    def move(columns: Columns) -> None:
+        rid = columns["request_id"][columns["kind"].index("arrive")]
+        replicas = columns["replica"]
+        for k, request in enumerate(columns["request_id"]):
+            if request == rid:
+                replicas[k] = 1 - replicas[k]
 
     code, output = checked(rewritten(log, tmp_path / "moved.parquet", move))
     assert code == 1 and "hash routing sends it to" in output

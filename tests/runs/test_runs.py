@@ -73,9 +73,9 @@ def test_checkpoints_thin_themselves_within_their_budget() -> None:
     for batch, _ in source.batches():
         timeline.add_checkpoints(builder.consume(batch), builder.every)
     assert builder.every > 64 and timeline.checkpoints <= 10
+    fresh = State()  # every event from the start, applied in order (apply_events goes on from fresh.k)
+    fresh.grow(len(table.users))
     for k in range(-1, len(table), len(table) // 97):
-        fresh = State()
-        fresh.grow(len(table.users))
         apply_events(fresh, table, 0, k, table.weights)
         got = timeline.state_at(k)
         assert (got.k, list(got.queued), list(got.charged), got.dispatched_total) == (fresh.k, list(fresh.queued), list(fresh.charged), fresh.dispatched_total)

@@ -4,11 +4,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from textual.app import App, ComposeResult
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
 
-from dashboard import SIZE, TRACES, dashboard, notifications, run_command, screen_text, settle, text_of, until
+from dashboard import SIZE, TRACES, Panes, dashboard, notifications, run_command, screen_text, settle, text_of, until
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
@@ -229,17 +227,6 @@ async def test_forward_then_back_gives_the_same_screen() -> None:
             await pilot.press("left")
         await pilot.pause()
         assert screen_text(app) == before
-
-
-class Panes(App[None]):
-    """The band, its header and the why panel, as the dashboard lays them out, without a loaded app."""
-
-    def compose(self) -> ComposeResult:
-        with Horizontal():
-            with Vertical():
-                yield MeterHeader()
-                yield MeterBand()
-            yield ExplainPanel()
 
 
 @pytest.fixture(scope="module")

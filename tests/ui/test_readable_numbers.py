@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from typer.testing import CliRunner
 
-from dashboard import TRACES, dashboard, settle, text_of
+from dashboard import TRACES, dashboard, settle, text_of, without_audit
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -47,7 +47,7 @@ def side_by_side(trace: Path, *schedulers: str) -> SfqApp:
 
 
 async def go_far(pilot: Pilot) -> None:
-    await settle(pilot)
+    await settle(pilot, analysed=False)  # the callers start no audit (without_audit): not their claim
     await pilot.press("g", *FAR, "enter")
     await pilot.pause()
 
@@ -61,7 +61,8 @@ def band_rows(band: MeterBand) -> dict[str, str]:
     return {line.split()[0]: line for line in lines_of(band)}
 
 
-async def test_a_production_trace_far_in_reads_without_scientific_notation_and_tells_users_apart() -> None:
+async def test_a_production_trace_far_in_reads_without_scientific_notation_and_tells_users_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_audit(monkeypatch)
     app = dashboard(PRODUCTION)
     async with app.run_test(size=(160, 48)) as pilot:
         await go_far(pilot)
@@ -85,7 +86,8 @@ SIZES = [(100, 30), (160, 48)]  # narrow, then wide enough for every column: one
 
 
 @pytest.mark.parametrize("other", ["drr", "vtc"])
-async def test_side_by_side_far_in_reads_without_scientific_notation(other: str) -> None:
+async def test_side_by_side_far_in_reads_without_scientific_notation(other: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    without_audit(monkeypatch)
     app = side_by_side(PRODUCTION, "sfq", other)
     async with app.run_test(size=SIZES[0]) as pilot:
         await go_far(pilot)

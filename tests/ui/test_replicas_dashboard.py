@@ -18,11 +18,12 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from typer.testing import CliRunner
 
-from dashboard import lesson_dashboard, notifications, settle, text_of, until
+from dashboard import Panes, frame_of, lesson_dashboard, notifications, settle, text_of, until
 from sfqtui.cli.app import app as cli
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
 from sfqtui.runs.opening import Opening
+from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.event_log import EventLog
@@ -108,19 +109,27 @@ async def test_k_says_so_on_a_run_of_one_balancer(trace: Path) -> None:
 
 
 async def test_the_why_panel_names_who_waiting_on_another_replica_had_a_smaller_meter(trace: Path) -> None:
-    app = replicated(trace)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press(*TENTH_DISPATCH)
-        why = " ".join(app.query_one(ExplainPanel).text.split())  # all of it, scrolled or not
+    """The why panel drawn from the frame the dashboard draws at the 10th dispatch, then at the next."""
+    run = Run(replicated(trace).opening).load_all()
+    async with Panes().run_test(size=SIZE) as pilot:
+        panel = pilot.app.query_one(ExplainPanel)
+
+        async def why_after(dispatches: int) -> str:
+            for _ in range(dispatches):
+                run.cursor.next_dispatch()
+            panel.show(frame_of(run), run.timeline)  # SFQ's: no shadow (SfqApp._explain)
+            await pilot.pause()
+            return " ".join(panel.text.split())  # all of it, scrolled or not
+
+        why = await why_after(len(TENTH_DISPATCH))
+        assert run.cursor.k == 617
         assert "Dispatch regular r000406 cost 512 on replica 0" in why
         assert ("held on replica 0 (share none): under one SFQ, 1 user waiting on other replicas had smaller meters "
                 "than regular's 2,560 and would have gone first") in why
         assert "would go first replica meter below queued premium 1 512 2,048 396" in why  # premium's 512 on replica 1, after its charge
         assert "1 waiting on replica 0:" in why and "▶ regular 2,560" in why
         assert "5 dispatches went ahead while it waited" in why  # replica 0's own, not premium's on replica 1
-        await pilot.press("n")  # premium's r000007 on replica 1: regular's 3,072 is above it
-        why = " ".join(app.query_one(ExplainPanel).text.split())  # all of it, scrolled or not
+        why = await why_after(1)  # premium's r000007 on replica 1: regular's 3,072 is above it
         assert "on replica 1" in why and "no user waiting on another replica had a meter below premium's" in why
 
 

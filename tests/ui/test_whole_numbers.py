@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
-from dashboard import SIZE, TRACES, dashboard, settle, text_of
+from dashboard import SIZE, TRACES, dashboard, settle, text_of, without_audit
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import number
 from sfqtui.core.numbers import amount, count
@@ -41,10 +42,11 @@ def assert_whole_rows(log: EventLog) -> None:
         assert columns.header.split()[-1] != "request" or (table.request_id(k) or "")[-3:] in line, line
 
 
-async def test_two_panes_at_120_by_34_show_every_number_of_the_log_whole() -> None:
+async def test_two_panes_at_120_by_34_show_every_number_of_the_log_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_audit(monkeypatch)  # a production trace: its audit is not the claim
     app = two_panes(TRACES / "production-20k.parquet", "sfq", "drr")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await settle(pilot, analysed=False)
         await pilot.press("end")
         await pilot.pause()
         logs = list(app.query(EventLog))
@@ -62,10 +64,11 @@ async def test_two_panes_at_120_by_34_show_every_number_of_the_log_whole() -> No
         assert "…" not in status and f"seq {count(app.cursor.k)}" in status and "paused" in status
 
 
-async def test_the_status_line_with_the_help_open_keeps_its_counts_whole() -> None:
+async def test_the_status_line_with_the_help_open_keeps_its_counts_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_audit(monkeypatch)  # a production trace: its audit is not the claim
     app = dashboard("production-20k.parquet")
     async with app.run_test(size=(160, 44)) as pilot:
-        await settle(pilot)
+        await settle(pilot, analysed=False)
         await pilot.press("g", *"20000", "enter")
         await pilot.press("question_mark")
         await pilot.pause()
@@ -96,12 +99,13 @@ async def test_a_long_request_id_keeps_its_end_after_an_ellipsis(tmp_path: Path)
             assert len(set(shown)) == len(set(filter(None, ids))) > 1  # rows of different requests read differently
 
 
-async def test_a_narrow_why_panel_leaves_out_whole_candidate_columns() -> None:
+async def test_a_narrow_why_panel_leaves_out_whole_candidate_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_audit(monkeypatch)  # a production trace: its audit is not the claim
     from sfqtui.ui.panes.explain_panel import ExplainPanel
 
     app = dashboard("production-20k.parquet")
     async with app.run_test(size=(100, 34)) as pilot:
-        await settle(pilot)
+        await settle(pilot, analysed=False)
         await pilot.press("g", *"20000", "enter", "n")
         await pilot.pause()
         lines = text_of(app.query_one(ExplainPanel)).splitlines()
