@@ -14,7 +14,10 @@ The machine is shared, so its speed drifts: each target is a ratio of two runs t
 right after the other (a pair), repeated, and printed as the minimum and median of the
 pairs' ratios. End to end it is given by CPU time (user + system, every thread), the
 target's measure, and by wall time, which also counts the time the process waited for
-a processor on a busy machine. The core loops run on one thread: CPU time is their time.
+a processor on a busy machine. End to end both sides are measured alike: each is a
+process of its own that starts Python and imports what it uses (the minimal replay
+imports polars to read and write Parquet; simulate also imports pyarrow, typer and the
+CLI). The core loops run on one thread: CPU time is their time.
 
 Usage: python benchmarks/replay_bench.py [--requests N] [--users N] [--slots N] [--repeats N]
 """
@@ -22,17 +25,16 @@ Usage: python benchmarks/replay_bench.py [--requests N] [--users N] [--slots N] 
 from __future__ import annotations
 
 import argparse
-import heapq
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
 from pathlib import Path
 
 import polars as pl
-from memory import measure
+from memory import Measured, measure
+from minimal_replay import minimal_loop
 
 from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings, Share
@@ -42,49 +44,10 @@ from sfqtui.trace.load import load_trace
 REPLICAS = 4
 
 
-def minimal_loop(users: list[str], arrivals: list[float], costs: list[float], services: list[float], slots: int) -> list[tuple]:
-    """The yardstick: heap-based SFQ over the same trace, keeping dispatch rows only."""
-    queues: dict[str, deque[int]] = {}
-    meters: dict[str, float] = {}
-    heap: list[tuple[float, str]] = []
-    running: list[tuple[float, int]] = []
-    v, free, i, n, top = 0.0, slots, 0, len(users), 0.0
-    rows: list[tuple[float, int, float, float]] = []
-    while i < n or running:
-        now = running[0][0] if running and (i >= n or running[0][0] <= arrivals[i]) else arrivals[i]
-        while running and running[0][0] == now:
-            heapq.heappop(running)
-            free += 1
-        while i < n and arrivals[i] == now:
-            q = queues.setdefault(users[i], deque())
-            if not q:
-                m = max(meters.get(users[i], v), v)
-                meters[users[i]] = m
-                heapq.heappush(heap, (m, users[i]))
-            q.append(i)
-            i += 1
-        while free and heap:
-            m, u = heapq.heappop(heap)
-            v = m
-            r = queues[u].popleft()
-            meters[u] = m + costs[r]
-            top = max(top, meters[u])
-            if queues[u]:
-                heapq.heappush(heap, (meters[u], u))
-            elif not heap:
-                v = max(v, top)
-            rows.append((now, r, v, meters[u]))
-            heapq.heappush(running, (now + services[r], r))
-            free -= 1
-    return rows
-
-
-def minimal_replay(trace_path: Path, out: Path, slots: int) -> None:
-    """The yardstick end to end: read Parquet, minimal loop, write the dispatch rows."""
-    df = pl.read_parquet(trace_path).sort("arrival_s", maintain_order=True)
-    rows = minimal_loop(df["user"].to_list(), df["arrival_s"].to_list(), df["cost"].to_list(), df["service_s"].to_list(), slots)
-    t, r, vs, ms = zip(*rows)
-    pl.DataFrame({"t": t, "request": r, "v": vs, "meter": ms}).write_parquet(out)
+def minimal_replay_process(trace_path: Path, out: Path, slots: int) -> Measured:
+    """The yardstick end to end as a process of its own, measured as simulate is (its start-up and imports included)."""
+    command = [sys.executable, str(Path(__file__).with_name("minimal_replay.py")), str(trace_path), str(out), str(slots)]
+    return measure(command, stdout=subprocess.DEVNULL)
 
 
 def best_of(repeats: int, label: str, func, *args) -> float:
@@ -145,7 +108,8 @@ def main() -> None:
         command = simulate_command(sfqtui, trace, log, args.slots)
         yard_e2e, ours_e2e, peak_mb = [], [], 0.0
         for _ in range(k):
-            yard_e2e.append(timed(minimal_replay, trace, Path(tmp) / "min.parquet", args.slots))
+            yard = minimal_replay_process(trace, Path(tmp) / "min.parquet", args.slots)
+            yard_e2e.append((yard.wall_s, yard.cpu_s))
             ours = measure(command, stdout=subprocess.DEVNULL)
             ours_e2e.append((ours.wall_s, ours.cpu_s))
             peak_mb = max(peak_mb, ours.peak_mb)

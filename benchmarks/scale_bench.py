@@ -71,7 +71,7 @@ def dashboard_figures(log: Path) -> float | None:
 def minimal_replay_seconds(trace: Path) -> float:
     """The yardstick of replay_bench.py (a minimal heap replay end to end), on ``trace``: best of 3."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from replay_bench import minimal_replay
+    from minimal_replay import minimal_replay
 
     with tempfile.TemporaryDirectory() as tmp:
         times = []
