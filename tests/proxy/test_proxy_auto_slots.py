@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
-from proxy_fixtures import KEY_OF, running_group, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, TLS, http_get, openai_http, openai_sync_http, running_group, running_proxy, state, wait_for
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.engine.engine_model import EngineModel
@@ -53,7 +53,7 @@ def load(url: str, clients: int, max_tokens: int, user: str = "bob") -> Iterator
                 results.append(exc)
 
     async def clients_() -> None:
-        async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30) as llm:
+        async with openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30) as llm:
             await asyncio.gather(*(client(llm) for _ in range(clients)))
 
     thread = threading.Thread(target=asyncio.run, args=(clients_(),), daemon=True)
@@ -69,7 +69,7 @@ def limit_events(url: str) -> list[dict[str, Any]]:
     """The limit events the proxy holds (SSE type limit, their seq as id)."""
     upto = state(url)["seq"]
     events: list[dict[str, Any]] = []
-    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
+    with httpx.Client(verify=TLS, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
         for sse in source.iter_sse():
             if sse.event not in ("message", LIMIT):
                 continue
@@ -83,7 +83,7 @@ def limit_events(url: str) -> list[dict[str, Any]]:
 
 
 def limit_gauges(url: str) -> dict[str, float]:
-    text = httpx.get(f"{url}/metrics").text
+    text = http_get(f"{url}/metrics").text
     return {sample.labels["upstream"]: sample.value for family in text_string_to_metric_families(text)
             if family.name == "sfqtui_upstream_limit" for sample in family.samples}
 
@@ -160,7 +160,7 @@ def test_a_full_engine_queue_backs_off_and_the_requests_still_get_answers(keys_p
         with load(proxy.url, clients=8, max_tokens=10) as answers:
             wait_for(lambda: len(answers) >= 40, timeout=20, what="40 answers")
         events = limit_events(proxy.url)
-        errors = httpx.get(f"{proxy.url}/metrics").text
+        errors = http_get(f"{proxy.url}/metrics").text
     assert all(isinstance(a, openai.types.Completion) for a in answers)
     assert events[0]["reason"] == "backoff" and events[0]["limit"] == 3
     assert 'sfqtui_upstream_errors_total{code="busy"' in errors
@@ -181,7 +181,7 @@ def test_an_upstream_without_metrics_is_sized_from_latency(keys_path: Path) -> N
     fake = FakeUpstream(latency_s=0.05)
     with fake_server(fake) as upstream, running_proxy(upstream.url, keys_path, limits=LimitSettings(), slots=2) as proxy:
         wait_for(lambda: state(proxy.url)["limits"][0]["source"] == "latency", what="latency")
-        answer = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=KEY_OF["bob"], max_retries=0).completions.create(
+        answer = openai.OpenAI(http_client=openai_sync_http(), base_url=f"{proxy.url}/v1", api_key=KEY_OF["bob"], max_retries=0).completions.create(
             model="m", prompt="hello", max_tokens=4)
         assert answer.choices[0].text == "echo: hello"
 

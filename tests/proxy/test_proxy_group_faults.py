@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from proxy_fixtures import KEY_OF, read_events, state
+from proxy_fixtures import KEY_OF, TLS, openai_http, read_events, state
 from redis_server import free_port
 from sfqtui.live.bound import Bound
 from sfqtui.live.run_logs import RunLogs
@@ -53,7 +53,7 @@ class Replica:
 
 
 def client(url: str, user: str) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
+    return openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
 
 
 def chat(prompt: str) -> dict[str, Any]:
@@ -211,7 +211,7 @@ class Scraper:
         self._thread.start()
 
     def _run(self, urls: list[str]) -> None:
-        with httpx.Client(timeout=5) as client:
+        with httpx.Client(verify=TLS, timeout=5) as client:
             while not self._stop.wait(0.1):
                 for url in urls:
                     response = client.get(f"{url}/metrics")
