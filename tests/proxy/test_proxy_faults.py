@@ -163,7 +163,7 @@ def _stream_text(url: str, key: str, prompt: str, out: dict[str, Any]) -> None:
 
 
 def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake, keys_path: Path, tmp_path: Path) -> None:
-    _, upstream_url = fake
+    upstream, upstream_url = fake
     record = tmp_path / "record.parquet"
     command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0", "--slots", "2",
                "--keys", str(keys_path), "--record", str(record), "--shutdown-grace", "3"]
@@ -172,7 +172,8 @@ def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake,
         first = proc.stderr.readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
         assert "listening on http://" in first, first
         url = first.split("listening on ")[1].split()[0]
-        quick, slow, queued = "[slow] " + " ".join(f"q{n}" for n in range(13)), "[slow] " + " ".join(f"w{n}" for n in range(80)), "waits"
+        # quick runs until the proxy has begun to drain (its queued request refused), slow streams for 8 s: longer than the grace.
+        quick, slow, queued = "[held] " + " ".join(f"q{n}" for n in range(13)), "[slow] " + " ".join(f"w{n}" for n in range(80)), "waits"
         outs: dict[str, dict[str, Any]] = {p: {} for p in (quick, slow, queued)}
         for n, (user, prompt) in enumerate((("bob", slow), ("alice", quick), ("carol", queued))):
             threading.Thread(target=_stream_text, args=(url, KEY_OF[user], prompt, outs[prompt]), name=f"client-{n}").start()
@@ -180,6 +181,9 @@ def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake,
                 wait_for(functools.partial(_inflight_is, url, n + 1), what="a running request")
         wait_for(lambda: sum(u["queued"] for u in state(url)["users"]) == 1, what="a queued request")
         proc.send_signal(signal.SIGTERM)
+        wait_for(lambda: outs[queued], what="the queued request refused")
+        assert not outs[quick]
+        upstream.release(quick)
         # uvicorn re-raises the signal once it has shut down cleanly, so the exit status is the signal's.
         assert proc.wait(10) == -signal.SIGTERM
         wait_for(lambda: all(outs.values()), what="every client's answer")

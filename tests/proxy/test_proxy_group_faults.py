@@ -146,16 +146,19 @@ async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Pa
 
 
 async def test_sigterm_drains_only_its_own_requests(fake, keys_path: Path, store: Any) -> None:
-    _, upstream_url = fake
+    upstream, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 1), Replica(upstream_url, keys_path, store.url, 1)
     try:
-        slow = {**chat("[slow] " + " ".join(f"w{k}" for k in range(20))), "max_tokens": 20}  # 2 s
-        first = asyncio.ensure_future(client(a.url, "alice").chat.completions.create(**slow))
+        held = "[held] until a drains"  # the group's one slot stays taken until a has begun to drain, however slow the machine
+        first = asyncio.ensure_future(client(a.url, "alice").chat.completions.create(**chat(held)))
         await until(lambda: state(a.url)["inflight"] == 1, what="a's request running")
         waiting_b = asyncio.ensure_future(client(b.url, "bob").chat.completions.create(**chat("b waits")))
         waiting_a = asyncio.ensure_future(client(a.url, "carol").chat.completions.create(**chat("a waits")))
         await until(lambda: sum(u["queued"] for u in state(b.url)["users"]) == 2, what="two queued")
         a.proc.send_signal(signal.SIGTERM)
+        await settle([waiting_a])  # refused at once: a is draining, its request still running
+        assert not first.done()
+        upstream.release(held)
         done = await settle([first, waiting_a, waiting_b])
         a.proc.wait(30)
         await until(lambda: state(b.url)["replicas"] == 1, timeout=LEASE_S + 5, what="a to leave the group")  # at once, unless its leave timed out
