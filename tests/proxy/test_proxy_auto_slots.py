@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
-from proxy_fixtures import KEY_OF, TLS, http_get, openai_http, openai_sync_http, running_group, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, TLS, http_get, openai_http, openai_sync_http, running_group, running_proxy, state, wait_for, write_keys
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.engine.engine_model import EngineModel
@@ -88,36 +89,26 @@ def limit_gauges(url: str) -> dict[str, float]:
             if family.name == "sfqtui_upstream_limit" for sample in family.samples}
 
 
-def test_the_limit_settles_one_over_the_engine_s_places_and_shows_everywhere(keys_path: Path) -> None:
+@dataclass
+class Settled:
+    """What one run shows: 12 clients through a proxy with --slots auto (from 2) in front of the emulated engine
+    with 4 places, until the limit settles at 4 + 1, while a follower records the stream."""
+
+    upstream: str  # the engine's host:port, as the proxy labels it
+    snapshot: dict[str, Any]  # the state once the limit is 5
+    gauges: dict[str, float]  # sfqtui_upstream_limit then
+    answers: list[Any]
+    events: list[dict[str, Any]]  # the limit events, read once the load has stopped
+    log: pl.DataFrame  # the follower's recording
+
+
+@pytest.fixture(scope="module")
+def settled(tmp_path_factory: pytest.TempPathFactory) -> Settled:
+    """One run read by the three tests marked SETTLED (it is the same run for each of them)."""
+    folder = tmp_path_factory.mktemp("settled")
+    keys, saved = write_keys(folder / "keys.toml"), folder / "live.parquet"
     with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
-          running_proxy(engine.url, keys_path, limits=LimitSettings(), slots=2) as proxy):
-        label = engine.url.removeprefix("http://")
-        with load(proxy.url, clients=12, max_tokens=20) as answers:
-            wait_for(lambda: [row["limit"] for row in state(proxy.url).get("limits", [])] == [5], timeout=15, what="the limit at 4 + 1")
-            snapshot = state(proxy.url)
-            gauges = limit_gauges(proxy.url)
-        assert all(isinstance(a, openai.types.Completion) for a in answers) and len(answers) > 12
-    (row,) = snapshot["limits"]
-    assert row["upstream"] == label and row["source"] == "metrics" and row["maximum"] == 256 and snapshot["slots"] == 5
-    assert row["running"] is not None and row["running"] <= 4
-    assert gauges == {label: 5.0}
-
-
-def test_limit_events_say_why(keys_path: Path) -> None:
-    with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
-          running_proxy(engine.url, keys_path, limits=LimitSettings(), slots=2) as proxy):
-        with load(proxy.url, clients=12, max_tokens=20):
-            wait_for(lambda: state(proxy.url)["slots"] == 5, timeout=15, what="5 slots")
-        events = limit_events(proxy.url)
-    assert events[0]["limit"] == 4 and events[0]["reason"] == "room"  # from 2: room, doubled
-    assert {e["reason"] for e in events} <= {"room", "queue"} and events[-1]["limit"] == 5
-    assert all(e["upstream"] == engine.url.removeprefix("http://") and e["request_id"] is None and e["user"] is None for e in events)
-
-
-def test_a_recording_of_the_stream_keeps_the_limit_rows_and_audits_clean(keys_path: Path, tmp_path: Path) -> None:
-    saved = tmp_path / "live.parquet"
-    with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
-          running_proxy(engine.url, keys_path, limits=LimitSettings(), slots=2) as proxy):
+          running_proxy(engine.url, keys, limits=LimitSettings(), slots=2) as proxy):
         stream = EventStream(proxy.url, backoff_s=(0.05, 0.2))
         seqs: list[int] = []
 
@@ -130,16 +121,46 @@ def test_a_recording_of_the_stream_keeps_the_limit_rows_and_audits_clean(keys_pa
 
         follower = threading.Thread(target=follow, daemon=True)
         follower.start()
-        with load(proxy.url, clients=12, max_tokens=20):
-            wait_for(lambda: state(proxy.url)["slots"] == 5, timeout=15, what="5 slots")
+        with load(proxy.url, clients=12, max_tokens=20) as answers:
+            wait_for(lambda: [row["limit"] for row in state(proxy.url).get("limits", [])] == [5], timeout=15, what="the limit at 4 + 1")
+            snapshot = state(proxy.url)
+            gauges = limit_gauges(proxy.url)
+        events = limit_events(proxy.url)
         wait_for(lambda: seqs[-1:] == [state(proxy.url)["seq"]], what="the follower to catch up")
         stream.close()
         follower.join(5)
     df, _ = read_log(saved)
+    return Settled(engine.url.removeprefix("http://"), snapshot, gauges, answers, events, df)
+
+
+SETTLED = pytest.mark.xdist_group("test_proxy_auto_slots_settled")  # the tests that read settled, on one worker: one run
+
+
+@SETTLED
+def test_the_limit_settles_one_over_the_engine_s_places_and_shows_everywhere(settled: Settled) -> None:
+    label, snapshot, answers = settled.upstream, settled.snapshot, settled.answers
+    assert all(isinstance(a, openai.types.Completion) for a in answers) and len(answers) > 12
+    (row,) = snapshot["limits"]
+    assert row["upstream"] == label and row["source"] == "metrics" and row["maximum"] == 256 and snapshot["slots"] == 5
+    assert row["running"] is not None and row["running"] <= 4
+    assert settled.gauges == {label: 5.0}
+
+
+@SETTLED
+def test_limit_events_say_why(settled: Settled) -> None:
+    events = settled.events
+    assert events[0]["limit"] == 4 and events[0]["reason"] == "room"  # from 2: room, doubled
+    assert {e["reason"] for e in events} <= {"room", "queue"} and events[-1]["limit"] == 5
+    assert all(e["upstream"] == settled.upstream and e["request_id"] is None and e["user"] is None for e in events)
+
+
+@SETTLED
+def test_a_recording_of_the_stream_keeps_the_limit_rows_and_audits_clean(settled: Settled) -> None:
+    df = settled.log
     limits = df.filter(pl.col("kind") == "limit")
     assert df["seq"].to_list() == list(range(df.height))  # no hole where the limit rows are
     assert limits.height >= 2 and limits["limit"].to_list()[-1] == 5
-    assert set(limits["upstream"].to_list()) == {engine.url.removeprefix("http://")}
+    assert set(limits["upstream"].to_list()) == {settled.upstream}
     report = audit(log_rows(df))
     assert report.violation_count == 0, report.violations
 
