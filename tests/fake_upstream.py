@@ -3,8 +3,9 @@
 Answers are deterministic: the answer to a prompt is "echo: <prompt>", one output token
 per word (cut at max_tokens), and usage counts them. Markers in the prompt choose a
 behaviour: ``[fail500]`` an HTTP 500, ``[hang]`` no answer for a minute (or until the
-client leaves), ``[held]`` no answer until the test calls ``release(prompt)``, ``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two
-chunks, ``[bad400]`` an HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
+client leaves), ``[held]`` no answer until the test calls ``release(prompt)`` (a minute at most),
+``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two chunks, ``[bad400]`` an
+HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
 ``FakeUpstream`` keeps what it was sent and how many streams were closed early.
 """
 

@@ -26,8 +26,9 @@ KEYS = {
 }
 KEY_OF = {user: key for key, (user, _) in KEYS.items()}
 EVENTS_TOKEN = "tok-events-9d0c1b7a55"
-# Built once and given to every client the tests make: httpx builds one for each client otherwise (certifi's
-# bundle read, a good part of a second on a busy machine), though the tests speak plain HTTP on loopback.
+# Built once and given to every client the tests make: httpx (and the openai client's own HTTP library) builds one
+# for each client otherwise (certifi's bundle read, up to a second on a busy machine), though the tests speak plain
+# HTTP on loopback.
 TLS = httpx.create_ssl_context()
 
 
@@ -35,12 +36,12 @@ def http_get(url: str, **options: Any) -> httpx.Response:
     return httpx.get(url, verify=TLS, **options)
 
 
-def openai_http() -> httpx.AsyncClient:
+def openai_http() -> openai.DefaultAsyncHttpxClient:
     """The official client's own HTTP client (its defaults), on the shared TLS context."""
     return openai.DefaultAsyncHttpxClient(verify=TLS)
 
 
-def openai_sync_http() -> httpx.Client:
+def openai_sync_http() -> openai.DefaultHttpxClient:
     return openai.DefaultHttpxClient(verify=TLS)
 
 
