@@ -90,12 +90,13 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """``condition()`` once it is true; read 20 times a second at most (a group replica's state is a store call)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
-        time.sleep(0.01)
+        time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
 
 

@@ -61,12 +61,13 @@ def chat(prompt: str) -> dict[str, Any]:
 
 
 async def until(condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
-    """wait_for, letting this test's requests run meanwhile."""
+    """wait_for, letting this test's requests run meanwhile. A replica's state is read from the store: ten
+    reads a second, not more, lest the polling itself slow the replicas past their store timeout."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
 
 
 async def settle(jobs: list[Any]) -> list[Any]:
