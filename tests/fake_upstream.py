@@ -3,8 +3,9 @@
 Answers are deterministic: the answer to a prompt is "echo: <prompt>", one output token
 per word (cut at max_tokens), and usage counts them. Markers in the prompt choose a
 behaviour: ``[fail500]`` an HTTP 500, ``[hang]`` no answer for a minute (or until the
-client leaves), ``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two
-chunks, ``[bad400]`` an HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
+client leaves), ``[held]`` no answer until the test calls ``release(prompt)`` (a minute at most),
+``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two chunks, ``[bad400]`` an
+HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
 ``FakeUpstream`` keeps what it was sent and how many streams were closed early.
 """
 
@@ -14,6 +15,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -53,6 +55,7 @@ class FakeUpstream:
         self.seen: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
         self.closed_early: Counter[str] = Counter()
+        self.released: dict[str, threading.Event] = {}  # by prompt, for ``[held]``
         self.running = 0  # completion requests being answered now, and the most ever at once
         self.most_running = 0
         self.app = Starlette(routes=[
@@ -67,6 +70,10 @@ class FakeUpstream:
         text = "".join(f"# TYPE {name} gauge\n{name}{{engine=\"0\"}} {value}\n" for name, value in (
             ("vllm:num_requests_running", self.running), ("vllm:num_requests_waiting", 0), ("vllm:kv_cache_usage_perc", 0.0)))
         return Response(text, media_type="text/plain; version=0.0.4")
+
+    def release(self, prompt: str) -> None:
+        """Let the ``[held]`` request of this prompt (sent or still to come) be answered."""
+        self.released.setdefault(prompt, threading.Event()).set()
 
     async def models(self, request: Request) -> Response:
         self.headers_seen.append(dict(request.headers))
@@ -102,6 +109,11 @@ class FakeUpstream:
                 if await request.is_disconnected():
                     return Response(status_code=499)
                 await asyncio.sleep(0.1)
+        if "[held]" in prompt:
+            released = self.released.setdefault(prompt, threading.Event())
+            deadline = time.monotonic() + 60
+            while not released.is_set() and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
         if "[bad400]" in prompt:
             return JSONResponse({"error": {"message": "the fake upstream rejects this request", "type": "invalid_request_error",
                                            "param": "messages", "code": None}}, status_code=400)

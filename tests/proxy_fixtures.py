@@ -26,6 +26,23 @@ KEYS = {
 }
 KEY_OF = {user: key for key, (user, _) in KEYS.items()}
 EVENTS_TOKEN = "tok-events-9d0c1b7a55"
+# Built once and given to every client the tests make: httpx (and the openai client's own HTTP library) builds one
+# for each client otherwise (certifi's bundle read, up to a second on a busy machine), though the tests speak plain
+# HTTP on loopback.
+TLS = httpx.create_ssl_context()
+
+
+def http_get(url: str, **options: Any) -> httpx.Response:
+    return httpx.get(url, verify=TLS, **options)
+
+
+def openai_http() -> openai.DefaultAsyncHttpxClient:
+    """The official client's own HTTP client (its defaults), on the shared TLS context."""
+    return openai.DefaultAsyncHttpxClient(verify=TLS)
+
+
+def openai_sync_http() -> openai.DefaultHttpxClient:
+    return openai.DefaultHttpxClient(verify=TLS)
 
 
 def write_keys(path: Path) -> Path:
@@ -46,7 +63,7 @@ def running_proxy(upstream_url: str, keys_path: Path, port: int = 0, **settings:
 
 def state(url: str, token: str | None = None) -> dict[str, Any]:
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    response = httpx.get(f"{url}/v1/sfq/state", headers=headers)
+    response = http_get(f"{url}/v1/sfq/state", headers=headers)
     response.raise_for_status()
     return response.json()
 
@@ -60,7 +77,7 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
     events: list[dict[str, Any]] = []
     if upto < 0:
         return events
-    with httpx.Client(headers=headers, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
+    with httpx.Client(verify=TLS, headers=headers, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
         for sse in source.iter_sse():
             if sse.event not in ("message", MERGE):  # a merge is a §7 event of its own SSE type
                 continue
@@ -73,12 +90,13 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """``condition()`` once it is true; read 20 times a second at most (a group replica's state is a store call)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
-        time.sleep(0.01)
+        time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -102,6 +120,6 @@ def running_group(upstream_url: str, keys_path: Path, store_url: str, replicas: 
 
 def ask(url: str, n: int, user: str = "bob") -> None:
     """``n`` completions for ``user`` through the proxy at ``url``, with the official client, one after another."""
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0)
+    client = openai.OpenAI(http_client=openai_sync_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0)
     for k in range(n):
         client.completions.create(model="m", prompt=f"question {k}", max_tokens=16)

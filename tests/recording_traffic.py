@@ -12,6 +12,8 @@ from typing import Any
 
 import openai
 
+from proxy_fixtures import openai_http
+
 # Distinctive, so that searching a file for them means something.
 USERS = {"ann": ("sk-rec-ann-0c1f93a7", 2.0), "ben": ("sk-rec-ben-77a2e05d", None), "cat": ("sk-rec-cat-5d9e1b68", None),
          "dan": ("sk-rec-dan-e413c2f0", None)}
@@ -28,7 +30,7 @@ def write_keys(path: Path) -> Path:
 async def send_uneven(urls: Sequence[str], requests: int, seed: int, pause_s: float = 0.01) -> None:
     """``requests`` chat completions, each to one of ``urls`` in turn, a random pause up to ``pause_s`` apart."""
     rng = random.Random(seed)
-    clients = {(url, user): openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60)
+    clients = {(url, user): openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60)
                for url in urls for user, (key, _) in USERS.items()}
 
     async def one(client: openai.AsyncOpenAI, words: int, cap: int, stream: bool) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import openai
 
 from fake_upstream import ServerThread
-from proxy_fixtures import KEY_OF, running_proxy
+from proxy_fixtures import KEY_OF, openai_http, running_proxy
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
@@ -91,7 +91,7 @@ async def _clients(url: str, stop: threading.Event, numbers: dict[int, str], run
                 numbers[int(match.group(1))] = user
             run.answered[user] = run.answered.get(user, 0) + 1
 
-    llms = {user: openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=60) for user in CLIENTS}
+    llms = {user: openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=60) for user in CLIENTS}
     try:
         await asyncio.gather(*(one(llms[user], user) for user, n in CLIENTS.items() for _ in range(n)))
     finally:

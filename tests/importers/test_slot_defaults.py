@@ -40,23 +40,33 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return calls
 
 
-def test_the_azure_import_suggests_slots_from_its_load(tmp_path: Path, cli: CliRunner) -> None:
-    out = tmp_path / "azure.parquet"
-    result = cli.invoke(app, ["import", "azure", str(AZURE / "AzureLLMInferenceTrace_code.csv"), str(AZURE / "AzureLLMInferenceTrace_conv.csv"),
-                              "-o", str(out)])
+@pytest.fixture(scope="module")
+def azure_import(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The two Azure 2023 samples imported as one trace (read, never changed, by the tests that take it); and what import said."""
+    out = tmp_path_factory.mktemp("azure") / "azure.parquet"
+    result = CliRunner().invoke(app, ["import", "azure", str(AZURE / "AzureLLMInferenceTrace_code.csv"),
+                                      str(AZURE / "AzureLLMInferenceTrace_conv.csv"), "-o", str(out)])
     assert result.exit_code == 0, result.output
+    return out, result.stdout
+
+
+AZURE_IMPORT = pytest.mark.xdist_group("test_slot_defaults_azure")  # the tests that share azure_import, on one worker
+
+
+@AZURE_IMPORT
+def test_the_azure_import_suggests_slots_from_its_load(azure_import: tuple[Path, str], tmp_path: Path, cli: CliRunner) -> None:
+    out, said = azure_import
     meta = read_metadata(out)
     # 119,879 s of service over 3,513 s of arrivals: 34.1 slots busy on average, 43 with 25% headroom
     assert meta["offered_load"] == pytest.approx(34.12, abs=0.01) and meta["slots"] == 43
-    assert "replays use 43 slots unless --slots is given: the trace keeps 34.1 slots busy on average" in result.stdout
+    assert "replays use 43 slots unless --slots is given: the trace keeps 34.1 slots busy on average" in said
     simulated = cli.invoke(app, ["simulate", str(out), "-o", str(tmp_path / "log.parquet")])
     assert "43 slots" in simulated.stdout and "note:" not in simulated.stderr
 
 
-def test_the_azure_trace_without_a_suggestion_says_it_replays_on_one_slot(tmp_path: Path, cli: CliRunner) -> None:
-    imported = tmp_path / "azure.parquet"
-    assert cli.invoke(app, ["import", "azure", str(AZURE / "AzureLLMInferenceTrace_code.csv"), str(AZURE / "AzureLLMInferenceTrace_conv.csv"),
-                            "-o", str(imported)]).exit_code == 0
+@AZURE_IMPORT
+def test_the_azure_trace_without_a_suggestion_says_it_replays_on_one_slot(azure_import: tuple[Path, str], tmp_path: Path, cli: CliRunner) -> None:
+    imported, _ = azure_import
     plain = tmp_path / "plain.parquet"
     pl.read_parquet(imported).write_parquet(plain)  # what a trace from elsewhere looks like: no metadata
     result = cli.invoke(app, ["simulate", str(plain), "-o", str(tmp_path / "log.parquet")])

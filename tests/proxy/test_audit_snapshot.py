@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from proxy_fixtures import KEY_OF, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, openai_sync_http, running_proxy, state, wait_for
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.analysis.audit import Snapshot, audit
 from sfqtui.core.analysis.audit.snapshot import UserAtSnapshot
@@ -30,7 +30,7 @@ from test_proxy_stream import Follower, ask
 
 
 def slow(url: str, user: str, n: int) -> None:
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
+    client = openai.OpenAI(http_client=openai_sync_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
     client.completions.create(model="m", prompt=f"[slow] {n} one two three", max_tokens=16)
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 from typer.testing import CliRunner
 
 from fake_upstream import ServerThread
-from proxy_fixtures import KEY_OF, ask, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, ask, openai_sync_http, running_proxy, state, wait_for
 from sfqtui.cli.app import app
 from sfqtui.cli.engine_start import NOT_REPORTED
 from sfqtui.core.analysis.fairness import fairness
@@ -38,7 +38,7 @@ NAME = "emulated-test"
 
 def keep_going(url: str, user: str, clients: int, until: float, stream: bool) -> list[threading.Thread]:
     """``clients`` threads, each sending ``user``'s requests one after another until ``until``."""
-    llm = openai.OpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
+    llm = openai.OpenAI(http_client=openai_sync_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
 
     def loop() -> None:
         while time.monotonic() < until:

@@ -8,13 +8,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pyarrow as pa
 import pytest
 
 from fake_upstream import answer_text, prompt_of
-from proxy_fixtures import KEY_OF, by_request, read_events, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, by_request, http_get, openai_http, read_events, running_proxy, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
 from sfqtui.live.stream import EventStream, Gap, Status
@@ -78,14 +77,14 @@ async def test_many_users_at_once_each_answered_once_and_fairly(fake, keys_path:
         items: list[Any] = []
         watcher = EventStream(px.url)
         thread = follow(watcher, items)
-        clients = {u: openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key=KEY_OF[u], max_retries=0) for u in USERS}
+        clients = {u: openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{px.url}/v1", api_key=KEY_OF[u], max_retries=0) for u in USERS}
         jobs = [ask(clients[u], u, n) for n in range(8) for u in USERS]
         answers = await asyncio.wait_for(asyncio.gather(*jobs), 30)
         final = state(px.url)
         wait_for(lambda: (event_rows(items) or [{"seq": None}])[-1]["seq"] == final["seq"], what="the stream to catch up")
         watcher.close()
         thread.join(5)
-        metrics = httpx.get(f"{px.url}/metrics").text
+        metrics = http_get(f"{px.url}/metrics").text
     for answer in answers:
         assert answer["text"] == answer["expected"]
         if answer["stream"] and answer["asked"]:
@@ -128,7 +127,7 @@ async def test_many_users_at_once_each_answered_once_and_fairly(fake, keys_path:
 async def test_the_ratio_learns_from_actual_output(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, slots=1) as px:
-        client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key=KEY_OF["bob"], max_retries=0)
+        client = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{px.url}/v1", api_key=KEY_OF["bob"], max_retries=0)
         for n in range(3):
             await client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"short {n}"}], max_tokens=100)
         events = read_events(px.url)
@@ -147,7 +146,7 @@ async def test_a_ragged_stream_is_relayed_whole_and_its_usage_only_when_asked(fa
     prompt = "[ragged] three small words"
     options = {"stream_options": {"include_usage": True}} if asked else {}
     with running_proxy(upstream_url, keys_path) as px:
-        client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key=KEY_OF["bob"], max_retries=0)
+        client = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{px.url}/v1", api_key=KEY_OF["bob"], max_retries=0)
         stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}], max_tokens=20,
                                                       stream=True, **options)  # type: ignore[call-overload]  # options: stream_options or nothing
         chunks = [chunk async for chunk in stream]
@@ -163,10 +162,10 @@ async def test_metrics_cap_user_labels(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, metrics_users=1) as px:
         for user in USERS:
-            client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key=KEY_OF[user], max_retries=0)
+            client = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{px.url}/v1", api_key=KEY_OF[user], max_retries=0)
             await client.completions.create(model="m", prompt=f"{user} " * (10 if user == "carol" else 1), max_tokens=8)
-        first = httpx.get(f"{px.url}/metrics").text
-        second = httpx.get(f"{px.url}/metrics").text
+        first = http_get(f"{px.url}/metrics").text
+        second = http_get(f"{px.url}/metrics").text
     assert 'sfqtui_dispatched_cost_total{user="alice"}' in first and 'user="other"' in first
     # After a scrape the label goes to the user with the most cost dispatched.
     assert 'sfqtui_dispatched_cost_total{user="carol"}' in second and 'sfqtui_dispatched_cost_total{user="alice"}' not in second

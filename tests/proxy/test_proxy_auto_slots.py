@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
-from proxy_fixtures import KEY_OF, running_group, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, TLS, http_get, openai_http, openai_sync_http, running_group, running_proxy, state, wait_for, write_keys
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.engine.engine_model import EngineModel
@@ -53,7 +54,7 @@ def load(url: str, clients: int, max_tokens: int, user: str = "bob") -> Iterator
                 results.append(exc)
 
     async def clients_() -> None:
-        async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30) as llm:
+        async with openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30) as llm:
             await asyncio.gather(*(client(llm) for _ in range(clients)))
 
     thread = threading.Thread(target=asyncio.run, args=(clients_(),), daemon=True)
@@ -69,7 +70,7 @@ def limit_events(url: str) -> list[dict[str, Any]]:
     """The limit events the proxy holds (SSE type limit, their seq as id)."""
     upto = state(url)["seq"]
     events: list[dict[str, Any]] = []
-    with httpx.Client(timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
+    with httpx.Client(verify=TLS, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
         for sse in source.iter_sse():
             if sse.event not in ("message", LIMIT):
                 continue
@@ -83,41 +84,31 @@ def limit_events(url: str) -> list[dict[str, Any]]:
 
 
 def limit_gauges(url: str) -> dict[str, float]:
-    text = httpx.get(f"{url}/metrics").text
+    text = http_get(f"{url}/metrics").text
     return {sample.labels["upstream"]: sample.value for family in text_string_to_metric_families(text)
             if family.name == "sfqtui_upstream_limit" for sample in family.samples}
 
 
-def test_the_limit_settles_one_over_the_engine_s_places_and_shows_everywhere(keys_path: Path) -> None:
+@dataclass
+class Settled:
+    """What one run shows: 12 clients through a proxy with --slots auto (from 2) in front of the emulated engine
+    with 4 places, until the limit settles at 4 + 1, while a follower records the stream."""
+
+    upstream: str  # the engine's host:port, as the proxy labels it
+    snapshot: dict[str, Any]  # the state once the limit is 5
+    gauges: dict[str, float]  # sfqtui_upstream_limit then
+    answers: list[Any]
+    events: list[dict[str, Any]]  # the limit events, read once the load has stopped
+    log: pl.DataFrame  # the follower's recording
+
+
+@pytest.fixture(scope="module")
+def settled(tmp_path_factory: pytest.TempPathFactory) -> Settled:
+    """One run read by the three tests marked SETTLED (it is the same run for each of them)."""
+    folder = tmp_path_factory.mktemp("settled")
+    keys, saved = write_keys(folder / "keys.toml"), folder / "live.parquet"
     with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
-          running_proxy(engine.url, keys_path, limits=LimitSettings(), slots=2) as proxy):
-        label = engine.url.removeprefix("http://")
-        with load(proxy.url, clients=12, max_tokens=20) as answers:
-            wait_for(lambda: [row["limit"] for row in state(proxy.url).get("limits", [])] == [5], timeout=15, what="the limit at 4 + 1")
-            snapshot = state(proxy.url)
-            gauges = limit_gauges(proxy.url)
-        assert all(isinstance(a, openai.types.Completion) for a in answers) and len(answers) > 12
-    (row,) = snapshot["limits"]
-    assert row["upstream"] == label and row["source"] == "metrics" and row["maximum"] == 256 and snapshot["slots"] == 5
-    assert row["running"] is not None and row["running"] <= 4
-    assert gauges == {label: 5.0}
-
-
-def test_limit_events_say_why(keys_path: Path) -> None:
-    with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
-          running_proxy(engine.url, keys_path, limits=LimitSettings(), slots=2) as proxy):
-        with load(proxy.url, clients=12, max_tokens=20):
-            wait_for(lambda: state(proxy.url)["slots"] == 5, timeout=15, what="5 slots")
-        events = limit_events(proxy.url)
-    assert events[0]["limit"] == 4 and events[0]["reason"] == "room"  # from 2: room, doubled
-    assert {e["reason"] for e in events} <= {"room", "queue"} and events[-1]["limit"] == 5
-    assert all(e["upstream"] == engine.url.removeprefix("http://") and e["request_id"] is None and e["user"] is None for e in events)
-
-
-def test_a_recording_of_the_stream_keeps_the_limit_rows_and_audits_clean(keys_path: Path, tmp_path: Path) -> None:
-    saved = tmp_path / "live.parquet"
-    with (running_engine(max_num_seqs=4, decode_ms_per_token=5.0, batch_slowdown=0.0) as engine,
-          running_proxy(engine.url, keys_path, limits=LimitSettings(), slots=2) as proxy):
+          running_proxy(engine.url, keys, limits=LimitSettings(), slots=2) as proxy):
         stream = EventStream(proxy.url, backoff_s=(0.05, 0.2))
         seqs: list[int] = []
 
@@ -130,16 +121,46 @@ def test_a_recording_of_the_stream_keeps_the_limit_rows_and_audits_clean(keys_pa
 
         follower = threading.Thread(target=follow, daemon=True)
         follower.start()
-        with load(proxy.url, clients=12, max_tokens=20):
-            wait_for(lambda: state(proxy.url)["slots"] == 5, timeout=15, what="5 slots")
+        with load(proxy.url, clients=12, max_tokens=20) as answers:
+            wait_for(lambda: [row["limit"] for row in state(proxy.url).get("limits", [])] == [5], timeout=15, what="the limit at 4 + 1")
+            snapshot = state(proxy.url)
+            gauges = limit_gauges(proxy.url)
+        events = limit_events(proxy.url)
         wait_for(lambda: seqs[-1:] == [state(proxy.url)["seq"]], what="the follower to catch up")
         stream.close()
         follower.join(5)
     df, _ = read_log(saved)
+    return Settled(engine.url.removeprefix("http://"), snapshot, gauges, answers, events, df)
+
+
+SETTLED = pytest.mark.xdist_group("test_proxy_auto_slots_settled")  # the tests that read settled, on one worker: one run
+
+
+@SETTLED
+def test_the_limit_settles_one_over_the_engine_s_places_and_shows_everywhere(settled: Settled) -> None:
+    label, snapshot, answers = settled.upstream, settled.snapshot, settled.answers
+    assert all(isinstance(a, openai.types.Completion) for a in answers) and len(answers) > 12
+    (row,) = snapshot["limits"]
+    assert row["upstream"] == label and row["source"] == "metrics" and row["maximum"] == 256 and snapshot["slots"] == 5
+    assert row["running"] is not None and row["running"] <= 4
+    assert settled.gauges == {label: 5.0}
+
+
+@SETTLED
+def test_limit_events_say_why(settled: Settled) -> None:
+    events = settled.events
+    assert events[0]["limit"] == 4 and events[0]["reason"] == "room"  # from 2: room, doubled
+    assert {e["reason"] for e in events} <= {"room", "queue"} and events[-1]["limit"] == 5
+    assert all(e["upstream"] == settled.upstream and e["request_id"] is None and e["user"] is None for e in events)
+
+
+@SETTLED
+def test_a_recording_of_the_stream_keeps_the_limit_rows_and_audits_clean(settled: Settled) -> None:
+    df = settled.log
     limits = df.filter(pl.col("kind") == "limit")
     assert df["seq"].to_list() == list(range(df.height))  # no hole where the limit rows are
     assert limits.height >= 2 and limits["limit"].to_list()[-1] == 5
-    assert set(limits["upstream"].to_list()) == {engine.url.removeprefix("http://")}
+    assert set(limits["upstream"].to_list()) == {settled.upstream}
     report = audit(log_rows(df))
     assert report.violation_count == 0, report.violations
 
@@ -160,7 +181,7 @@ def test_a_full_engine_queue_backs_off_and_the_requests_still_get_answers(keys_p
         with load(proxy.url, clients=8, max_tokens=10) as answers:
             wait_for(lambda: len(answers) >= 40, timeout=20, what="40 answers")
         events = limit_events(proxy.url)
-        errors = httpx.get(f"{proxy.url}/metrics").text
+        errors = http_get(f"{proxy.url}/metrics").text
     assert all(isinstance(a, openai.types.Completion) for a in answers)
     assert events[0]["reason"] == "backoff" and events[0]["limit"] == 3
     assert 'sfqtui_upstream_errors_total{code="busy"' in errors
@@ -181,7 +202,7 @@ def test_an_upstream_without_metrics_is_sized_from_latency(keys_path: Path) -> N
     fake = FakeUpstream(latency_s=0.05)
     with fake_server(fake) as upstream, running_proxy(upstream.url, keys_path, limits=LimitSettings(), slots=2) as proxy:
         wait_for(lambda: state(proxy.url)["limits"][0]["source"] == "latency", what="latency")
-        answer = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=KEY_OF["bob"], max_retries=0).completions.create(
+        answer = openai.OpenAI(http_client=openai_sync_http(), base_url=f"{proxy.url}/v1", api_key=KEY_OF["bob"], max_retries=0).completions.create(
             model="m", prompt="hello", max_tokens=4)
         assert answer.choices[0].text == "echo: hello"
 

@@ -16,14 +16,14 @@ import openai
 import pytest
 
 from fake_upstream import closed_port
-from proxy_fixtures import KEY_OF, KEYS, by_request, read_events, running_proxy, state, wait_for
+from proxy_fixtures import KEY_OF, KEYS, TLS, by_request, openai_http, openai_sync_http, read_events, running_proxy, state, wait_for
 from sfqtui.trace.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def client_for(url: str, user: str = "alice", **options: Any) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, **options)
+    return openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, **options)
 
 
 def chat(prompt: str, **extra: Any) -> dict[str, Any]:
@@ -108,10 +108,10 @@ async def test_upstream_breaking_off_a_stream_is_an_error_event(fake, keys_path:
 async def test_client_gone_while_queued_is_cancelled_uncharged(fake, keys_path: Path) -> None:
     upstream, upstream_url = fake
     with running_proxy(upstream_url, keys_path, slots=1) as px:
-        held = "[slow] " + " ".join(f"w{n}" for n in range(30))  # 3 s: time enough to queue the other on a loaded machine
+        held = "[held] until the other request is cancelled"  # the slot stays taken however slow the machine
         holder = asyncio.ensure_future(client_for(px.url, "bob").chat.completions.create(**chat(held)))
         await asyncio.to_thread(wait_for, lambda: state(px.url)["inflight"] == 1, what="the slot to be taken")
-        async with httpx.AsyncClient(base_url=px.url) as raw:
+        async with httpx.AsyncClient(verify=TLS, base_url=px.url) as raw:
             waiting = asyncio.ensure_future(raw.post("/v1/chat/completions", json=chat("never sent upstream"),
                                                      headers={"authorization": f"Bearer {KEY_OF['alice']}"}))
             await asyncio.to_thread(wait_for, lambda: {u["user"]: u["queued"] for u in state(px.url)["users"]}.get("alice") == 1,
@@ -119,6 +119,8 @@ async def test_client_gone_while_queued_is_cancelled_uncharged(fake, keys_path: 
             waiting.cancel()
             await asyncio.gather(waiting, return_exceptions=True)
         await asyncio.to_thread(wait_for, lambda: any(e["kind"] == "cancel" for e in read_events(px.url)), what="the cancel event")
+        assert state(px.url)["inflight"] == 1  # the cancel came while the slot was still taken
+        upstream.release(held)
         assert (await holder).choices[0].message.content == f"echo: {held}"
         events = read_events(px.url)
     kinds = by_request(events)
@@ -133,7 +135,7 @@ async def test_client_gone_while_streaming_closes_upstream_once(fake, keys_path:
     upstream, upstream_url = fake
     prompt = "[slow] " + " ".join(f"w{n}" for n in range(40))
     with running_proxy(upstream_url, keys_path, slots=1) as px:
-        async with httpx.AsyncClient(base_url=px.url) as raw:
+        async with httpx.AsyncClient(verify=TLS, base_url=px.url) as raw:
             async with raw.stream("POST", "/v1/chat/completions", json=chat(prompt, stream=True),
                                   headers={"authorization": f"Bearer {KEY_OF['carol']}"}) as response:
                 async for _ in response.aiter_bytes():
@@ -150,7 +152,7 @@ async def test_client_gone_while_streaming_closes_upstream_once(fake, keys_path:
 
 
 def _stream_text(url: str, key: str, prompt: str, out: dict[str, Any]) -> None:
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
+    client = openai.OpenAI(http_client=openai_sync_http(), base_url=f"{url}/v1", api_key=key, max_retries=0)
     try:
         stream = client.chat.completions.create(**chat(prompt, max_tokens=100, stream=True))
         out["text"] = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
@@ -161,7 +163,7 @@ def _stream_text(url: str, key: str, prompt: str, out: dict[str, Any]) -> None:
 
 
 def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake, keys_path: Path, tmp_path: Path) -> None:
-    _, upstream_url = fake
+    upstream, upstream_url = fake
     record = tmp_path / "record.parquet"
     command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream_url, "--listen", "127.0.0.1:0", "--slots", "2",
                "--keys", str(keys_path), "--record", str(record), "--shutdown-grace", "3"]
@@ -170,7 +172,8 @@ def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake,
         first = proc.stderr.readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
         assert "listening on http://" in first, first
         url = first.split("listening on ")[1].split()[0]
-        quick, slow, queued = "[slow] " + " ".join(f"q{n}" for n in range(13)), "[slow] " + " ".join(f"w{n}" for n in range(80)), "waits"
+        # quick runs until the proxy has begun to drain (its queued request refused), slow streams for 8 s: longer than the grace.
+        quick, slow, queued = "[held] " + " ".join(f"q{n}" for n in range(13)), "[slow] " + " ".join(f"w{n}" for n in range(80)), "waits"
         outs: dict[str, dict[str, Any]] = {p: {} for p in (quick, slow, queued)}
         for n, (user, prompt) in enumerate((("bob", slow), ("alice", quick), ("carol", queued))):
             threading.Thread(target=_stream_text, args=(url, KEY_OF[user], prompt, outs[prompt]), name=f"client-{n}").start()
@@ -178,6 +181,9 @@ def test_sigterm_finishes_or_fails_running_requests_and_flushes_the_record(fake,
                 wait_for(functools.partial(_inflight_is, url, n + 1), what="a running request")
         wait_for(lambda: sum(u["queued"] for u in state(url)["users"]) == 1, what="a queued request")
         proc.send_signal(signal.SIGTERM)
+        wait_for(lambda: outs[queued], what="the queued request refused")
+        assert not outs[quick]
+        upstream.release(quick)
         # uvicorn re-raises the signal once it has shut down cleanly, so the exit status is the signal's.
         assert proc.wait(10) == -signal.SIGTERM
         wait_for(lambda: all(outs.values()), what="every client's answer")

@@ -13,7 +13,7 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import KEY_OF, KEYS, by_request, read_events, running_group, state, wait_for
+from proxy_fixtures import KEY_OF, KEYS, TLS, by_request, openai_http, read_events, running_group, state, wait_for
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.live.stream import EventStream
@@ -28,7 +28,7 @@ USERS = ("alice", "bob", "carol")
 
 
 async def ask(url: str, user: str, n: int, stream: bool = False, prompt: str = "") -> str:
-    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
+    client = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
     body = {"model": "m", "messages": [{"role": "user", "content": prompt or f"{user} question {n} [slow]"}], "max_tokens": 2 + n % 3}
     if not stream:
         answer = await client.chat.completions.create(**body)  # type: ignore[call-overload]
@@ -41,7 +41,7 @@ async def ask(url: str, user: str, n: int, stream: bool = False, prompt: str = "
 def raw_stream(url: str, upto: int) -> bytes:
     """The §7 frames one replica serves, as bytes, up to seq ``upto``."""
     out = b""
-    with httpx.Client(timeout=10) as client, client.stream("GET", f"{url}/v1/sfq/events") as response:
+    with httpx.Client(verify=TLS, timeout=10) as client, client.stream("GET", f"{url}/v1/sfq/events") as response:
         for block in response.iter_bytes():
             out += block
             if f"id: {upto}\n".encode() in out and out.endswith(b"\n\n"):
@@ -144,7 +144,7 @@ def test_meters_round_trip_exactly(store: Any, fake, tmp_path: Path) -> None:
             jobs = []
             for n in range(16):
                 user = f"u{n % 4 + 1}"
-                client = openai.AsyncOpenAI(base_url=f"{replicas[n % 2].url}/v1", api_key=f"sk-{user}-93f0a1", max_retries=0)
+                client = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{replicas[n % 2].url}/v1", api_key=f"sk-{user}-93f0a1", max_retries=0)
                 jobs.append(client.completions.create(model="m", prompt="x" * (n * 7 + 1), max_tokens=3 + n))
             await asyncio.gather(*jobs)
 

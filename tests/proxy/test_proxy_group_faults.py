@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from proxy_fixtures import KEY_OF, read_events, state
+from proxy_fixtures import KEY_OF, TLS, openai_http, read_events, state
 from redis_server import free_port
 from sfqtui.live.bound import Bound
 from sfqtui.live.run_logs import RunLogs
@@ -53,7 +53,7 @@ class Replica:
 
 
 def client(url: str, user: str) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
+    return openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF[user], max_retries=0, timeout=30)
 
 
 def chat(prompt: str) -> dict[str, Any]:
@@ -61,12 +61,13 @@ def chat(prompt: str) -> dict[str, Any]:
 
 
 async def until(condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
-    """wait_for, letting this test's requests run meanwhile."""
+    """wait_for, letting this test's requests run meanwhile. A replica's state is read from the store: ten
+    reads a second, not more, lest the polling itself slow the replicas past their store timeout."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
 
 
 async def settle(jobs: list[Any]) -> list[Any]:
@@ -146,16 +147,19 @@ async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Pa
 
 
 async def test_sigterm_drains_only_its_own_requests(fake, keys_path: Path, store: Any) -> None:
-    _, upstream_url = fake
+    upstream, upstream_url = fake
     a, b = Replica(upstream_url, keys_path, store.url, 1), Replica(upstream_url, keys_path, store.url, 1)
     try:
-        slow = {**chat("[slow] " + " ".join(f"w{k}" for k in range(20))), "max_tokens": 20}  # 2 s
-        first = asyncio.ensure_future(client(a.url, "alice").chat.completions.create(**slow))
+        held = "[held] until a drains"  # the group's one slot stays taken until a has begun to drain, however slow the machine
+        first = asyncio.ensure_future(client(a.url, "alice").chat.completions.create(**chat(held)))
         await until(lambda: state(a.url)["inflight"] == 1, what="a's request running")
         waiting_b = asyncio.ensure_future(client(b.url, "bob").chat.completions.create(**chat("b waits")))
         waiting_a = asyncio.ensure_future(client(a.url, "carol").chat.completions.create(**chat("a waits")))
         await until(lambda: sum(u["queued"] for u in state(b.url)["users"]) == 2, what="two queued")
         a.proc.send_signal(signal.SIGTERM)
+        await settle([waiting_a])  # refused at once: a is draining, its request still running
+        assert not first.done()
+        upstream.release(held)
         done = await settle([first, waiting_a, waiting_b])
         a.proc.wait(30)
         await until(lambda: state(b.url)["replicas"] == 1, timeout=LEASE_S + 5, what="a to leave the group")  # at once, unless its leave timed out
@@ -211,7 +215,7 @@ class Scraper:
         self._thread.start()
 
     def _run(self, urls: list[str]) -> None:
-        with httpx.Client(timeout=5) as client:
+        with httpx.Client(verify=TLS, timeout=5) as client:
             while not self._stop.wait(0.1):
                 for url in urls:
                     response = client.get(f"{url}/metrics")

@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no type hints
 
 from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import KEY_OF, running_group, running_proxy
+from proxy_fixtures import KEY_OF, http_get, openai_http, running_group, running_proxy
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
 from sfqtui.proxy.dispatcher import Dispatcher, Stage
 from sfqtui.proxy.metrics import FairnessWindow, ProxyMetrics
@@ -30,12 +29,12 @@ ALERTS = ROOT / "docs" / "grafana" / "alerts.yml"
 
 async def traffic(url: str) -> None:
     """Answered, failed upstream and refused requests."""
-    good = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY_OF["alice"], max_retries=0)
+    good = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=KEY_OF["alice"], max_retries=0)
     await asyncio.gather(*(good.completions.create(model="m", prompt=f"hello {n}", max_tokens=4) for n in range(4)))
     with pytest.raises(openai.APIStatusError):
         await good.completions.create(model="m", prompt="[fail500]", max_tokens=4)
     with pytest.raises(openai.AuthenticationError):
-        await openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-nobody", max_retries=0).completions.create(model="m", prompt="x")
+        await openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key="sk-nobody", max_retries=0).completions.create(model="m", prompt="x")
 
 
 def names(text: str) -> set[str]:
@@ -52,11 +51,11 @@ def scraped(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> dict
     with fake_server(FakeUpstream()) as upstream:
         with running_group(upstream.url, keys, redis_server.url, 2, slots=2) as replicas:
             asyncio.run(traffic(replicas[0].url))
-            group = httpx.get(f"{replicas[0].url}/metrics").text
-            other = httpx.get(f"{replicas[1].url}/metrics").text
+            group = http_get(f"{replicas[0].url}/metrics").text
+            other = http_get(f"{replicas[1].url}/metrics").text
         with running_proxy(upstream.url, keys) as lone:
             asyncio.run(traffic(lone.url))
-            alone = httpx.get(f"{lone.url}/metrics").text
+            alone = http_get(f"{lone.url}/metrics").text
     return {"group": group, "other": other, "alone": alone}
 
 

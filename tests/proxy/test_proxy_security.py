@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, read_events, running_proxy, state
+from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, TLS, http_get, openai_http, read_events, running_proxy, state
 from sfqtui.cli.app import app
 from sfqtui.errors import InputError
 from sfqtui.live.stream import EventStream, Status
@@ -28,11 +28,11 @@ async def test_missing_or_unknown_key_is_401_in_openai_format(fake, keys_path: P
     upstream, upstream_url = fake
     seen_before = len(upstream.seen)
     with running_proxy(upstream_url, keys_path) as px:
-        client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key="sk-not-a-key", max_retries=0)
+        client = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{px.url}/v1", api_key="sk-not-a-key", max_retries=0)
         with pytest.raises(openai.AuthenticationError) as refused:
             await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         assert refused.value.body["code"] == "invalid_api_key" and "sk-not-a-key" not in refused.value.message  # type: ignore[index]  # openai types the error body as object; the proxy sends a JSON object
-        async with httpx.AsyncClient(base_url=px.url) as raw:
+        async with httpx.AsyncClient(verify=TLS, base_url=px.url) as raw:
             missing = await raw.post("/v1/completions", json={"prompt": "hi"})
             models = await raw.get("/v1/models")
         assert missing.status_code == 401 and missing.json()["error"]["type"] == "invalid_request_error"
@@ -45,14 +45,14 @@ def test_events_and_state_need_the_token_when_set(fake, keys_path: Path) -> None
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, events_token=EVENTS_TOKEN) as px:
         for path in ("/v1/sfq/state", "/v1/sfq/events"):
-            assert httpx.get(f"{px.url}{path}").status_code == 401
-            assert httpx.get(f"{px.url}{path}", headers={"authorization": "Bearer wrong"}).status_code == 401
+            assert http_get(f"{px.url}{path}").status_code == 401
+            assert http_get(f"{px.url}{path}", headers={"authorization": "Bearer wrong"}).status_code == 401
         assert state(px.url, EVENTS_TOKEN)["slots"] == 2
         assert read_events(px.url, EVENTS_TOKEN) == []
         refused = list(EventStream(px.url, token="wrong"))
         assert isinstance(refused[-1], Status) and refused[-1].state == "refused"
         assert refused[-1].detail.startswith(f"HTTP 401 from {px.url}: the proxy refused the events token given")
-        assert httpx.get(f"{px.url}/metrics").status_code == 200
+        assert http_get(f"{px.url}/metrics").status_code == 200
 
 
 async def test_no_key_in_any_output(fake, keys_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture,
@@ -63,7 +63,7 @@ async def test_no_key_in_any_output(fake, keys_path: Path, tmp_path: Path, caplo
     outputs: list[str] = []
     with running_proxy(upstream_url, keys_path, record=record, events_token=EVENTS_TOKEN, slots=1) as px:
         for user in KEY_OF:
-            client = openai.AsyncOpenAI(base_url=f"{px.url}/v1", api_key=KEY_OF[user], max_retries=0)
+            client = openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{px.url}/v1", api_key=KEY_OF[user], max_retries=0)
             answer = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"hi from {user}"}])
             outputs.append(answer.model_dump_json())
             stream = await client.completions.create(model="m", prompt="stream please", stream=True, stream_options={"include_usage": True})
@@ -73,13 +73,13 @@ async def test_no_key_in_any_output(fake, keys_path: Path, tmp_path: Path, caplo
             except openai.APIStatusError as exc:
                 outputs.append(exc.response.text)
             outputs.append((await client.models.list()).model_dump_json())
-        async with httpx.AsyncClient(base_url=px.url) as raw:
+        async with httpx.AsyncClient(verify=TLS, base_url=px.url) as raw:
             for key in KEYS:  # a key sent where it does not belong is not echoed either
                 outputs.append((await raw.get("/v1/sfq/state", headers={"authorization": f"Bearer {key}"})).text)
                 outputs.append((await raw.get("/nowhere", headers={"authorization": f"Bearer {key}"})).text)
         outputs.append(str(read_events(px.url, EVENTS_TOKEN)))
         outputs.append(str(state(px.url, EVENTS_TOKEN)))
-        outputs.append(httpx.get(f"{px.url}/metrics").text)
+        outputs.append(http_get(f"{px.url}/metrics").text)
         assert isinstance(px.server, ProxyServer)
         outputs.append(repr(px.server.proxy.settings))
     outputs.append(caplog.text)

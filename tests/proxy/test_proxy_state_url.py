@@ -4,12 +4,12 @@ that is not a number as database 0, another group's)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from sfqtui.cli.app import app
 from sfqtui.cli.proxy import check_state_url
 from sfqtui.errors import InputError
 
@@ -21,12 +21,11 @@ from sfqtui.errors import InputError
     ("redis://127.0.0.1:6390?db=abc", "Invalid value for 'db'"),
     ("redis://127.0.0.1:port/0", "Port could not be cast"),
 ], ids=["http scheme", "database abc", "two databases", "db query", "port"])
-def test_the_proxy_refuses_a_state_url_in_one_line_before_it_starts(url: str, says: str, keys_path: Path) -> None:
+def test_the_proxy_refuses_a_state_url_in_one_line_before_it_starts(url: str, says: str, keys_path: Path, cli: CliRunner) -> None:
     # An upstream and a store that do not exist: the URL must be refused before either is tried.
-    command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", "http://127.0.0.1:9", "--keys", str(keys_path), "--slots", "2",
-               "--listen", "127.0.0.1:0", "--state", url]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and result.stdout == ""
+    result = cli.invoke(app, ["proxy", "--upstream", "http://127.0.0.1:9", "--keys", str(keys_path), "--slots", "2",
+                              "--listen", "127.0.0.1:0", "--state", url])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit) and result.stdout == ""  # exited, nothing raised
     [line] = result.stderr.splitlines()
     assert line.startswith("sfqtui: error: --state") and says in line
     assert "redis://HOST:PORT/DB" in line and "Traceback" not in result.stderr

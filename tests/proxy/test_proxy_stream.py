@@ -15,7 +15,7 @@ import httpx
 import pyarrow as pa
 from httpx_sse import connect_sse
 
-from proxy_fixtures import ask, read_events, running_proxy, state, wait_for
+from proxy_fixtures import TLS, ask, read_events, running_proxy, state, wait_for
 from sfqtui.core.analysis.audit import audit
 from sfqtui.live.stream import EventStream, Gap, Status
 from sfqtui.live.stream_log import StreamLogWriter
@@ -146,13 +146,13 @@ def test_events_carry_their_seq_as_id_and_keepalives_flow(fake, keys_path: Path)
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, keepalive_s=0.05) as px:
         ask(px.url, 1)
-        with httpx.Client(timeout=5) as client, client.stream("GET", f"{px.url}/v1/sfq/events") as response:
+        with httpx.Client(verify=TLS, timeout=5) as client, client.stream("GET", f"{px.url}/v1/sfq/events") as response:
             lines = []
             for line in response.iter_lines():
                 lines.append(line)
                 if line == ": keepalive":
                     break
-        with httpx.Client(timeout=5) as client, connect_sse(client, "GET", f"{px.url}/v1/sfq/events") as source:
+        with httpx.Client(verify=TLS, timeout=5) as client, connect_sse(client, "GET", f"{px.url}/v1/sfq/events") as source:
             sse = source.iter_sse()
             run, first = next(sse), next(sse)
     assert response.headers["content-type"].startswith("text/event-stream")
@@ -184,7 +184,7 @@ def test_each_connection_names_its_run_and_a_clean_stop_says_bye(fake, keys_path
         with running_proxy(upstream_url, keys_path) as px:
             ask(px.url, 1)
             run = state(px.url)["run"]
-            client = httpx.Client(timeout=10)
+            client = httpx.Client(verify=TLS, timeout=10)
             with client.stream("GET", f"{px.url}/v1/sfq/events") as response:
                 lines = response.iter_lines()
                 assert next(lines) == "event: run"
@@ -206,7 +206,7 @@ def test_a_crash_ends_the_stream_without_bye(fake, keys_path: Path, tmp_path: Pa
                               "--keys", str(keys_path), "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
     try:
         url = "http://" + proxy.stderr.readline().split("http://")[1].split()[0]  # type: ignore[union-attr]
-        with httpx.Client(timeout=10) as client, client.stream("GET", f"{url}/v1/sfq/events") as response:
+        with httpx.Client(verify=TLS, timeout=10) as client, client.stream("GET", f"{url}/v1/sfq/events") as response:
             lines = response.iter_lines()
             assert next(lines) == "event: run"
             proxy.kill()
