@@ -9,7 +9,7 @@ Prints, for a trace replayed inside the app and for its saved event log:
   costs; the measurements run with TEXTUAL_FPS=1000 so that the figure is the work of a
   step, not the wait for the next frame. Pilot key presses are not used for timing
   because Pilot's own wait (about 100 ms here) would swamp the figure;
-- a seek to a random event (of 50; target < 100 ms);
+- a seek to a random event (of 50; target < 100 ms), and against a repaint in pairs (target: at most 3 repaints);
 - the state rebuild alone: state at a random event from its checkpoint, plus the
   explanation, without drawing (of 300);
 - peak anonymous memory (RssAnon) of the app's process tree, the audit's child included
@@ -121,16 +121,24 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
             await timed(action)
             return (time.process_time() - started) * 1000
 
-        # A step against a repaint, in pairs (a repaint, then a step) so that both are
-        # taken while the machine runs at one speed: three rounds of 50 pairs, each round's
-        # ratio of medians, by wall time and by CPU time (less sensitive to a busy machine).
-        by_wall, by_cpu = [], []
-        for _ in range(3):
-            pairs = [(await timed(app.refresh), await timed(lambda: app.action_step(1))) for _ in range(50)]
-            by_wall.append(statistics.median(s for _, s in pairs) / statistics.median(r for r, _ in pairs))
-            pairs = [(await cpu_timed(app.refresh), await cpu_timed(lambda: app.action_step(1))) for _ in range(50)]
-            by_cpu.append(statistics.median(s for _, s in pairs) / statistics.median(r for r, _ in pairs))
+        # A step (and a seek) against a repaint, in pairs (a repaint, then the action) so that
+        # both are taken while the machine runs at one speed: three rounds of pairs, each
+        # round's ratio of medians, by wall time and by CPU time (less sensitive to a busy machine).
+        async def paired(action, n: int) -> tuple[list[float], list[float]]:
+            """Three rounds of n pairs (a repaint, then the action): each round's ratio of medians, by wall and by CPU time."""
+            by_wall, by_cpu = [], []
+            for _ in range(3):
+                pairs = [(await timed(app.refresh), await timed(action)) for _ in range(n)]
+                by_wall.append(statistics.median(s for _, s in pairs) / statistics.median(r for r, _ in pairs))
+                pairs = [(await cpu_timed(app.refresh), await cpu_timed(action)) for _ in range(n)]
+                by_cpu.append(statistics.median(s for _, s in pairs) / statistics.median(r for r, _ in pairs))
+            return by_wall, by_cpu
+
+        by_wall, by_cpu = await paired(lambda: app.action_step(1), 50)
         print(f"{label}: a step forward over a repaint of the whole screen (target <= 1x): by wall time min {min(by_wall):.2f}x, "
+              f"median {statistics.median(by_wall):.2f}x; by CPU time min {min(by_cpu):.2f}x, median {statistics.median(by_cpu):.2f}x")
+        by_wall, by_cpu = await paired(lambda: seek(app, str(rng.randrange(len(app.table)))), 20)
+        print(f"{label}: a seek to a random event over a repaint of the whole screen (target <= 3x): by wall time min {min(by_wall):.2f}x, "
               f"median {statistics.median(by_wall):.2f}x; by CPU time min {min(by_cpu):.2f}x, median {statistics.median(by_cpu):.2f}x")
         repaints = [await timed(app.refresh) for _ in range(50)]
         forward = [await timed(lambda: app.action_step(1)) for _ in range(200)]

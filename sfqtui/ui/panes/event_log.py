@@ -183,9 +183,9 @@ class EventLogHeader(Static):
         self._header = header
 
     def show(self, header: str) -> None:
-        if header != self._header:  # an update lays the pane out again, even to the same text
+        if header != self._header:
             self._header = header
-            self.update(header)
+            self.update(header, layout=False)  # its size is its box's (one line, the box's width), whatever it says
 
 
 def page_top(row: int, height: int) -> int:
@@ -278,7 +278,10 @@ class EventLog(LineView, can_focus=True):
             self._rows = rows
 
     def virtual_width(self) -> int:
-        return self.columns.width if self.columns is not None else 0
+        # Rows that fit scroll nowhere: 0 then, so that columns resized to other rows do not
+        # change the virtual size, which would lay the whole screen out again.
+        width = self.columns.width if self.columns is not None else 0
+        return width if width > self.scrollable_content_region.width else 0
 
     def _fit_columns(self, top: int) -> None:
         """Size the columns to the rows from ``top`` on that fit in the view, and to its width."""

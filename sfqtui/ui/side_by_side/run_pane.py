@@ -9,6 +9,7 @@ looks for data elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from rich.text import Text
@@ -113,6 +114,14 @@ class RunPane(Vertical):
     def __init__(self, run_key: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.run_key = run_key
+        self._shown: tuple[Hashable, ...] | None = None  # what the pane was last drawn from
+
+    def _drawn_from(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> tuple[Hashable, ...]:
+        """All that the pane's views read from a step, and their sizes: equal, the pane would draw what it shows."""
+        table = frame.table
+        return (table, len(table), frame.k, frame.options, frame.replicas, narration, differs,
+                None if order is None else tuple(order), self.events.search_text,
+                *(view.size for view in (self.head, self.band, self.serving, self.events, self.shares)))
 
     def compose(self) -> ComposeResult:
         # Kept as attributes: a step draws every pane, and queries would walk the DOM each time.
@@ -122,6 +131,12 @@ class RunPane(Vertical):
         yield from (self.head, self.band_header, self.band, self.serving, self.events_header, self.events, self.shares)
 
     def show(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> None:
+        # Side by side, a step often leaves a pane where it was (its run has no event at the
+        # leader's new moment): then none of its views would change.
+        drawn_from = self._drawn_from(frame, narration, differs, order) if frame.connection is None else None
+        if drawn_from is not None and drawn_from == self._shown:
+            return
+        self._shown = drawn_from
         traits = frame.table.traits
         title = f"{frame.table.scheduler}: {traits.title}" if traits is not None else frame.table.scheduler
         if frame.replicas is not None and frame.replicas.settings is not None and frame.replicas.settings.replicated:
