@@ -29,6 +29,8 @@ from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.trace.fit_replay import replayed
 from sfqtui.trace.served import served_requests
 
+pytestmark = pytest.mark.xdist_group("test_fit_recording")  # one worker records once for both tests
+
 TRUTH = EngineModel(max_num_seqs=4, decode_ms_per_token=10.0, prefill_us_per_token=100.0, batch_slowdown=0.25)
 REQUESTS = 100
 
@@ -84,6 +86,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return record
 
 
+@pytest.mark.long
 def test_the_fit_finds_the_emulators_parameters(recording: Path) -> None:
     found = served_requests(recording)
     assert len(found.served) == REQUESTS and found.left_out is None

@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sfqtui.scenarios import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.long
 def test_screenshot_script_exports_every_image(tmp_path: Path) -> None:
     subprocess.run([sys.executable, str(ROOT / "docs" / "make_screenshots.py"), str(tmp_path)], check=True, capture_output=True)
     made = sorted(p.name for p in tmp_path.glob("*.svg"))
@@ -40,6 +43,7 @@ def test_the_replicas_page_has_its_pictures() -> None:
         assert f"img/replicas/{drawn.name}" in linked, f"{drawn.name} is drawn but not shown in docs/replicas.md"
 
 
+@pytest.mark.long
 def test_the_replica_plot_script_draws_from_a_real_sweep(tmp_path: Path) -> None:
     out = tmp_path / "measures.svg"
     done = subprocess.run([sys.executable, str(ROOT / "docs" / "make_replica_plots.py"), str(out), "--quick"],

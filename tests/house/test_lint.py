@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PATHS = ["sfqtui", "tests", "benchmarks", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.py"))]
 
@@ -18,5 +20,6 @@ def test_ruff_is_clean() -> None:
     run("ruff", "check", "--config", str(ROOT / "pyproject.toml"), *PATHS)
 
 
+@pytest.mark.long
 def test_mypy_is_clean() -> None:
     run("mypy", "--config-file", str(ROOT / "pyproject.toml"), *PATHS)

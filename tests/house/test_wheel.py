@@ -71,6 +71,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return installed
 
 
+@pytest.mark.long
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Installed) -> None:
     done = installed.run("python", "-c", "import sys, sfqtui; print(sfqtui.__file__); print(*sys.path, sep='\\n')")
     where, *path = done.stdout.splitlines()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from slots_fairness import run
 
 
+@pytest.mark.long
 def test_auto_slots_keep_sfq_s_order_in_the_engine(keys_path: Path) -> None:
     result = run("auto", keys_path)
     print(result.summary())

@@ -172,6 +172,7 @@ def test_jain_leaves_out_a_user_idle_during_the_window_and_is_absent_with_no_bac
     assert fairness.backlogged() == ["bob"]
 
 
+@pytest.mark.long
 def test_the_metrics_picture_script_works(tmp_path: Path) -> None:
     out = tmp_path / "group-metrics.svg"
     subprocess.run([sys.executable, str(ROOT / "docs" / "make_metrics_picture.py"), str(out)], check=True, capture_output=True, timeout=120)

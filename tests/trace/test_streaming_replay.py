@@ -133,6 +133,7 @@ def plain(columns: EventColumns | str) -> object:
 @settings(max_examples=300, deadline=None)
 @given(token_traces(), st.integers(1, 4), st.integers(1, 6), st.sampled_from(SCHEDULERS), ESTIMATORS,
        st.sampled_from([None, None, 1, 3]), st.sampled_from([None, 2, 7]))
+@pytest.mark.long
 def test_chunked_replay_is_the_whole_replay(trace: Trace, slots: int, rows: int, scheduler: str, estimator: EstimatorParams,
                                             renormalise: int | None, every: int | None) -> None:
     config = ReplayConfig(scheduler, slots, estimator=estimator, renormalise_every=renormalise)
@@ -166,6 +167,7 @@ def logs_equal(a: Path, b: Path) -> bool:
     return pl.read_parquet(a).equals(pl.read_parquet(b)) and pq.read_schema(a) == pq.read_schema(b) and meta_a == meta_b
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("trace", sorted(p.name for p in TRACES.glob("*.parquet")))
 def test_streamed_log_is_the_whole_log(trace: str, tmp_path: Path) -> None:
     """Every scheduler on every bundled trace: the log written from chunks of 97 requests is the one written from the whole trace."""
