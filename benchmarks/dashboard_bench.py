@@ -115,6 +115,7 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
             started = time.perf_counter()
             explain_dispatch(app.table, app.timeline, k, app.timeline.state_at(k))
             rebuilds.append((time.perf_counter() - started) * 1000)
+
         async def cpu_timed(action) -> float:
             """The CPU time (this process, every thread) from the action to the end of its refresh."""
             started = time.process_time()
@@ -158,10 +159,10 @@ async def _measure(opening: Opening | list[Opening], label: str) -> None:
 CASES = {"trace": "trace replayed in the app", "log": "saved event log", "panes": "sfq and drr side by side on the trace"}
 
 
-
 def seek(app: SfqApp, target: str) -> None:
     app.cursor.goto(target)
     app.refresh_views()
+
 
 def openings(kind: str, path: Path, config: ReplayConfig) -> Opening | list[Opening]:
     if kind == "panes":
