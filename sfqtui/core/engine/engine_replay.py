@@ -10,7 +10,8 @@ into its batch (``start`` rows, engine order, then queue order) and starts its n
 A request dispatched at the very time a step ends can start in the next step.
 
 Kept apart from ``replay.py``'s loop, chosen once per run, so a replay without the engine
-model runs exactly the code it ran before.
+model runs exactly the code it ran before; both take their chunks (``Replay.feeder``) and
+their scheduler operations and hooks (``Replay.loop_parts``) from the replay.
 """
 
 from __future__ import annotations
@@ -18,39 +19,34 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
-from sfqtui.core.engine.chunks import RequestChunks
 from sfqtui.core.engine.engine_limits import EngineLimits
 from sfqtui.core.engine.engines import EnginePool, EngineSettings, request_tokens
 from sfqtui.core.engine.estimator import CostEstimator
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, LIMIT, REASONS, START, EventLog
 from sfqtui.core.engine.gcpause import CollectorPause
+from sfqtui.core.engine.loop_parts import LoopParts
 from sfqtui.core.engine.replica_group import ReplicaGroup
+from sfqtui.core.engine.trace import Trace
 from sfqtui.core.engine.window import RequestWindow
-from sfqtui.core.schedulers import SchedulerTraits
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading
+from sfqtui.core.schedulers.base import CostOf, Scheduler, User
 
 
 class EngineReplaying(Protocol):
     """What the loop reads of the Replay it runs for (``replay.Replay``)."""
 
-    requests: RequestChunks
     window: RequestWindow
-    traits: SchedulerTraits
     schedulers: list[Scheduler]
-    estimator: CostEstimator | None
     estimators: list[CostEstimator | None]
     log: EventLog
     group: ReplicaGroup | None
     pool_slots: list[int]
     dispatched: int
-    _complete_charge: CostOf | None
 
     def _cost_function(self, estimator: CostEstimator | None) -> CostOf: ...
 
-    def _operations(self) -> tuple[list[Callable[[int, User], UserReading]], list[Callable[[User], UserReading]],
-                                   list[Callable[[CostOf], Dispatch]], list[Callable[[], float | None]]]: ...
+    def feeder(self, services_of: Callable[[Trace], Sequence[float]]) -> Callable[[], tuple[Sequence[float], Sequence[User], int, float]]: ...
 
-    def _completion_hooks(self) -> tuple[list[Callable[[int, User, float], UserReading]] | None, list[Callable[[int], None]] | None]: ...
+    def loop_parts(self) -> LoopParts: ...
 
 
 def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: int) -> Iterator[int]:
@@ -60,31 +56,19 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
     left = window.left
     model = settings.model
     engines = EnginePool(settings)
-    incoming = iter(replay.requests.chunks())
     never = float("inf")
     nan = never - never
     group = replay.group
     tokens: list[tuple[Sequence[int], Sequence[int]] | None] = []  # by chunk: each request's prompt and output tokens
 
-    def enter() -> tuple[Sequence[float], Sequence[int], int, float]:
-        """Bring the next chunk into the window: its arrivals, users, length and first arrival."""
-        entering = next(incoming, None)
-        if entering is None:
-            return (), (), 0, never
-        trace = entering.trace
+    def no_services(trace: Trace) -> Sequence[float]:
+        """The engines time each request; the window keeps the chunk's prompt and output tokens here instead."""
         tokens.append(request_tokens(trace, model))
-        window.add(entering, ())
-        if group is not None:
-            group.enter(trace, entering.start)
-        return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]
+        return ()
 
-    scheds = replay.schedulers
+    enter = replay.feeder(no_services)
+    scheds, arrive, reading, dispatch, idle_reset, complete, observe, complete_charge, virtual, split = replay.loop_parts()
     pools = range(len(scheds))
-    arrive, reading, dispatch, idle_reset = replay._operations()
-    complete, observe = replay._completion_hooks()
-    complete_charge = replay._complete_charge
-    virtual = replay.traits.virtual_time
-    split = group is None or group.split
     log = replay.log
     pack = log.layout.struct.pack
     row_size = log.layout.struct.size

@@ -16,6 +16,7 @@ from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
 from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventColumns, EventLayout, EventLog
 from sfqtui.core.engine.gcpause import CollectorPause
+from sfqtui.core.engine.loop_parts import LoopParts
 from sfqtui.core.engine.replica_group import ReplicaGroup
 from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.engine.service import TokenServiceModel, service_times
@@ -214,29 +215,12 @@ class Replay:
         window = self.window
         services, left = window.services, window.left
         service_model = self.config.service
-        incoming = iter(self.requests.chunks())
         never = float("inf")
         nan = never - never
         group = self.group
-
-        def enter() -> tuple[Sequence[float], Sequence[int], int, float]:
-            """Bring the next chunk into the window: its arrivals, users, length and first arrival."""
-            entering = next(incoming, None)
-            if entering is None:
-                return (), (), 0, never
-            trace = entering.trace
-            window.add(entering, service_times(trace, service_model))
-            if group is not None:
-                group.enter(trace, entering.start)
-            return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]
-
-        scheds = self.schedulers
+        enter = self.feeder(lambda trace: service_times(trace, service_model))
+        scheds, arrive, reading, dispatch, idle_reset, complete, observe, complete_charge, virtual, split = self.loop_parts()
         pools = range(len(scheds))
-        arrive, reading, dispatch, idle_reset = self._operations()
-        complete, observe = self._completion_hooks()
-        complete_charge = self._complete_charge
-        virtual = self.traits.virtual_time
-        split = group is None or group.split
         log = self.log
         pack = log.layout.struct.pack
         put = log.data.extend
@@ -321,6 +305,31 @@ class Replay:
             self.dispatched = dispatched
             pause.release()
         yield i
+
+    def feeder(self, services_of: Callable[[Trace], Sequence[float]]) -> Callable[[], tuple[Sequence[float], Sequence[User], int, float]]:
+        """What a loop calls to bring the next chunk into the window (with ``services_of`` its
+        requests' service times): its arrivals, users, length and first arrival (none left:
+        empty, and an infinite first arrival)."""
+        incoming = iter(self.requests.chunks())
+        window, group = self.window, self.group
+
+        def enter() -> tuple[Sequence[float], Sequence[User], int, float]:
+            entering = next(incoming, None)
+            if entering is None:
+                return (), (), 0, float("inf")
+            trace = entering.trace
+            window.add(entering, services_of(trace))
+            if group is not None:
+                group.enter(trace, entering.start)
+            return trace.arrival_s, trace.user, len(trace), trace.arrival_s[0]
+
+        return enter
+
+    def loop_parts(self) -> LoopParts:
+        """What a loop binds as locals once per run (``LoopParts``)."""
+        complete, observe = self._completion_hooks()
+        return LoopParts(self.schedulers, *self._operations(), complete, observe, self._complete_charge, self.traits.virtual_time,
+                         self.group is None or self.group.split)
 
     def _completion_hooks(self) -> tuple[list[Callable[[int, User, float], UserReading]] | None, list[Callable[[int], None]] | None]:
         """What a completion calls besides the log: each pool's scheduler's complete, when it charges actual
