@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import textual.app
+import textual.pilot
 from textual.app import App
 from textual.notifications import Notify
 from typer.testing import CliRunner
 
-from dashboard import KEPT
+from dashboard import KEPT, until_quiet
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import write_keys
 from redis_server import SERVERS, RedisServer
@@ -50,6 +52,13 @@ def kept_notifications(monkeypatch: pytest.MonkeyPatch) -> None:
         shown(app, event)
 
     monkeypatch.setattr(App, "_on_notify", keeping)
+
+
+@pytest.fixture(autouse=True)
+def pilot_waits_until_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Pilot's key and pause wait until the app has handled them, not for 20 ms of a quiet processor (dashboard.until_quiet)."""
+    monkeypatch.setattr(textual.app, "wait_for_idle", until_quiet)
+    monkeypatch.setattr(textual.pilot, "wait_for_idle", until_quiet)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual._context import active_app
 from textual.app import App, ComposeResult
 from textual.command import Command, CommandInput, CommandList, CommandPalette
 from textual.containers import Horizontal, Vertical
@@ -50,6 +52,45 @@ def without_audit(monkeypatch: pytest.MonkeyPatch) -> None:
     check of every event) costs more than the rest of the test. tests/runs/test_audit_job.py and
     the tests that press x keep it."""
     monkeypatch.setattr(RunLoader, "start_audit", lambda _loader, _run: None)
+
+
+QUIET_MAX_S = 1.0  # as long as Textual's own wait_for_idle waits at most
+QUIET_SPINS = 20  # rounds of the event loop looked at back to back; then every QUIET_POLL_S (a handler awaiting a clock)
+QUIET_POLL_S = 0.002
+
+
+def _quiet(app: App) -> bool:
+    """Whether the app has handled everything posted so far: no resize is waiting on its short
+    timer, no node of the app or of its screens (the dashboard under a question too) has a
+    message waiting or a call due, and the screen shown has no layout, repaint or callback pending."""
+    if app._resize_timer is not None:  # a new terminal size is taken 1/120 s after it is told
+        return False
+    nodes = [app, *(node for stacked in app.screen_stack for node in stacked.walk_children(with_self=True))]
+    if any(not node._message_queue.empty() or node._next_callbacks for node in nodes):
+        return False
+    screen = app.screen
+    if screen._layout_required or screen._scroll_required or screen._repaint_required or screen._recompose_required or screen._dirty_widgets \
+            or screen._callbacks:
+        screen._on_timer_update()  # as Pilot.pause() does at its end: the redraw now, not at the next tick of its timer
+        return False
+    return True
+
+
+async def until_quiet(_min_sleep: float = 0.0, max_sleep: float = QUIET_MAX_S) -> None:
+    """Textual's Pilot, after each key and in ``pause()``, waits until the process has used
+    little processor time for 20 ms (``textual._wait.wait_for_idle``): at least 40 ms a key,
+    more while any thread of the test process works. This one (tests/conftest.py puts it in
+    its place) lets the app run until it has handled the key: until ``_quiet``."""
+    try:
+        app = active_app.get()
+    except LookupError:
+        return
+    deadline, spins = time.monotonic() + max_sleep, 0
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0 if spins < QUIET_SPINS else QUIET_POLL_S)
+        spins += 1
+        if not app.is_running or not app.screen_stack or _quiet(app):
+            return
 
 
 SETTLE_S = 30.0  # generous: the machine may be busy; a dashboard that gets there sooner costs nothing

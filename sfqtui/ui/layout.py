@@ -9,7 +9,7 @@ from typing import TypeVar
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
-from textual.widgets import Footer, ProgressBar
+from textual.widgets import ProgressBar
 
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import Lesson
@@ -19,6 +19,7 @@ from sfqtui.ui.panes.log_keys import LOG_MOUSE
 from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.panes.shares import SharesPanel
 from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.screens.keys_footer import KeysFooter
 from sfqtui.ui.side_by_side.lesson import LessonPanel
 from sfqtui.ui.side_by_side.view import SideBySide
 
@@ -44,7 +45,7 @@ def dashboard(runs: Sequence[Run], lesson: Lesson | None) -> ComposeResult:
                 yield EventLog(header, id="log")
             yield _titled(SharesPanel(id="shares"), "cost shares")
     yield ProgressBar(total=1.0, show_eta=False, id="progress")
-    yield Footer()
+    yield KeysFooter()
 
 
 def _titled(widget: W, title: str, subtitle: str = "") -> W:
