@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.events import MouseEvent, Resize
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -54,6 +54,8 @@ class LineView(ScrollView, can_focus=False, inherit_bindings=False):
         self._by_key: dict[Hashable, Strip] = {}
         self._base: Style | None = None
         self._extent = 0
+        self._rendering = False
+        self._place: tuple[int, int, int] | None = None  # while rendering: the scroll offset and the lines' width
 
     # What a subclass provides
 
@@ -145,9 +147,21 @@ class LineView(ScrollView, can_focus=False, inherit_bindings=False):
         row = top + offset.y
         return (row, x + offset.x) if row < self.row_count() else None
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._rendering = True
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._rendering, self._place = False, None
+
     def render_line(self, y: int) -> Strip:
-        x, top = self.scroll_offset
-        width = self.scrollable_content_region.width
+        place = self._place
+        if place is None:
+            x, top = self.scroll_offset
+            place = x, top, self.scrollable_content_region.width
+            if self._rendering:  # the screen asks for a view's changed lines one by one: where they go is looked up once
+                self._place = place
+        x, top, width = place
         strip = self._drawn.get(top + y)
         if strip is None or strip.cell_length != width:  # drawn before a resize this view has not heard of yet
             strip = self._drawn[top + y] = self._line(top + y, self.row_count(), x, width)
