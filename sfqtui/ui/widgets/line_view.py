@@ -121,12 +121,14 @@ class LineView(ScrollView, can_focus=False, inherit_bindings=False):
         ``top`` first, if given)."""
         count = self.row_count()
         self._extent = max(count, self._extent) if self.GROW_ONLY else count
-        self.virtual_size = Size(self.virtual_width(), self._extent)
+        size = Size(self.virtual_width(), self._extent)
+        if size != self.virtual_size:
+            self.virtual_size = size
         width, height = self.scrollable_content_region.size
         last_top = max(0, count - height)
         if top is None and self.scroll_offset.y > last_top:
             top = last_top  # never scrolled past the last row into a kept, empty extent
-        if top is not None:
+        if top is not None and not self.scroll_y == self.scroll_target_y == top:  # most steps leave a view where it was
             # forced: until the next layout Textual does not know the view has grown
             # scrollable, and would leave a view that had no rows at its top
             self.scroll_to(y=top, animate=False, immediate=True, force=True)
