@@ -17,6 +17,7 @@ from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource
 from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.panes.event_log import EventLog, EventLogHeader, page_top
+from sfqtui.ui.widgets.fitted_line import FittedLine, part
 from sfqtui.ui.widgets.line_view import LineView
 from sfqtui.ui.widgets.text_view import TextView
 
@@ -121,6 +122,52 @@ async def test_a_text_view_keeps_each_texts_own_style() -> None:
         assert mixed[1].style.dim and not mixed[1].style.reverse
         assert view.text.splitlines() == ["plain", "header", "picked rest"]
 
+
+
+async def test_a_text_view_shows_a_new_style_of_the_same_words() -> None:
+    """Text's own == leaves styles out: a text view must not take a restyled text for the one it shows."""
+    view = TextView()
+    async with Holder(view).run_test(size=(40, 12)):
+        view.set_text([Text("same words"), FittedLine([part(1, Text("fitted"))])])
+        view.set_text([Text("same words", "bold"), FittedLine([part(1, Text("fitted", "reverse"))])])
+        words, fitted = (list(view.render_line(y)) for y in range(2))
+        assert words[0].style is not None and words[0].style.bold
+        assert fitted[0].style is not None and fitted[0].style.reverse
+        view.set_text([Text.assemble(("same", "italic"), " words"), FittedLine([part(1, Text("fitted"))])])
+        words, fitted = (list(view.render_line(y)) for y in range(2))
+        assert words[0].style is not None and words[0].style.italic and not words[0].style.bold
+        assert not (fitted[0].style and fitted[0].style.reverse)
+
+
+async def test_a_text_view_given_the_same_text_after_a_resize_shows_it_at_the_new_width() -> None:
+    view = TextView()
+    words = " ".join(f"word{i}" for i in range(12))
+    async with Holder(view).run_test(size=(40, 12)) as pilot:
+        view.set_text([Text(words), FittedLine([part(None, Text("kept")), part(1, Text(" dropped when narrow"))])])
+        await pilot.pause()
+        assert view.text.splitlines()[-1] == "kept dropped when narrow"
+        await pilot.resize_terminal(20, 12)
+        await pilot.pause()
+        view.set_text([Text(words), FittedLine([part(None, Text("kept")), part(1, Text(" dropped when narrow"))])])
+        lines = view.text.splitlines()
+        assert lines[-1] == "kept" and max(map(len, lines)) <= 20 and " ".join(lines[:-1]) == words
+        assert [view.render_line(y).text.rstrip() for y in range(len(lines))] == lines
+
+
+class Recoloured(Holder):
+    CSS = "TextView.warm { color: red; }"
+
+
+async def test_a_text_view_given_the_same_text_after_its_colours_change_draws_it_in_the_new_ones() -> None:
+    view = TextView()
+    async with Recoloured(view).run_test(size=(40, 12)) as pilot:
+        view.set_text([Text("words")])
+        await pilot.pause()
+        view.add_class("warm")
+        await pilot.pause()
+        view.set_text([Text("words")])
+        first = view.render_line(0)._segments[0]
+        assert first.style is not None and first.style.color is not None and first.style.color.triplet == (255, 0, 0)
 
 def test_the_log_cursor_stays_in_the_middle_half_and_the_view_turns_half_a_page() -> None:
     height = 20

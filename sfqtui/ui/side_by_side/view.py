@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.divergence import Divergence
@@ -35,8 +35,10 @@ class DivergenceLine(TextView):
     DEFAULT_CSS = "DivergenceLine { height: 2; padding: 0 1; overflow: hidden hidden; }"
 
 
-class SideBySide(Vertical):
-    DEFAULT_CSS = "SideBySide { height: 1fr; } SideBySide > Horizontal { height: 1fr; }"
+class SideBySide(Horizontal):
+    # The line docked above, the panes in a row under it: no container of their own, which
+    # the screen would walk and draw again on every step.
+    DEFAULT_CSS = "SideBySide { height: 1fr; } SideBySide > DivergenceLine { dock: top; }"
 
     def __init__(self, runs: Sequence[Run], **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -47,8 +49,7 @@ class SideBySide(Vertical):
         self._line = DivergenceLine()
         self._panes = {key: RunPane(key, id=f"pane-{key}") for key in self._keys}
         yield self._line
-        with Horizontal():
-            yield from self._panes.values()
+        yield from self._panes.values()
 
     def _divergence(self, leader: Run, other: Run) -> Divergence:
         found = self._divergences.get(other.key)

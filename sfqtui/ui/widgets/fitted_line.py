@@ -9,12 +9,17 @@ Parts without a rank are always shown (what the line is about: the scheduler, th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
 
 Form = str | Text
+
+
+def text_key(text: Text) -> Hashable:
+    """All that tells how a Text is drawn (Text's own ``==`` leaves out its style and how it wraps)."""
+    return text.plain, text.style, tuple(text.spans), text.no_wrap, text.overflow, text.justify
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,11 @@ class FittedLine:
 
     def __init__(self, parts: Sequence[Part]) -> None:
         self.parts = [p for p in parts if p.forms and p.forms[0].cell_len]
+
+    @property
+    def key(self) -> Hashable:
+        """Equal for two lines of the same parts: they are laid out alike at any width."""
+        return tuple((p.rank, *map(text_key, p.forms)) for p in self.parts)
 
     def at(self, width: int) -> Text:
         """The line at ``width`` cells: lowest ranks shortened, then left out, until it fits."""

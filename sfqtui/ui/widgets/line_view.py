@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.events import MouseEvent, Resize
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -54,6 +54,8 @@ class LineView(ScrollView, can_focus=False, inherit_bindings=False):
         self._by_key: dict[Hashable, Strip] = {}
         self._base: Style | None = None
         self._extent = 0
+        self._rendering = False
+        self._place: tuple[int, int, int] | None = None  # while rendering: the scroll offset and the lines' width
 
     # What a subclass provides
 
@@ -119,12 +121,14 @@ class LineView(ScrollView, can_focus=False, inherit_bindings=False):
         ``top`` first, if given)."""
         count = self.row_count()
         self._extent = max(count, self._extent) if self.GROW_ONLY else count
-        self.virtual_size = Size(self.virtual_width(), self._extent)
+        size = Size(self.virtual_width(), self._extent)
+        if size != self.virtual_size:
+            self.virtual_size = size
         width, height = self.scrollable_content_region.size
         last_top = max(0, count - height)
         if top is None and self.scroll_offset.y > last_top:
             top = last_top  # never scrolled past the last row into a kept, empty extent
-        if top is not None:
+        if top is not None and not self.scroll_y == self.scroll_target_y == top:  # most steps leave a view where it was
             # forced: until the next layout Textual does not know the view has grown
             # scrollable, and would leave a view that had no rows at its top
             self.scroll_to(y=top, animate=False, immediate=True, force=True)
@@ -145,9 +149,21 @@ class LineView(ScrollView, can_focus=False, inherit_bindings=False):
         row = top + offset.y
         return (row, x + offset.x) if row < self.row_count() else None
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._rendering = True
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._rendering, self._place = False, None
+
     def render_line(self, y: int) -> Strip:
-        x, top = self.scroll_offset
-        width = self.scrollable_content_region.width
+        place = self._place
+        if place is None:
+            x, top = self.scroll_offset
+            place = x, top, self.scrollable_content_region.width
+            if self._rendering:  # the screen asks for a view's changed lines one by one: where they go is looked up once
+                self._place = place
+        x, top, width = place
         strip = self._drawn.get(top + y)
         if strip is None or strip.cell_length != width:  # drawn before a resize this view has not heard of yet
             strip = self._drawn[top + y] = self._line(top + y, self.row_count(), x, width)

@@ -15,7 +15,7 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.strip import Strip
 
-from sfqtui.ui.widgets.fitted_line import FittedLine
+from sfqtui.ui.widgets.fitted_line import FittedLine, text_key
 from sfqtui.ui.widgets.line_view import KEPT_LINES, LineView
 
 
@@ -28,6 +28,7 @@ class TextView(LineView):
         self._parts: Sequence[Text | FittedLine] = ()
         self._lines: list[Strip] = []
         self._wrapped: dict[Hashable, list[Strip]] = {}  # each text's lines, by its content and width
+        self._parts_key: tuple[Hashable, ...] | None = None  # the keys of the parts on screen
 
     @property
     def text(self) -> str:
@@ -35,6 +36,10 @@ class TextView(LineView):
         return "\n".join(line.text.rstrip() for line in self._lines)
 
     def set_text(self, parts: Sequence[Text | FittedLine]) -> None:
+        key = tuple(map(_key, parts))
+        if key == self._parts_key:  # a resize or new colours forget it: the lines are wrapped again then
+            return  # a step leaves many views' text as it was: wrapping and comparing it again would change nothing
+        self._parts_key = key
         self._parts = parts
         self._wrap()
         self.redraw()
@@ -42,6 +47,11 @@ class TextView(LineView):
     def forget_lines(self) -> None:
         super().forget_lines()
         self._wrapped.clear()
+        self._parts_key = None
+
+    def reset_extent(self) -> None:
+        super().reset_extent()
+        self._parts_key = None
 
     def resized(self) -> None:
         self._wrap()
@@ -62,7 +72,7 @@ class TextView(LineView):
         lines: list[Strip] = []
         for given in self._parts:
             part = given.at(width) if isinstance(given, FittedLine) else given
-            key = (part.plain, part.style, tuple(part.spans), part.no_wrap, part.overflow, width)
+            key = (text_key(part), width)
             wrapped = self._wrapped.get(key)
             if wrapped is None:
                 if len(self._wrapped) >= KEPT_LINES:
@@ -90,3 +100,7 @@ class TextView(LineView):
 
     def draw_row(self, row: int, width: int, key: Hashable) -> Strip:
         return self._lines[row]
+
+
+def _key(part: Text | FittedLine) -> Hashable:
+    return part.key if isinstance(part, FittedLine) else text_key(part)
