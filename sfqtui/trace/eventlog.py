@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.engine.estimator import Pricing
-from sfqtui.core.engine.events import COMPLETE, DISPATCH, KINDS, REASONS, EventRows
+from sfqtui.core.engine.events import CHARGES, COMPLETE, DISPATCH, KINDS, REASONS, EventRows
 from sfqtui.core.log.rows import LogRows
 from sfqtui.errors import InputError
 from sfqtui.paths import atomic_output
@@ -98,14 +98,19 @@ def _priced(kind: np.ndarray, req: np.ndarray, by_request: dict[int, float]) -> 
 
 def packed_columns(rows: EventRows) -> dict[str, np.ndarray]:
     """Every field the rows hold as a numpy column (one strided copy each, no Python object
-    per event); a field the scheduler never fills is left out."""
+    per event), CHARGES NaN outside dispatch rows; a field the scheduler never fills is left out."""
     layout = rows.layout
     fields = layout.fields()
     packed = np.frombuffer(rows.data, np.dtype({
         "names": [name for name, _, _ in fields], "formats": [_NUMPY[code] for _, code, _ in fields],
         "offsets": [offset for _, _, offset in fields], "itemsize": layout.struct.size,
     }), count=len(rows))
-    return {name: np.ascontiguousarray(packed[name]) for name, _, _ in fields}
+    columns = {name: np.ascontiguousarray(packed[name]) for name, _, _ in fields}
+    uncharged = columns["kind"] != DISPATCH
+    for name in CHARGES:
+        if name in columns:
+            columns[name][uncharged] = np.nan
+    return columns
 
 
 def _null_below_0(codes: pa.Array) -> pa.Array:

@@ -184,3 +184,12 @@ def test_without_the_engine_model_rows_are_packed_as_before() -> None:
     assert EventLayout.of(True, "meter", False, False).names == ("t", "kind", "req", "cost", "v", "meter", "deficit", "credit", "replica", "user")
     columns = Replay(_heavy_and_light(), ReplayConfig(slots=2)).run_all()
     assert columns.upstream is None and "start" not in {KINDS[k] for k in columns.kind}
+
+
+@pytest.mark.parametrize("engine", [None, EngineSettings(MODEL)])
+def test_only_dispatch_rows_carry_cost_and_credit(engine: EngineSettings | None) -> None:
+    # Every other row is packed without them (EventLayout.uncharged): their bytes are zero, read as null.
+    columns = Replay(_heavy_and_light(), ReplayConfig("drr", slots=2, engine=engine)).run_all()
+    assert {KINDS[kind] for kind in columns.kind} >= {"arrive", "dispatch", "complete"}
+    for kind, cost, credit in zip(columns.kind, columns.cost, columns.credit):
+        assert (cost is not None, credit is not None) == ((KINDS[kind] == "dispatch"),) * 2

@@ -298,3 +298,12 @@ def test_the_service_model_falls_back_to_the_cap_then_the_default_when_output_is
     assert a == model.overhead_s + 100 / model.prefill_tps + 400 / model.decode_tps
     assert b == model.overhead_s + 100 / model.prefill_tps + model.default_output_tokens / model.decode_tps
     assert c == model.overhead_s + 10 / model.decode_tps
+
+
+def test_only_dispatch_rows_have_a_cost_and_a_credit_in_the_log(tmp_path: Path) -> None:
+    simulate(load_trace(TRACES / "calibration.parquet"), ReplayConfig("drr", 4), tmp_path / "log.parquet")
+    log = pl.read_parquet(tmp_path / "log.parquet")
+    dispatches, others = log.filter(pl.col("kind") == "dispatch"), log.filter(pl.col("kind") != "dispatch")
+    assert len(dispatches) and len(others)
+    assert dispatches["cost"].null_count() == dispatches["credit"].null_count() == 0
+    assert others["cost"].null_count() == others["credit"].null_count() == len(others)

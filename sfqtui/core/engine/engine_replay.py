@@ -70,7 +70,7 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
     scheds, arrive, reading, dispatch, idle_reset, complete, observe, complete_charge, virtual, split = replay.loop_parts()
     pools = range(len(scheds))
     log = replay.log
-    pack = log.layout.struct.pack
+    pack, pack_uncharged = log.layout.struct.pack, log.layout.uncharged.pack
     row_size = log.layout.struct.size
     limits = EngineLimits(settings.auto, engines) if settings.auto is not None else None
     free = list(replay.pool_slots) if limits is None else [limits.total]  # auto: one pool, the limits' sum
@@ -97,14 +97,14 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
                 inflight += 1
                 dispatched += 1
                 if virtual and not sched.backlogged:
-                    put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1, -1, -1, -1))
+                    put(pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1))
         for e, (req, user, _k, _pool, rep, _prompt, _output) in engines.settle(now):
-            put(pack(now, START, req, nan, nan, nan, nan, nan, rep, user, e, -1, -1))
+            put(pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1))
 
     def limited(now: float, changes: list[tuple[int, int, str]]) -> None:
         """Limit rows for the engines whose limits changed."""
         for e, limit, reason in changes:
-            log.data.extend(pack(now, LIMIT, -1, nan, nan, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
+            log.data.extend(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
 
     yield_at = len(log.data) + chunk * row_size
     pause = CollectorPause()
@@ -134,7 +134,7 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
                         v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
                     else:
                         v, meter, deficit = reading[pool](user)
-                    put(pack(now, COMPLETE, req, nan, v, meter, deficit, nan, rep, user, e, -1, -1))
+                    put(pack_uncharged(now, COMPLETE, req, v, meter, deficit, rep, user, e, -1, -1))
                     if group is not None:
                         group.completed(rep)
                     left[k] -= 1
@@ -150,7 +150,7 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
                     rep = group.arrive(i, j, user)
                     pool = rep if split else 0
                 v, meter, deficit = arrive[pool](i, user)
-                put(pack(now, ARRIVE, i, nan, v, meter, deficit, nan, rep, user, -1, -1, -1))
+                put(pack_uncharged(now, ARRIVE, i, v, meter, deficit, rep, user, -1, -1, -1))
                 i += 1
                 j += 1
                 if j < m:

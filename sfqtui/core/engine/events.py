@@ -26,6 +26,7 @@ ENGINE_FIELDS: tuple[str, ...] = ("upstream", "limit", "reason")
 # Why a limit changed (a limit row's reason), by code.
 REASONS: tuple[str, ...] = ("start", "queue", "kv", "stale", "room", "latency", "backoff", "maximum")
 _NUMBERS = ("cost", "v", "meter", "deficit", "credit")  # float fields; NaN is null
+CHARGES = ("cost", "credit")  # the fields only a dispatch row holds
 _ABSENT = "?"  # a field this scheduler never fills: struct stores any object as one ignored byte
 
 
@@ -35,7 +36,9 @@ class EventLayout:
 
     A row always has every field of FIELDS, so the loop packs the same arguments for every
     scheduler; a field the scheduler never fills (``absent``) is packed as one ignored byte,
-    so a None there costs nothing. Float fields hold NaN for null.
+    so a None there costs nothing. Float fields hold NaN for null. Rows of every kind but
+    dispatch are packed by ``uncharged``, which leaves CHARGES out: readers take them from
+    dispatch rows only.
     """
 
     formats: tuple[str, ...]
@@ -58,6 +61,13 @@ class EventLayout:
     @cached_property
     def struct(self) -> Struct:
         return Struct("=" + "".join(self.formats))
+
+    @cached_property
+    def uncharged(self) -> Struct:
+        """The row with CHARGES left as zero bytes, for every kind but dispatch: a pack then takes
+        one argument fewer for each (packing is much of what a row costs a replay's loop)."""
+        return Struct("=" + "".join(f"{Struct('=' + code).size}x" if name in CHARGES else code
+                                    for name, code in zip(self.names, self.formats)))
 
     def present(self, name: str) -> bool:
         return name in self.names and self.formats[self.names.index(name)] != _ABSENT
@@ -96,6 +106,8 @@ class EventRows:
         def numbers(name: str) -> Sequence[float | None]:
             if not layout.present(name):
                 return nothing
+            if name in CHARGES:
+                return [x if kind == DISPATCH and x == x else None for kind, x in zip(by_name["kind"], by_name[name])]
             return [None if x != x else x for x in by_name[name]]  # NaN is null
 
         return EventColumns(

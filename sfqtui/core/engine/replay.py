@@ -195,6 +195,9 @@ class Replay:
         """What a dispatch priced by ``estimator`` (None: the cost column) charges, by request
         index (the window must hold its first chunk)."""
         if estimator is None:
+            if isinstance(self.requests, WholeTrace):  # one chunk, held whole: its own column, with no Python call to go through
+                assert self.requests.trace.cost is not None  # cost_source "column"
+                return self.requests.trace.cost.__getitem__
             return self.window.cost_column()
         return estimator.input_charge if self._complete_charge is not None else estimator.cost
 
@@ -222,15 +225,15 @@ class Replay:
         scheds, arrive, reading, dispatch, idle_reset, complete, observe, complete_charge, virtual, split = self.loop_parts()
         pools = range(len(scheds))
         log = self.log
-        pack = log.layout.struct.pack
-        put = log.data.extend
+        pack, pack_uncharged = log.layout.struct.pack, log.layout.uncharged.pack
+        data = log.data
         row_size = log.layout.struct.size
         running: list[tuple[float, int, int, User, int, int, int]] = []  # (done at, dispatch number, request, user, its chunk, pool, replica)
         free = list(self.pool_slots)
         i = 0  # the next request to arrive, counted over the whole trace
         j = 0  # its row in the chunk being read
         dispatched = self.dispatched
-        yield_at = len(log.data) + chunk * row_size  # the size of the buffer at which to hand over
+        yield_at = len(data) + chunk * row_size  # the size of the buffer at which to hand over
         pause = CollectorPause()
         pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
         try:
@@ -253,7 +256,7 @@ class Replay:
                         v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
                     else:
                         v, meter, deficit = reading[pool](user)
-                    put(pack(now, COMPLETE, req, nan, v, meter, deficit, nan, rep, user))
+                    data += pack_uncharged(now, COMPLETE, req, v, meter, deficit, rep, user)
                     if group is not None:
                         group.completed(rep)
                     left[k] -= 1
@@ -268,7 +271,7 @@ class Replay:
                         rep = group.arrive(i, j, user)
                         pool = rep if split else 0
                     v, meter, deficit = arrive[pool](i, user)
-                    put(pack(now, ARRIVE, i, nan, v, meter, deficit, nan, rep, user))
+                    data += pack_uncharged(now, ARRIVE, i, v, meter, deficit, rep, user)
                     i += 1
                     j += 1
                     if j < m:
@@ -285,22 +288,22 @@ class Replay:
                     while free[pool] and sched.backlogged:
                         req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
                         rep = pool if group is None else group.dispatched(pool, req, user, cost)
-                        put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user))
+                        data += pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user)
                         free[pool] -= 1
                         k = req // size
                         heappush(running, (now + services[k][req % size], dispatched, req, user, k, pool, rep))  # type: ignore[index]  # chunk k holds a request just dispatched: not retired
                         next_done = running[0][0]
                         dispatched += 1
                         if virtual and not sched.backlogged:
-                            put(pack(now, IDLE_RESET, -1, nan, idle_reset[pool](), nan, nan, nan, pool if split else -1, -1))
+                            data += pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1)
 
-                if len(log.data) >= yield_at:
+                if len(data) >= yield_at:
                     self.dispatched = dispatched
                     pause.release()
                     yield i
                     pause.hold()
-                    put = log.data.extend
-                    yield_at = len(log.data) + chunk * row_size
+                    data = log.data
+                    yield_at = len(data) + chunk * row_size
         finally:
             self.dispatched = dispatched
             pause.release()

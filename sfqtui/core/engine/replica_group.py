@@ -104,7 +104,7 @@ class ReplicaGroup:
         """Every replica raises its meters to the published ones plus what it charged since (sync rows, at their time)."""
         exchange = self.exchange
         assert exchange is not None
-        pack = self._log.layout.struct.pack
+        pack = self._log.layout.uncharged.pack
         put = self._log.data.extend
         t = publication.apply_at
         nan = float("nan")
@@ -114,4 +114,4 @@ class ReplicaGroup:
             targets = [(user, meter + since[user] if user in since else meter) for user, meter in publication.meters.items()]
             for user, meter in sched.raise_meters(targets):
                 exchange.touched.add(user)
-                put(pack(t, SYNC, -1, nan, sched.v, meter, nan, nan, rep, user))
+                put(pack(t, SYNC, -1, sched.v, meter, nan, rep, user))
