@@ -25,9 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "docs")]
-from make_screenshots import _server  # noqa: E402 - the other pictures' way of running a server
-
+sys.path.insert(0, str(ROOT / "tests"))
+from fake_upstream import FakeUpstream, fake_server, server_process  # noqa: E402 - the tests' upstream and way of running a server
 from redis_server import RedisServer, free_port  # noqa: E402 - the tests' Redis helper
 
 OUT = ROOT / "docs" / "img" / "metrics" / "group-metrics.svg"
@@ -106,9 +105,9 @@ async def render(out: Path) -> None:
             keys = Path(tmp) / "keys.toml"
             keys.write_text("".join(f'[keys."key-{user}"]\nuser = "{user}"\n' for user in TRAFFIC))
             proxy = [sys.executable, "-m", "sfqtui", "proxy", "--slots", "3", "--keys", str(keys), "--state", store.url]
-            with _server([sys.executable, "tests/fake_upstream.py", "--chunk-delay", "0.02"], url_on_stderr=False) as upstream, \
-                    _server([*proxy, "--upstream", upstream, "--listen", f"127.0.0.1:{free_port()}"], url_on_stderr=True) as first, \
-                    _server([*proxy, "--upstream", upstream, "--listen", f"127.0.0.1:{free_port()}"], url_on_stderr=True) as second:
+            with fake_server(FakeUpstream(chunk_delay_s=0.02)) as upstream, \
+                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT, url_on_stderr=True) as first, \
+                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT, url_on_stderr=True) as second:
                 replicas = [first, second]
                 started = time.monotonic()
                 jobs = [asyncio.create_task(_ask(replicas[(n + k) % 2], user, n, words, cap))
