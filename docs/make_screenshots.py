@@ -144,13 +144,13 @@ async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
             app = SfqApp(LiveOpening(proxy))
             async with app.run_test(size=size) as pilot:
                 while app.current.connection != "live":
-                    await pilot.pause(0.05)
+                    await asyncio.sleep(0.05)  # not pilot.pause, which paints the screen each time
                 jobs = [asyncio.create_task(_ask(proxy, user, n, words, cap))
                         for n in range(max(count for count, _, _ in TRAFFIC.values()))
                         for user, (count, words, cap) in TRAFFIC.items() if n < count]
                 # Part way: some answered, the rest waiting in their users' queues.
                 while len(app.table.dispatches) < 8:
-                    await pilot.pause(0.05)
+                    await asyncio.sleep(0.05)
                 await pilot.pause(0.3)
                 app.save_screenshot(filename=LIVE_SHOT, path=str(out))
                 for job in jobs:  # the answers still to come are not in the picture
