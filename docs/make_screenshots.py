@@ -125,13 +125,12 @@ TRAFFIC = {"batch-team": (6, 24, 400), "chat-app": (5, 4, 64), "notebook": (4, 6
 LIVE_SHOT = "attach-live.svg"
 
 
-async def _ask(url: str, user: str, n: int, words: int, max_tokens: int) -> None:
+async def _ask(client: httpx.AsyncClient, url: str, user: str, n: int, words: int, max_tokens: int) -> None:
     body = {"model": "m", "stream": True, "max_tokens": max_tokens,
             "messages": [{"role": "user", "content": " ".join(f"{user}-{n}-{k}" for k in range(words))}]}
-    async with httpx.AsyncClient(timeout=60) as client:
-        async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer key-{user}"}) as answer:
-            async for _ in answer.aiter_bytes():
-                pass
+    async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer key-{user}"}) as answer:
+        async for _ in answer.aiter_bytes():
+            pass
 
 
 async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
@@ -142,10 +141,11 @@ async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
                 server_process([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream.url, "--listen", "127.0.0.1:0", "--slots", "2",
                                 "--keys", str(keys)], ROOT, url_on_stderr=True) as proxy:
             app = SfqApp(LiveOpening(proxy))
-            async with app.run_test(size=size) as pilot:
+            # One client for every request: each client builds a TLS context, tens of ms.
+            async with app.run_test(size=size) as pilot, httpx.AsyncClient(timeout=60) as client:
                 while app.current.connection != "live":
                     await asyncio.sleep(0.05)  # not pilot.pause, which paints the screen each time
-                jobs = [asyncio.create_task(_ask(proxy, user, n, words, cap))
+                jobs = [asyncio.create_task(_ask(client, proxy, user, n, words, cap))
                         for n in range(max(count for count, _, _ in TRAFFIC.values()))
                         for user, (count, words, cap) in TRAFFIC.items() if n < count]
                 # Part way: some answered, the rest waiting in their users' queues.
