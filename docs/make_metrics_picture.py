@@ -105,8 +105,8 @@ async def render(out: Path) -> None:
             keys.write_text("".join(f'[keys."key-{user}"]\nuser = "{user}"\n' for user in TRAFFIC))
             proxy = [sys.executable, "-m", "sfqtui", "proxy", "--slots", "3", "--keys", str(keys), "--state", store.url]
             with fake_server(FakeUpstream(chunk_delay_s=0.02)) as upstream, \
-                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT, url_on_stderr=True) as first, \
-                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT, url_on_stderr=True) as second:
+                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT) as first, \
+                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT) as second:
                 replicas = [first, second]
                 async with httpx.AsyncClient(timeout=60) as client:  # one for every request: each client builds a TLS context, tens of ms
                     started = time.monotonic()

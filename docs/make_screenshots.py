@@ -139,7 +139,7 @@ async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
         keys.write_text("".join(f'[keys."key-{user}"]\nuser = "{user}"\n' for user in TRAFFIC))
         with fake_server(FakeUpstream(chunk_delay_s=0.03)) as upstream, \
                 server_process([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream.url, "--listen", "127.0.0.1:0", "--slots", "2",
-                                "--keys", str(keys)], ROOT, url_on_stderr=True) as proxy:
+                                "--keys", str(keys)], ROOT) as proxy:
             app = SfqApp(LiveOpening(proxy))
             # One client for every request: each client builds a TLS context, tens of ms.
             async with app.run_test(size=size) as pilot, httpx.AsyncClient(timeout=60) as client:

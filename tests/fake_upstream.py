@@ -217,12 +217,12 @@ def fake_server(fake: FakeUpstream) -> ServerThread:
 
 
 @contextlib.contextmanager
-def server_process(command: list[str], cwd: Path, url_on_stderr: bool) -> Iterator[str]:
+def server_process(command: list[str], cwd: Path) -> Iterator[str]:
     """A server in a process of its own (``sfqtui proxy``, as a user runs it) for a ``with`` block;
-    its URL is the first it prints. Stopped with SIGTERM."""
-    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    its URL is the first it writes to stderr. Stopped with SIGTERM."""
+    proc = subprocess.Popen(command, cwd=cwd, stderr=subprocess.PIPE, text=True)
     try:
-        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
+        line = proc.stderr.readline()  # type: ignore[union-attr]  # started with stderr=PIPE
         if "http://" not in line:
             raise RuntimeError(f"{command[1:4]} did not start: {line}")
         yield "http://" + line.split("http://")[1].split()[0]
