@@ -25,27 +25,25 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "docs")]
-from make_screenshots import _server  # noqa: E402 - the other pictures' way of running a server
-
+sys.path.insert(0, str(ROOT / "tests"))
+from fake_upstream import FakeUpstream, fake_server, server_process  # noqa: E402 - the tests' upstream and way of running a server
 from redis_server import RedisServer, free_port  # noqa: E402 - the tests' Redis helper
 
 OUT = ROOT / "docs" / "img" / "metrics" / "group-metrics.svg"
 TRAFFIC = {"batch-team": (8, 24, 400), "chat-app": (10, 4, 64), "notebook": (6, 6, 96)}  # requests, words, max_tokens
 
 
-async def _ask(url: str, user: str, n: int, words: int, cap: int) -> None:
+async def _ask(client: httpx.AsyncClient, url: str, user: str, n: int, words: int, cap: int) -> None:
     body = {"model": "m", "stream": n % 2 == 0, "max_tokens": cap,
             "messages": [{"role": "user", "content": " ".join(f"{user}-{n}-{k}" for k in range(words))}]}
-    async with httpx.AsyncClient(timeout=60) as client:
-        async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer key-{user}"}) as answer:
-            async for _ in answer.aiter_bytes():
-                pass
+    async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer key-{user}"}) as answer:
+        async for _ in answer.aiter_bytes():
+            pass
 
 
-def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+async def scrape(client: httpx.AsyncClient, url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     samples: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
-    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+    for family in text_string_to_metric_families((await client.get(f"{url}/metrics")).text):
         for sample in family.samples:
             samples[sample.name].append((sample.labels, sample.value))
     return samples
@@ -106,21 +104,22 @@ async def render(out: Path) -> None:
             keys = Path(tmp) / "keys.toml"
             keys.write_text("".join(f'[keys."key-{user}"]\nuser = "{user}"\n' for user in TRAFFIC))
             proxy = [sys.executable, "-m", "sfqtui", "proxy", "--slots", "3", "--keys", str(keys), "--state", store.url]
-            with _server([sys.executable, "tests/fake_upstream.py", "--chunk-delay", "0.02"], url_on_stderr=False) as upstream, \
-                    _server([*proxy, "--upstream", upstream, "--listen", f"127.0.0.1:{free_port()}"], url_on_stderr=True) as first, \
-                    _server([*proxy, "--upstream", upstream, "--listen", f"127.0.0.1:{free_port()}"], url_on_stderr=True) as second:
+            with fake_server(FakeUpstream(chunk_delay_s=0.02)) as upstream, \
+                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT) as first, \
+                    server_process([*proxy, "--upstream", upstream.url, "--listen", f"127.0.0.1:{free_port()}"], ROOT) as second:
                 replicas = [first, second]
-                started = time.monotonic()
-                jobs = [asyncio.create_task(_ask(replicas[(n + k) % 2], user, n, words, cap))
-                        for k, (user, (count, words, cap)) in enumerate(TRAFFIC.items()) for n in range(count)]
-                # Part way: some answered, the rest waiting in their users' queues.
-                while sum(job.done() for job in jobs) < len(jobs) // 3:
-                    await asyncio.sleep(0.05)
-                seconds = time.monotonic() - started
-                scraped = [scrape(url) for url in replicas]
-                for job in jobs:  # the answers still to come are not in the picture
-                    job.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
+                async with httpx.AsyncClient(timeout=60) as client:  # one for every request: each client builds a TLS context, tens of ms
+                    started = time.monotonic()
+                    jobs = [asyncio.create_task(_ask(client, replicas[(n + k) % 2], user, n, words, cap))
+                            for k, (user, (count, words, cap)) in enumerate(TRAFFIC.items()) for n in range(count)]
+                    # Part way: some answered, the rest waiting in their users' queues.
+                    while sum(job.done() for job in jobs) < len(jobs) // 3:
+                        await asyncio.sleep(0.05)
+                    seconds = time.monotonic() - started
+                    scraped = [await scrape(client, url) for url in replicas]
+                    for job in jobs:  # the answers still to come are not in the picture
+                        job.cancel()
+                    await asyncio.gather(*jobs, return_exceptions=True)
     finally:
         store.stop()
     console = Console(record=True, width=100, file=open("/dev/null", "w"))

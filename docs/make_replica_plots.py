@@ -12,8 +12,9 @@ The figures are printed as a Markdown table too, for docs/replicas.md.
 Usage: python docs/make_replica_plots.py [OUTPUT] [--quick] [--from GRID.parquet]
   (default: docs/img/replicas/measures.svg, or .png by its name; needs the docs extra:
   pip install -e '.[docs]'). --from draws a sweep's output file again without replaying;
---quick replays the first 2,000 requests as 1 and 2 replicas (tests/house/test_docs.py runs it so
-the script keeps working). matplotlib is imported here only, never by the package.
+--quick replays the first 2,000 requests as 1 and 2 replicas, on a cluster of one worker (a second
+costs more to start than its share of these runs saves; tests/house/test_docs.py runs it so the
+script keeps working). matplotlib is imported here only, never by the package.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def measured(work: Path, quick: bool) -> pl.DataFrame:
         pl.read_parquet(trace).head(2_000).write_parquet(trace)
     grid = work / "grid.parquet"
     sfqtui("sweep", str(trace), "--schedulers", "sfq", "--slots", str(SLOTS), "--replicas", "1,2" if quick else "1,2,4,8",
-           "--router", ",".join(ROUTERS[:2] if quick else ROUTERS), "--share", ",".join(SHARES), "--workers", "2",
+           "--router", ",".join(ROUTERS[:2] if quick else ROUTERS), "--share", ",".join(SHARES), "--workers", "1" if quick else "2",
            "-o", str(grid))
     runs = pl.read_parquet(grid)
     failed = runs.filter(pl.col("error").is_not_null())

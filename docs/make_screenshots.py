@@ -1,7 +1,7 @@
 """Export the SVG screenshots used in docs/guide.md, docs/tutorial.md, docs/proxy.md and docs/replicas.md, from the app itself.
 
 The proxy's picture is of `sfqtui attach` on a real proxy (`sfqtui proxy`, in front of
-the tests' fake upstream, both on loopback) while three users send it requests.
+the tests' fake upstream, run in a thread of this script, both on loopback) while three users send it requests.
 
 Usage: python docs/make_screenshots.py [OUTPUT_DIR]   (default: docs/img)
 
@@ -12,23 +12,26 @@ rerun it after changing the screen and commit the new images.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.run_spec import parse_run_specs
+from sfqtui.importers.convert import import_trace
+from sfqtui.importers.options import ImportOptions, Users
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from fake_upstream import FakeUpstream, fake_server, server_process  # noqa: E402 - the tests' upstream and way of running a server
+
 TRACES = ROOT / "traces"
 LESSON_TRACES = Path(tempfile.mkdtemp(prefix="sfqtui-shots-"))
 
@@ -60,9 +63,8 @@ def replicated(specs: str, keys_trace: str = "lesson") -> Callable[[], SfqApp]:
             LESSONS["replicas"].write(trace)
         else:
             trace, slots = LESSON_TRACES / "azure2023-conv.parquet", 32
-            if not trace.exists():  # imported once for the shots of it
-                subprocess.run([sys.executable, "-m", "sfqtui", "import", "azure", str(AZURE_CONV), "-o", str(trace), "--users", "16",
-                                "--assign", "zipf", "--seed", "0"], check=True, capture_output=True)
+            if not trace.exists():  # imported once for the shots of it, as `sfqtui import azure --users 16 --assign zipf --seed 0`
+                import_trace("azure", [AZURE_CONV], trace, ImportOptions(users=Users(count=16, assign="zipf", seed=0), seed=0))
         base = ReplayConfig("sfq", slots=slots)
         openings = [Opening(trace, is_log=False, config=spec.config(base), slots_given=True) for spec in parse_run_specs(specs)]
         return SfqApp(openings, lockstep="dispatch")
@@ -85,8 +87,7 @@ SHOTS: list[tuple[Callable[[], SfqApp], tuple[int, int], list[tuple[str, list[st
     (single("trickle.parquet", "sfq-reset"), (120, 34), [("trickle-sfq-reset.svg", ["g", *"900", "enter", "u", *"trickle", "enter"])]),
     (single("heavy-vs-light.parquet", "drr"), (120, 34), [("heavy-vs-light-drr.svg", ["g", *"200", "enter", "n"])]),
     (single("calibration.parquet", "sfq"), (120, 34), [("calibration-view.svg", ["c"])]),
-    (lesson("worked-example"), WIDE, [("lesson-worked-example.svg", ["n"] * 5)]),
-    (lesson("worked-example"), WIDE, [("lesson-worked-example-end.svg", ["end"])]),
+    (lesson("worked-example"), WIDE, [("lesson-worked-example.svg", ["n"] * 5), ("lesson-worked-example-end.svg", ["end"])]),
     (lesson("heavy-vs-light"), WIDE, [("lesson-heavy-vs-light.svg", ["n"] * 16)]),
     (lesson("idle-return"), WIDE, [("lesson-idle-return.svg", ["g", *"t=5.2", "enter", "n"])]),
     (lesson("trickle"), WIDE, [("lesson-trickle.svg", ["g", *"t=30", "enter", "n"])]),
@@ -124,46 +125,32 @@ TRAFFIC = {"batch-team": (6, 24, 400), "chat-app": (5, 4, 64), "notebook": (4, 6
 LIVE_SHOT = "attach-live.svg"
 
 
-@contextlib.contextmanager
-def _server(command: list[str], url_on_stderr: bool) -> Iterator[str]:
-    """A server process for a ``with`` block; its URL is the first it prints."""
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = (proc.stderr if url_on_stderr else proc.stdout).readline()  # type: ignore[union-attr]  # started with stdout and stderr=PIPE
-        if "http://" not in line:
-            raise RuntimeError(f"{command[1:4]} did not start: {line}")
-        yield "http://" + line.split("http://")[1].split()[0]
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
-async def _ask(url: str, user: str, n: int, words: int, max_tokens: int) -> None:
+async def _ask(client: httpx.AsyncClient, url: str, user: str, n: int, words: int, max_tokens: int) -> None:
     body = {"model": "m", "stream": True, "max_tokens": max_tokens,
             "messages": [{"role": "user", "content": " ".join(f"{user}-{n}-{k}" for k in range(words))}]}
-    async with httpx.AsyncClient(timeout=60) as client:
-        async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer key-{user}"}) as answer:
-            async for _ in answer.aiter_bytes():
-                pass
+    async with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer key-{user}"}) as answer:
+        async for _ in answer.aiter_bytes():
+            pass
 
 
 async def shoot_live(out: Path, size: tuple[int, int] = (120, 34)) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp) / "keys.toml"
         keys.write_text("".join(f'[keys."key-{user}"]\nuser = "{user}"\n' for user in TRAFFIC))
-        with _server([sys.executable, "tests/fake_upstream.py", "--chunk-delay", "0.03"], url_on_stderr=False) as upstream, \
-                _server([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream, "--listen", "127.0.0.1:0", "--slots", "2",
-                         "--keys", str(keys)], url_on_stderr=True) as proxy:
+        with fake_server(FakeUpstream(chunk_delay_s=0.03)) as upstream, \
+                server_process([sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream.url, "--listen", "127.0.0.1:0", "--slots", "2",
+                                "--keys", str(keys)], ROOT) as proxy:
             app = SfqApp(LiveOpening(proxy))
-            async with app.run_test(size=size) as pilot:
+            # One client for every request: each client builds a TLS context, tens of ms.
+            async with app.run_test(size=size) as pilot, httpx.AsyncClient(timeout=60) as client:
                 while app.current.connection != "live":
-                    await pilot.pause(0.05)
-                jobs = [asyncio.create_task(_ask(proxy, user, n, words, cap))
+                    await asyncio.sleep(0.05)  # not pilot.pause, which paints the screen each time
+                jobs = [asyncio.create_task(_ask(client, proxy, user, n, words, cap))
                         for n in range(max(count for count, _, _ in TRAFFIC.values()))
                         for user, (count, words, cap) in TRAFFIC.items() if n < count]
                 # Part way: some answered, the rest waiting in their users' queues.
                 while len(app.table.dispatches) < 8:
-                    await pilot.pause(0.05)
+                    await asyncio.sleep(0.05)
                 await pilot.pause(0.3)
                 app.save_screenshot(filename=LIVE_SHOT, path=str(out))
                 for job in jobs:  # the answers still to come are not in the picture

@@ -12,12 +12,15 @@ HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent thre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -211,6 +214,21 @@ class ServerThread:
 def fake_server(fake: FakeUpstream) -> ServerThread:
     return ServerThread(uvicorn.Server(uvicorn.Config(fake.app, log_level="warning", access_log=False, lifespan="off",
                                                       timeout_graceful_shutdown=2)))
+
+
+@contextlib.contextmanager
+def server_process(command: list[str], cwd: Path) -> Iterator[str]:
+    """A server in a process of its own (``sfqtui proxy``, as a user runs it) for a ``with`` block;
+    its URL is the first it writes to stderr. Stopped with SIGTERM."""
+    proc = subprocess.Popen(command, cwd=cwd, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()  # type: ignore[union-attr]  # started with stderr=PIPE
+        if "http://" not in line:
+            raise RuntimeError(f"{command[1:4]} did not start: {line}")
+        yield "http://" + line.split("http://")[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def closed_port() -> str:

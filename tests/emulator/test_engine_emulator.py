@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from fake_upstream import ServerThread
-from proxy_fixtures import KEY_OF, running_proxy, wait_for
+from proxy_fixtures import KEY_OF, TLS, openai_sync_http, running_proxy, wait_for
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import ENGINE_START_HEADER
@@ -32,13 +32,14 @@ def running_engine(**model: Any) -> Iterator[ServerThread]:
 
 
 def client(url: str, key: str = "unused") -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=10)
+    return openai.OpenAI(http_client=openai_sync_http(), base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=10)
 
 
-def metrics(url: str) -> dict[str, float]:
-    """Each sample of /metrics whose labels are the engine's, by name."""
+def metrics(url: str, http: httpx.Client | None = None) -> dict[str, float]:
+    """Each sample of /metrics whose labels are the engine's, by name (through ``http``, a client kept open, when given)."""
     samples = {}
-    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+    response = http.get(f"{url}/metrics") if http else httpx.get(f"{url}/metrics", verify=TLS)
+    for family in text_string_to_metric_families(response.text):
         for sample in family.samples:
             assert sample.labels.get("model_name") == NAME and sample.labels.get("engine") == "0"
             if set(sample.labels) == {"model_name", "engine"}:
@@ -112,10 +113,11 @@ def test_a_full_batch_queues_the_rest_first_come_first_served() -> None:
         stop = threading.Event()
 
         def watch() -> None:
-            while not stop.is_set():
-                sample = metrics(server.url)
-                seen.append((sample["vllm:num_requests_running"], sample["vllm:num_requests_waiting"]))
-                time.sleep(0.005)
+            with httpx.Client(verify=TLS) as http:
+                while not stop.is_set():
+                    sample = metrics(server.url, http)
+                    seen.append((sample["vllm:num_requests_running"], sample["vllm:num_requests_waiting"]))
+                    time.sleep(0.02)  # tens of samples in each round of 1.8 s
 
         def arrived(k: int) -> bool:
             return len(scheduler.admitted_order) + len(scheduler.waiting) >= k
@@ -154,9 +156,10 @@ def test_the_kv_budget_limits_the_batch() -> None:
         done = threading.Event()
 
         def watch() -> None:
-            while not done.is_set():
-                seen.append(metrics(server.url))
-                time.sleep(0.005)
+            with httpx.Client(verify=TLS) as http:
+                while not done.is_set():
+                    seen.append(metrics(server.url, http))
+                    time.sleep(0.005)
 
         watcher = threading.Thread(target=watch)
         watcher.start()
@@ -219,7 +222,7 @@ def test_each_answer_says_when_its_request_started_running() -> None:
     """The start header: a streamed answer's headers come when the request joins the batch
     (the second waits for the first's place), and both kinds carry the time it did."""
     body = {"model": NAME, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 20}
-    with running_engine(max_num_seqs=1, decode_ms_per_token=10.0, batch_slowdown=0.0) as server, httpx.Client(timeout=10) as http:
+    with running_engine(max_num_seqs=1, decode_ms_per_token=10.0, batch_slowdown=0.0) as server, httpx.Client(verify=TLS, timeout=10) as http:
         url = f"{server.url}/v1/chat/completions"
         with http.stream("POST", url, json={**body, "stream": True}) as first:
             first_start = float(first.headers[ENGINE_START_HEADER])

@@ -22,7 +22,7 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import KEY_OF
+from proxy_fixtures import KEY_OF, openai_http
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.engine_fit.fit import fit_engine
 from sfqtui.core.engine.engine_model import EngineModel
@@ -57,7 +57,7 @@ async def send(url: str, seed: int, requests: int = REQUESTS) -> None:
     """Requests at random (Poisson) instants, 6 a second for ten, then 40 a second for ten, and
     so on: the batch runs at every size from 1 to full, and the engine's queue fills and empties."""
     rng = random.Random(seed)
-    clients = [openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60) for key in KEY_OF.values()]
+    clients = [openai.AsyncOpenAI(http_client=openai_http(), base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=60) for key in KEY_OF.values()]
 
     async def one(k: int, words: int, output: int) -> None:
         await clients[k % len(clients)].chat.completions.create(

@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from proxy_fixtures import KEY_OF, TLS, openai_http, read_events, state
+from proxy_fixtures import KEY_OF, TLS, by_request, openai_http, read_events, state
 from redis_server import free_port
 from sfqtui.live.bound import Bound
 from sfqtui.live.run_logs import RunLogs
@@ -74,6 +74,14 @@ async def settle(jobs: list[Any]) -> list[Any]:
     return await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), 60)
 
 
+async def ended(url: str) -> list[dict[str, Any]]:
+    """The events one replica holds, once every request in them has ended: another replica's
+    completion reaches it through the group's stream a moment after that replica answered."""
+    await until(lambda: all(kinds[-1] in ("complete", "cancel") for kinds in by_request(read_events(url)).values()), timeout=15,
+                what=f"every request to end in {url}'s stream")
+    return read_events(url)
+
+
 @pytest.mark.both_servers
 async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_answering(fake, keys_path: Path, store: Any) -> None:
     _, upstream_url = fake
@@ -90,7 +98,7 @@ async def test_kill_9_settles_the_dead_replicas_requests_and_the_others_keep_ans
         answer = await asyncio.wait_for(mine, 30)  # b's slots come back once its lease runs out
         waited = time.monotonic() - started
         lost = await settle([*hung, *queued])
-        events = read_events(a.url)
+        events = await ended(a.url)
         after = state(a.url)
     finally:
         for replica in (a, b):
@@ -123,14 +131,14 @@ async def test_the_store_paused_then_restarted_answers_go_on(fake, keys_path: Pa
         # b's merge reaches a through the group's stream, which a follows a moment after it rejoins.
         await until(lambda: "carol" in {u["user"] for u in state(a.url)["users"]}, timeout=15, what="b's merge to reach a")
         resumed = state(a.url)
-        events = read_events(b.url)
+        events = await ended(b.url)
         await settle([client(a.url, "bob").chat.completions.create(**chat("after"))])
         store.restart()  # empty: the group starts a new run
         answers += await settle([client(r.url, "alice").chat.completions.create(**chat("restarted")) for r in (a, b)])
         await until(lambda: all(state(r.url)["bound"] == "global" for r in (a, b)), timeout=15, what="both to rejoin the new store")
         renewed = state(a.url)
         answers += await settle([client(r.url, "bob").chat.completions.create(**chat("new run")) for r in (a, b)])
-        new_events = read_events(a.url)
+        new_events = await ended(a.url)
     finally:
         for replica in (a, b):
             replica.stop()
@@ -163,7 +171,7 @@ async def test_sigterm_drains_only_its_own_requests(fake, keys_path: Path, store
         done = await settle([first, waiting_a, waiting_b])
         a.proc.wait(30)
         await until(lambda: state(b.url)["replicas"] == 1, timeout=LEASE_S + 5, what="a to leave the group")  # at once, unless its leave timed out
-        events = read_events(b.url)
+        events = await ended(b.url)
     finally:
         for replica in (a, b):
             if replica.proc.poll() is None:
@@ -189,7 +197,7 @@ async def test_a_restarted_replica_and_a_new_one_join_the_running_group(fake, ke
         c = Replica(upstream_url, keys_path, store.url, 2)
         answers = await settle([client(r.url, "carol").chat.completions.create(**chat(f"hi {k}")) for k, r in enumerate((a, b, c))])
         await settle([hung])
-        events = read_events(c.url)
+        events = await ended(c.url)
         replicas = state(a.url)["replicas"]
         c.stop()
     finally:

@@ -131,12 +131,12 @@ def test_bad_settings_are_refused_before_anything_starts(traces: dict[str, Path]
 
 
 def test_calibrate_alternatives_run_on_a_local_cluster_above_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    loaded = load_trace(generated(tmp_path, "calibration", "--requests", "3000"))
+    loaded = load_trace(generated(tmp_path, "calibration", "--requests", "300"))
     config = ReplayConfig("sfq", loaded.suggested_slots or 1)
     runs = [*reference_runs("calibration", config).values(), *ratio_alternatives("calibration", loaded.trace, config)]
-    # The limit a tenth of its size, with the trace: the same decision, without replaying 200,000 requests to reach it.
-    monkeypatch.setattr("sfqtui.sweep.alternatives.IN_PROCESS_LIMIT", IN_PROCESS_LIMIT // 10)
-    assert len(loaded.trace) * len(runs) > IN_PROCESS_LIMIT // 10
+    # The limit a hundredth of its size, with the trace: the same decision, without replaying 200,000 requests to reach it.
+    monkeypatch.setattr("sfqtui.sweep.alternatives.IN_PROCESS_LIMIT", IN_PROCESS_LIMIT // 100)
+    assert len(loaded.trace) * len(runs) > IN_PROCESS_LIMIT // 100
     rows, where = run_alternatives(runs, loaded.trace)
     assert where.startswith("on a local Dask cluster")
     assert all(row["error"] is None and row["worst_gap_actual"] for row in rows)
