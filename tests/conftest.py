@@ -3,6 +3,7 @@ proxy_fixtures, fake_upstream, tcp_relay) are importable by name because pyproje
 tests/ on the path (pytest's ``pythonpath`` option)."""
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,14 @@ from dashboard import KEPT, until_quiet
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import write_keys
 from redis_server import SERVERS, RedisServer
+
+# Python caches compiled modules, and pytest its rewritten tests, unless PYTHONDONTWRITEBYTECODE
+# is set (some machines set it for every process). Then each of the suite's interpreters (the
+# workers, and every sfqtui, proxy, audit child and Dask worker the tests start) compiles every
+# module it imports again: about 12 s of processor time for a worker's collection alone. The
+# tests' processes write and reuse the cache (in __pycache__, which git ignores) whatever it says.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # The store the group tests run on; SFQTUI_TEST_SERVER=redis runs them all on Redis 6.2 instead.
 SERVER = os.environ.get("SFQTUI_TEST_SERVER", "valkey")
