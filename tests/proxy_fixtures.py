@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +45,10 @@ def openai_sync_http() -> openai.DefaultHttpxClient:
     return openai.DefaultHttpxClient(verify=TLS)
 
 
-def write_keys(path: Path) -> Path:
+def write_keys(path: Path, keys: Mapping[str, tuple[str, float | None]] = KEYS) -> Path:
+    """A proxy's key file at ``path``: each key's user and weight (None: the default)."""
     lines = []
-    for key, (user, weight) in KEYS.items():
+    for key, (user, weight) in keys.items():
         lines += [f'[keys."{key}"]', f'user = "{user}"'] + ([f"weight = {weight}"] if weight else []) + [""]
     path.write_text("\n".join(lines))
     return path

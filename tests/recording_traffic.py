@@ -12,6 +12,7 @@ from typing import Any
 
 import openai
 
+import proxy_fixtures
 from proxy_fixtures import openai_http
 
 # Distinctive, so that searching a file for them means something.
@@ -20,11 +21,8 @@ USERS = {"ann": ("sk-rec-ann-0c1f93a7", 2.0), "ben": ("sk-rec-ben-77a2e05d", Non
 
 
 def write_keys(path: Path) -> Path:
-    lines = []
-    for user, (key, weight) in USERS.items():
-        lines += [f'[keys."{key}"]', f'user = "{user}"'] + ([f"weight = {weight}"] if weight else []) + [""]
-    path.write_text("\n".join(lines))
-    return path
+    """The key file of these users."""
+    return proxy_fixtures.write_keys(path, {key: (user, weight) for user, (key, weight) in USERS.items()})
 
 
 async def send_uneven(urls: Sequence[str], requests: int, seed: int, pause_s: float = 0.01) -> None:
