@@ -98,3 +98,12 @@ def test_the_audit_rebuilds_every_sync(drawn: list, count: int, extra: int, ever
         meters[k] = lowered - 0.5
         tampered = replace(log, meter=meters)
         assert not audit(tampered, replicas=Replicas(settings_, count + extra)).ok
+
+
+def test_an_exchange_between_two_arrivals_is_logged_between_them_while_every_slot_is_busy() -> None:
+    """Both slots are busy until t 10, so the loop takes arrivals without a dispatch pass of
+    their own; the exchange at 1 must still come between the arrivals at 0.5 and 1.5."""
+    log = replayed(trace([("A", 0, 3), ("B", 0, 1), ("B", 0, 1), ("A", 0, 3), ("A", 0.5, 3), ("B", 1.5, 1), ("A", 2.5, 3)], service=10),
+                   2, ReplicaSettings(2, "round-robin", Share.parse("sync:1")))
+    assert 1.0 in {t for t, *_ in rows_of(log, "sync")}
+    assert list(log.t) == sorted(log.t)

@@ -63,3 +63,16 @@ async def test_it_steps_in_the_dashboard(name: str) -> None:
         assert app.table.scheduler == name
         assert any("why:" in text for text in explained)
         assert "seq" in text_of(app.query_one(StatusLine))
+
+
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_it_names_its_oldest_queued_request(name: str) -> None:
+    # A replay retires a chunk of requests once the oldest queued, running or yet to come is past it.
+    sched = REGISTRY[name].build({}, 2.0)
+    for req, user in enumerate(["a", "b", "a", "c", "b", "a"]):
+        sched.arrive(req, user)
+    sent: set[int] = set()
+    while sched.backlogged:
+        assert sched.oldest_queued() == min(set(range(6)) - sent)
+        sent.add(sched.dispatch(lambda req: 1.0 + req % 2)[0])
+    assert sched.oldest_queued() is None and sent == set(range(6))

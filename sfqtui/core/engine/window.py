@@ -12,9 +12,12 @@ class RequestWindow:
     """Chunk k holds requests [k * size, k * size + its length): request r is row
     ``r % size`` of ``traces[r // size]``.
 
-    A chunk enters when the replay reaches its first arrival and leaves when its last
-    request completes; it is then kept among the retired until ``held()`` hands it over
-    with the rows that mention it. ``left[k]`` counts chunk k's requests not completed.
+    A chunk enters when the replay reaches its first arrival and leaves once its last
+    request has completed; it is then kept among the retired until ``held()`` hands it over
+    with the rows that mention it. A loop retires chunks one of two ways: by counting
+    each completion in ``left[k]`` (chunk k's requests not completed) and calling
+    ``retire(k)``, or, at each hand-over, by ``retire_below`` the oldest request still in
+    the system, which costs the loop nothing per request.
     """
 
     def __init__(self) -> None:
@@ -25,6 +28,7 @@ class RequestWindow:
         self._chunks: list[RequestChunk | None] = []
         self._retired: list[RequestChunk] = []
         self._last_length = 0
+        self._first_held = 0  # the oldest chunk retire_below has not retired
 
     def add(self, chunk: RequestChunk, service: Sequence[float]) -> None:
         k = len(self._chunks)
@@ -47,6 +51,14 @@ class RequestWindow:
         assert chunk is not None, f"chunk {k} retired twice"
         self._retired.append(chunk)
         self._chunks[k] = self.traces[k] = self.services[k] = None
+
+    def retire_below(self, oldest: int) -> None:
+        """Retire, oldest first, every chunk whose requests all lie below request ``oldest``."""
+        chunks, k = self._chunks, self._first_held
+        while k < len(chunks) and (chunk := chunks[k]) is not None and chunk.start + len(chunk.trace) <= oldest:
+            self.retire(k)
+            k += 1
+        self._first_held = k
 
     def held(self) -> list[RequestChunk]:
         """Every chunk the rows since the last call can mention, in order; forgets the retired ones."""

@@ -59,6 +59,11 @@ class Scheduler(ABC):
         queue = self._queues.get(user)
         return len(queue) if queue else 0
 
+    def oldest_queued(self) -> int | None:
+        """The smallest request number queued (None: nothing is). Requests are numbered in
+        the order they arrive and each user's queue keeps that order, so it is a queue's head."""
+        return min((queue[0] for queue in self._queues.values() if queue), default=None)
+
     def _queue(self, user: User) -> deque[int]:
         queue = self._queues.get(user)
         if queue is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heappush, heapreplace
 
 from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
 
@@ -27,26 +27,31 @@ class SFQ(Scheduler):
         self._meters: dict[User, float] = {}
         self._heap: list[tuple[float, User]] = []
         self._max_meter = 0.0
+        self._join_at_v = self.reset_join  # an instance attribute: looked up on each join, and 3.11 only specialises those
 
     def arrive(self, req: int, user: User) -> UserReading:
         queue = self._queues.get(user)
         if queue is None:
             queue = self._queue(user)
-        if not queue:
-            # The join rule max(S_i, v) (a new user starts at v); sfq-reset joins at v.
-            meter = self._meters.get(user)
-            if meter is None or meter < self.v or self.reset_join:
-                meter = self.v
-            self._meters[user] = meter
-            if meter > self._max_meter:
-                self._max_meter = meter
-            heappush(self._heap, (meter, user))
-            self.backlogged += 1
+        if queue:
+            queue.append(req)
+            return self.v, self._meters[user], None
+        # The join rule max(S_i, v) (a new user starts at v); sfq-reset joins at v.
+        v = self.v
+        meter = self._meters.get(user)
+        if meter is None or meter < v or self._join_at_v:
+            meter = v
+        self._meters[user] = meter
+        if meter > self._max_meter:
+            self._max_meter = meter
+        heappush(self._heap, (meter, user))
+        self.backlogged += 1
         queue.append(req)
-        return self.v, self._meters[user], None
+        return v, meter, None
 
     def dispatch(self, cost_of: CostOf) -> Dispatch:
-        meter, user = heappop(self._heap)
+        heap = self._heap
+        meter, user = heap[0]
         self.v = meter
         queue = self._queues[user]
         req = queue.popleft()
@@ -59,8 +64,9 @@ class SFQ(Scheduler):
         if charged > self._max_meter:
             self._max_meter = charged
         if queue:
-            heappush(self._heap, (charged, user))
+            heapreplace(heap, (charged, user))  # one sift, where a pop and a push take two
         else:
+            heappop(heap)
             self.backlogged -= 1
         return req, user, cost, meter, charged, None, None
 
