@@ -28,6 +28,7 @@ from sfqtui.errors import InputError
 
 CHUNK = 1 << 16
 REPRICED = "repriced by the estimator"  # how a run of ReplayConfig.reprice over a trace's cost column is named on screen
+Running = list[tuple[float, int, int, User, int, int]]  # the slots loop's heap: (done at, dispatch number, request, user, pool, replica)
 
 
 @dataclass(frozen=True)
@@ -227,13 +228,13 @@ class Replay:
         log = self.log
         pack, pack_uncharged = log.layout.struct.pack, log.layout.uncharged.pack
         data = log.data
-        row_size = log.layout.struct.size
-        running: list[tuple[float, int, int, User, int, int]] = []  # (done at, dispatch number, request, user, pool, replica)
+        every = chunk * log.layout.struct.size  # bytes of rows between two hand-overs
+        running: Running = []
         free = list(self.pool_slots)
         i = 0  # the next request to arrive, counted over the whole trace
         j = 0  # its row in the chunk being read
         dispatched = self.dispatched
-        yield_at = len(data) + chunk * row_size  # the size of the buffer at which to hand over
+        yield_at = len(data) + every  # the size of the buffer at which to hand over
         pause = CollectorPause()
         pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
         try:
@@ -278,8 +279,7 @@ class Replay:
                         arrivals, users, m, next_arrival = enter()
                         j = 0
                         if len(data) >= yield_at:
-                            data = yield from self._hand_over(i, dispatched, running, pause)
-                            yield_at = len(data) + chunk * row_size
+                            data, yield_at = yield from self._hand_over(i, dispatched, running, pause, every)
                     if not idle and next_arrival < next_done and (group is None or next_arrival < group.due):
                         # Every slot is busy until the next completion, so nothing is dispatched
                         # before then: the next arrival is taken in this pass, as its own would.
@@ -306,19 +306,18 @@ class Replay:
                         if virtual and not sched.backlogged:
                             data += pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1)
                         if len(data) >= yield_at:
-                            data = yield from self._hand_over(i, dispatched, running, pause)
-                            yield_at = len(data) + chunk * row_size
+                            data, yield_at = yield from self._hand_over(i, dispatched, running, pause, every)
             window.retire_below(i)
         finally:
             self.dispatched = dispatched
             pause.release()
         yield i
 
-    def _hand_over(self, arrived: int, dispatched: int, running: list[tuple[float, int, int, User, int, int]],
-                   pause: CollectorPause) -> Generator[int, None, bytearray]:
+    def _hand_over(self, arrived: int, dispatched: int, running: Running, pause: CollectorPause,
+                   every: int) -> Generator[int, None, tuple[bytearray, int]]:
         """Hand the rows over: retire the chunks no request in the system is in, yield the
         number of requests arrived so the caller can drain the log, and return the buffer to
-        append to next. The loop checks for a hand-over after each dispatch and when a chunk
+        append to next with the size at which to hand over again (``every`` bytes on). The loop checks for a hand-over after each dispatch and when a chunk
         enters, not at every time it visits (that cost it about 3% of its instructions):
         between two checks it writes at most a chunk of arrivals and a completion per slot."""
         self.window.retire_below(self._oldest_in_system(arrived, running))
@@ -326,9 +325,10 @@ class Replay:
         pause.release()
         yield arrived
         pause.hold()
-        return self.log.data
+        data = self.log.data
+        return data, len(data) + every
 
-    def _oldest_in_system(self, arrived: int, running: list[tuple[float, int, int, User, int, int]]) -> int:
+    def _oldest_in_system(self, arrived: int, running: Running) -> int:
         """The oldest request not yet completed: queued in a pool's scheduler, running, or (``arrived``) yet to arrive."""
         queued = [oldest for sched in self.schedulers if (oldest := sched.oldest_queued()) is not None]
         return min([arrived, *queued, *(entry[2] for entry in running)])
