@@ -63,7 +63,8 @@ async def test_a_cut_connection_resumes_without_loss_and_a_clean_stop_reads_othe
             assert str(app.query_one(WaitingForEvents).content).startswith(f"Connected to {relay.url}: no event yet.")
             ask(px.url, 2)
             await until(pilot, lambda: seen(app) == state(px.url)["seq"], "the app to catch up")
-            assert not app.query(WaitingForEvents)  # the log lists the events now
+            # the log lists the events now (the message's removal is its own step after the events land)
+            await until(pilot, lambda: not app.query(WaitingForEvents), "the waiting message to go")
             relay.cut(refuse=True)  # a crash, as the client sees it: the stream cut without a bye
             ask(px.url, 2, user="alice")
             await until(pilot, lambda: app.current.connection == "reconnecting", "the app to notice")
