@@ -46,21 +46,19 @@ def buffer_array(values: array | np.ndarray, kind: pa.DataType, null: float | in
 @dataclass(frozen=True)
 class RequestColumns:
     """Columns of consecutive requests, the first being request ``start`` of the trace, that a
-    log takes its request ids, users and extra columns from."""
+    log takes its request ids and extra columns from."""
 
     start: int
     request_ids: pa.Array
-    users: pa.Array
     weights: pa.Array | None = None
     output_tokens: pa.Array | None = None  # the actual output tokens (null: unknown)
 
     @classmethod
     def of(cls, start: int, table: pa.Table, output_tokens: array | None) -> RequestColumns:
-        """From a table with request_id, user and (when the trace has it) weight, and the core's output tokens (-1: unknown)."""
+        """From a table with request_id and (when the trace has it) weight, and the core's output tokens (-1: unknown)."""
         return cls(
             start=start,
             request_ids=table["request_id"].combine_chunks(),
-            users=table["user"].combine_chunks(),
             weights=table["weight"].combine_chunks() if "weight" in table.column_names else None,
             output_tokens=buffer_array(output_tokens, pa.int64(), -1) if output_tokens is not None else None,
         )
@@ -83,7 +81,7 @@ def _gathered(parts: Sequence[RequestColumns], req: np.ndarray) -> tuple[Request
         columns = [getattr(p, name) for p in parts]
         return None if columns[0] is None else pa.concat_arrays(columns)
 
-    whole = RequestColumns(0, joined("request_ids"), joined("users"), joined("weights"), joined("output_tokens"))
+    whole = RequestColumns(0, joined("request_ids"), joined("weights"), joined("output_tokens"))
     return whole, pa.array(positions, mask=req < 0)
 
 
@@ -128,11 +126,11 @@ class ChunkEncoder:
     ...: on dispatch, start and complete rows), ``limit`` and ``reason`` (on limit rows).
     """
 
-    def __init__(self, scheduler: str, credit: bool = False, users: Sequence[str] | None = None) -> None:
-        """``users``: the trace's users by code, for the rows of a replicated replay (which name them by code)."""
-        self.scheduler = scheduler
+    def __init__(self, scheduler: str, users: Sequence[str], credit: bool = False) -> None:
+        """``users``: the trace's users by code (the rows name them by code)."""
         self._credit = credit
-        self._users = None if users is None else pa.array(users, pa.string())
+        self._scheduler = pa.array([scheduler], pa.string())
+        self._users = pa.array(users, pa.string())
 
     def encode(self, rows: EventRows, parts: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
         """The engine's packed rows as a table, each field viewed as a column (no Python
@@ -148,21 +146,19 @@ class ChunkEncoder:
         kinds, req = packed["kind"], packed["req"]
         kind = pa.array(kinds)
         requests, req_index = _gathered(parts, req)
-        replicated = layout.present("replica")
         columns: dict[str, pa.Array] = {
             "seq": pa.array(np.arange(rows.start, rows.start + n, dtype=np.int64)),
             "t": pa.array(packed["t"]),
-            "kind": KIND_NAMES.take(kind),
-            "scheduler": pa.repeat(pa.scalar(self.scheduler, pa.string()), n),
+            "kind": pa.DictionaryArray.from_arrays(kind, KIND_NAMES),
+            "scheduler": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int8)), self._scheduler),
             "request_id": requests.request_ids.take(req_index),
-            "user": self._user_names(requests.users.type).take(_null_below_0(pa.array(packed["user"]))) if replicated
-            else requests.users.take(req_index),
+            "user": pa.DictionaryArray.from_arrays(_null_below_0(pa.array(packed["user"])), self._users),
             "cost": number("cost"),
             "v": number("v"),
             "meter": number("meter"),
             "deficit": number("deficit"),
         }
-        if replicated:
+        if layout.present("replica"):
             columns["replica"] = _null_below_0(pa.array(packed["replica"]))
         if requests.weights is not None:
             columns["weight"] = requests.weights.take(req_index)
@@ -177,21 +173,24 @@ class ChunkEncoder:
         if layout.present("upstream"):
             columns["upstream"] = _null_below_0(pa.array(packed["upstream"])).cast(pa.string())
             columns["limit"] = _null_below_0(pa.array(packed["limit"]))
-            columns["reason"] = REASON_NAMES.take(_null_below_0(pa.array(packed["reason"])))
+            columns["reason"] = pa.DictionaryArray.from_arrays(_null_below_0(pa.array(packed["reason"])), REASON_NAMES)
         return pa.table(columns)
-
-    def _user_names(self, kind: pa.DataType) -> pa.Array:
-        """The users by code, typed as the trace's user column (so a log's user column has one type)."""
-        assert self._users is not None
-        if self._users.type != kind:
-            self._users = self._users.cast(kind)
-        return self._users
 
 
 # The columns with few distinct values, which Parquet dictionary-encodes. Every other column
 # is nearly all distinct (ids, times, meters): trying a dictionary there only costs time
 # before the writer falls back to plain pages (and those come out larger).
 _DICTIONARY_ENCODED = ("kind", "scheduler", "user", "replica", "weight", "upstream", "reason")
+# seq counts up by one: delta-encoded, a row group's seq column is a few bytes to compress.
+_ENCODINGS = {"seq": "DELTA_BINARY_PACKED"}
+
+
+def _with_statistics(schema: pa.Schema) -> list[str]:
+    """The columns whose row groups record their minimum and maximum: the numbers, by which a
+    reader can skip row groups (a seq or a time range). A string column's bounds say little,
+    and finding them in every value is a fifth of the writer's work."""
+    return [field.name for field in schema if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+                                                   or pa.types.is_dictionary(field.type))]
 
 
 class EventLogWriter:
@@ -199,13 +198,17 @@ class EventLogWriter:
 
     Row groups are compressed and written on a thread of their own (Arrow releases the GIL
     for that), so a replay goes on while the last chunk is written; at most one waits.
+
+    A table's string columns may come dictionary-encoded (a code per row and the names once,
+    as the encoder makes them): Parquet then takes the codes as they are. The file records
+    them as plain strings (no Arrow schema is stored), so every reader gets strings back; the
+    metadata goes in the footer.
     """
 
     def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
         self.path = Path(path)
         self._output: AbstractContextManager[str] | None = None  # where the file is written until it is whole
         self._given = dict(metadata)
-        self._metadata = {METADATA_KEY: json.dumps(metadata, sort_keys=True).encode()}
         self._added: dict[str, Any] = {}  # metadata learnt while writing, put in the footer at the end
         self._writer: pq.ParquetWriter | None = None
         self._pending: queue.Queue[pa.Table | None] = queue.Queue(maxsize=1)
@@ -214,7 +217,7 @@ class EventLogWriter:
 
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
-            self._open(table.schema.with_metadata(self._metadata))
+            self._open(table.schema)
         self._raise_failure()
         self._pending.put(table)
 
@@ -222,7 +225,8 @@ class EventLogWriter:
         output = atomic_output(self.path)
         try:
             dictionary = [name for name in _DICTIONARY_ENCODED if name in schema.names]
-            self._writer = pq.ParquetWriter(output.__enter__(), schema, compression="zstd", use_dictionary=dictionary)
+            self._writer = pq.ParquetWriter(output.__enter__(), schema, compression="zstd", use_dictionary=dictionary, store_schema=False,
+                                            write_statistics=_with_statistics(schema), column_encoding=_ENCODINGS if "seq" in schema.names else None)
         except BaseException as exc:
             output.__exit__(type(exc), exc, exc.__traceback__)
             raise
@@ -255,9 +259,8 @@ class EventLogWriter:
         try:
             self._pending.put(None)
             self._thread.join()
-            if self._added:
-                self._writer.add_key_value_metadata(  # type: ignore[union-attr]  # set together with _output
-                    {METADATA_KEY: json.dumps(self._given | self._added, sort_keys=True).encode()})
+            self._writer.add_key_value_metadata(  # type: ignore[union-attr]  # set together with _output
+                {METADATA_KEY: json.dumps(self._given | self._added, sort_keys=True).encode()})
             self._writer.close()  # type: ignore[union-attr]  # set together with _output
         except BaseException as error:  # e.g. the disk filled up while the footer was written
             self._failure = self._failure or error

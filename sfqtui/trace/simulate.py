@@ -89,8 +89,7 @@ class ReplayEncoder:
     def __init__(self, replay: Replay, columns_of: Callable[[RequestChunk], RequestColumns]) -> None:
         self._replay = replay
         self._columns_of = columns_of
-        users = replay.requests.users if replay.config.replicas.replicated else None
-        self._encoder = ChunkEncoder(replay.config.scheduler, credit="credit" in replay.traits.extra_columns, users=users)
+        self._encoder = ChunkEncoder(replay.config.scheduler, replay.requests.users, credit="credit" in replay.traits.extra_columns)
 
     def encode(self, rows: EventRows) -> pa.Table:
         replay = self._replay

@@ -307,3 +307,19 @@ def test_only_dispatch_rows_have_a_cost_and_a_credit_in_the_log(tmp_path: Path) 
     assert len(dispatches) and len(others)
     assert dispatches["cost"].null_count() == dispatches["credit"].null_count() == 0
     assert others["cost"].null_count() == others["credit"].null_count() == len(others)
+
+
+def test_a_log_reads_back_as_strings_with_its_metadata_and_its_row_groups_bounded_by_seq_and_time(tmp_path: Path) -> None:
+    """The encoder hands the writer its names as codes (kind, scheduler, user); the file still
+    holds plain strings for every reader, keeps the replay's metadata, and bounds a row group's
+    seq and t so a reader can skip to a range."""
+    out = tmp_path / "log.parquet"
+    simulate(open_trace(TRACES / "calibration.parquet", chunk_rows=50), ReplayConfig("sfq", 4), out)
+    schema = pq.read_schema(out)
+    assert all(schema.field(name).type == pa.string() for name in ("kind", "scheduler", "request_id", "user"))
+    assert json.loads(schema.metadata[b"sfqtui"])["scheduler"] == "sfq"
+    log = pl.read_parquet(out)
+    assert log.schema["user"] == pl.String and set(log["kind"].unique()) >= {"arrive", "dispatch", "complete"}
+    group = pq.ParquetFile(out).metadata.row_group(0)
+    seq, t = (group.column(schema.get_field_index(name)).statistics for name in ("seq", "t"))
+    assert (seq.min, seq.max) == (0, len(log) - 1) and (t.min, t.max) == (log["t"].min(), log["t"].max())
