@@ -20,6 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sfqtui.core.engine.chunks import WholeTrace
+from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engine.engines import EngineSettings
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.engine.events import EventColumns
 from sfqtui.core.engine.replay import Replay, ReplayConfig
@@ -117,7 +119,8 @@ def replayed(requests: Trace | Sliced, config: ReplayConfig, every: int | None =
         parts = [columns for columns, _ in replay.chunks(every)]
     except ValueError as exc:
         return str(exc)
-    fields = ("t", "kind", "req", "cost", "v", "meter", "deficit", "credit", "ratio", "est_output")
+    fields: tuple[str, ...] = ("t", "kind", "req", "cost", "v", "meter", "deficit", "credit", "ratio", "est_output")
+    fields += ("upstream", "limit", "reason") if config.engine is not None else ()
     joined = {f: [x for p in parts for x in (getattr(p, f) or [None] * len(p))] for f in fields}
     if all(p.ratio is None for p in parts):
         joined["ratio"] = joined["est_output"] = None  # type: ignore[assignment]  # no estimator priced it: both columns are absent
@@ -140,6 +143,19 @@ def test_chunked_replay_is_the_whole_replay(trace: Trace, slots: int, rows: int,
     assert plain(replayed(Sliced(trace, rows), config, every)) == plain(replayed(trace, config))
 
 
+# An engine with room for every drawn request (prompt 300 and output 400 at most), two places and steps of whole quarters.
+SMALL_ENGINE = EngineModel(max_num_seqs=2, kv_tokens=1000, prefill_us_per_token=15625, decode_ms_per_token=125, batch_slowdown=1.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(token_traces(), st.integers(1, 4), st.integers(1, 6), st.sampled_from(SCHEDULERS), st.integers(1, 3),
+       st.sampled_from([None, 2, 7]))
+def test_chunked_replay_on_the_engine_model_is_the_whole_replay(trace: Trace, slots: int, rows: int, scheduler: str,
+                                                                engines: int, every: int | None) -> None:
+    config = ReplayConfig(scheduler, slots, engine=EngineSettings(SMALL_ENGINE, engines))
+    assert plain(replayed(Sliced(trace, rows), config, every)) == plain(replayed(trace, config))
+
+
 @settings(max_examples=40, deadline=None)
 @given(token_traces(), st.integers(1, 3), st.integers(1, 4), st.sampled_from([None, 5.0, 100.0]))
 def test_drr_default_quantum_is_found_across_chunks(trace: Trace, slots: int, rows: int, quantum: float | None) -> None:
@@ -149,9 +165,10 @@ def test_drr_default_quantum_is_found_across_chunks(trace: Trace, slots: int, ro
     assert plain(sliced.run_all()) == plain(whole.run_all())
 
 
-def test_every_chunk_leaves_the_window_and_few_are_held_at_once() -> None:
+@pytest.mark.parametrize("engine", [None, EngineSettings(EngineModel(), engines=16)], ids=["fixed service", "engine model"])
+def test_every_chunk_leaves_the_window_and_few_are_held_at_once(engine: EngineSettings | None) -> None:
     source = open_trace(TRACES / "production-20k.parquet", chunk_rows=256)
-    replay = Replay(source, ReplayConfig("sfq", 64))
+    replay = Replay(source, ReplayConfig("sfq", 64, engine=engine))
     most = 0
     for _ in replay.run(chunk=2000):
         replay.log.drain()

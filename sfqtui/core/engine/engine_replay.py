@@ -16,7 +16,7 @@ their scheduler operations and hooks (``Replay.loop_parts``) from the replay.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 from sfqtui.core.engine.engine_limits import EngineLimits
@@ -44,6 +44,8 @@ class EngineReplaying(Protocol):
 
     def _cost_function(self, estimator: CostEstimator | None) -> CostOf: ...
 
+    def oldest_in_system(self, arrived: int, running: Iterable[int]) -> int: ...
+
     def feeder(self, services_of: Callable[[Trace], Sequence[float]]) -> Callable[[], tuple[Sequence[float], Sequence[User], int, float]]: ...
 
     def loop_parts(self) -> LoopParts: ...
@@ -53,13 +55,12 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
     """Replay to the end on the engine model, yielding the number of requests arrived every
     ``chunk`` events (``Replay.run``'s contract)."""
     window = replay.window
-    left = window.left
     model = settings.model
     engines = EnginePool(settings)
     never = float("inf")
     nan = never - never
     group = replay.group
-    tokens: list[tuple[Sequence[int], Sequence[int]] | None] = []  # by chunk: each request's prompt and output tokens
+    tokens: list[tuple[Sequence[int], Sequence[int]] | None] = []  # by chunk: each request's prompt and output tokens (None: retired)
 
     def no_services(trace: Trace) -> Sequence[float]:
         """The engines time each request; the window keeps the chunk's prompt and output tokens here instead."""
@@ -88,18 +89,22 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
             while free[pool] > 0 and sched.backlogged:
                 req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
                 rep = pool if group is None else group.dispatched(pool, req, user, cost)
-                k = req // size
-                prompts, outputs = tokens[k]  # type: ignore[misc]  # chunk k holds a request just dispatched: not retired
+                prompts, outputs = tokens[req // size]  # type: ignore[misc]  # the chunk of a request just dispatched is not retired
                 r = req % size
-                e = engines.send(now, (req, user, k, pool, rep, prompts[r], outputs[r]))
+                e = engines.send(now, (req, user, pool, rep, prompts[r], outputs[r]))
                 put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
                 free[pool] -= 1
                 inflight += 1
                 dispatched += 1
                 if virtual and not sched.backlogged:
                     put(pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1))
-        for e, (req, user, _k, _pool, rep, _prompt, _output) in engines.settle(now):
+        for e, (req, user, _pool, rep, _prompt, _output) in engines.settle(now):
             put(pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1))
+
+    def retire_below(oldest: int) -> None:
+        """The window retires the chunks below the oldest request in the system, and their tokens go with them."""
+        for k in window.retire_below(oldest):
+            tokens[k] = None
 
     def limited(now: float, changes: list[tuple[int, int, str]]) -> None:
         """Limit rows for the engines whose limits changed."""
@@ -125,7 +130,7 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
             put = log.data.extend
 
             if next_done == now:
-                for e, (req, user, k, pool, rep, _prompt, _output) in engines.finish(now):
+                for e, (req, user, pool, rep, _prompt, _output) in engines.finish(now):
                     free[pool] += 1
                     inflight -= 1
                     if observe is not None:
@@ -137,10 +142,6 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
                     put(pack_uncharged(now, COMPLETE, req, v, meter, deficit, rep, user, e, -1, -1))
                     if group is not None:
                         group.completed(rep)
-                    left[k] -= 1
-                    if not left[k]:
-                        window.retire(k)
-                        tokens[k] = None
 
             while next_arrival == now:
                 user = users[j]
@@ -173,11 +174,13 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
                     send(now)
 
             if len(log.data) >= yield_at:
+                retire_below(replay.oldest_in_system(i, engines.unfinished()))
                 replay.dispatched = dispatched
                 pause.release()
                 yield i
                 pause.hold()
                 yield_at = len(log.data) + chunk * row_size
+        retire_below(i)
     finally:
         replay.dispatched = dispatched
         pause.release()

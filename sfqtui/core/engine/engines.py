@@ -18,6 +18,7 @@ however the replay got there.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from heapq import heappop, heappush
 from math import ceil
@@ -33,8 +34,8 @@ from sfqtui.errors import InputError
 INF = float("inf")
 FIT_SAID = 3  # the most of a fit's figures a description names (a fit opens with its source, requests and held-out error)
 
-# A request sent to an engine: (request index, user, its chunk, pool, replica, prompt tokens, output tokens).
-Held = tuple[int, User, int, int, int, int, int]
+# A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens).
+Held = tuple[int, User, int, int, int, int]
 
 
 def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[int]]:
@@ -146,9 +147,9 @@ class ModelledEngine:
         done = self.steps if self.resting else self.step_at(now, after=False)
         used = 0
         for finish, _turn, held in self.batch:
-            made = held[6] - (finish - done + 1)  # the tokens of the steps ended by now
+            made = held[5] - (finish - done + 1)  # the tokens of the steps ended by now
             if made > 0:
-                used += held[5] + made
+                used += held[4] + made
         return used / self.kv_tokens
 
     def end_of(self, s: int) -> float:
@@ -172,7 +173,7 @@ class ModelledEngine:
         return s + 1 if self.end_of(s) <= now else s
 
     def _fits(self, held: Held) -> bool:
-        return len(self.batch) < self.places and self.reserved + held[5] + held[6] <= self.kv_tokens
+        return len(self.batch) < self.places and self.reserved + held[4] + held[5] <= self.kv_tokens
 
     def submit(self, now: float, held: Held) -> bool:
         """A request sent at ``now`` joins the queue; True when the engine is between steps at
@@ -203,7 +204,7 @@ class ModelledEngine:
         while batch and batch[0][0] == s:
             held = heappop(batch)[2]
             finished.append(held)
-            self.reserved -= held[5] + held[6]
+            self.reserved -= held[4] + held[5]
         self.outstanding -= len(finished)
         self.steps = s + 1
         self.resting = True
@@ -218,10 +219,10 @@ class ModelledEngine:
         prefill = 0
         while queue and self._fits(queue[0]):
             held = queue.popleft()
-            heappush(batch, (self.steps + held[6] - 1, self.joined, held))
+            heappush(batch, (self.steps + held[5] - 1, self.joined, held))
             self.joined += 1
-            self.reserved += held[5] + held[6]
-            prefill += held[5]
+            self.reserved += held[4] + held[5]
+            prefill += held[4]
             joined.append(held)
         if not batch:
             self.first_end = INF
@@ -252,6 +253,12 @@ class EnginePool:
     @property
     def busy(self) -> bool:
         return any(e.outstanding for e in self.engines)
+
+    def unfinished(self) -> Iterator[int]:
+        """The requests sent to an engine and not finished (queued or running there)."""
+        for engine in self.engines:
+            yield from (held[0] for held in engine.queue)
+            yield from (held[0] for _finish, _turn, held in engine.batch)
 
     def route(self) -> ModelledEngine:
         """The engine the next request goes to."""

@@ -6,7 +6,7 @@ no clock, no randomness, no dict-order dependence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
 
@@ -320,7 +320,7 @@ class Replay:
         append to next with the size at which to hand over again (``every`` bytes on). The loop checks for a hand-over after each dispatch and when a chunk
         enters, not at every time it visits (that cost it about 3% of its instructions):
         between two checks it writes at most a chunk of arrivals and a completion per slot."""
-        self.window.retire_below(self._oldest_in_system(arrived, running))
+        self.window.retire_below(self.oldest_in_system(arrived, (entry[2] for entry in running)))
         self.dispatched = dispatched
         pause.release()
         yield arrived
@@ -328,10 +328,10 @@ class Replay:
         data = self.log.data
         return data, len(data) + every
 
-    def _oldest_in_system(self, arrived: int, running: Running) -> int:
-        """The oldest request not yet completed: queued in a pool's scheduler, running, or (``arrived``) yet to arrive."""
+    def oldest_in_system(self, arrived: int, running: Iterable[int]) -> int:
+        """The oldest request not yet completed: yet to arrive (``arrived``), queued in a pool's scheduler, or ``running``."""
         queued = [oldest for sched in self.schedulers if (oldest := sched.oldest_queued()) is not None]
-        return min([arrived, *queued, *(entry[2] for entry in running)])
+        return min([arrived, *queued, *running])
 
     def feeder(self, services_of: Callable[[Trace], Sequence[float]]) -> Callable[[], tuple[Sequence[float], Sequence[User], int, float]]:
         """What a loop calls to bring the next chunk into the window (with ``services_of`` its

@@ -13,18 +13,16 @@ class RequestWindow:
     ``r % size`` of ``traces[r // size]``.
 
     A chunk enters when the replay reaches its first arrival and leaves once its last
-    request has completed; it is then kept among the retired until ``held()`` hands it over
-    with the rows that mention it. A loop retires chunks one of two ways: by counting
-    each completion in ``left[k]`` (chunk k's requests not completed) and calling
-    ``retire(k)``, or, at each hand-over, by ``retire_below`` the oldest request still in
-    the system, which costs the loop nothing per request.
+    request has completed: at each hand-over a loop retires, with ``retire_below``, the
+    chunks below the oldest request still in the system, which costs the loop nothing per
+    request. A retired chunk is kept until ``held()`` hands it over with the rows that
+    mention it.
     """
 
     def __init__(self) -> None:
         self.size = 1
         self.traces: list[Trace | None] = []
         self.services: list[Sequence[float] | None] = []
-        self.left: list[int] = []
         self._chunks: list[RequestChunk | None] = []
         self._retired: list[RequestChunk] = []
         self._last_length = 0
@@ -42,23 +40,19 @@ class RequestWindow:
         self._chunks.append(chunk)
         self.traces.append(chunk.trace)
         self.services.append(service)
-        self.left.append(length)
         self._last_length = length
 
-    def retire(self, k: int) -> None:
-        """Chunk k's last request completed."""
-        chunk = self._chunks[k]
-        assert chunk is not None, f"chunk {k} retired twice"
-        self._retired.append(chunk)
-        self._chunks[k] = self.traces[k] = self.services[k] = None
-
-    def retire_below(self, oldest: int) -> None:
-        """Retire, oldest first, every chunk whose requests all lie below request ``oldest``."""
-        chunks, k = self._chunks, self._first_held
+    def retire_below(self, oldest: int) -> range:
+        """Retire, oldest first, every chunk whose requests all lie below request ``oldest``;
+        returns the indexes of the chunks it retired."""
+        chunks, first = self._chunks, self._first_held
+        k = first
         while k < len(chunks) and (chunk := chunks[k]) is not None and chunk.start + len(chunk.trace) <= oldest:
-            self.retire(k)
+            self._retired.append(chunk)
+            chunks[k] = self.traces[k] = self.services[k] = None
             k += 1
         self._first_held = k
+        return range(first, k)
 
     def held(self) -> list[RequestChunk]:
         """Every chunk the rows since the last call can mention, in order; forgets the retired ones."""
