@@ -242,3 +242,22 @@ async def test_warming_finds_a_log_the_shadow_cannot_follow_before_any_step() ->
         drr = app.runs[1]
         assert drr.cursor.k <= 0
         assert "drr with these settings picks" in app.teacher.unfollowable[drr.key]
+
+
+async def test_a_lessons_outcome_shows_whole_and_a_step_back_brings_back_the_introductions_box(tmp_path: Path) -> None:
+    """The outcome ends with the commands that print the same figures: the panel grows to show
+    every line of it, not a scroll bar over the last; stepping back shows the introduction in its box again."""
+    app = lesson_dashboard(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        panel = app.query_one(LessonPanel)
+        box = panel.outer_size.height
+        await until(pilot, lambda: panel.outcome is not None, "the lesson's measured outcome")
+        await pilot.press("end")
+        await pilot.pause()
+        lines = panel.text.splitlines()
+        assert lines[-1].startswith("the same figures: sfqtui gen") and len(lines) > box - 2
+        assert panel.content_region.height == len(lines) and panel.max_scroll_y == 0
+        await pilot.press("left")
+        await pilot.pause()
+        assert "A B B B A B B B" in panel.text and panel.outer_size.height == box

@@ -14,7 +14,12 @@ from sfqtui.ui.widgets.text_view import TextView
 
 
 class LessonPanel(TextView):
-    DEFAULT_CSS = "LessonPanel { height: 9; padding: 0 1; border: round $accent 50%; border-title-color: $text; }"
+    # The introduction keeps to its box while the panes step; the outcome, at the end, shows whole
+    # (with the commands that print the same figures last), up to half the screen.
+    DEFAULT_CSS = """
+    LessonPanel { height: 9; padding: 0 1; border: round $accent 50%; border-title-color: $text; }
+    LessonPanel.-outcome { height: auto; max-height: 50%; }
+    """
 
     def __init__(self, lesson: Lesson, **kwargs: object) -> None:
         super().__init__(**kwargs)
@@ -23,8 +28,12 @@ class LessonPanel(TextView):
         self.border_title = f"lesson {lesson.section}: {lesson.title}"
 
     def show(self, at_end: bool) -> None:
-        if at_end and self.outcome is not None:
-            self.set_text([Text("The outcome, measured on this trace:", "bold"), *(Text(line) for line in self.outcome)])
+        outcome = self.outcome if at_end else None
+        if (outcome is not None) != self.has_class("-outcome"):  # the other text: its own box and scroll range
+            self.set_class(outcome is not None, "-outcome")
+            self.reset_extent()
+        if outcome is not None:
+            self.set_text([Text("The outcome, measured on this trace:", "bold"), *(Text(line) for line in outcome)])
         else:
             watch = Text(self.lesson.introduction)
             hint = Text(f"→ steps all panes by {self.lesson.lockstep} (l switches), space plays; the outcome shows at the end (end key); "
