@@ -228,7 +228,7 @@ class SfqApp(App[str]):
             connection=self.open_runs.link_of(run),
             speed=self.player.speed,
             options=self.options,
-            replicas=run.replicas, limits=run.live.limits if run.live is not None else None,
+            replicas=run.replicas, limits=run.live.limits if run.live is not None else None, repriced=bool(run.metadata.get("repriced")),
             bound=run.live.bound if run.live is not None else recorded_bound(run.metadata, run.table.t[run.cursor.k] if run.cursor.k >= 0 else None),
         )
 
