@@ -279,8 +279,7 @@ class SfqApp(App[str]):
         """The cursor moved to ``k`` (None: it could not, said in ``nothing``)."""
         if k is None:
             self.notify(nothing, timeout=3)
-        if self.current.live is not None:
-            self.current.live.following = self.cursor.k == len(self.table) - 1  # a live run follows the tail only from there
+        self.player.moved()
         self.follow()
         self.refresh_views()
 
@@ -398,7 +397,8 @@ class SfqApp(App[str]):
             return
         self.lockstep = MODES[(MODES.index(self.lockstep) + 1) % len(MODES)]
         self.notify(f"lockstep by {self.lockstep}", timeout=2)
-        self.moved(self.cursor.k, "")
+        self.follow()  # the leader stays where it is (and plays on): the others move to its moment
+        self.refresh_views()
 
     async def relayout(self) -> None:
         """Compose the dashboard again for another set of runs (recompose rebuilds the
