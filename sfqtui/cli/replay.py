@@ -141,7 +141,7 @@ def _check_replay_arguments(args: list[str]) -> None:
         typer.main.get_command(checking).main(args, prog_name="sfqtui replay", obj=CHECK_ONLY)
     except SystemExit as ended:  # the command's own end: 0 once checked, else replay's status, its message printed
         if ended.code:
-            raise typer.Exit(ended.code) from None
+            raise typer.Exit(ended.code if isinstance(ended.code, int) else 2) from None
 
 
 def _check_port(host: str, port: int) -> None:
