@@ -50,7 +50,7 @@ class StatusLine(TextView):
         slots = count(frame.slots) if frame.slots else "?"
         parts = [
             always(Text(table.scheduler, "bold")),
-            part(10, Text(f"  {REPRICED}", "bold yellow") if frame.repriced else "", Text("  repriced", "bold yellow")),
+            *((part(10, Text(f"  {REPRICED}", "bold yellow"), Text("  repriced", "bold yellow")),) if frame.repriced else ()),
             *self._connection(frame),
             *bound_part(frame.bound),
             *status_text(frame),  # a run of several replicas: the one shown (or all) first
