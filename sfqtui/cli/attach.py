@@ -1,8 +1,10 @@
 """`sfqtui attach`: the dashboard on a live proxy's event stream."""
 
+from __future__ import annotations
+
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -10,8 +12,12 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import counted
 from sfqtui.live.source import WINDOW
+from sfqtui.live.stream import REFUSED
 from sfqtui.paths import check_output
 from sfqtui.runs.live import LiveOpening
+
+if TYPE_CHECKING:
+    from sfqtui.ui.app import SfqApp  # the dashboard loads only once the arguments are checked
 
 
 @refuses_bad_input
@@ -40,7 +46,7 @@ def attach(
     followed. A restarted proxy is a new run: its events start again from seq 0, the
     status line says since when, and `e` shows the earlier runs' events.
     """
-    from sfqtui.ui.app import run_dashboard
+    from sfqtui.ui.app import SfqApp
 
     for url in urls:
         if not url.startswith(("http://", "https://")):
@@ -50,8 +56,9 @@ def attach(
     if record is not None:
         check_output(record, "--record")
     opening = LiveOpening(tuple(urls), token, record, window)
+    dashboard = SfqApp(opening)
     try:
-        run_dashboard(opening)
+        dashboard.run()
     finally:
         recording = opening.recording
         if recording is not None:
@@ -63,5 +70,15 @@ def attach(
             print(f"saved {counted(events, 'event')} to {path}")
         for problem in recording.problems:
             print(f"sfqtui: error: --record: {problem}", file=sys.stderr)
-        if recording.problems:
-            raise typer.Exit(1)
+    refused = _refusal(dashboard)
+    if refused is not None:
+        raise fail(refused)  # it says what was refused and what to give instead (sfqtui/live/stream.py)
+    if recording is not None and recording.problems:
+        raise typer.Exit(1)
+
+
+def _refusal(dashboard: SfqApp) -> str | None:
+    """Why the stream was refused for good (no event stream at the URL, a wrong token), if it was."""
+    run = dashboard.open_runs.live_run()
+    link = run.live.link if run is not None and run.live is not None else None
+    return link.detail if link is not None and link.state == REFUSED else None

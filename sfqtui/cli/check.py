@@ -1,9 +1,11 @@
 """`sfqtui check`: verify an event log against the article's invariants."""
 
+import shlex
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated
 
+import pyarrow.parquet as pq
 import typer
 
 from sfqtui.cli.engine_start import engine_start_lines
@@ -14,7 +16,11 @@ from sfqtui.core.analysis.fairness import FairnessTally
 from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, count, counted
+from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import has_kind, iter_log_rows, output_weight_of, read_log_schema
+from sfqtui.trace.load import read_parquet_header
+from sfqtui.trace.schema import LOG_COLUMNS, REQUIRED
+from sfqtui.trace.write import read_metadata
 
 
 def render(report: AuditReport, path: Path, replicas: ReplicaSettings | None = None, engine: list[str] | None = None) -> str:
@@ -76,8 +82,10 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     start running) also gets the worst |W_i - W_j| at engine start beside the one at
     dispatch, and how many starts came out of order; a proxy's stream without them says
     that fairness at engine start is not available. The log is read in batches.
-    Exits 1 on any violation.
+    Exits 1 on any violation. A trace (a proxy's --record file) is checked once replayed:
+    sfqtui simulate TRACE -o log.parquet, then sfqtui check log.parquet.
     """
+    _refuse_a_trace(log)
     metadata, _columns, scheduler = read_log_schema(log)
     replicas = ReplicaSettings.from_metadata(metadata.get("replicas"))
     slots = metadata.get("slots")
@@ -91,6 +99,20 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     typer.echo(render(report, log, replicas, None if starts is None else engine_start_lines(starts.report(scheduler))))
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _refuse_a_trace(path: Path) -> None:
+    """InputError for a trace (requests, semantics §1: a proxy's --record file, or what gen or
+    import wrote) given for a log: what it is, and the commands that check its replay."""
+    read_parquet_header(path, what="event log")
+    names = set(pq.read_schema(path).names)
+    if set(LOG_COLUMNS) <= names or not set(REQUIRED) <= names:
+        return
+    recorded = read_metadata(path).get("source") == "sfqtui proxy"
+    what = "a proxy's recording (a trace of the requests it dispatched)" if recorded else "a trace (requests, semantics §1)"
+    again = " (the proxy's decisions again)" if recorded else ""
+    raise InputError(f"{path}: {what}, not an event log: `sfqtui simulate {shlex.quote(str(path))} -o log.parquet` replays it into one{again}, "
+                     "then `sfqtui check log.parquet`")
 
 
 def _feeding(chunks: Iterable[LogRows], tally: FairnessTally) -> Iterator[LogRows]:

@@ -9,9 +9,8 @@ from rich.console import Console
 
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.numbers import Fixed, counted
-from sfqtui.importers.convert import FORMATS, import_trace
+from sfqtui.importers.formats import IMPORT_FORMATS, importer
 from sfqtui.importers.gateway import LogSummary
-from sfqtui.importers.logs import LOG_FORMATS, import_log
 from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
 from sfqtui.paths import check_output
 from sfqtui.trace.offered_load import HEADROOM
@@ -21,7 +20,7 @@ TENTHS = Fixed(1)  # the summary's seconds and slots busy
 
 @refuses_bad_input
 def import_command(
-    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(FORMATS + LOG_FORMATS)}.", show_default=False)],
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=f"One of: {', '.join(IMPORT_FORMATS)}.", show_default=False)],
     sources: Annotated[list[Path], typer.Argument(metavar="SRC", help="Source files (several share one clock).", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Trace Parquet file to write.")],
     user_from: Annotated[str | None, typer.Option(
@@ -48,9 +47,12 @@ def import_command(
     ] = None,
     time_unit: Annotated[str, typer.Option("--time-unit", help=f"csv/jsonl: the arrival column's unit: {', '.join(TIME_UNITS)}.")] = "s",
 ) -> None:
-    """Convert real traces (Azure LLM inference, BurstGPT, Mooncake, or any CSV/JSONL) to a
-    trace every command replays. Arrival times become seconds from the first request of
-    all files; request ids are FILE:LINE. Formats:
+    """Convert real traces (Azure LLM inference, BurstGPT, Mooncake, any CSV/JSONL) and
+    gateways' request logs (LiteLLM, OpenTelemetry, Envoy AI Gateway) to a trace every
+    command replays.
+
+    Arrival times become seconds from the first request of all files; request ids are
+    FILE:LINE. The formats:
 
     **azure**: TIMESTAMP, ContextTokens, GeneratedTokens; each file is a service (its model and, by default, its user).
 
@@ -74,6 +76,7 @@ def import_command(
     **envoy-ai-gateway**: Envoy AI Gateway JSON access logs; lines without token counts (MCP calls) are skipped, e.g.
     `sfqtui import envoy-ai-gateway access.log -o t.parquet --user-from x-user-id`.
     """
+    run = importer(fmt)
     if time_unit not in TIME_UNITS:
         raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")
     if jitter < 0:
@@ -90,8 +93,7 @@ def import_command(
     )
     console = Console(file=sys.stderr)
     with console.status("importing") as status:
-        run = import_log if fmt in LOG_FORMATS else import_trace
-        summary = run(fmt, sources, output, options, progress=lambda message: status.update(message))
+        summary = run(fmt, sources, output, options, lambda message: status.update(message))
     typer.echo(f"wrote {output}: {counted(summary.rows, 'request')} from {counted(summary.users, 'user')}, {counted(summary.files, 'file')}, "
                f"{TENTHS(summary.span_s)} s of arrivals")
     if summary.slots is not None and summary.offered_load is not None:

@@ -1,12 +1,15 @@
 """`sfqtui replay`, `sfqtui demo` and `sfqtui serve`: the dashboard in a terminal or a browser."""
 
+import errno
 import shlex
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from sfqtui.cli.command import Command
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.fixed_log import refuse_trace_options
 from sfqtui.cli.one_slot import note_one_slot
@@ -17,6 +20,7 @@ from sfqtui.core.engine.run_spec import parse_run_specs
 from sfqtui.core.log.lockstep import MODES
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
+from sfqtui.errors import InputError
 from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.scenarios import DEMO_TRACE
 from sfqtui.trace.load import suggested_slots
@@ -33,6 +37,7 @@ def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Openin
 
 # The dashboard's own options; every other option of `replay` says how to replay a trace.
 _DASHBOARD_OPTIONS = ("paths", "speed", "play", "lockstep")
+CHECK_ONLY = "check only"  # the context object of `serve`'s check of its arguments: replay checks them and opens nothing
 
 
 @refuses_bad_input
@@ -92,7 +97,8 @@ def replay(
         openings += [base.rerun(**spec.changes(base.config)) for spec in parse_run_specs(compare)]
     for trace, source in check_openings(openings).items():
         note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)
-    run_dashboard(openings, speed=speed, autoplay=play, lockstep=lockstep)
+    if ctx.obj != CHECK_ONLY:
+        run_dashboard(openings, speed=speed, autoplay=play, lockstep=lockstep)
 
 
 @refuses_bad_input
@@ -119,6 +125,37 @@ def serve(
     """
     from textual_serve.server import Server
 
+    _check_replay_arguments(args or [])
+    _check_port(host, port)
     command = shlex.join([sys.executable, "-m", "sfqtui", "replay", *(args or [])])
     typer.echo(f"serving `{command}` on http://{host}:{port}")
     Server(command, host=host, port=port, title="sfqtui").serve()
+
+
+def _check_replay_arguments(args: list[str]) -> None:
+    """Refuse what `sfqtui replay ARGS` would refuse, with its message and exit status, before
+    serving: every visitor's session runs it, and none should be the first to find out."""
+    checking = typer.Typer(rich_markup_mode="markdown", pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+    checking.command(cls=Command)(replay)
+    try:
+        typer.main.get_command(checking).main(args, prog_name="sfqtui replay", obj=CHECK_ONLY)
+    except SystemExit as ended:  # the command's own end: 0 once checked, else replay's status, its message printed
+        if ended.code:
+            raise typer.Exit(ended.code if isinstance(ended.code, int) else 2) from None
+
+
+def _check_port(host: str, port: int) -> None:
+    """InputError when the server could not listen on ``host``:``port`` (every address the
+    name has, as the server binds them), before textual-serve prints that it serves there."""
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE):
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio's server does
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise InputError(f"port {port} is taken on {host} (another server listens there); --port picks another, "
+                             f"e.g. --port {port + 1 if port < 65535 else 8001}") from None
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -228,7 +228,7 @@ class SfqApp(App[str]):
             connection=self.open_runs.link_of(run),
             speed=self.player.speed,
             options=self.options,
-            replicas=run.replicas, limits=run.live.limits if run.live is not None else None,
+            replicas=run.replicas, limits=run.live.limits if run.live is not None else None, repriced=bool(run.metadata.get("repriced")),
             bound=run.live.bound if run.live is not None else recorded_bound(run.metadata, run.table.t[run.cursor.k] if run.cursor.k >= 0 else None),
         )
 
@@ -279,8 +279,7 @@ class SfqApp(App[str]):
         """The cursor moved to ``k`` (None: it could not, said in ``nothing``)."""
         if k is None:
             self.notify(nothing, timeout=3)
-        if self.current.live is not None:
-            self.current.live.following = self.cursor.k == len(self.table) - 1  # a live run follows the tail only from there
+        self.player.moved()
         self.follow()
         self.refresh_views()
 
@@ -398,7 +397,8 @@ class SfqApp(App[str]):
             return
         self.lockstep = MODES[(MODES.index(self.lockstep) + 1) % len(MODES)]
         self.notify(f"lockstep by {self.lockstep}", timeout=2)
-        self.moved(self.cursor.k, "")
+        self.follow()  # the leader stays where it is (and plays on): the others move to its moment
+        self.refresh_views()
 
     async def relayout(self) -> None:
         """Compose the dashboard again for another set of runs (recompose rebuilds the

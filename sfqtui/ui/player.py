@@ -1,5 +1,6 @@
 """Space: play the leading run at a speed (events per second), or, for a live stream, pause
-and resume following its newest event. The app holds one ``Player`` and gives it its timer."""
+and resume following its newest event; a key that moves the cursor pauses play. The app
+holds one ``Player`` and gives it its timer."""
 
 from __future__ import annotations
 
@@ -40,14 +41,26 @@ class Player:
                 run.cursor.end()
             self._host.refresh_views()
             return
-        self.playing = not self.playing
+        self._play(not self.playing)
+        self._host.refresh_views()
+
+    def moved(self) -> None:
+        """The user moved the cursor (a step key, go to, a search, a click): play pauses, so that
+        the step is not carried on past what was asked; a live run follows its newest event only from there."""
+        run = self._host.current
+        if run.live is not None:
+            run.live.following = run.cursor.k == len(run.table) - 1
+        elif self.playing:
+            self._play(False)
+
+    def _play(self, playing: bool) -> None:
+        self.playing = playing
         self._carry = 0.0
         if self.timer is not None:
-            if self.playing:
+            if playing:
                 self.timer.resume()
             else:
                 self.timer.pause()
-        self._host.refresh_views()
 
     def tick(self) -> None:
         self._carry += self.speed / TICKS_PER_S

@@ -1,6 +1,7 @@
 """One line: scheduler (and, for a run of replicas, the one shown: k cycles), time, v, c_max, the seq of the current
 event (and the last seq) and its kind, slots, play state, for a live stream its connection (sfqtui.ui.live.connection),
-and, while a group's bound is suspended, since when and why."""
+and, while a group's bound is suspended, since when and why. A replay repriced by the estimator (a what-if, not the
+trace's recorded charges) says so after the scheduler's name."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 
 from rich.text import Text
 
+from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
 from sfqtui.ui.frame import Frame
@@ -48,6 +50,7 @@ class StatusLine(TextView):
         slots = count(frame.slots) if frame.slots else "?"
         parts = [
             always(Text(table.scheduler, "bold")),
+            *((part(10, Text(f"  {REPRICED}", "bold yellow"), Text("  repriced", "bold yellow")),) if frame.repriced else ()),
             *self._connection(frame),
             *bound_part(frame.bound),
             *status_text(frame),  # a run of several replicas: the one shown (or all) first

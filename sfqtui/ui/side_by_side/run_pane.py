@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, seconds
 from sfqtui.ui.frame import Frame
@@ -141,6 +142,8 @@ class RunPane(Vertical):
         title = f"{frame.table.scheduler}: {traits.title}" if traits is not None else frame.table.scheduler
         if frame.replicas is not None and frame.replicas.settings is not None and frame.replicas.settings.replicated:
             title += f", {frame.replicas.settings.describe()}"
+        if frame.repriced:
+            title += f", {REPRICED}"
         if title != self.border_title:  # setting it repaints the whole pane, even to the same text
             self.border_title = title
         self.head.show(frame, narration, differs)
