@@ -18,7 +18,6 @@ from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
-from sfqtui.live.bound import recorded_bound
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
@@ -224,12 +223,11 @@ class SfqApp(App[str]):
             slots=run.slots,
             loaded=run.loaded,
             loading=run.loading,
-            playing=self.player.playing or (run.live is not None and run.live.following),
+            playing=self.player.playing or run.following,
             connection=self.open_runs.link_of(run),
             speed=self.player.speed,
             options=self.options,
-            replicas=run.replicas, limits=run.live.limits if run.live is not None else None,
-            bound=run.live.bound if run.live is not None else recorded_bound(run.metadata, run.table.t[run.cursor.k] if run.cursor.k >= 0 else None),
+            replicas=run.replicas, limits=run.limits, bound=run.bound(),
         )
 
     def refresh_views(self) -> None:
@@ -279,8 +277,7 @@ class SfqApp(App[str]):
         """The cursor moved to ``k`` (None: it could not, said in ``nothing``)."""
         if k is None:
             self.notify(nothing, timeout=3)
-        if self.current.live is not None:
-            self.current.live.following = self.cursor.k == len(self.table) - 1  # a live run follows the tail only from there
+        self.current.moved()
         self.follow()
         self.refresh_views()
 

@@ -33,11 +33,7 @@ class Player:
         self.timer: Timer | None = None  # ticks TICKS_PER_S times a second while playing
 
     def toggle(self) -> None:
-        run = self._host.current
-        if run.live is not None:  # a live stream: space pauses and resumes following it
-            run.live.following = not run.live.following
-            if run.live.following:
-                run.cursor.end()
+        if self._host.current.toggle_following():  # a live stream: space pauses and resumes following it
             self._host.refresh_views()
             return
         self.playing = not self.playing

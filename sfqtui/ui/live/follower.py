@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sfqtui.core.analysis.audit import Violation
-from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import count
 from sfqtui.live.bound import bound_of
 from sfqtui.live.stream import LIVE, RECONNECTING, REFUSED, STOPPED, RunStarted, Status
 from sfqtui.runs.live import LiveState
-from sfqtui.runs.run import Run
+from sfqtui.runs.run import LATE_VIOLATIONS, LiveRun, Run
 from sfqtui.ui.live.connection import Link, clock, waiting_message
-
-LATE_VIOLATIONS = 100_000  # a live window's violations are placed up to this far past its end (the audit may be ahead)
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ class LiveFollower:
 
     def _keep_ended(self, run: Run, live: LiveState, shown: Run, ended_by: float) -> None:
         """Keep the live run's events as an ended proxy run (over by ``ended_by``, the next one's start), within the live window's memory."""
-        ended = Run(run.opening, scheduler=run.scheduler, title=run.title, slots=run.slots, metadata=run.metadata, loaded=1.0,
+        ended = LiveRun(run.opening, scheduler=run.scheduler, title=run.title, slots=run.slots, metadata=run.metadata, loaded=1.0,
                     loading=False, started=True, broken=run.broken, checked=run.checked, audit_failure=run.audit_failure,
                     live=LiveState(proxy_run=live.proxy_run, ended_at=ended_by, following=False, violations=live.violations))
         ended.table, ended.timeline, ended.cursor = run.table, run.timeline, run.cursor
@@ -143,8 +140,3 @@ class LiveFollower:
         run.place_violations(violations, before=len(run.table) + LATE_VIOLATIONS)
         return Toast(f"{count(len(run.cursor.violations))} event(s) of the stream break an invariant: x jumps to the next",
                      severity="warning", timeout=None)
-
-    @staticmethod
-    def window_started(run: Run, live: LiveState, first_seq: int, seed: State, new_users: list[str], weights: list[float]) -> None:
-        run.new_window(first_seq, seed, new_users, weights)
-        run.place_violations(live.violations, before=len(run.table) + LATE_VIOLATIONS)

@@ -187,9 +187,7 @@ class OpenRuns:
                 self._screen.refresh_views()
             case ShadowWarmed() if message.shadow is not None:
                 self.teacher.adopt(run, message.shadow)
-            case WindowStarted() if run.live is not None:
-                self.live.window_started(run, run.live, message.first_seq, message.seed, message.new_users, message.weights)
-            case WindowStarted():  # a saved log that starts from a snapshot of the proxy's state
+            case WindowStarted():  # a stream's next window, or a saved log that starts from a snapshot of the proxy's state
                 run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
 
     def worker_changed(self, event: Worker.StateChanged) -> None:
@@ -233,7 +231,7 @@ class OpenRuns:
         if first and run is self.current:
             self.start_followers()
             self.show_waiting(run)
-        if message.fraction is None and run.live is not None and run.live.following:
+        if run.following:
             run.cursor.end()
         keep_out_of_collections()  # long-lived objects now sit in the table
         if message.shown is not None:
