@@ -20,7 +20,7 @@ from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import count
 from sfqtui.runs.protocols import RunOpening
-from sfqtui.runs.run import Run
+from sfqtui.runs.run import LiveRun, Run
 from sfqtui.ui.live.connection import Link
 from sfqtui.ui.live.follower import LiveFollower, Toast
 from sfqtui.ui.loading.messages import (
@@ -170,18 +170,8 @@ class OpenRuns:
                 self._chart_ready(run, message)
             case Analysed():
                 self._analysed(run, message)
-            case ConnectionChanged():
-                self._connection_changed(run, message)
-            case ProxyRunStarted():
-                self._proxy_run_started(run, message)
-            case BoundChanged() if run.live is not None:
-                run.live.bound = message.bound
-                self._screen.refresh_views()
-            case LimitsChanged() if run.live is not None:
-                run.live.limits, run.slots = message.limits, sum(message.limits.values())
-                self._screen.refresh_views()
-            case LiveAudit() if run.live is not None:
-                self._say(self.live.audited(run, run.live, message.violations, message.stopped))
+            case ConnectionChanged() | ProxyRunStarted() | BoundChanged() | LimitsChanged() | LiveAudit() if isinstance(run, LiveRun):
+                self._stream_said(run, message)
             case ShadowWarmed() if message.mismatch is not None:
                 self.teacher.refuse(run, message.mismatch)
                 self._screen.refresh_views()
@@ -283,21 +273,28 @@ class OpenRuns:
 
     # A live stream: its connection, its proxy runs, and the log's message until the first event.
 
-    def _connection_changed(self, run: Run, message: ConnectionChanged) -> None:
-        if run.live is not None:
-            self._say(self.live.connection_changed(run, run.live, message.status))
-        self._screen.refresh_views()
-        self.show_waiting(run)
-
-    def _proxy_run_started(self, run: Run, message: ProxyRunStarted) -> None:
-        if run.live is None:
-            return
-        toast = self.live.proxy_run_started(run, run.live, message.started, self.current)
-        if run is self.current and self._screen.drawing and not self.side_by_side:
-            self.show_table(run)
-        self._say(toast)
-        self._screen.refresh_views()
-        self.show_waiting(run)
+    def _stream_said(self, run: LiveRun, message: ConnectionChanged | ProxyRunStarted | BoundChanged | LimitsChanged | LiveAudit) -> None:
+        """What only a live stream says besides its events, for its run."""
+        match message:
+            case ConnectionChanged():
+                self._say(self.live.connection_changed(run, run.live, message.status))
+                self._screen.refresh_views()
+                self.show_waiting(run)
+            case ProxyRunStarted():
+                toast = self.live.proxy_run_started(run, run.live, message.started, self.current)
+                if run is self.current and self._screen.drawing and not self.side_by_side:
+                    self.show_table(run)
+                self._say(toast)
+                self._screen.refresh_views()
+                self.show_waiting(run)
+            case BoundChanged():
+                run.live.bound = message.bound
+                self._screen.refresh_views()
+            case LimitsChanged():
+                run.live.limits, run.slots = message.limits, sum(message.limits.values())
+                self._screen.refresh_views()
+            case LiveAudit():
+                self._say(self.live.audited(run, run.live, message.violations, message.stopped))
 
     def show_earlier(self) -> None:
         """Show the proxy run before the one shown (from the first, the live one again)."""
