@@ -6,12 +6,12 @@ from typing import Annotated
 
 import typer
 
+from sfqtui.attach.source import WINDOW
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import counted
-from sfqtui.live.source import WINDOW
 from sfqtui.paths import check_output
-from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.stream_opening import LiveOpening
 
 
 @refuses_bad_input

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from sfqtui.runs.live import LiveState
+from sfqtui.runs.stream_opening import LiveState
 from sfqtui.trace.sources import EventSource
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
+from sfqtui.attach.bound import Bound, recorded_bound
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.cursor import Cursor
@@ -16,9 +17,8 @@ from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.live.bound import Bound, recorded_bound
-from sfqtui.runs.live import LiveState, start_window
 from sfqtui.runs.protocols import RunOpening
+from sfqtui.runs.stream_opening import LiveState, start_window
 from sfqtui.trace.notices import WindowStarts
 
 _keys = count(1)

@@ -2,7 +2,7 @@
 which its reader matches on by type.
 
 A source that ends (a replay, a saved log) says at most ``WindowStarts``; a live
-stream's words (its connection, its proxy runs, its audit, ...) are in sfqtui.live.
+stream's words (its connection, its proxy runs, its audit, ...) are in sfqtui.attach.
 """
 
 from __future__ import annotations

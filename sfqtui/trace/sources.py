@@ -1,7 +1,7 @@
 """Event sources for the views: a trace replayed by the core, or a saved event log.
 
 Both yield the same thing: ``(EventBatch, fraction done)`` pairs, built from Arrow tables
-with the §7 columns by one converter (a live stream is a third source, in sfqtui.live;
+with the §7 columns by one converter (a live stream is a third source, in sfqtui.attach;
 its fraction is None, since it never ends), and between them the source's notices
 (sfqtui.trace.notices). Request ids stay in Arrow: each request gets
 a code when it is first seen, and its id is kept once, in one growing store of Arrow

@@ -26,7 +26,6 @@ from sfqtui.ui.commands.palette import palette_commands
 from sfqtui.ui.commands.reruns import Reruns
 from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.layout import dashboard
-from sfqtui.ui.live.connection import WaitingForEvents
 from sfqtui.ui.loading.messages import OutcomeMeasured, RunMessage
 from sfqtui.ui.loading.open_runs import OpenRuns
 from sfqtui.ui.panes.event_log import EventLog
@@ -42,6 +41,7 @@ from sfqtui.ui.side_by_side.lesson import LessonPanel
 from sfqtui.ui.side_by_side.run_pane import RunPane
 from sfqtui.ui.side_by_side.teacher import Teacher
 from sfqtui.ui.side_by_side.view import SideBySide
+from sfqtui.ui.stream.connection import WaitingForEvents
 from sfqtui.ui.widgets.ask import Ask
 from sfqtui.ui.widgets.clicks import EventClicked, UserClicked
 

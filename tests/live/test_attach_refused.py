@@ -13,9 +13,9 @@ from starlette.applications import Starlette
 
 from fake_upstream import ServerThread
 from proxy_fixtures import EVENTS_TOKEN, running_proxy
-from sfqtui.live.source import LiveSource
-from sfqtui.live.stream import REFUSED, EventStream, Status
-from sfqtui.ui.live.connection import Link, connection_part, waiting_message
+from sfqtui.attach.source import LiveSource
+from sfqtui.attach.stream import REFUSED, EventStream, Status
+from sfqtui.ui.stream.connection import Link, connection_part, waiting_message
 
 
 def refusal(url: str, token: str | None) -> Status:

@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from proxy_fixtures import KEY_OF, openai_sync_http, running_proxy, state, wait_for
+from sfqtui.attach.run_logs import RunLogs
+from sfqtui.attach.source import AuditSoFar, AuditStopped, LiveSource
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.analysis.audit import Snapshot, audit
 from sfqtui.core.analysis.audit.snapshot import UserAtSnapshot
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.rows import LogRows
-from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.source import AuditSoFar, AuditStopped, LiveSource
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.eventlog import read_log

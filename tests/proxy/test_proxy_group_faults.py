@@ -21,9 +21,9 @@ import pytest
 
 from proxy_fixtures import KEY_OF, TLS, by_request, openai_http, read_events, state
 from redis_server import free_port
-from sfqtui.live.bound import Bound
-from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.source import LiveSource
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.run_logs import RunLogs
+from sfqtui.attach.source import LiveSource
 from sfqtui.trace.write import read_metadata
 from test_proxy_group import audited, lifecycles_ok
 

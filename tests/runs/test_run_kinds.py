@@ -9,9 +9,9 @@ from pathlib import Path
 from late_log import JOIN, TRACES, late_log
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import EventBatch
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import LiveRun, Run
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.trace.notices import WindowStarts
 from sfqtui.trace.sources import LogFileSource
 

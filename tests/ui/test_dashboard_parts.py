@@ -13,20 +13,20 @@ import pytest
 from textual.message import Message
 
 from late_log import JOIN, late_log
+from sfqtui.attach.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.live.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.runs.export_frames import ListedRows, log_frame, shares_frame
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.ui.live.follower import LiveFollower
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.loading.messages import Analysed, ChartReady, EventsLoaded, LiveAudit, LoadFailed, LoadFinished, Opened, WindowStarted
 from sfqtui.ui.loading.open_runs import OpenRuns
 from sfqtui.ui.loading.run_loader import RunLoader
 from sfqtui.ui.player import TICKS_PER_S, Player
 from sfqtui.ui.side_by_side.teacher import Teacher
+from sfqtui.ui.stream.follower import LiveFollower
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "traces" / "heavy-vs-light.parquet"

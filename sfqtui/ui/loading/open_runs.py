@@ -21,8 +21,6 @@ from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import count
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import LiveRun, Run
-from sfqtui.ui.live.connection import Link
-from sfqtui.ui.live.follower import LiveFollower, Toast
 from sfqtui.ui.loading.messages import (
     Analysed,
     BoundChanged,
@@ -41,6 +39,8 @@ from sfqtui.ui.loading.messages import (
 )
 from sfqtui.ui.loading.run_loader import LoaderHost, RunLoader
 from sfqtui.ui.side_by_side.teacher import Teacher
+from sfqtui.ui.stream.connection import Link
+from sfqtui.ui.stream.follower import LiveFollower, Toast
 
 
 class RunsScreen(LoaderHost, Protocol):

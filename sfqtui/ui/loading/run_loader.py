@@ -19,18 +19,18 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, get_current_worker
 
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.source import AuditSoFar, AuditStopped, LimitsHeard, RecordingFailed
+from sfqtui.attach.stream import RunStarted, Status
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.live.bound import Bound
-from sfqtui.live.source import AuditSoFar, AuditStopped, LimitsHeard, RecordingFailed
-from sfqtui.live.stream import RunStarted, Status
 from sfqtui.runs.audit_job import violations
-from sfqtui.runs.live import start_window
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
+from sfqtui.runs.stream_opening import start_window
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.notices import Notice, WindowStarts

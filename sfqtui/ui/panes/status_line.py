@@ -1,5 +1,5 @@
 """One line: scheduler (and, for a run of replicas, the one shown: k cycles), time, v, c_max, the seq of the current
-event (and the last seq) and its kind, slots, play state, for a live stream its connection (sfqtui.ui.live.connection),
+event (and the last seq) and its kind, slots, play state, for a live stream its connection (sfqtui.ui.stream.connection),
 and, while a group's bound is suspended, since when and why."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from rich.text import Text
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.live.connection import bound_part, connection_part
 from sfqtui.ui.panes.replicas import status_text
+from sfqtui.ui.stream.connection import bound_part, connection_part
 from sfqtui.ui.widgets.fitted_line import FittedLine, Part, always, part
 from sfqtui.ui.widgets.text_view import TextView
 

@@ -11,7 +11,7 @@ Iterate it from a plain thread; it yields, in order:
   first run followed, and each new one after a restart; its seqs start again from 0;
 - ``Gap`` when events are missing (the proxy's ring no longer held them, or the stream
   started after seq 0): the first seq still held, and ``/v1/sfq/state`` read again;
-- ``Bound`` when a replica of a group says whether the group's bound holds (sfqtui.live.bound).
+- ``Bound`` when a replica of a group says whether the group's bound holds (sfqtui.attach.bound).
 
 A reader thread follows the stream with sync httpx and httpx-sse. Given several URLs
 (replicas of one group serve the same seqs under the same run id), it follows the first
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 from httpx_sse import ServerSentEvent, connect_sse
 
-from sfqtui.live.bound import Bound, bound_of
+from sfqtui.attach.bound import Bound, bound_of
 from sfqtui.protocol import BOUND, BYE, RUN, TYPED_KINDS, ProxyState, RunEvent
 from sfqtui.trace.notices import Notice
 from sfqtui.trace.schema import LOG_EXTRAS, LOG_SCHEMA

@@ -26,12 +26,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sfqtui.attach.bound import Bound, in_group, of_group
+from sfqtui.attach.run_logs import RunLogs
+from sfqtui.attach.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.core.analysis.audit import GrowingAudit, Snapshot, Violation
 from sfqtui.core.log.table import EventBatch
 from sfqtui.errors import InputError
-from sfqtui.live.bound import Bound, in_group, of_group
-from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.protocol import LIMIT, ProxyState, gap_event
 from sfqtui.trace.eventlog import rows_of
 from sfqtui.trace.notices import Notice, WindowStarts

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.run_logs import RunLogs
+from sfqtui.attach.source import WINDOW, LiveSource
+from sfqtui.attach.stream import RunStarted, Status, proxy_base
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.timeline import CheckpointBuilder, State
-from sfqtui.live.bound import Bound
-from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.source import WINDOW, LiveSource
-from sfqtui.live.stream import RunStarted, Status, proxy_base
 from sfqtui.protocol import ProxyState, StateSnapshot
 from sfqtui.trace.notices import WindowStarts
 
@@ -66,7 +66,7 @@ class LiveState:
 
     @property
     def connection(self) -> str | None:
-        """The connection's state (sfqtui.live.stream.STATES, or "closed"), None before the first word of it."""
+        """The connection's state (sfqtui.attach.stream.STATES, or "closed"), None before the first word of it."""
         return self.link.state if self.link is not None else None
 
 

@@ -11,13 +11,13 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from sfqtui.attach.bound import bound_of
+from sfqtui.attach.stream import LIVE, RECONNECTING, REFUSED, STOPPED, RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.numbers import count
-from sfqtui.live.bound import bound_of
-from sfqtui.live.stream import LIVE, RECONNECTING, REFUSED, STOPPED, RunStarted, Status
-from sfqtui.runs.live import LiveState
 from sfqtui.runs.run import LATE_VIOLATIONS, LiveRun, Run
-from sfqtui.ui.live.connection import Link, clock, waiting_message
+from sfqtui.runs.stream_opening import LiveState
+from sfqtui.ui.stream.connection import Link, clock, waiting_message
 
 
 @dataclass(frozen=True)
