@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 from memory import TreePeak
 
-from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
 
 HERE = Path(__file__).resolve().parent

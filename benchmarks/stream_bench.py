@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import pyarrow as pa
 
-from sfqtui.live.stream import EventStream
+from sfqtui.attach.stream import EventStream
 
 ROOT = Path(__file__).resolve().parents[1]
 TICK_S = 0.005

@@ -30,14 +30,14 @@ LAYERS = (  # top to bottom, as the layers contract lists them
     ("cli",),
     ("ui",),
     ("runs",),
-    ("live", "proxy", "emulator", "sweep", "importers", "scenarios"),
+    ("attach", "proxy", "emulator", "sweep", "importers", "scenarios"),
     ("trace",),
     ("core",),
 )
 BESIDE = ("protocol", "errors", "paths")  # shared vocabulary every layer may use
 WHAT = {
     "cli": "the commands", "ui": "the dashboard", "runs": "a run: table,\ntimeline, cursor",
-    "live": "stream client", "proxy": "SFQ proxy", "emulator": "emulated\nengine", "sweep": "sweeps\non Dask",
+    "attach": "stream client", "proxy": "SFQ proxy", "emulator": "emulated\nengine", "sweep": "sweeps\non Dask",
     "importers": "real logs\nto traces", "scenarios": "lessons,\nsynthetic", "trace": "Parquet: traces, logs, sources",
     "core": "schedulers, replay engine, estimator, log, analyses (pure Python)",
     "protocol": "the stream's\nvocabulary", "errors": "one error\ntree", "paths": "safe\noutput",
@@ -114,13 +114,13 @@ def flows(where: dict[str, tuple[float, float]]) -> list[tuple[tuple[float, floa
     top = {name: y + BOX_H / 2 for name, (_, y) in where.items()}
     bottom = {name: y - BOX_H / 2 for name, (_, y) in where.items()}
     between = (where["proxy"][0] + where["emulator"][0]) / 2  # the gap between two boxes of the middle layer
-    lx, px, ex = where["live"][0], where["proxy"][0], where["emulator"][0]
+    lx, px, ex = where["attach"][0], where["proxy"][0], where["emulator"][0]
     return [
         ((between - 0.9, bottom["trace"]), (between - 0.9, top["core"]), "trace rows", 0.0, 0.5),
         ((between + 0.9, top["core"]), (between + 0.9, bottom["trace"]), "EventRows", 0.0, 0.5),
         ((between, top["trace"]), (between, bottom["runs"]), "EventBatch", 0.0, 0.17),
-        ((px - 0.3, bottom["proxy"]), (lx + 0.3, bottom["live"]), "SSE §8", -0.7, 0.5),
-        ((lx, top["live"]), (between - 0.7, bottom["runs"]), "EventBatch", -0.2, 0.5),
+        ((px - 0.3, bottom["proxy"]), (lx + 0.3, bottom["attach"]), "SSE §8", -0.7, 0.5),
+        ((lx, top["attach"]), (between - 0.7, bottom["runs"]), "EventBatch", -0.2, 0.5),
         ((between, top["runs"]), (between, bottom["ui"]), "Frame", 0.0, 0.5),
         ((px + 0.2, top["proxy"]), (ex - 0.2, top["emulator"]), "HTTP", -0.5, 0.5),
     ]

@@ -23,8 +23,8 @@ from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.engine.run_spec import parse_run_specs
 from sfqtui.importers.convert import import_trace
 from sfqtui.importers.options import ImportOptions, Users
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 

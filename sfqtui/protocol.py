@@ -3,7 +3,7 @@ state snapshot, and the stream's typed SSE events (``run`` first on every connec
 before a clean end), as TypedDicts: the JSON the stream carries, typed.
 
 The proxy (``sfqtui.proxy``), which publishes the stream, and the dashboard's client
-(``sfqtui.live``), which follows it, both speak it; neither imports the other.
+(``sfqtui.attach``), which follows it, both speak it; neither imports the other.
 """
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sfqtui.attach.source import WINDOW
+from sfqtui.attach.stream import REFUSED
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import counted
-from sfqtui.live.source import WINDOW
-from sfqtui.live.stream import REFUSED
 from sfqtui.paths import check_output
-from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.stream_opening import LiveOpening
 
 if TYPE_CHECKING:
     from sfqtui.ui.app import SfqApp  # the dashboard loads only once the arguments are checked
@@ -72,7 +72,7 @@ def attach(
             print(f"sfqtui: error: --record: {problem}", file=sys.stderr)
     refused = _refusal(dashboard)
     if refused is not None:
-        raise fail(refused)  # it says what was refused and what to give instead (sfqtui/live/stream.py)
+        raise fail(refused)  # it says what was refused and what to give instead (sfqtui/attach/stream.py)
     if recording is not None and recording.problems:
         raise typer.Exit(1)
 

@@ -14,28 +14,17 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-from sfqtui.core.analysis.audit import Replicas, Violation, audit, by_seq
-from sfqtui.core.engine.replica_settings import ReplicaSettings
-from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.analysis.audit import Violation, by_seq
 from sfqtui.runs.opening import Opening
-from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
-from sfqtui.trace.sources import ReplaySource
 
 IN_CHILD_FROM = 200_000  # events; below this the audit takes well under a second
 
 
 def violations_of(opening: Opening) -> list[Violation]:
     """Where what ``opening`` opens breaks an invariant, and which, by event."""
-    if opening.is_log:
-        metadata = read_log_schema(opening.path)[0]
-        output_weight = output_weight_of(metadata)
-        replicas = Replicas(ReplicaSettings.from_metadata(metadata.get("replicas")), metadata.get("slots"))
-    else:
-        output_weight = opening.config.estimator.output_weight
-        replicas = Replicas(opening.config.replicas)  # the slots may be the trace's suggestion: not checked
-    return by_seq(audit(_rows(opening), output_weight, replicas).violations)
+    return by_seq(opening.source().audit())
 
 
 def violations(opening: Opening, events: int, cancelled: Callable[[], bool]) -> list[Violation] | None:
@@ -71,16 +60,6 @@ def audit_in_child(opening: Opening, cancelled: Callable[[], bool]) -> list[Viol
         last = errors.decode(errors="replace").strip().splitlines()[-1:] or [f"exit code {child.returncode}"]
         raise RuntimeError(f"the audit process failed: {last[0]}")
     return pickle.loads(answer)
-
-
-def _rows(opening: Opening) -> Iterator[LogRows]:
-    if opening.is_log:
-        yield from iter_log_rows(opening.path)
-        return
-    source = opening.source()
-    assert isinstance(source, ReplaySource)
-    for columns, _arrived in source.replay.chunks():
-        yield rows_from_replay(columns, source.loaded.trace, source.scheduler)
 
 
 if __name__ == "__main__":  # the child: an Opening in on stdin, the violations out on stdout

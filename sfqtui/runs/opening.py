@@ -16,7 +16,7 @@ from sfqtui.trace.eventlog import read_log_schema
 from sfqtui.trace.joined import joined_trace
 from sfqtui.trace.load import load_trace, read_parquet_header
 from sfqtui.trace.schema import LOG_COLUMNS
-from sfqtui.trace.sources import EventSource, LogFileSource, ReplaySource
+from sfqtui.trace.sources import LogFileSource, ReplaySource
 
 
 def is_event_log(path: Path) -> bool:
@@ -48,7 +48,7 @@ class Opening:
     config: ReplayConfig
     slots_given: bool = False
 
-    def source(self) -> EventSource:
+    def source(self) -> LogFileSource | ReplaySource:
         if self.is_log:
             return LogFileSource(self.path)
         loaded = load_trace(self.path)
@@ -65,7 +65,8 @@ class Opening:
     def scheduler(self) -> str:
         return self.config.scheduler
 
-    is_live = False
+    def run_state(self) -> None:
+        return None  # a trace or a saved log ends: its run holds only its events
 
     @property
     def can_rerun(self) -> bool:

@@ -1,24 +1,12 @@
-"""What the dashboard needs from an opening and from the source it opens, whichever it is:
-a trace to replay, a saved event log or a live proxy's stream."""
+"""What the dashboard needs from an opening, whichever it is: a trace to replay, a saved
+event log or a live proxy's stream (the source it opens: sfqtui.trace.sources.EventSource)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
-from sfqtui.core.log.table import EventBatch
-from sfqtui.live.source import Notice
-
-
-class RunSource(Protocol):
-    """A run's events in batches, each with the fraction loaded so far (None: the source
-    never ends); a source that never ends says what else happens in notices."""
-
-    scheduler: str
-    title: str
-    metadata: dict[str, Any]
-
-    def batches(self) -> Iterator[tuple[EventBatch | Notice, float | None]]: ...
+from sfqtui.runs.stream_opening import LiveState
+from sfqtui.trace.sources import EventSource
 
 
 class RunOpening(Protocol):
@@ -31,12 +19,11 @@ class RunOpening(Protocol):
     def scheduler(self) -> str: ...
 
     @property
-    def is_log(self) -> bool: ...
-
-    @property
-    def is_live(self) -> bool: ...
-
-    @property
     def can_rerun(self) -> bool: ...
 
-    def source(self) -> RunSource: ...
+    def source(self) -> EventSource: ...
+
+    def run_state(self) -> LiveState | None:
+        """What a run of it holds besides its events: a live stream's connection, proxy run
+        and audit (sfqtui.runs.run.LiveRun); None for a source that ends."""
+        ...

@@ -1,4 +1,6 @@
-"""A run: a source's events loaded into a table, its timeline, its cursor and how loading goes."""
+"""A run: a source's events loaded into a table, its timeline, its cursor and how loading
+goes; a run of a live stream (``LiveRun``) also follows the newest event and holds what
+the stream said besides its events."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
+from sfqtui.attach.bound import Bound, recorded_bound
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.cursor import Cursor
@@ -14,11 +17,12 @@ from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.live.source import Notice
-from sfqtui.runs.live import LiveState, snapshot_window
 from sfqtui.runs.protocols import RunOpening
+from sfqtui.runs.stream_opening import LiveState, start_window
+from sfqtui.trace.notices import WindowStarts
 
 _keys = count(1)
+LATE_VIOLATIONS = 100_000  # a live window's violations are placed up to this far past its end (the audit may be ahead)
 
 
 @dataclass(eq=False)
@@ -26,8 +30,7 @@ class Run:
     """One source opened. ``key`` names this loading of it: messages about a run carry its
     key, and a re-run gets a new key, so late messages of the old one are ignored.
 
-    ``loaded`` is the fraction loaded so far, None for a source that never ends, whose
-    run has a ``live`` part."""
+    ``loaded`` is the fraction loaded so far (a source that never ends makes a ``LiveRun``)."""
 
     opening: RunOpening
     scheduler: str = "sfq"
@@ -75,26 +78,49 @@ class Run:
         self.reset(source.scheduler)
         self.title, self.slots, self.metadata = source.title, source.metadata.get("slots"), source.metadata
         builder = CheckpointBuilder()
-        window = snapshot_window(self.metadata, builder) if self.opening.is_log else None
-        if window is not None:
-            self.new_window(*window)
-        for batch, fraction in source.batches():
-            if isinstance(batch, Notice):  # a live source's word besides its events: for the dashboard
-                continue
-            self.append(batch, builder.consume(batch), builder.every, fraction)
+        for item, fraction in source.batches():
+            match item:
+                case EventBatch():
+                    self.append(item, builder.consume(item), builder.every, fraction)
+                case WindowStarts():
+                    self.new_window(*start_window(item, builder))
+                case _:  # a live source's other words: for the dashboard
+                    pass
         self.loading = False
         return self
 
-    @classmethod
-    def of(cls, opening: RunOpening, title: str | None = None) -> Run:
+    @staticmethod
+    def of(opening: RunOpening, title: str | None = None) -> Run:
         """A run about to load what ``opening`` opens (a live stream: with its live part, and no fraction loaded)."""
-        live = LiveState() if opening.is_live else None
-        return cls(opening, title=opening.title if title is None else title, live=live, loaded=None if live else 0.0)
+        title = opening.title if title is None else title
+        live = opening.run_state()
+        return Run(opening, title=title) if live is None else LiveRun(opening, title=title, live=live)
 
     @property
     def connection(self) -> str | None:
         """A live run's connection state (None for a source that ends, or before the first word of it)."""
-        return self.live.connection if self.live is not None else None
+        return None
+
+    @property
+    def following(self) -> bool:
+        """Whether the cursor follows the newest event as it comes (only a live run's can)."""
+        return False
+
+    @property
+    def limits(self) -> dict[str, int] | None:
+        """Each upstream's limit as last heard (a live run of a proxy with --slots auto)."""
+        return None
+
+    def bound(self) -> Bound | None:
+        """Whether a group's bound holds at the cursor, as the log records it."""
+        return recorded_bound(self.metadata, self.table.t[self.cursor.k] if self.cursor.k >= 0 else None)
+
+    def toggle_following(self) -> bool:
+        """Pause or resume following the newest event; False: there is none to follow (play the run instead)."""
+        return False
+
+    def moved(self) -> None:
+        """The cursor was moved by a key (a live run follows the newest event only from there)."""
 
     def state(self) -> State:
         return self.timeline.state_at(self.cursor.k)
@@ -135,3 +161,42 @@ class Run:
             if k >= 0 and (before is None or k < before):
                 self.broken.setdefault(k, []).append(v)
         self.cursor.violations = sorted(self.broken)
+
+
+@dataclass(eq=False)
+class LiveRun(Run):
+    """A run of a source that never ends (a live proxy's stream): no fraction loaded, and a
+    ``live`` part, its connection, proxy run and audit, as the stream said them."""
+
+    loaded: float | None = None
+    live: LiveState = field(default_factory=LiveState)
+
+    @property
+    def connection(self) -> str | None:
+        return self.live.connection
+
+    @property
+    def following(self) -> bool:
+        return self.live.following
+
+    @property
+    def limits(self) -> dict[str, int] | None:
+        return self.live.limits
+
+    def bound(self) -> Bound | None:
+        """The group's bound as the stream last said it."""
+        return self.live.bound
+
+    def toggle_following(self) -> bool:
+        self.live.following = not self.live.following
+        if self.live.following:
+            self.cursor.end()
+        return True
+
+    def moved(self) -> None:
+        self.live.following = self.cursor.k == len(self.table) - 1
+
+    def new_window(self, first_seq: int, seed: State, new_users: list[str], weights: list[float]) -> None:
+        """Continue in a fresh table, with the stream's violations so far placed in it."""
+        super().new_window(first_seq, seed, new_users, weights)
+        self.place_violations(self.live.violations, before=len(self.table) + LATE_VIOLATIONS)

@@ -1,8 +1,9 @@
 """Event sources for the views: a trace replayed by the core, or a saved event log.
 
 Both yield the same thing: ``(EventBatch, fraction done)`` pairs, built from Arrow tables
-with the §7 columns by one converter (a live stream is a third source, in sfqtui.live;
-its fraction is None, since it never ends). Request ids stay in Arrow: each request gets
+with the §7 columns by one converter (a live stream is a third source, in sfqtui.attach;
+its fraction is None, since it never ends), and between them the source's notices
+(sfqtui.trace.notices). Request ids stay in Arrow: each request gets
 a code when it is first seen, and its id is kept once, in one growing store of Arrow
 string chunks.
 """
@@ -13,21 +14,26 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sfqtui.core.analysis.audit import Replicas, Violation, audit
 from sfqtui.core.engine.engines import slots_named
 from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
 from sfqtui.core.engine.replay import REPRICED, Replay, ReplayConfig
+from sfqtui.core.engine.replica_settings import ReplicaSettings
+from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
-from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema
+from sfqtui.protocol import StateSnapshot
+from sfqtui.trace.eventlog import KIND_NAMES, iter_log_rows, output_weight_of, read_log_schema
 from sfqtui.trace.load import LoadedTrace
+from sfqtui.trace.notices import Notice, WindowStarts
 from sfqtui.trace.replay_batches import replay_batches
 from sfqtui.trace.request_names import ArrowRequestNames
 from sfqtui.trace.simulate import replay_metadata
@@ -36,11 +42,17 @@ FIRST_ROWS = 4096
 
 
 class EventSource(Protocol):
+    """A run's events in batches, each with the fraction loaded so far (None: the source
+    never ends), and between them what else the source says (notices, matched by type)."""
+
     scheduler: str
     title: str
     metadata: dict[str, Any]
 
-    def batches(self) -> Iterator[tuple[EventBatch, float | None]]: ...
+    def batches(self) -> Iterator[tuple[EventBatch | Notice, float | None]]: ...
+
+    def close(self) -> None:
+        """Stop now: ``batches()`` ends at once, whatever the source waits on."""
 
 
 def _typed(typecode: str, values: np.ndarray) -> array:
@@ -224,6 +236,15 @@ class ReplaySource:
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
         yield from replay_batches(self.replay, self.loaded, value_column(self.scheduler), self.chunk)
 
+    def close(self) -> None:
+        """Nothing to stop: the replay runs on the thread that reads its batches."""
+
+    def audit(self) -> list[Violation]:
+        """Where the replay breaks an invariant, and which: the replay run again chunk by chunk
+        (it is deterministic), with the estimator and replicas it was set up with."""
+        rows = (rows_from_replay(columns, self.loaded.trace, self.scheduler) for columns, _arrived in self.replay.chunks())
+        return audit(rows, self.config.estimator.output_weight, Replicas(self.config.replicas)).violations
+
 
 @dataclass
 class LogFileSource:
@@ -237,13 +258,23 @@ class LogFileSource:
         self._columns = columns
         self.title = f"{self.path.name}, {self.scheduler} log"
 
-    def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
+    def close(self) -> None:
+        """Nothing to stop: the file is read on the thread that reads its batches."""
+
+    def audit(self) -> list[Violation]:
+        """Where the log breaks an invariant, and which, read batch by batch (the audit behind check)."""
+        replicas = Replicas(ReplicaSettings.from_metadata(self.metadata.get("replicas")), self.metadata.get("slots"))
+        return audit(iter_log_rows(self.path), output_weight_of(self.metadata), replicas).violations
+
+    def batches(self) -> Iterator[tuple[EventBatch | Notice, float | None]]:
         parquet = pq.ParquetFile(self.path)
         total = max(1, parquet.metadata.num_rows)
         batcher = ArrowBatcher(value_column(self.scheduler))
         snapshot = self.metadata.get("snapshot")
         if isinstance(snapshot, dict):  # a log from a proxy's state: its users coded first, as the run's window has them
-            batcher.add_users([str(u["user"]) for u in snapshot.get("users", [])])
+            users = tuple(batcher.add_users([str(u["user"]) for u in snapshot.get("users", [])]))
+            if isinstance(snapshot.get("seq"), int):  # its window starts from that state (semantics §7)
+                yield WindowStarts(snapshot["seq"], cast("StateSnapshot", snapshot), users, users), 0.0
         # The first events are read on their own, in a small batch, so that the screen has
         # something to show at once (a full batch decodes a whole row group's pages first).
         head = next(parquet.iter_batches(batch_size=min(FIRST_ROWS, self.batch_rows), columns=self._columns), None)

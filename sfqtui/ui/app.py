@@ -18,7 +18,6 @@ from sfqtui.core.log.lockstep import MODES, Mode, follow, mode_of
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
-from sfqtui.live.bound import recorded_bound
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import Run
@@ -27,7 +26,6 @@ from sfqtui.ui.commands.palette import palette_commands
 from sfqtui.ui.commands.reruns import Reruns
 from sfqtui.ui.frame import Frame, ViewOptions
 from sfqtui.ui.layout import dashboard
-from sfqtui.ui.live.connection import WaitingForEvents
 from sfqtui.ui.loading.messages import OutcomeMeasured, RunMessage
 from sfqtui.ui.loading.open_runs import OpenRuns
 from sfqtui.ui.panes.event_log import EventLog
@@ -43,6 +41,7 @@ from sfqtui.ui.side_by_side.lesson import LessonPanel
 from sfqtui.ui.side_by_side.run_pane import RunPane
 from sfqtui.ui.side_by_side.teacher import Teacher
 from sfqtui.ui.side_by_side.view import SideBySide
+from sfqtui.ui.stream.connection import WaitingForEvents
 from sfqtui.ui.widgets.ask import Ask
 from sfqtui.ui.widgets.clicks import EventClicked, UserClicked
 
@@ -224,12 +223,11 @@ class SfqApp(App[str]):
             slots=run.slots,
             loaded=run.loaded,
             loading=run.loading,
-            playing=self.player.playing or (run.live is not None and run.live.following),
+            playing=self.player.playing or run.following,
             connection=self.open_runs.link_of(run),
             speed=self.player.speed,
             options=self.options,
-            replicas=run.replicas, limits=run.live.limits if run.live is not None else None, repriced=bool(run.metadata.get("repriced")),
-            bound=run.live.bound if run.live is not None else recorded_bound(run.metadata, run.table.t[run.cursor.k] if run.cursor.k >= 0 else None),
+            replicas=run.replicas, limits=run.limits, bound=run.bound(), repriced=bool(run.metadata.get("repriced")),
         )
 
     def refresh_views(self) -> None:

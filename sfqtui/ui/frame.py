@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sfqtui.attach.bound import Bound
 from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
-from sfqtui.live.bound import Bound
-from sfqtui.ui.live.connection import Link
+from sfqtui.ui.stream.connection import Link
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,7 @@ class Player:
         self.timer: Timer | None = None  # ticks TICKS_PER_S times a second while playing
 
     def toggle(self) -> None:
-        run = self._host.current
-        if run.live is not None:  # a live stream: space pauses and resumes following it
-            run.live.following = not run.live.following
-            if run.live.following:
-                run.cursor.end()
+        if self._host.current.toggle_following():  # a live stream: space pauses and resumes following it
             self._host.refresh_views()
             return
         self._play(not self.playing)
@@ -47,10 +43,8 @@ class Player:
     def moved(self) -> None:
         """The user moved the cursor (a step key, go to, a search, a click): play pauses, so that
         the step is not carried on past what was asked; a live run follows its newest event only from there."""
-        run = self._host.current
-        if run.live is not None:
-            run.live.following = run.cursor.k == len(run.table) - 1
-        elif self.playing:
+        self._host.current.moved()
+        if self.playing:
             self._play(False)
 
     def _play(self, playing: bool) -> None:

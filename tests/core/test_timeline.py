@@ -7,7 +7,7 @@ import pytest
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.cursor import Cursor
-from sfqtui.core.log.table import EventTable
+from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_events
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
@@ -21,6 +21,7 @@ def load(source: EventSource, every: int) -> tuple[EventTable, Timeline]:
     timeline = Timeline(table, every=every)
     builder = CheckpointBuilder(every=every)
     for batch, _ in source.batches():
+        assert isinstance(batch, EventBatch)  # a replay, or a log from seq 0: events only
         checkpoints = builder.consume(batch)
         table.append(batch)
         timeline.add_checkpoints(checkpoints, builder.every)

@@ -13,9 +13,9 @@ from starlette.applications import Starlette
 
 from fake_upstream import ServerThread
 from proxy_fixtures import EVENTS_TOKEN, running_proxy
-from sfqtui.live.source import LiveSource, Notice
-from sfqtui.live.stream import REFUSED, EventStream, Status
-from sfqtui.ui.live.connection import Link, connection_part, waiting_message
+from sfqtui.attach.source import LiveSource
+from sfqtui.attach.stream import REFUSED, EventStream, Status
+from sfqtui.ui.stream.connection import Link, connection_part, waiting_message
 
 
 def refusal(url: str, token: str | None) -> Status:
@@ -27,8 +27,7 @@ def refusal(url: str, token: str | None) -> Status:
 
 def connections(url: str, token: str | None) -> list[Status]:
     """What the dashboard is told about the connection, in order, until the source ends."""
-    return [notice.connection for notice, _ in LiveSource([url], token).batches()
-            if isinstance(notice, Notice) and notice.connection is not None]
+    return [notice for notice, _ in LiveSource([url], token).batches() if isinstance(notice, Status)]
 
 
 @pytest.mark.parametrize("token,says", [

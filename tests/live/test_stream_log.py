@@ -19,8 +19,8 @@ RECORD = r"""
 import json, random, resource, signal, sys, time
 from pathlib import Path
 import pyarrow as pa
-from sfqtui.live import stream_log
-from sfqtui.live.stream import EVENT_SCHEMA
+from sfqtui.attach import stream_log
+from sfqtui.attach.stream import EVENT_SCHEMA
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing the process
 stream_log.ROW_GROUP = 4096

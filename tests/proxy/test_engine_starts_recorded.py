@@ -21,14 +21,14 @@ from typer.testing import CliRunner
 
 from fake_upstream import ServerThread
 from proxy_fixtures import KEY_OF, ask, openai_sync_http, running_proxy, state, wait_for
+from sfqtui.attach.stream import EventStream
+from sfqtui.attach.stream_log import StreamLogWriter
 from sfqtui.cli.app import app
 from sfqtui.cli.engine_start import NOT_REPORTED
 from sfqtui.core.analysis.fairness import fairness
 from sfqtui.core.engine.engine_model import EngineModel
 from sfqtui.core.numbers import amount
 from sfqtui.emulator.server import EngineServer
-from sfqtui.live.stream import EventStream
-from sfqtui.live.stream_log import StreamLogWriter
 from sfqtui.trace.eventlog import iter_log_rows, read_log
 
 HEAVY, LIGHT = "bob", "carol"

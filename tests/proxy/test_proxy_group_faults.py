@@ -21,9 +21,9 @@ import pytest
 
 from proxy_fixtures import KEY_OF, TLS, by_request, openai_http, read_events, state
 from redis_server import free_port
-from sfqtui.live.bound import Bound
-from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.source import LiveSource, Notice
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.run_logs import RunLogs
+from sfqtui.attach.source import LiveSource
 from sfqtui.trace.write import read_metadata
 from test_proxy_group import audited, lifecycles_ok
 
@@ -249,8 +249,8 @@ class Attached:
 
     def _run(self) -> None:
         for item, _ in self.source.batches():
-            if isinstance(item, Notice) and item.bound is not None:
-                self.bounds.append(item.bound)
+            if isinstance(item, Bound):
+                self.bounds.append(item)
 
     def stop(self) -> None:
         self.source.close()

@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, TLS, http_get, openai_http, read_events, running_proxy, state
+from sfqtui.attach.stream import EventStream, Status
 from sfqtui.cli.app import app
 from sfqtui.errors import InputError
-from sfqtui.live.stream import EventStream, Status
 from sfqtui.proxy.keys import load_keys
 from sfqtui.proxy.server import ProxyServer
 
@@ -147,7 +147,7 @@ def test_bad_options_exit_2_before_serving(keys_path: Path, cli: CliRunner, chan
 
 
 def test_proxy_command_loads_no_ui() -> None:
-    modules = ["sfqtui.cli.proxy", "sfqtui.proxy.server", "sfqtui.live.stream", "sfqtui.live.stream_log"]
+    modules = ["sfqtui.cli.proxy", "sfqtui.proxy.server", "sfqtui.attach.stream", "sfqtui.attach.stream_log"]
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print(sorted(m for m in ('textual', 'sfqtui.ui') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert result.stdout.strip() == "[]"

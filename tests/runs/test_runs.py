@@ -14,9 +14,9 @@ from sfqtui.core.engine.events import DISPATCH
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.lockstep import follow
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_events
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.run import Run
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.schema import METADATA_KEY, NEWEST_LOG_FORMAT
 from sfqtui.trace.simulate import simulate

@@ -13,13 +13,13 @@ from dashboard import LIVE_SIZE, seen, text_of, until
 from proxy_fixtures import ask, running_proxy, state
 from sfqtui.core.engine.events import GAP
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.live.connection import WaitingForEvents
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.stream.connection import WaitingForEvents
 from tcp_relay import TcpRelay
 
 

@@ -14,15 +14,15 @@ from pathlib import Path
 from dashboard import settle, text_of, until
 from proxy_fixtures import wait_for
 from scripted_stream import STARTED, ScriptedStream, event
+from sfqtui.attach.bound import BOUND_KEY, Bound, bound_at
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.live.bound import BOUND_KEY, Bound, bound_at
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.trace.eventlog import read_log
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.live.connection import clock
 from sfqtui.ui.panes.event_log import EventLogHeader
 from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.stream.connection import clock
 
 SIZE = (160, 40)
 GROUP = {"bound": "global", "replicas": 2}

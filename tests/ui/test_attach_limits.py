@@ -8,7 +8,7 @@ from typing import Any
 
 from dashboard import text_of, until
 from scripted_stream import ScriptedStream, event
-from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.status_line import StatusLine
 

@@ -11,14 +11,14 @@ from typer.testing import CliRunner
 from dashboard import LIVE_SIZE, seen, text_of, until
 from fake_upstream import closed_port
 from proxy_fixtures import ask, running_proxy, state, wait_for
+from sfqtui.attach.run_logs import run_log_path
 from sfqtui.cli.app import app as cli_app
-from sfqtui.live.run_logs import run_log_path
-from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.trace.eventlog import read_log
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.live.connection import WaitingForEvents, clock
 from sfqtui.ui.panes.shares import SharesPanel
 from sfqtui.ui.panes.status_line import StatusLine
+from sfqtui.ui.stream.connection import WaitingForEvents, clock
 
 
 def status(app: SfqApp) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dashboard import notifications, until
 from scripted_stream import ScriptedStream, event
-from sfqtui.runs.live import LiveOpening
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
 
 SIZE = (160, 40)

@@ -12,20 +12,21 @@ from typing import Any
 import pytest
 from textual.message import Message
 
+from late_log import JOIN, late_log
+from sfqtui.attach.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.live.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.runs.export_frames import ListedRows, log_frame, shares_frame
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
-from sfqtui.ui.live.follower import LiveFollower
-from sfqtui.ui.loading.messages import Analysed, ChartReady, EventsLoaded, LiveAudit, LoadFailed, LoadFinished, Opened
+from sfqtui.runs.stream_opening import LiveOpening
+from sfqtui.ui.loading.messages import Analysed, ChartReady, EventsLoaded, LiveAudit, LoadFailed, LoadFinished, Opened, WindowStarted
 from sfqtui.ui.loading.open_runs import OpenRuns
 from sfqtui.ui.loading.run_loader import RunLoader
 from sfqtui.ui.player import TICKS_PER_S, Player
 from sfqtui.ui.side_by_side.teacher import Teacher
+from sfqtui.ui.stream.follower import LiveFollower
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "traces" / "heavy-vs-light.parquet"
@@ -134,6 +135,22 @@ def test_open_runs_take_the_loaders_messages_and_start_the_chart_and_audit() -> 
     assert run.checked and list(run.cursor.violations) == [3] and "1 event(s) break an invariant" in stage.said[-1]
     runs.take(LoadFinished(run.key + 1000))  # another run's (a re-run's old key): ignored
     assert stage.started == ["load", "chart", "audit"]
+
+
+def test_open_runs_show_a_log_from_a_proxys_state_in_its_window_as_load_all_does(tmp_path: Path) -> None:
+    late, _whole = late_log(tmp_path)
+    stage = Stage()
+    runs = OpenRuns(stage, [Opening(late, is_log=True, config=ReplayConfig())], Teacher())
+    runs.loader.load(runs.current, never)
+    kinds = [type(m) for m in stage.posted]
+    assert kinds[:3] == [Opened, WindowStarted, EventsLoaded]  # the window before its first events
+    for message in list(stage.posted):
+        runs.take(message)  # type: ignore[arg-type]  # the loader posts run messages only
+    shown, loaded = runs.current, Run(runs.current.opening).load_all()
+    assert shown.table.first_seq == loaded.table.first_seq == JOIN and len(shown.table) == len(loaded.table)
+    shown.cursor.end()
+    loaded.cursor.end()
+    assert shown.state().queued == loaded.state().queued and shown.state().value == loaded.state().value
 
 
 def test_a_newer_chart_or_live_audit_replaces_a_queued_one_of_the_same_run() -> None:

@@ -17,9 +17,9 @@ from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.analysis.log_calibration import calibrate_log
 from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.shadow import Shadow
-from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
+from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.app import SfqApp

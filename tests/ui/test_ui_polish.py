@@ -9,10 +9,10 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Label
 
 from dashboard import dashboard, notifications, settle, text_of
-from sfqtui.live.stream import LIVE, Status
+from sfqtui.attach.stream import LIVE, Status
 from sfqtui.ui.app import SfqApp
-from sfqtui.ui.live.connection import Link, connection_part
 from sfqtui.ui.panes.explain_panel import ExplainPanel
+from sfqtui.ui.stream.connection import Link, connection_part
 
 SIZE = (160, 40)
 

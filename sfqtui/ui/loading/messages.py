@@ -14,13 +14,13 @@ from typing import Any
 
 from textual.message import Message
 
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.stream import RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import State
-from sfqtui.live.bound import Bound
-from sfqtui.live.stream import RunStarted, Status
 
 
 @dataclass
@@ -99,14 +99,14 @@ class OutcomeMeasured(Message):
 
 @dataclass
 class ConnectionChanged(RunMessage):
-    """A live source's connection (``status.state``: one of sfqtui.live.stream.STATES, or "closed")."""
+    """A live source's connection (``status.state``: one of sfqtui.attach.stream.STATES, or "closed")."""
 
     status: Status
 
 
 @dataclass
 class BoundChanged(RunMessage):
-    """A replica of a group says whether the group's bound holds (sfqtui.live.bound)."""
+    """A replica of a group says whether the group's bound holds (sfqtui.attach.bound)."""
 
     bound: Bound
 

@@ -20,9 +20,7 @@ from sfqtui.core.analysis.fairness import FairnessReport
 from sfqtui.core.engine.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import count
 from sfqtui.runs.protocols import RunOpening
-from sfqtui.runs.run import Run
-from sfqtui.ui.live.connection import Link
-from sfqtui.ui.live.follower import LiveFollower, Toast
+from sfqtui.runs.run import LiveRun, Run
 from sfqtui.ui.loading.messages import (
     Analysed,
     BoundChanged,
@@ -41,6 +39,8 @@ from sfqtui.ui.loading.messages import (
 )
 from sfqtui.ui.loading.run_loader import LoaderHost, RunLoader
 from sfqtui.ui.side_by_side.teacher import Teacher
+from sfqtui.ui.stream.connection import Link
+from sfqtui.ui.stream.follower import LiveFollower, Toast
 
 
 class RunsScreen(LoaderHost, Protocol):
@@ -170,26 +170,14 @@ class OpenRuns:
                 self._chart_ready(run, message)
             case Analysed():
                 self._analysed(run, message)
-            case ConnectionChanged():
-                self._connection_changed(run, message)
-            case ProxyRunStarted():
-                self._proxy_run_started(run, message)
-            case BoundChanged() if run.live is not None:
-                run.live.bound = message.bound
-                self._screen.refresh_views()
-            case LimitsChanged() if run.live is not None:
-                run.live.limits, run.slots = message.limits, sum(message.limits.values())
-                self._screen.refresh_views()
-            case LiveAudit() if run.live is not None:
-                self._say(self.live.audited(run, run.live, message.violations, message.stopped))
+            case ConnectionChanged() | ProxyRunStarted() | BoundChanged() | LimitsChanged() | LiveAudit() if isinstance(run, LiveRun):
+                self._stream_said(run, message)
             case ShadowWarmed() if message.mismatch is not None:
                 self.teacher.refuse(run, message.mismatch)
                 self._screen.refresh_views()
             case ShadowWarmed() if message.shadow is not None:
                 self.teacher.adopt(run, message.shadow)
-            case WindowStarted() if run.live is not None:
-                self.live.window_started(run, run.live, message.first_seq, message.seed, message.new_users, message.weights)
-            case WindowStarted():  # a saved log that starts from a snapshot of the proxy's state
+            case WindowStarted():  # a stream's next window, or a saved log that starts from a snapshot of the proxy's state
                 run.new_window(message.first_seq, message.seed, message.new_users, message.weights)
 
     def worker_changed(self, event: Worker.StateChanged) -> None:
@@ -233,7 +221,7 @@ class OpenRuns:
         if first and run is self.current:
             self.start_followers()
             self.show_waiting(run)
-        if message.fraction is None and run.live is not None and run.live.following:
+        if run.following:
             run.cursor.end()
         keep_out_of_collections()  # long-lived objects now sit in the table
         if message.shown is not None:
@@ -285,21 +273,28 @@ class OpenRuns:
 
     # A live stream: its connection, its proxy runs, and the log's message until the first event.
 
-    def _connection_changed(self, run: Run, message: ConnectionChanged) -> None:
-        if run.live is not None:
-            self._say(self.live.connection_changed(run, run.live, message.status))
-        self._screen.refresh_views()
-        self.show_waiting(run)
-
-    def _proxy_run_started(self, run: Run, message: ProxyRunStarted) -> None:
-        if run.live is None:
-            return
-        toast = self.live.proxy_run_started(run, run.live, message.started, self.current)
-        if run is self.current and self._screen.drawing and not self.side_by_side:
-            self.show_table(run)
-        self._say(toast)
-        self._screen.refresh_views()
-        self.show_waiting(run)
+    def _stream_said(self, run: LiveRun, message: ConnectionChanged | ProxyRunStarted | BoundChanged | LimitsChanged | LiveAudit) -> None:
+        """What only a live stream says besides its events, for its run."""
+        match message:
+            case ConnectionChanged():
+                self._say(self.live.connection_changed(run, run.live, message.status))
+                self._screen.refresh_views()
+                self.show_waiting(run)
+            case ProxyRunStarted():
+                toast = self.live.proxy_run_started(run, run.live, message.started, self.current)
+                if run is self.current and self._screen.drawing and not self.side_by_side:
+                    self.show_table(run)
+                self._say(toast)
+                self._screen.refresh_views()
+                self.show_waiting(run)
+            case BoundChanged():
+                run.live.bound = message.bound
+                self._screen.refresh_views()
+            case LimitsChanged():
+                run.live.limits, run.slots = message.limits, sum(message.limits.values())
+                self._screen.refresh_views()
+            case LiveAudit():
+                self._say(self.live.audited(run, run.live, message.violations, message.stopped))
 
     def show_earlier(self) -> None:
         """Show the proxy run before the one shown (from the first, the live one again)."""

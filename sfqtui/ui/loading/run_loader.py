@@ -19,19 +19,22 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, get_current_worker
 
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.source import AuditSoFar, AuditStopped, LimitsHeard, RecordingFailed
+from sfqtui.attach.stream import RunStarted, Status
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder
 from sfqtui.core.schedulers import REGISTRY
-from sfqtui.live.source import Notice
 from sfqtui.runs.audit_job import violations
-from sfqtui.runs.live import seed_from_proxy, snapshot_window
 from sfqtui.runs.opening import Opening
-from sfqtui.runs.protocols import RunSource
 from sfqtui.runs.run import Run
+from sfqtui.runs.stream_opening import start_window
 from sfqtui.scenarios.lessons import Lesson
 from sfqtui.trace.load import load_trace
+from sfqtui.trace.notices import Notice, WindowStarts
+from sfqtui.trace.sources import EventSource
 from sfqtui.ui.loading.messages import (
     Analysed,
     BoundChanged,
@@ -80,7 +83,7 @@ class RunLoader:
     def __init__(self, host: LoaderHost, is_open: Callable[[Run], bool]) -> None:
         self._host = host
         self._is_open = is_open
-        self.sources: dict[int, RunSource] = {}  # each loading run's source, by run key, to close at quit
+        self.sources: dict[int, EventSource] = {}  # each loading run's source, by run key, to close at quit
         self.work_for: dict[Worker[None], int] = {}  # running workers, by the key of the run they work for
 
     def _start(self, run: Run, job: Callable[[Stopped], None], group: str, description: str) -> None:
@@ -118,9 +121,7 @@ class RunLoader:
         """Stop every source that may be waiting on the network, so that its loading thread
         ends now (the process waits for it) instead of at its next event."""
         for source in list(self.sources.values()):
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
+            source.close()
 
     # The jobs, each on a worker's thread.
 
@@ -131,8 +132,6 @@ class RunLoader:
             self.sources[run.key] = source
             post(Opened(run.key, source.title, source.scheduler, source.metadata))
             builder = CheckpointBuilder()
-            if run.opening.is_log and (window := snapshot_window(source.metadata, builder)) is not None:
-                post(WindowStarted(run.key, *window))
             first = True
             try:
                 for item, fraction in source.batches():
@@ -149,37 +148,34 @@ class RunLoader:
                     first = False
             finally:
                 self.sources.pop(run.key, None)
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
+                source.close()
         except ValueError as exc:  # an InputError, or a page past the checked ones that Arrow cannot read
             post(LoadFailed(run.key, str(exc)))
             return
         post(LoadFinished(run.key))
 
     def notice(self, run: Run, builder: CheckpointBuilder, notice: Notice) -> CheckpointBuilder:
-        """What a source that never ends says besides its events; returns the checkpoint
-        builder for the events that follow (a new proxy run starts afresh)."""
+        """What a source says besides its events; returns the checkpoint builder for the
+        events that follow (a new proxy run starts afresh)."""
         post = self._host.post_message
-        if notice.connection is not None:
-            post(ConnectionChanged(run.key, notice.connection))
-        if notice.record_problem is not None:
-            self._host.notify(notice.record_problem, title="recording", severity="error", timeout=30)
-        if notice.run is not None:
-            post(ProxyRunStarted(run.key, notice.run))
-            builder = CheckpointBuilder()
-        if notice.bound is not None:
-            post(BoundChanged(run.key, notice.bound))
-        if notice.limits is not None:
-            post(LimitsChanged(run.key, notice.limits))
-        if notice.violations is not None or notice.audit_stopped is not None:
-            post(LiveAudit(run.key, notice.violations or [], notice.audit_stopped))
-        if notice.window is not None:
-            weights = {u["user"]: float(u.get("weight") or 1.0) for u in (notice.state.get("users", []) if notice.state else [])}
-            added = [weights.get(name, 1.0) for name in notice.new_users]
-            builder.add_users(added)
-            seed = builder.new_window(seed_from_proxy(notice.state, notice.users) if notice.state else None)
-            post(WindowStarted(run.key, notice.window, seed, notice.new_users, added))
+        match notice:
+            case Status():
+                post(ConnectionChanged(run.key, notice))
+            case RecordingFailed():
+                self._host.notify(notice.problem, title="recording", severity="error", timeout=30)
+            case RunStarted():
+                post(ProxyRunStarted(run.key, notice))
+                builder = CheckpointBuilder()
+            case Bound():
+                post(BoundChanged(run.key, notice))
+            case LimitsHeard():
+                post(LimitsChanged(run.key, notice.limits))
+            case AuditSoFar():
+                post(LiveAudit(run.key, notice.violations))
+            case AuditStopped():
+                post(LiveAudit(run.key, [], notice.reason))
+            case WindowStarts():
+                post(WindowStarted(run.key, *start_window(notice, builder)))
         return builder
 
     def chart(self, run: Run, table: EventTable, events: int) -> None:

@@ -1,5 +1,5 @@
 """One line: scheduler (and, for a run of replicas, the one shown: k cycles), time, v, c_max, the seq of the current
-event (and the last seq) and its kind, slots, play state, for a live stream its connection (sfqtui.ui.live.connection),
+event (and the last seq) and its kind, slots, play state, for a live stream its connection (sfqtui.ui.stream.connection),
 and, while a group's bound is suspended, since when and why. A replay repriced by the estimator (a what-if, not the
 trace's recorded charges) says so after the scheduler's name."""
 
@@ -13,8 +13,8 @@ from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
 from sfqtui.ui.frame import Frame
-from sfqtui.ui.live.connection import bound_part, connection_part
 from sfqtui.ui.panes.replicas import status_text
+from sfqtui.ui.stream.connection import bound_part, connection_part
 from sfqtui.ui.widgets.fitted_line import FittedLine, Part, always, part
 from sfqtui.ui.widgets.text_view import TextView
 

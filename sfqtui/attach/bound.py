@@ -20,13 +20,14 @@ from typing import Any
 import pyarrow as pa
 
 from sfqtui.protocol import BOUND, GLOBAL, SUSPENDED, ProxyState
+from sfqtui.trace.notices import Notice
 
 # A recording's metadata, as the proxy's --record keeps it too: [{"t", "bound", "reason", "since", "since_seq", "by"}, ...] in the order they came.
 BOUND_KEY = "bound"
 
 
 @dataclass(frozen=True)
-class Bound:
+class Bound(Notice):
     """The group's bound as last heard: ``global`` or ``suspended``, why, and since when
     (Unix time; ``by``: at the latest then, the proxy did not say)."""
 

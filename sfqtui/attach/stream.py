@@ -11,7 +11,7 @@ Iterate it from a plain thread; it yields, in order:
   first run followed, and each new one after a restart; its seqs start again from 0;
 - ``Gap`` when events are missing (the proxy's ring no longer held them, or the stream
   started after seq 0): the first seq still held, and ``/v1/sfq/state`` read again;
-- ``Bound`` when a replica of a group says whether the group's bound holds (sfqtui.live.bound).
+- ``Bound`` when a replica of a group says whether the group's bound holds (sfqtui.attach.bound).
 
 A reader thread follows the stream with sync httpx and httpx-sse. Given several URLs
 (replicas of one group serve the same seqs under the same run id), it follows the first
@@ -41,8 +41,9 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 from httpx_sse import ServerSentEvent, connect_sse
 
-from sfqtui.live.bound import Bound, bound_of
+from sfqtui.attach.bound import Bound, bound_of
 from sfqtui.protocol import BOUND, BYE, RUN, TYPED_KINDS, ProxyState, RunEvent
+from sfqtui.trace.notices import Notice
 from sfqtui.trace.schema import LOG_EXTRAS, LOG_SCHEMA
 
 EVENT_SCHEMA = pa.schema(list(LOG_SCHEMA) + list(LOG_EXTRAS))
@@ -59,7 +60,7 @@ _END = object()
 
 
 @dataclass(frozen=True)
-class Status:
+class Status(Notice):
     """The connection: ``state`` (one of ``STATES``), ``url`` followed (or last tried),
     ``detail`` (why it is down: the bye's reason, or the last attempt's failure),
     ``retry_at`` (``time.monotonic()`` of the next attempt), ``since`` (``time.time()``
@@ -73,7 +74,7 @@ class Status:
 
 
 @dataclass(frozen=True)
-class RunStarted:
+class RunStarted(Notice):
     """Events of proxy run ``run`` follow (None: a proxy that names no runs restarted).
     ``restarted``: an earlier run was followed; ``state``: /v1/sfq/state as of the run's
     start, when it could be read."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from sfqtui.live.bound import Bound
-from sfqtui.live.stream import Gap, RunStarted, Status
-from sfqtui.live.stream_log import StreamLogWriter
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.stream import Gap, RunStarted, Status
+from sfqtui.attach.stream_log import StreamLogWriter
 
 
 def run_log_path(path: Path, n: int) -> Path:

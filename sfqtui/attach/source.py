@@ -20,20 +20,21 @@ ends ``batches()`` at once, whatever the connection is doing.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sfqtui.attach.bound import Bound, in_group, of_group
+from sfqtui.attach.run_logs import RunLogs
+from sfqtui.attach.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.core.analysis.audit import GrowingAudit, Snapshot, Violation
 from sfqtui.core.log.table import EventBatch
 from sfqtui.errors import InputError
-from sfqtui.live.bound import Bound, in_group, of_group
-from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.stream import EVENT_SCHEMA, REFUSED, EventStream, Gap, RunStarted, Status, proxy_base
 from sfqtui.protocol import LIMIT, ProxyState, gap_event
 from sfqtui.trace.eventlog import rows_of
+from sfqtui.trace.notices import Notice, WindowStarts
 from sfqtui.trace.sources import ArrowBatcher
 
 WINDOW = 1_000_000  # events kept in memory
@@ -41,22 +42,31 @@ CLOSED = "closed"  # the connection state once the stream has ended
 
 
 @dataclass(frozen=True)
-class Notice:
-    """Not events: the ``connection`` changed, a proxy ``run`` starts (its events follow,
-    from an empty state), or a new window starts (``window``: its first seq; ``state``:
-    the proxy's state to seed it with after a gap, else None)."""
+class RecordingFailed(Notice):
+    """The recording cannot be written where asked (it goes on elsewhere: ``problem`` says where)."""
 
-    connection: Status | None = None
-    run: RunStarted | None = None
-    window: int | None = None
-    state: ProxyState | None = None
-    new_users: list[str] = field(default_factory=list)
-    users: list[str] = field(default_factory=list)  # every user by code, at the window's start
-    violations: list[Violation] | None = None  # the invariant violations found so far, by seq
-    audit_stopped: str | None = None  # why the audit of the stream stopped
-    record_problem: str | None = None  # the recording cannot be written where asked
-    bound: Bound | None = None  # a group replica says whether the group's bound holds
-    limits: dict[str, int] | None = None  # --slots auto: each upstream's limit, as the state and the limit events say
+    problem: str
+
+
+@dataclass(frozen=True)
+class LimitsHeard(Notice):
+    """--slots auto: each upstream's limit, as the state and the limit events say."""
+
+    limits: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AuditSoFar(Notice):
+    """The stream's audit found more: every invariant violation so far, by seq."""
+
+    violations: list[Violation]
+
+
+@dataclass(frozen=True)
+class AuditStopped(Notice):
+    """The stream's audit stopped, and why."""
+
+    reason: str
 
 
 def _audit_from(scheduler: str, state: ProxyState, first_seq: int) -> GrowingAudit | None:
@@ -87,6 +97,9 @@ class LiveSource:
         self._stream.close()
 
     def batches(self) -> Iterator[tuple[EventBatch | Notice, float | None]]:
+        """The events, and between them the notices: the connection (``Status``), a proxy run
+        (``RunStarted``, its events follow from an empty state), the group's bound (``Bound``),
+        a new window (``WindowStarts``), the limits, the audit and the recording's problems."""
         batcher = ArrowBatcher()
         seq = 0  # the seq of the next event to show
         in_window = 0
@@ -103,21 +116,22 @@ class LiveSource:
                     record.write(item)
                     if record.problem_now != problem:
                         problem = record.problem_now
-                        yield Notice(record_problem=problem), None
+                        if problem is not None:
+                            yield RecordingFailed(problem), None
                 if isinstance(item, Status):
                     last_status = item
-                    yield Notice(connection=item), None
+                    yield item, None
                 elif isinstance(item, RunStarted):
                     self.scheduler = (item.state.get("scheduler") if item.state else None) or self.scheduler
                     batcher, seq, in_window, last_t = ArrowBatcher(), 0, 0, 0.0
                     audit, found = GrowingAudit(self.scheduler), []
                     group = in_group(item.state)
-                    yield Notice(run=item), None
+                    yield item, None
                     if item.state and item.state.get("limits"):
                         limits = {row["upstream"]: row["limit"] for row in item.state["limits"]}
-                        yield Notice(limits=dict(limits)), None
+                        yield LimitsHeard(dict(limits)), None
                 elif isinstance(item, Bound):
-                    yield Notice(bound=item), None
+                    yield item, None
                 elif isinstance(item, Gap):
                     # The proxy's state is as of its seq S: the new window starts there, and
                     # the held events up to S, already in that state, are skipped.
@@ -126,11 +140,11 @@ class LiveSource:
                     joined = _audit_from(self.scheduler, snapshot, item.first_seq) if snapshot and audit is not None and seq == 0 else None
                     if audit is not None and joined is None:
                         audit = None  # what was lost cannot be checked, nor what follows it
-                        yield Notice(audit_stopped=f"the stream lost events before seq {item.first_seq}: the audit stopped there; "
+                        yield AuditStopped(f"the stream lost events before seq {item.first_seq}: the audit stopped there; "
                                                    "record the stream (--record) and run sfqtui check on the log"), None
                     new_users = batcher.add_users([u["user"] for u in snapshot.get("users", [])] if snapshot else [])
                     batcher.new_window()
-                    yield Notice(window=skip_through, state=item.state, new_users=new_users, users=list(batcher.names)), None
+                    yield WindowStarts(skip_through, item.state, tuple(new_users), tuple(batcher.names)), None
                     row = gap_event(skip_through + 1, item.t if item.t is not None else last_t)
                     row["scheduler"] = self.scheduler
                     if joined is not None and snapshot:
@@ -153,22 +167,22 @@ class LiveSource:
                         if in_window and in_window + part.num_rows > self._window:
                             batcher.new_window()
                             in_window = 0
-                            yield Notice(window=seq, users=list(batcher.names)), None
+                            yield WindowStarts(seq, users=tuple(batcher.names)), None
                         yield batcher.convert(of_group(part, group)), None
                         if pc.any(pc.equal(part["kind"], LIMIT)).as_py():
                             changes = part.filter(pc.equal(part["kind"], LIMIT))
                             limits.update(zip(changes["upstream"].to_pylist(), changes["limit"].to_pylist(), strict=True))
-                            yield Notice(limits=dict(limits)), None
+                            yield LimitsHeard(dict(limits)), None
                         last_t = part["t"][-1].as_py()
                         if audit is not None:
                             audit.feed(rows_of(self.scheduler, part))
                             if audit.violations_so_far() != found:
                                 found = audit.violations_so_far()
-                                yield Notice(violations=found), None
+                                yield AuditSoFar(found), None
                         seq += part.num_rows
                         in_window += part.num_rows
             if last_status is None or last_status.state != REFUSED:  # a refusal stays on screen: it says what to do
-                yield Notice(connection=Status(CLOSED, "the stream ended", self._stream.url)), None
+                yield Status(CLOSED, "the stream ended", self._stream.url), None
         finally:
             self._stream.close()
             if record is not None:

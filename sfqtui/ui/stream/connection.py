@@ -18,9 +18,9 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
 
-from sfqtui.live.bound import Bound
-from sfqtui.live.source import CLOSED
-from sfqtui.live.stream import CONNECTING, LIVE, RECONNECTING, REFUSED, STOPPED, UNREACHABLE, Status
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.source import CLOSED
+from sfqtui.attach.stream import CONNECTING, LIVE, RECONNECTING, REFUSED, STOPPED, UNREACHABLE, Status
 from sfqtui.ui.widgets.fitted_line import Part, always, part
 
 REASON_RANK = 8  # why the bound is suspended gives way last, with the counts (sfqtui.ui.panes.status_line)
@@ -103,7 +103,7 @@ def waiting_message(link: Link, now: float) -> str:
     if state == STOPPED:
         return f"{detail.capitalize()} at {clock(status.since or time.time())}.\nWaiting for it to start again: {retrying(status, now)}."
     if state == REFUSED:
-        return f"{detail}."  # it says what to do (sfqtui/live/stream.py)
+        return f"{detail}."  # it says what to do (sfqtui/attach/stream.py)
     return f"The stream ended ({detail or state})."
 
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
 
+from sfqtui.attach.bound import Bound
+from sfqtui.attach.run_logs import RunLogs
+from sfqtui.attach.source import WINDOW, LiveSource
+from sfqtui.attach.stream import RunStarted, Status, proxy_base
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.log.timeline import CheckpointBuilder, State
-from sfqtui.live.bound import Bound
-from sfqtui.live.run_logs import RunLogs
-from sfqtui.live.source import WINDOW, LiveSource
-from sfqtui.live.stream import RunStarted, Status, proxy_base
 from sfqtui.protocol import ProxyState, StateSnapshot
+from sfqtui.trace.notices import WindowStarts
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,13 @@ class LiveOpening:
         return f"live: {urls[0]}" + (f" (+{len(urls) - 1} more)" if len(urls) > 1 else "")
 
     can_rerun = False
-    is_log = False
-    is_live = True
     scheduler = "sfq"  # until the proxy's state says otherwise
 
     def source(self) -> LiveSource:
         return LiveSource(self.urls, self.token, self.recording, self.window)
+
+    def run_state(self) -> LiveState:
+        return LiveState()
 
 
 @dataclass(eq=False)
@@ -65,7 +66,7 @@ class LiveState:
 
     @property
     def connection(self) -> str | None:
-        """The connection's state (sfqtui.live.stream.STATES, or "closed"), None before the first word of it."""
+        """The connection's state (sfqtui.attach.stream.STATES, or "closed"), None before the first word of it."""
         return self.link.state if self.link is not None else None
 
 
@@ -91,17 +92,12 @@ def seed_from_proxy(state: ProxyState | StateSnapshot, users: list[str]) -> Stat
     return seed
 
 
-def snapshot_window(metadata: dict[str, Any], builder: CheckpointBuilder) -> tuple[int, State, list[str], list[float]] | None:
-    """A saved log that starts from a snapshot of a proxy's state (docs/semantics.md §7):
-    the window it is shown in (first seq, the state before it, its users by code and their
-    weights, as the log's source codes them), with ``builder`` started from that state;
-    None for a log that starts at seq 0."""
-    snapshot = metadata.get("snapshot")
-    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("seq"), int):
-        return None
-    users = list(dict.fromkeys(str(u["user"]) for u in snapshot.get("users", [])))
-    weight = {str(u["user"]): float(u.get("weight") or 1.0) for u in snapshot.get("users", [])}
-    weights = [weight[name] for name in users]
-    builder.add_users(weights)
-    seed = seed_from_proxy(cast("StateSnapshot", snapshot), users)  # as the log's metadata says (semantics §7)
-    return snapshot["seq"], builder.new_window(seed), users, weights
+def start_window(notice: WindowStarts, builder: CheckpointBuilder) -> tuple[int, State, list[str], list[float]]:
+    """The window a source starts (a stream's next one, or the one a log recorded from a proxy's
+    state is shown in): its first seq, the state before it, its new users by code and their
+    weights, as the proxy's state names them; ``builder`` goes on from that state."""
+    weights = {u["user"]: float(u.get("weight") or 1.0) for u in (notice.state.get("users", []) if notice.state else [])}
+    added = [weights.get(name, 1.0) for name in notice.new_users]
+    builder.add_users(added)
+    seed = builder.new_window(seed_from_proxy(notice.state, list(notice.users)) if notice.state else None)
+    return notice.first_seq, seed, list(notice.new_users), added

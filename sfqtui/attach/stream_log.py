@@ -5,7 +5,7 @@ seq ``first_seq - 1``, so the log's seq column stays increasing and shows where 
 are missing. The file appears when the writer closes (the event log writer's atomic
 move), with everything received, also when the stream was interrupted; nothing is
 written if no event came. The metadata names the proxy run, and, for a replica of a
-group, each change of the group's bound (sfqtui.live.bound, ``BOUND_KEY``).
+group, each change of the group's bound (sfqtui.attach.bound, ``BOUND_KEY``).
 
 A recording that joins late (the proxy's ring no longer holds seq 0: the stream opens with
 a gap) starts from the proxy's state at seq N, kept in the metadata as ``snapshot``
@@ -29,10 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sfqtui import __version__
+from sfqtui.attach.bound import BOUND_KEY, Bound, in_group, of_group, recorded_change
+from sfqtui.attach.stream import EVENT_SCHEMA, Gap, RunStarted, Status
 from sfqtui.core.numbers import count, counted
 from sfqtui.errors import InputError
-from sfqtui.live.bound import BOUND_KEY, Bound, in_group, of_group, recorded_change
-from sfqtui.live.stream import EVENT_SCHEMA, Gap, RunStarted, Status
 from sfqtui.protocol import StateSnapshot, gap_event
 from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.schema import LOG_FORMAT

@@ -1,5 +1,5 @@
 """A live stream's runs: its connection, the proxy runs seen (an earlier one kept browsable
-after a restart), its audit as it arrives, and its windows.
+after a restart), and its audit as it arrives (a new window is the run's own: LiveRun.new_window).
 
 No widgets: each step changes the runs and says what to tell the user (a ``Toast``), and
 the app shows it; so the follower is tested without an app.
@@ -11,16 +11,13 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from sfqtui.attach.bound import bound_of
+from sfqtui.attach.stream import LIVE, RECONNECTING, REFUSED, STOPPED, RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
-from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import count
-from sfqtui.live.bound import bound_of
-from sfqtui.live.stream import LIVE, RECONNECTING, REFUSED, STOPPED, RunStarted, Status
-from sfqtui.runs.live import LiveState
-from sfqtui.runs.run import Run
-from sfqtui.ui.live.connection import Link, clock, waiting_message
-
-LATE_VIOLATIONS = 100_000  # a live window's violations are placed up to this far past its end (the audit may be ahead)
+from sfqtui.runs.run import LATE_VIOLATIONS, LiveRun, Run
+from sfqtui.runs.stream_opening import LiveState
+from sfqtui.ui.stream.connection import Link, clock, waiting_message
 
 
 @dataclass(frozen=True)
@@ -37,40 +34,41 @@ class LiveFollower:
     """The live run of the runs shown (None in a replay) and its ended proxy runs."""
 
     def __init__(self) -> None:
-        self.ended_runs: list[Run] = []  # the live stream's earlier proxy runs, oldest first, kept browsable
-        self.offstage: list[Run] = []  # the live run while an earlier proxy run is shown in its place
+        self.ended_runs: list[LiveRun] = []  # the live stream's earlier proxy runs, oldest first, kept browsable
+        self.offstage: list[LiveRun] = []  # the live run while an earlier proxy run is shown in its place
 
-    def live_run(self, runs: list[Run]) -> Run | None:
+    def live_run(self, runs: list[Run]) -> LiveRun | None:
         """The run of a live stream, shown or not (None in a replay)."""
-        return next((run for run in (*runs, *self.offstage) if run.live is not None and run not in self.ended_runs), None)
+        return next((run for run in (*runs, *self.offstage) if isinstance(run, LiveRun) and run not in self.ended_runs), None)
 
     def link_of(self, run: Run, runs: list[Run]) -> Link | None:
         """What the status line says of a live run's connection (None for a replay)."""
         live_run = self.live_run(runs)
-        live = live_run.live if live_run is not None else None
-        if live is None or live.link is None:
+        link = live_run.live.link if live_run is not None else None
+        if live_run is None or link is None:
             return None
+        since = live_run.live.new_run_since
         if run is live_run:
-            return Link(live.link, live.new_run_since)
-        if run in self.ended_runs:
-            n = self.ended_runs.index(run) + 1
-            ended_at = run.live.ended_at if run.live is not None else None
-            ended = f", ended by {clock(ended_at)}" if ended_at else ""
-            return Link(live.link, live.new_run_since, f"proxy run {n} of {len(self.ended_runs) + 1}{ended}")
+            return Link(link, since)
+        for n, ended_run in enumerate(self.ended_runs, 1):
+            if ended_run is run:
+                ended_at = ended_run.live.ended_at
+                ended = f", ended by {clock(ended_at)}" if ended_at else ""
+                return Link(link, since, f"proxy run {n} of {len(self.ended_runs) + 1}{ended}")
         return None
 
     @staticmethod
     def waiting(run: Run) -> str | None:
         """The log's message while a live run has no event (none came yet, or a new proxy run has none yet)."""
-        if len(run.table) or run.live is None or run.live.link is None:
+        if len(run.table) or not isinstance(run, LiveRun) or run.live.link is None:
             return None
         return waiting_message(Link(run.live.link), time.monotonic())
 
-    def counting_down(self, runs: list[Run]) -> Run | None:
+    def counting_down(self, runs: list[Run]) -> LiveRun | None:
         """The live run while it is not live, or has no event yet: its state is drawn again
         every second, so the countdown to the next attempt moves."""
         run = self.live_run(runs)
-        link = run.live.link if run is not None and run.live is not None else None
+        link = run.live.link if run is not None else None
         return run if link is not None and run is not None and (link.state != LIVE or not len(run.table)) else None
 
     @staticmethod
@@ -111,7 +109,7 @@ class LiveFollower:
 
     def _keep_ended(self, run: Run, live: LiveState, shown: Run, ended_by: float) -> None:
         """Keep the live run's events as an ended proxy run (over by ``ended_by``, the next one's start), within the live window's memory."""
-        ended = Run(run.opening, scheduler=run.scheduler, title=run.title, slots=run.slots, metadata=run.metadata, loaded=1.0,
+        ended = LiveRun(run.opening, scheduler=run.scheduler, title=run.title, slots=run.slots, metadata=run.metadata, loaded=1.0,
                     loading=False, started=True, broken=run.broken, checked=run.checked, audit_failure=run.audit_failure,
                     live=LiveState(proxy_run=live.proxy_run, ended_at=ended_by, following=False, violations=live.violations))
         ended.table, ended.timeline, ended.cursor = run.table, run.timeline, run.cursor
@@ -126,7 +124,7 @@ class LiveFollower:
         live = self.live_run(runs)
         if live is None or not self.ended_runs:
             return None
-        order = [*self.ended_runs, live]
+        order: list[Run] = [*self.ended_runs, live]
         shown = order[order.index(runs[0]) - 1]
         runs[0] = shown
         self.offstage = [] if shown is live else [live]
@@ -143,8 +141,3 @@ class LiveFollower:
         run.place_violations(violations, before=len(run.table) + LATE_VIOLATIONS)
         return Toast(f"{count(len(run.cursor.violations))} event(s) of the stream break an invariant: x jumps to the next",
                      severity="warning", timeout=None)
-
-    @staticmethod
-    def window_started(run: Run, live: LiveState, first_seq: int, seed: State, new_users: list[str], weights: list[float]) -> None:
-        run.new_window(first_seq, seed, new_users, weights)
-        run.place_violations(live.violations, before=len(run.table) + LATE_VIOLATIONS)
