@@ -75,10 +75,16 @@ async def test_the_first_events_are_drawn_before_the_rest_is_read_and_the_number
         assert count(FIRST_ROWS - 1) not in status  # not the last event loaded, as if it were the log's
         assert first["request_id"] in text_of(app.query_one(EventLog))
         assert first["user"] in text_of(app.query_one(MeterBand))  # the first event's user, in the band
+        await pilot.press("slash", *first["user"], "enter")
+        assert " so far · N next" in str(app.query_one("#log-box").border_subtitle)  # more may come
         release.set()
         await settle(pilot, analysed=False)
         assert len(app.table) == events
         assert f"(last {count(events - 1)})" in text_of(app.query_one(StatusLine))
+        await pilot.press("N")
+        theirs = pl.read_parquet(log, columns=["user", "request_id"]).filter(
+            pl.col("user").str.contains(first["user"], literal=True) | pl.col("request_id").str.contains(first["user"], literal=True)).height
+        assert f"of {theirs:,} · N next" in str(app.query_one("#log-box").border_subtitle)
         assert sorted(app.table.users) == sorted(pl.read_parquet(log, columns=["user"])["user"].drop_nulls().unique())
 
 
