@@ -76,7 +76,8 @@ def main() -> None:
         print(f"{label(size):>4} requests ({events:,} events): first events on screen after median {statistics.median(times[size]):.2f} s "
               f"(best {min(times[size]):.2f} s, worst {max(times[size]):.2f} s)", flush=True)
     ratio = statistics.median(times[args.large]) / statistics.median(times[args.small])
-    print(f"large over small: {ratio:.2f}x (target <= {TARGET_RATIO}x)")
+    best = min(times[args.large]) / min(times[args.small])  # on a busy machine, the least disturbed launches
+    print(f"large over small: median {ratio:.2f}x, best {best:.2f}x (target <= {TARGET_RATIO}x)")
 
 
 if __name__ == "__main__":
