@@ -314,32 +314,46 @@ def read_log_schema(path: Path | str) -> tuple[dict[str, Any], list[str], str]:
         raise InputError(f"{path}: written by a newer sfqtui (log format {version}; this version reads formats up to "
                          f"{NEWEST_LOG_FORMAT}): upgrade sfqtui to open it")
     columns = list(LOG_COLUMNS) + [c for c in LOG_EXTRAS.names if c in schema.names]
-    parquet = pq.ParquetFile(path)
-    first = parquet.read_row_group(0, columns=["scheduler"]) if parquet.num_row_groups else None
+    first = next(pq.ParquetFile(path).iter_batches(batch_size=1, columns=["scheduler"]), None)  # its first page only
     scheduler = first["scheduler"][0].as_py() if first is not None and first.num_rows else "unknown"
     return metadata, columns, scheduler
 
 
-def validate_log(path: Path | str, batch_rows: int = 1 << 17) -> None:
-    """Read an event log once, the columns a dashboard shows, and raise InputError for what
-    it could not show: missing columns, wrong types, a newer format, an unreadable page, an
-    unknown event kind, more than one scheduler. Violations of the scheduler's rules are not
-    refused here: showing them is what the dashboard and `check` are for."""
-    path = Path(path)
-    _metadata, columns, _first = read_log_schema(path)
-    _check_types(path, pl.read_parquet_schema(path))
-    schedulers: set[str] = set()
-    rows = 0
-    for batch in read_batches(path, columns, batch_rows):
+class RowCheck:
+    """What the dashboard could not show in a log's rows, checked batch by batch as they are
+    read (InputError naming the row): an unknown event kind, more than one scheduler."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.rows = 0  # rows checked so far
+        self._schedulers: set[str] = set()
+
+    def check(self, batch: pa.RecordBatch | pa.Table) -> None:
         unknown = pc.is_null(pc.index_in(batch["kind"].cast(pa.string()), value_set=KIND_NAMES))
         if pc.any(unknown).as_py():
             row = pc.index(unknown, True).as_py()
-            raise InputError(f"{path}: row {rows + row} (counting from 0): unknown event kind {batch['kind'][row].as_py()!r}; "
+            raise InputError(f"{self.path}: row {self.rows + row} (counting from 0): unknown event kind {batch['kind'][row].as_py()!r}; "
                              f"known kinds: {', '.join(KINDS)} (semantics §7)")
-        schedulers.update(pc.unique(batch["scheduler"].cast(pa.string())).drop_null().to_pylist())
-        rows += batch.num_rows
-    if len(schedulers) > 1:
-        raise InputError(f"{path}: an event log must hold one scheduler's events; this one has {', '.join(sorted(schedulers))}")
+        self._schedulers.update(pc.unique(batch["scheduler"].cast(pa.string())).drop_null().to_pylist())
+        if len(self._schedulers) > 1:
+            raise InputError(f"{self.path}: an event log must hold one scheduler's events; this one has {', '.join(sorted(self._schedulers))}")
+        self.rows += batch.num_rows
+
+
+def validate_log(path: Path | str, head: int | None = None, batch_rows: int = 1 << 17) -> None:
+    """Read an event log, the columns a dashboard shows, and raise InputError for what it could
+    not show: missing columns, wrong types, a newer format (all from the footer), and in its
+    rows (the first ``head`` only, if given: the rest is checked as it is read) an unreadable
+    page, an unknown event kind, more than one scheduler. Violations of the scheduler's rules
+    are not refused here: showing them is what the dashboard and `check` are for."""
+    path = Path(path)
+    _metadata, columns, _first = read_log_schema(path)
+    _check_types(path, pl.read_parquet_schema(path))
+    rows = RowCheck(path)
+    for batch in read_batches(path, columns, batch_rows if head is None else min(head, batch_rows)):
+        rows.check(batch)
+        if head is not None and rows.rows >= head:
+            return
 
 
 def output_weight_of(metadata: dict[str, Any]) -> float | None:

@@ -31,8 +31,8 @@ from sfqtui.core.log.table import EventBatch
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.protocol import StateSnapshot
-from sfqtui.trace.eventlog import KIND_NAMES, iter_log_rows, output_weight_of, read_log_schema
-from sfqtui.trace.load import LoadedTrace
+from sfqtui.trace.eventlog import KIND_NAMES, RowCheck, iter_log_rows, output_weight_of, read_log_schema
+from sfqtui.trace.load import LoadedTrace, readable
 from sfqtui.trace.notices import Notice, WindowStarts
 from sfqtui.trace.replay_batches import replay_batches
 from sfqtui.trace.request_names import ArrowRequestNames
@@ -267,9 +267,13 @@ class LogFileSource:
         return audit(iter_log_rows(self.path), output_weight_of(self.metadata), replicas).violations
 
     def batches(self) -> Iterator[tuple[EventBatch | Notice, float | None]]:
+        """The log's events, the first few on their own; InputError for what cannot be shown
+        (an unreadable page, an unknown kind, a second scheduler) once it is reached: the
+        dashboard opened on the footer and the first rows (cli/openings.py), not the whole file."""
         parquet = pq.ParquetFile(self.path)
         total = max(1, parquet.metadata.num_rows)
         batcher = ArrowBatcher(value_column(self.scheduler))
+        rows = RowCheck(self.path)
         snapshot = self.metadata.get("snapshot")
         if isinstance(snapshot, dict):  # a log from a proxy's state: its users coded first, as the run's window has them
             users = tuple(batcher.add_users([str(u["user"]) for u in snapshot.get("users", [])]))
@@ -277,14 +281,16 @@ class LogFileSource:
                 yield WindowStarts(snapshot["seq"], cast("StateSnapshot", snapshot), users, users), 0.0
         # The first events are read on their own, in a small batch, so that the screen has
         # something to show at once (a full batch decodes a whole row group's pages first).
-        head = next(parquet.iter_batches(batch_size=min(FIRST_ROWS, self.batch_rows), columns=self._columns), None)
+        head = next(readable(self.path, parquet.iter_batches(batch_size=min(FIRST_ROWS, self.batch_rows), columns=self._columns)), None)
         if head is None:
             return
         done = skip = head.num_rows  # at most one batch: the first batch of the full read holds the head's rows
         if done:
+            rows.check(head)
             yield batcher.convert(pa.Table.from_batches([head])), done / total
-        for record_batch in parquet.iter_batches(batch_size=self.batch_rows, columns=self._columns):
+        for record_batch in readable(self.path, parquet.iter_batches(batch_size=self.batch_rows, columns=self._columns)):
             part, skip = record_batch.slice(skip), 0
             if part.num_rows:
+                rows.check(part)
                 done += part.num_rows
                 yield batcher.convert(pa.Table.from_batches([part])), done / total

@@ -255,7 +255,12 @@ class OpenRuns:
         run.loading = False
         if run is self.current:
             self.start_followers()
-        self._screen.notify(message.reason, title="cannot open", severity="error", timeout=30)
+        if len(run.table):  # what the first screen showed was read; something further on could not be
+            self._screen.notify(f"{message.reason}\n(its first {count(len(run.table))} events are shown)", title="cannot read the rest",
+                                severity="error", timeout=30)
+            self._screen.refresh_views()  # the last event is known now: the last one loaded
+        else:
+            self._screen.notify(message.reason, title="cannot open", severity="error", timeout=30)
 
     def _chart_ready(self, run: Run, message: ChartReady) -> None:
         if run is self.current and run.table is message.table and self._screen.drawing:

@@ -111,7 +111,8 @@ class LogKeys:
             host.refresh_views()
             return
         wrapped = (" (from the start)" if direction > 0 else " (from the end)") if found.wrapped else ""
-        self._say_found(f"/{text}: match {found.position:,} of {found.count:,}{wrapped} · N next, P previous")
+        so_far = " so far" if run.loading else ""  # the events not loaded yet may hold more
+        self._say_found(f"/{text}: match {found.position:,} of {found.count:,}{so_far}{wrapped} · N next, P previous")
         host.moved(run.cursor.at_event(found.k), "")
 
     def _say_found(self, said: str) -> None:

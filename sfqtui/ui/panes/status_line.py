@@ -10,7 +10,6 @@ import time
 from rich.text import Text
 
 from sfqtui.core.engine.replay import REPRICED
-from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count, percent, seconds
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.replicas import status_text
@@ -21,12 +20,20 @@ from sfqtui.ui.widgets.text_view import TextView
 LAST_RANK = 3  # the rank of "(last N)" (sfqtui.ui.widgets.fitted_line): the seq of the last event gives way early
 
 
-def seq_position(table: EventTable, k: int) -> list[Part]:
-    """Where the cursor is, as the log's seq column numbers events: ``seq 397 (last 397)``."""
+def seq_position(frame: Frame) -> list[Part]:
+    """Where the cursor is, as the log's seq column numbers events: ``seq 397 (last 397)``;
+    while a source that ends is still loading, its last event is not known yet, and the
+    line says so rather than give the last one loaded."""
+    table, k = frame.table, frame.k
     last = len(table) - 1
     at = count(table.first_seq + k) if k >= 0 else "-"
-    return [always(Text.assemble("seq ", (at, "bold"))),
-            part(LAST_RANK, f" (last {count(table.first_seq + last)})" if last >= 0 else " (no events yet)")]
+    if last < 0:
+        tail = " (no events yet)"
+    elif frame.loading and frame.loaded is not None:
+        tail = " (last: counting…)"
+    else:
+        tail = f" (last {count(table.first_seq + last)})"
+    return [always(Text.assemble("seq ", (at, "bold"))), part(LAST_RANK, tail)]
 
 
 def kind_part(frame: Frame, marked: tuple[str, ...]) -> Part:
@@ -58,7 +65,7 @@ class StatusLine(TextView):
             part(6, f"  v={amount(s.v)}" if frame.has_meters and own_v else ""),
             part(2, f"  c_max={amount(s.c_max)}"),
             always("  "),
-            *seq_position(table, frame.k),
+            *seq_position(frame),
             kind_part(frame, ("dispatch", "idle_reset")),
             *(() if one else (self._slots(frame, slots),
                               part(8, f"  waiting {count(s.queued_total)}", f"  wait {count(s.queued_total)}"))),

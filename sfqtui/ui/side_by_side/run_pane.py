@@ -41,7 +41,7 @@ class PaneHead(TextView):
         s = frame.state
         split = frame.replicas is not None and frame.replicas.count > 0 and frame.replicas.split  # each replica has its own v
         where = FittedLine([
-            *seq_position(frame.table, frame.k),
+            *seq_position(frame),
             kind_part(frame, ("dispatch",)),
             part(5, f"  t={seconds(s.t)}s"),
             part(6, f"  v={amount(s.v)}" if frame.has_meters and not split else ""),
@@ -120,7 +120,7 @@ class RunPane(Vertical):
     def _drawn_from(self, frame: Frame, narration: str, differs: bool, order: list[tuple[str, str]] | None) -> tuple[Hashable, ...]:
         """All that the pane's views read from a step, and their sizes: equal, the pane would draw what it shows."""
         table = frame.table
-        return (table, len(table), frame.k, frame.options, frame.replicas, narration, differs,
+        return (table, len(table), frame.loading, frame.k, frame.options, frame.replicas, narration, differs,
                 None if order is None else tuple(order), self.events.search_text,
                 *(view.size for view in (self.head, self.band, self.serving, self.events, self.shares)))
 
