@@ -25,7 +25,6 @@ from sfqtui.proxy.engine_metrics import QUERY, signals_of
 
 log = logging.getLogger("sfqtui.proxy")
 SCRAPE_TIMEOUT_S = 0.5  # a scrape this slow gives up: its engine counts as stalled until one answers
-SOURCES = ("auto", "metrics", "latency")  # --limit-from
 METRICS, LATENCY, PROBING = "metrics", "latency", "probing"
 # Changed: (upstream index, new limit, reason).
 Changed = Callable[[int, int, str], None]
@@ -47,8 +46,6 @@ class UpstreamLimits:
     """One controller per upstream, and the tasks that read their metrics."""
 
     def __init__(self, bases: Sequence[str], labels: Sequence[str], settings: LimitSettings, source: str, changed: Changed) -> None:
-        if source not in SOURCES:
-            raise InputError(f"--limit-from {source!r}: expected one of {', '.join(SOURCES)}")
         now = time.monotonic()
         self.bases, self.labels, self.settings, self.source = list(bases), list(labels), settings, source
         self.controllers = [LimitController(settings, now) for _ in bases]

@@ -24,12 +24,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from sfqtui.errors import InputError
 from sfqtui.proxy.errors import UpstreamError
+from sfqtui.proxy.urls import base_url, label_of
 
 log = logging.getLogger("sfqtui.proxy")
 KEEP_IDLE_S = 4.0
@@ -46,23 +45,6 @@ def upstream_error(exc: BaseException) -> UpstreamError:
 
 # What aiohttp raises when a request went wrong: its own errors and timeouts.
 FAILURES = (aiohttp.ClientError, TimeoutError)
-
-
-def base_url(url: str) -> str:
-    parsed = urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise InputError(f"--upstream {url!r}: expected an http:// or https:// URL")
-    path = parsed.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    return urlunsplit((parsed.scheme, parsed.netloc, path, "", ""))
-
-
-def label_of(base: str) -> str:
-    """An upstream as metrics name it: host, port and path, never credentials in the URL."""
-    parsed = urlsplit(base)
-    host = f"[{parsed.hostname}]" if parsed.hostname and ":" in parsed.hostname else parsed.hostname or ""
-    return host + (f":{parsed.port}" if parsed.port else "") + parsed.path
 
 
 class UpstreamWatch:
@@ -123,10 +105,6 @@ class Upstreams:
     def __init__(self, urls: Sequence[str], timeout_s: float, watch: UpstreamWatch | None = None) -> None:
         """Without limits, least in flight first; ``limit_of`` (an upstream's limit, by index) and
         ``busy`` (told an upstream's index when it answers 503) are set for ``--slots auto``."""
-        if not urls:
-            raise InputError("give at least one --upstream URL")
-        if not timeout_s > 0:
-            raise InputError("--upstream-timeout must be > 0")
         self.bases = [base_url(u) for u in urls]
         self.labels = [label_of(b) for b in self.bases]
         self.watch = watch or UpstreamWatch(lambda _u, _s: None, lambda _u, _c: None)
