@@ -98,6 +98,7 @@ class Proxy:
         self.live: set[Exchange] = set()
         self._closed = False
         self._recording: asyncio.Task[None] | None = None
+        self._probing: asyncio.Task[None] | None = None
 
     async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
         return await self.upstreams.open("POST", path, payload, stream)
@@ -144,6 +145,7 @@ class Proxy:
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         await self.scheduling.start()
+        self._probing = asyncio.create_task(self.upstreams.probe())  # off the start's path: serving begins at once
         if self.limits is not None:
             for index, label in enumerate(self.upstreams.labels):  # the first limits (a group's pool starts from them)
                 self.scheduling.limit_changed(label, self.limits.limit_of(index), self.limits.total)
@@ -184,6 +186,9 @@ class Proxy:
             log.info("recorded %d request(s) to %s", self.recorder.rows, self.recorder.path)
         if self.limits is not None:
             await self.limits.aclose()
+        if self._probing is not None:
+            self._probing.cancel()
+            await asyncio.gather(self._probing, return_exceptions=True)
         await self.upstreams.aclose()
 
     def refused(self, conn: HTTPConnection) -> None:

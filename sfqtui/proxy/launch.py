@@ -24,13 +24,14 @@ def launch(settings: ProxySettings, say: Callable[[str], None]) -> None:
     sock = listen_socket(host, port)
     port = sock.getsockname()[1]
     group = ""
-    if settings.state_url is not None:
+    state_url = settings.state_url
+    if state_url is not None:
         from sfqtui.proxy.group import check_store, group_settings, redacted
 
-        check_store(settings.state_url, settings.store_timeout_s,
+        check_store(state_url, settings.store_timeout_s,
                     group_settings(settings.slots, settings.ring_size, settings.estimator, None if settings.limits is None else settings.limits.maximum))
         settings = dataclasses.replace(settings, replica_name=f"{socket.gethostname()}/{host}:{port}")
-        group = f"; one SFQ with the group at {redacted(settings.state_url)}"
+        group = f"; one SFQ with the group at {redacted(state_url)}"
     server = ProxyServer(settings)
     logging.basicConfig(level=logging.WARNING, format="sfqtui proxy: %(message)s")
     logging.getLogger("sfqtui.proxy").setLevel(logging.INFO)
