@@ -20,8 +20,9 @@ def proxy(
         typer.Option(
             "--upstream",
             help=(
-                "Base URL of an OpenAI-compatible server (vLLM, llama.cpp, SGLang, ...), with or without /v1. Repeat for "
-                "several; each request goes to the one with the fewest requests in flight."
+                "Base URL of an OpenAI-compatible server (vLLM, llama.cpp, SGLang, ...), with or without /v1: http://HOST:8000 "
+                "or http://HOST:8000/v1, not an endpoint's URL. Repeat for several; each request goes to the one with the fewest "
+                "requests in flight."
             ),
             show_default=False,
             rich_help_panel=_PANEL,

@@ -9,6 +9,7 @@ metrics of ``--limit-from metrics``) is checked when the proxy starts (``launch`
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,5 +126,6 @@ class ProxySettings:
         fixed, limits = parse_slots(slots)
         # With limits, the slots start as the first limits' sum.
         pool = fixed if fixed is not None else len(upstream) * (limits or LimitSettings()).first
-        return cls(upstreams=tuple(upstream), slots=max(1, pool), keys=load_keys(keys), limits=limits, listen=(host, port),
-                   **options)
+        # Every option is checked before the keys file is read, as every command refuses bad options before any work.
+        unkeyed = cls(upstreams=tuple(upstream), slots=max(1, pool), keys=KeyBook({}, {}), limits=limits, listen=(host, port), **options)
+        return dataclasses.replace(unkeyed, keys=load_keys(keys))
