@@ -4,7 +4,8 @@ Answers are deterministic: the answer to a prompt is "echo: <prompt>", one outpu
 per word (cut at max_tokens), and usage counts them. Markers in the prompt choose a
 behaviour: ``[fail500]`` an HTTP 500, ``[hang]`` no answer for a minute (or until the
 client leaves), ``[held]`` no answer until the test calls ``release(prompt)`` (a minute at most),
-``[slow]`` 0.1 s per word, ``[cut]`` a stream that breaks off after two chunks, ``[bad400]`` an
+``[slow]`` 0.1 s per word, ``[pause]`` a stream that stops after its first chunk until the test calls
+``release(prompt)`` (``pausing`` holds the prompts stopped now), ``[cut]`` a stream that breaks off after two chunks, ``[bad400]`` an
 HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
 ``FakeUpstream`` keeps what it was sent and how many streams were closed early.
 """
@@ -58,7 +59,8 @@ class FakeUpstream:
         self.seen: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
         self.closed_early: Counter[str] = Counter()
-        self.released: dict[str, threading.Event] = {}  # by prompt, for ``[held]``
+        self.released: dict[str, threading.Event] = {}  # by prompt, for ``[held]`` and ``[pause]``
+        self.pausing: set[str] = set()
         self.running = 0  # completion requests being answered now, and the most ever at once
         self.most_running = 0
         self.app = Starlette(routes=[
@@ -75,8 +77,18 @@ class FakeUpstream:
         return Response(text, media_type="text/plain; version=0.0.4")
 
     def release(self, prompt: str) -> None:
-        """Let the ``[held]`` request of this prompt (sent or still to come) be answered."""
+        """Let the ``[held]`` or ``[pause]`` request of this prompt (sent or still to come) be answered."""
         self.released.setdefault(prompt, threading.Event()).set()
+
+    async def _paused(self, prompt: str) -> None:
+        released = self.released.setdefault(prompt, threading.Event())
+        self.pausing.add(prompt)
+        deadline = time.monotonic() + 60
+        try:
+            while not released.is_set() and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        finally:
+            self.pausing.discard(prompt)
 
     async def models(self, request: Request) -> Response:
         self.headers_seen.append(dict(request.headers))
@@ -158,6 +170,8 @@ class FakeUpstream:
                 if n == 2 and "[cut]" in prompt:
                     raise ConnectionError("the fake upstream breaks off on purpose")
                 yield chunk(word if n == 0 else " " + word)
+                if n == 0 and "[pause]" in prompt:
+                    await self._paused(prompt)
                 if delay:
                     await asyncio.sleep(delay)
             yield chunk(None, "stop")

@@ -1,7 +1,5 @@
 """`sfqtui proxy`: an SFQ proxy in front of OpenAI-compatible servers that publishes every decision."""
 
-import logging
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -10,36 +8,8 @@ import typer
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.replay_options import DEFAULT_ESTIMATOR, with_estimator_options
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.numbers import count, counted
-from sfqtui.errors import InputError
-from sfqtui.paths import check_output
 
 _PANEL = "Proxy"
-
-
-def check_state_url(url: str) -> None:
-    """InputError unless ``url`` names a Redis database the way docs/replicas.md says
-    (redis://HOST:PORT/DB, rediss://...): redis-py's own parsing, and a database that is a
-    number (redis-py reads any other path as database 0, another group's)."""
-    from urllib.parse import unquote, urlsplit
-
-    from redis.connection import parse_url
-
-    from sfqtui.proxy.group import redacted
-
-    try:
-        shown = f"--state {redacted(url)}"
-    except ValueError:  # a port that is not a number
-        shown = "--state"
-    try:
-        parse_url(url)
-        parts = urlsplit(url)
-    except ValueError as exc:
-        raise InputError(f"{shown}: {exc}; give redis://HOST:PORT/DB or rediss://HOST:PORT/DB (docs/replicas.md)") from None
-    database = unquote(parts.path).strip("/")
-    if parts.scheme != "unix" and database and not database.isdigit():
-        raise InputError(f"{shown}: the database {database!r} is not a number; give redis://HOST:PORT/DB with DB a number "
-                         "(each group of replicas needs its own, docs/replicas.md)")
 
 
 @refuses_bad_input
@@ -50,8 +20,9 @@ def proxy(
         typer.Option(
             "--upstream",
             help=(
-                "Base URL of an OpenAI-compatible server (vLLM, llama.cpp, SGLang, ...), with or without /v1. Repeat for "
-                "several; each request goes to the one with the fewest requests in flight."
+                "Base URL of an OpenAI-compatible server (vLLM, llama.cpp, SGLang, ...), with or without /v1: http://HOST:8000 "
+                "or http://HOST:8000/v1, not an endpoint's URL. Repeat for several; each request goes to the one with the fewest "
+                "requests in flight."
             ),
             show_default=False,
             rich_help_panel=_PANEL,
@@ -192,48 +163,11 @@ def proxy(
     Also served: GET /v1/sfq/state and /v1/sfq/events (the live event stream; sfqtui
     attach follows it) and GET /metrics (Prometheus). See docs/proxy.md.
     """
-    from sfqtui.core.limits.slots import parse_slots
-    from sfqtui.proxy.keys import load_keys
-    from sfqtui.proxy.limits import SOURCES, check_metrics
-    from sfqtui.proxy.server import ProxyServer, listen_socket, parse_listen
+    from sfqtui.proxy.launch import launch
     from sfqtui.proxy.settings import ProxySettings
-    from sfqtui.proxy.upstream import base_url
 
-    host, port = parse_listen(listen)
-    fixed, limits = parse_slots(slots)
-    if limit_from not in SOURCES:
-        raise InputError(f"--limit-from {limit_from!r}: expected one of {', '.join(SOURCES)}")
-    if limits is not None and limit_from == "metrics":
-        check_metrics([base_url(u) for u in upstream])
-    if fixed is not None:
-        pool = fixed
-    else:
-        assert limits is not None
-        pool = max(1, len(upstream) * limits.first)
-    if state is not None:
-        check_state_url(state)
-    if events_token is not None and not events_token.strip():
-        raise InputError("--events-token cannot be empty")
-    if record is not None:
-        check_output(record, "--record")
-    book = load_keys(keys)
-    sock = listen_socket(host, port)
-    if state is not None:
-        from sfqtui.proxy.group import check_store, group_settings, redacted
-
-        check_store(state, store_timeout, group_settings(pool, ring, estimator, None if limits is None else limits.maximum))
-    settings = ProxySettings(upstreams=tuple(upstream), slots=pool, limits=limits, limit_from=limit_from, keys=book, events_token=events_token, ring_size=ring,
-                             record=record, metrics_users=metrics_users, estimator=estimator,
-                             upstream_timeout_s=upstream_timeout, shutdown_grace_s=shutdown_grace, state_url=state,
-                             replica_name=f"{socket.gethostname()}/{host}:{sock.getsockname()[1]}", lease_s=lease,
-                             store_timeout_s=store_timeout)
-    server = ProxyServer(settings)
-    logging.basicConfig(level=logging.WARNING, format="sfqtui proxy: %(message)s")
-    logging.getLogger("sfqtui.proxy").setLevel(logging.INFO)
-    shown_host = f"[{host}]" if ":" in host else host
-    typer.echo(f"sfqtui proxy: listening on http://{shown_host}:{sock.getsockname()[1]} ({counted(len(book.users), 'user')}, "
-               f"{counted(fixed, 'slot') if fixed is not None else f'slots auto (starting at {count(pool)})'}, "
-               f"{counted(len(upstream), 'upstream')}; "
-               f"events {'need the token' if events_token else 'are open to anyone who can connect'}"
-               + (f"; one SFQ with the group at {redacted(state)}" if state else "") + ")", err=True)
-    server.run(sockets=[sock])
+    settings = ProxySettings.from_options(
+        upstream=upstream, keys=keys, slots=slots, listen=listen, limit_from=limit_from, events_token=events_token, ring_size=ring,
+        record=record, metrics_users=metrics_users, estimator=estimator, upstream_timeout_s=upstream_timeout,
+        shutdown_grace_s=shutdown_grace, state_url=state, lease_s=lease, store_timeout_s=store_timeout)
+    launch(settings, say=lambda line: typer.echo(line, err=True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -13,16 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from sfqtui.protocol import LIMIT, SCHEDULER, Event, ProxyState
+from sfqtui.proxy.auth import ApiKeys, EventsToken, authenticated
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange
 from sfqtui.proxy.metrics import ProxyMetrics
-from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down, unauthorized
+from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down
 from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.scheduling import Alone, Scheduling
@@ -56,14 +56,9 @@ def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, pro
     }
 
 log = logging.getLogger("sfqtui.proxy")
-COMPLETION_ROUTES = ("/v1/chat/completions", "/v1/completions")
+COMPLETION_ROUTES = ("/chat/completions", "/completions")  # under /v1
 # How long shutdown waits for aborted requests to wind down before it ends the event stream anyway.
 ABORT_WAIT_S = 5.0
-
-
-def bearer(request: Request) -> str | None:
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    return credentials.strip() or None if scheme.lower() == "bearer" else None
 
 
 class Proxy:
@@ -103,6 +98,7 @@ class Proxy:
         self.live: set[Exchange] = set()
         self._closed = False
         self._recording: asyncio.Task[None] | None = None
+        self._probing: asyncio.Task[None] | None = None
 
     async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
         return await self.upstreams.open("POST", path, payload, stream)
@@ -149,6 +145,7 @@ class Proxy:
     @asynccontextmanager
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         await self.scheduling.start()
+        self._probing = asyncio.create_task(self.upstreams.probe())  # off the start's path: serving begins at once
         if self.limits is not None:
             for index, label in enumerate(self.upstreams.labels):  # the first limits (a group's pool starts from them)
                 self.scheduling.limit_changed(label, self.limits.limit_of(index), self.limits.total)
@@ -189,19 +186,18 @@ class Proxy:
             log.info("recorded %d request(s) to %s", self.recorder.rows, self.recorder.path)
         if self.limits is not None:
             await self.limits.aclose()
+        if self._probing is not None:
+            self._probing.cancel()
+            await asyncio.gather(self._probing, return_exceptions=True)
         await self.upstreams.aclose()
 
-    def _may_watch(self, request: Request) -> bool:
-        token = self.settings.events_token
-        given = bearer(request)
-        return token is None or (given is not None and hmac.compare_digest(given.encode(), token.encode()))
+    def refused(self, conn: HTTPConnection) -> None:
+        """A request without a valid API key: counted if it asked for a completion."""
+        if conn.scope["path"].endswith(COMPLETION_ROUTES):
+            self.metrics.ended(None, "refused")
 
     async def completion(self, path: str, request: Request) -> Response:
-        key = bearer(request)
-        user = self.settings.keys.user_of(key)
-        if user is None:
-            self.metrics.ended(None, "refused")
-            return unauthorized("missing API key: send Authorization: Bearer <key>" if key is None else "unknown API key")
+        user: str = request.user.display_name
         try:
             raw = await request.body()
         except ClientDisconnect:
@@ -234,23 +230,17 @@ class Proxy:
         self.live.add(exchange)
         return await exchange.run(path, json.dumps(body).encode() if stream else raw, stream)
 
-    async def models(self, request: Request) -> Response:
-        if self.settings.keys.user_of(bearer(request)) is None:
-            return unauthorized("missing or unknown API key")
+    async def models(self, _request: Request) -> Response:
         try:
             status, media_type, body = await self.upstreams.fetch("GET", "/v1/models")
         except UpstreamError as failure:
             return error_response(failure.status, failure.message, "upstream_error", failure.code)
         return Response(body, status_code=status, media_type=media_type)
 
-    async def sfq_state(self, request: Request) -> Response:
-        if not self._may_watch(request):
-            return unauthorized("this proxy's state needs its events token: Authorization: Bearer <token>")
+    async def sfq_state(self, _request: Request) -> Response:
         return JSONResponse(self._with_limits(await self.scheduling.state()))
 
     async def sfq_events(self, request: Request) -> Response:
-        if not self._may_watch(request):
-            return unauthorized("this proxy's events need its events token: Authorization: Bearer <token>")
         last = request.headers.get("last-event-id")
         try:
             after = None if last is None or not last.strip() else int(last)
@@ -270,11 +260,13 @@ async def _openai_http_error(_request: Request, exc: Exception) -> Response:
 
 
 def create_app(proxy: Proxy) -> Starlette:
-    routes = [Route(path, partial(proxy.completion, path), methods=["POST"]) for path in COMPLETION_ROUTES]
-    routes += [
-        Route("/v1/models", proxy.models, methods=["GET"]),
-        Route("/v1/sfq/state", proxy.sfq_state, methods=["GET"]),
-        Route("/v1/sfq/events", proxy.sfq_events, methods=["GET"]),
-        Route("/metrics", proxy.prometheus, methods=["GET"]),
-    ]
+    """OpenAI's routes behind the API keys, the §8 state and stream behind the events token (if
+    any), and the metrics open to all."""
+    token = proxy.settings.events_token
+    sfq = Mount("/v1/sfq", routes=[Route("/state", proxy.sfq_state, methods=["GET"]), Route("/events", proxy.sfq_events, methods=["GET"])],
+                middleware=[] if token is None else [authenticated(EventsToken(token))])
+    openai = [Route(path, partial(proxy.completion, f"/v1{path}"), methods=["POST"]) for path in COMPLETION_ROUTES]
+    openai.append(Route("/models", proxy.models, methods=["GET"]))
+    routes = [sfq, Mount("/v1", routes=openai, middleware=[authenticated(ApiKeys(proxy.settings.keys), proxy.refused)]),
+              Route("/metrics", proxy.prometheus, methods=["GET"])]
     return Starlette(routes=routes, lifespan=proxy.lifespan, exception_handlers={HTTPException: _openai_http_error})

@@ -1,7 +1,7 @@
 """``--slots auto``: each upstream's concurrency limit, kept by a controller (``sfqtui.core.limits``) fed off the request path.
 
 Where an upstream exports vLLM's or SGLang's metrics, a task of its own reads its /metrics
-every ``SCRAPE_S`` (httpx, parsed by prometheus_client: ``engine_metrics``) and hands the
+every ``SCRAPE_S`` (aiohttp, as the upstream requests; parsed by prometheus_client: ``engine_metrics``) and hands the
 controller what they say; requests never wait on it. One that exports none (its /metrics
 answers without them) is sized from latency instead: each answered request's time per
 output token feeds the controller's gradient. Each upstream has its own controller, so one
@@ -15,17 +15,17 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-import httpx
+import aiohttp
 
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
 from sfqtui.core.limits.slots import SCRAPE_S
 from sfqtui.errors import InputError
 from sfqtui.protocol import UpstreamLimit
 from sfqtui.proxy.engine_metrics import QUERY, signals_of
+from sfqtui.proxy.upstream import FAILURES, KEEP_IDLE_S
 
 log = logging.getLogger("sfqtui.proxy")
 SCRAPE_TIMEOUT_S = 0.5  # a scrape this slow gives up: its engine counts as stalled until one answers
-SOURCES = ("auto", "metrics", "latency")  # --limit-from
 METRICS, LATENCY, PROBING = "metrics", "latency", "probing"
 # Changed: (upstream index, new limit, reason).
 Changed = Callable[[int, int, str], None]
@@ -33,22 +33,32 @@ Changed = Callable[[int, int, str], None]
 
 def check_metrics(bases: Sequence[str], timeout_s: float = 5.0) -> None:
     """``--limit-from metrics``: InputError unless every upstream's /metrics has an engine's signals."""
-    for base in bases:
-        try:
-            response = httpx.get(f"{base}/metrics", params=QUERY, timeout=timeout_s)
-        except httpx.HTTPError as exc:
-            raise InputError(f"--limit-from metrics: cannot read {base}/metrics ({type(exc).__name__})") from None
-        if response.status_code != 200 or signals_of(response.text, 0.0) is None:
-            raise InputError(f"--limit-from metrics: {base}/metrics exports none of vLLM's or SGLang's engine metrics "
-                             f"(vllm:num_requests_waiting, sglang:num_queue_reqs, ...); use --limit-from latency or auto")
+    asyncio.run(_check_metrics(bases, timeout_s))
+
+
+async def _check_metrics(bases: Sequence[str], timeout_s: float) -> None:
+    async with _session(timeout_s) as session:
+        for base in bases:
+            try:
+                async with session.get(f"{base}/metrics", params=QUERY) as response:
+                    status, text = response.status, await response.text()
+            except FAILURES as exc:
+                raise InputError(f"--limit-from metrics: cannot read {base}/metrics ({type(exc).__name__})") from None
+            if status != 200 or signals_of(text, 0.0) is None:
+                raise InputError(f"--limit-from metrics: {base}/metrics exports none of vLLM's or SGLang's engine metrics "
+                                 f"(vllm:num_requests_waiting, sglang:num_queue_reqs, ...); use --limit-from latency or auto")
+
+
+def _session(timeout_s: float) -> aiohttp.ClientSession:
+    # No proxy from the environment, no cookies: the upstreams are the proxy's own APIs.
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_IDLE_S),
+                                 timeout=aiohttp.ClientTimeout(total=timeout_s), cookie_jar=aiohttp.DummyCookieJar())
 
 
 class UpstreamLimits:
     """One controller per upstream, and the tasks that read their metrics."""
 
     def __init__(self, bases: Sequence[str], labels: Sequence[str], settings: LimitSettings, source: str, changed: Changed) -> None:
-        if source not in SOURCES:
-            raise InputError(f"--limit-from {source!r}: expected one of {', '.join(SOURCES)}")
         now = time.monotonic()
         self.bases, self.labels, self.settings, self.source = list(bases), list(labels), settings, source
         self.controllers = [LimitController(settings, now) for _ in bases]
@@ -56,7 +66,7 @@ class UpstreamLimits:
         self.signals: list[EngineSignals | None] = [None for _ in bases]
         self._changed = changed
         self._tasks: list[asyncio.Task[None]] = []
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
 
     @property
     def total(self) -> int:
@@ -66,16 +76,15 @@ class UpstreamLimits:
         return self.controllers[index].limit
 
     def start(self) -> None:
-        # No connection pool limit, no proxy from the environment: the upstreams are the proxy's own.
-        self._client = httpx.AsyncClient(timeout=SCRAPE_TIMEOUT_S, trust_env=False)
+        self._session = _session(SCRAPE_TIMEOUT_S)
         self._tasks = [asyncio.create_task(self._read(k)) for k, source in enumerate(self.sources) if source != LATENCY]
 
     async def aclose(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._client is not None:
-            await self._client.aclose()
+        if self._session is not None:
+            await self._session.close()
 
     def _moved(self, index: int, before: int) -> None:
         controller = self.controllers[index]
@@ -84,19 +93,21 @@ class UpstreamLimits:
 
     async def _read(self, index: int) -> None:
         """Read one upstream's metrics every SCRAPE_S (from the start of the last read) until cancelled."""
-        assert self._client is not None
+        session = self._session
+        assert session is not None
         loop = asyncio.get_running_loop()
         url = f"{self.bases[index]}/metrics"
         due = loop.time()
         while True:
             answered, signals = False, None
             try:
-                response = await self._client.get(url, params=QUERY)
+                async with session.get(url, params=QUERY) as response:
+                    status, text = response.status, await response.text()
                 answered = True
-                if response.status_code == 200:
+                if status == 200:
                     # Stamped when read: a proxy busy enough to read it late has not made the engine's word older.
-                    signals = signals_of(response.text, time.monotonic())
-            except httpx.HTTPError:
+                    signals = signals_of(text, time.monotonic())
+            except FAILURES:
                 pass
             if self.sources[index] == PROBING and answered:
                 if signals is None:

@@ -26,15 +26,6 @@ BACKSTOP_S = 10.0
 KEEP_ALIVE_S = 75
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """``host:port`` (``[::1]:8080`` for IPv6) -> (host, port)."""
-    host, sep, port = listen.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise InputError(f"--listen {listen!r}: expected host:port, for example 127.0.0.1:8080")
-    return host, int(port)
-
-
 def listen_socket(host: str, port: int) -> socket.socket:
     """A bound, listening TCP socket (port 0: any free port), or InputError saying why not."""
     try:

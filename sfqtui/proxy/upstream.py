@@ -13,28 +13,36 @@ sent again after a pause (20 ms, doubling up to 0.5 s, and until an upstream has
 its limit) to whichever upstream has the most room then, until ``--upstream-timeout`` has
 passed; then the client gets that 503 as a 502.
 
-The proxy talks to its upstreams with aiohttp rather than httpx: its C parser and
-plain asyncio streams cost about a quarter of httpx's CPU per streamed chunk
-(``benchmarks/proxy_bench.py``), which is most of what the proxy adds to a request.
+At start, each upstream is asked once for its model list (``probe``, off the start's path),
+so that one that cannot be reached is named in the log before the first request fails.
+
+The proxy talks to its upstreams with aiohttp rather than httpx: its C parser and plain
+asyncio streams cost well under half of httpx's CPU per streamed chunk, and httpcore's pool
+does work quadratic in its connections at each request's start and end. Measured with
+``benchmarks/proxy_bench.py --pin`` (100 streams at once, a chunk every 100 and 50 ms): 143
+and 121 µs of the proxy's CPU per chunk with aiohttp, 946 and 823 with one httpx client,
+358 and 275 with the requests spread over httpx clients of 8 connections each; the median
+first byte came 30 ms, 4.2 s and 1.4 s later than directly (a loaded two-core machine).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from sfqtui.errors import InputError
 from sfqtui.proxy.errors import UpstreamError
+from sfqtui.proxy.urls import base_url, label_of
 
 log = logging.getLogger("sfqtui.proxy")
 KEEP_IDLE_S = 4.0
 BUSY = 503  # the engine's queue is full: nothing was served
 FIRST_PAUSE_S, LONGEST_PAUSE_S = 0.02, 0.5
+PROBE_TIMEOUT_S = 10.0  # the probe at start gives up on an upstream this slow to answer
 
 
 def upstream_error(exc: BaseException) -> UpstreamError:
@@ -46,23 +54,6 @@ def upstream_error(exc: BaseException) -> UpstreamError:
 
 # What aiohttp raises when a request went wrong: its own errors and timeouts.
 FAILURES = (aiohttp.ClientError, TimeoutError)
-
-
-def base_url(url: str) -> str:
-    parsed = urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise InputError(f"--upstream {url!r}: expected an http:// or https:// URL")
-    path = parsed.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    return urlunsplit((parsed.scheme, parsed.netloc, path, "", ""))
-
-
-def label_of(base: str) -> str:
-    """An upstream as metrics name it: host, port and path, never credentials in the URL."""
-    parsed = urlsplit(base)
-    host = f"[{parsed.hostname}]" if parsed.hostname and ":" in parsed.hostname else parsed.hostname or ""
-    return host + (f":{parsed.port}" if parsed.port else "") + parsed.path
 
 
 class UpstreamWatch:
@@ -123,10 +114,6 @@ class Upstreams:
     def __init__(self, urls: Sequence[str], timeout_s: float, watch: UpstreamWatch | None = None) -> None:
         """Without limits, least in flight first; ``limit_of`` (an upstream's limit, by index) and
         ``busy`` (told an upstream's index when it answers 503) are set for ``--slots auto``."""
-        if not urls:
-            raise InputError("give at least one --upstream URL")
-        if not timeout_s > 0:
-            raise InputError("--upstream-timeout must be > 0")
         self.bases = [base_url(u) for u in urls]
         self.labels = [label_of(b) for b in self.bases]
         self.watch = watch or UpstreamWatch(lambda _u, _s: None, lambda _u, _c: None)
@@ -223,6 +210,29 @@ class Upstreams:
         finally:
             await reply.aclose()
         return reply.status, reply.content_type, body
+
+    async def probe(self) -> None:
+        """Ask each upstream for its model list once, and log one line for each that cannot be
+        reached, or that answers 404 there (not its base URL); any other answer is fine."""
+        session = self._client()
+        timeout = aiohttp.ClientTimeout(total=min(PROBE_TIMEOUT_S, self._timeout_s))
+
+        async def reach(base: str) -> None:
+            try:
+                async with session.get(f"{base}/v1/models", timeout=timeout, allow_redirects=False) as response:
+                    status = response.status
+            except FAILURES as exc:
+                if isinstance(exc, aiohttp.ClientConnectorError):  # "Connection refused", "Name or service not known", ...
+                    error = exc.os_error
+                    why = os.strerror(error.errno) if error.errno and error.errno > 0 else error.strerror or str(error)
+                else:
+                    why = f"no answer in {timeout.total:g} s" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+                log.warning("upstream %s cannot be reached (%s): a request it refuses goes to the next upstream, or gets a 502", base, why)
+                return
+            if status == 404:
+                log.warning("upstream %s answers 404 for /v1/models: is that the server's base URL?", base)
+
+        await asyncio.gather(*(reach(base) for base in self.bases))
 
     async def aclose(self) -> None:
         if self._session is not None:

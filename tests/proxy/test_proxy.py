@@ -18,7 +18,7 @@ from sfqtui.attach.stream import EventStream, Gap, Status
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
 from sfqtui.proxy.prompt import output_cap, prompt_tokens
-from sfqtui.proxy.upstream import base_url
+from sfqtui.proxy.urls import base_url
 from sfqtui.trace.load import load_trace
 
 USERS = ("alice", "bob", "carol")

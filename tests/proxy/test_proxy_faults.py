@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import signal
 import subprocess
 import sys
@@ -46,6 +47,19 @@ async def test_upstream_down(keys_path: Path) -> None:
         events = read_events(px.url)
         assert state(px.url)["inflight"] == 0
     charged_and_kept(events, "r0")
+
+
+def test_an_upstream_that_cannot_be_reached_at_start_is_named_in_the_log(fake, keys_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Before any request: one line for each upstream that refuses, or that answers 404 where its model list should be
+    (not its base URL); nothing for one that answers."""
+    _, upstream_url = fake
+    down = closed_port()
+    caplog.set_level(logging.INFO, logger="sfqtui.proxy")
+    with running_proxy(upstream_url, keys_path, upstreams=(down, upstream_url, f"{upstream_url}/api")):
+        wait_for(lambda: len([r for r in caplog.records if r.name == "sfqtui.proxy"]) >= 2, what="the probes' lines")
+    lines = sorted(r.getMessage() for r in caplog.records if r.name == "sfqtui.proxy")
+    assert lines == sorted([f"upstream {down} cannot be reached (Connection refused): a request it refuses goes to the next upstream, or gets a 502",
+                            f"upstream {upstream_url}/api answers 404 for /v1/models: is that the server's base URL?"])
 
 
 async def test_a_refused_connection_goes_to_the_next_upstream(fake, keys_path: Path) -> None:
@@ -149,6 +163,18 @@ async def test_client_gone_while_streaming_closes_upstream_once(fake, keys_path:
     assert upstream.closed_early[prompt] == 1
     charged_and_kept(events, "r0")
     assert by_request(events)["r1"] == ["arrive", "dispatch", "complete"]
+
+
+async def test_a_stream_is_relayed_as_it_comes_not_when_it_ends(fake, keys_path: Path) -> None:
+    upstream, upstream_url = fake
+    prompt = "[pause] one two three"
+    with running_proxy(upstream_url, keys_path) as px:
+        stream = await client_for(px.url).chat.completions.create(**chat(prompt, stream=True))
+        first = await anext(aiter(stream))
+        assert first.choices[0].delta.content == "echo:" and prompt in upstream.pausing, "the first chunk came before the upstream went on"
+        upstream.release(prompt)
+        rest = [chunk.choices[0].delta.content async for chunk in stream if chunk.choices]
+    assert "".join(piece or "" for piece in rest) == " [pause] one two three"
 
 
 def _stream_text(url: str, key: str, prompt: str, out: dict[str, Any]) -> None:

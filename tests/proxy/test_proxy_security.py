@@ -41,6 +41,28 @@ async def test_missing_or_unknown_key_is_401_in_openai_format(fake, keys_path: P
     assert len(upstream.seen) == seen_before
 
 
+async def test_every_openai_route_needs_a_key_before_anything_else(fake, keys_path: Path) -> None:
+    """One gate in front of /v1 (the middleware): a request without a valid key is refused whatever
+    its path, method or body, and only a refused completion counts as a refused request."""
+    upstream, upstream_url = fake
+    seen_before = len(upstream.seen)
+    with running_proxy(upstream_url, keys_path) as px:
+        async with httpx.AsyncClient(verify=TLS, base_url=px.url) as raw:
+            for method, path in (("POST", "/v1/chat/completions"), ("GET", "/v1/chat/completions"), ("POST", "/v1/completions"),
+                                 ("GET", "/v1/models"), ("GET", "/v1/embeddings")):
+                for headers in ({}, {"authorization": "Bearer sk-not-a-key"}, {"authorization": f"Basic {KEY_OF['bob']}"}):
+                    refused = await raw.request(method, path, content=b"not json", headers=headers)
+                    assert refused.status_code == 401, (method, path, headers)
+                    assert refused.json()["error"]["code"] == "invalid_api_key" and refused.headers["www-authenticate"] == "Bearer"
+            key = {"authorization": f"Bearer {KEY_OF['bob']}"}
+            assert (await raw.get("/v1/embeddings", headers=key)).status_code == 404
+            assert (await raw.post("/v1/completions", content=b"not json", headers=key)).status_code == 400
+            metrics = (await raw.get("/metrics")).text
+        assert 'sfqtui_requests_total{outcome="refused",user="unknown"} 9.0' in metrics  # the 3 requests to a completion path, with each of 3 headers
+        assert state(px.url)["seq"] == -1
+    assert len(upstream.seen) == seen_before
+
+
 def test_events_and_state_need_the_token_when_set(fake, keys_path: Path) -> None:
     _, upstream_url = fake
     with running_proxy(upstream_url, keys_path, events_token=EVENTS_TOKEN) as px:

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
-from sfqtui.cli.proxy import check_state_url
 from sfqtui.errors import InputError
+from sfqtui.proxy.settings import check_state_url
 
 
 @pytest.mark.parametrize("url,says", [
