@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.errors import fail, refuses_bad_input, stops_on_ctrl_c
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.tables import print_table
@@ -55,6 +55,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
+@stops_on_ctrl_c
 @refuses_bad_input
 def sweep(
     traces: Annotated[list[Path], typer.Argument(help="Trace Parquet files (semantics §1).", show_default=False)],

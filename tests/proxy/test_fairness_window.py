@@ -17,6 +17,10 @@ def arrive(user: str, weight: float = 1.0) -> Any:
     return {"kind": "arrive", "user": user, "weight": weight}
 
 
+def cancel(user: str) -> Any:
+    return {"kind": "cancel", "user": user}
+
+
 def jain_of(values: list[float]) -> float:
     return sum(values) ** 2 / (len(values) * sum(x * x for x in values))
 
@@ -122,6 +126,6 @@ def test_a_user_idle_during_the_window_is_left_out_and_the_index_is_absent_befor
         fairness.see(dispatch("bob"))
     fairness.see(arrive("alice"))  # idle through bob's dispatches
     assert fairness.waited() == ["bob"]
-    fairness.see({"kind": "cancel", "user": "alice"})  # cancelled before any dispatch: it waited at none
+    fairness.see(cancel("alice"))  # cancelled before any dispatch: it waited at none
     fairness.see(dispatch("bob"))
     assert fairness.waited() == ["bob"]
