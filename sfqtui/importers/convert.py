@@ -19,7 +19,7 @@ import polars as pl
 from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.errors import InputError
 from sfqtui.importers.options import ImportOptions, Users
-from sfqtui.importers.readers import READERS, unit_interval
+from sfqtui.importers.readers import RAW_TIME, READERS, unit_interval, unreadable_file
 from sfqtui.paths import atomic_output
 from sfqtui.trace.offered_load import service_seconds, suggested_slots_for
 from sfqtui.trace.schema import METADATA_KEY
@@ -62,15 +62,16 @@ def _check(fmt: str, path: Path, frame: pl.LazyFrame, options: ImportOptions, sh
         found = (frame.select(*checks, pl.col("t").min().alias("first"), pl.col("t").max().alias("last"), pl.len().alias("rows"))
                  .collect(engine="streaming").row(0, named=True))
     except pl.exceptions.PolarsError as exc:
-        raise InputError(f"{path}: cannot be read as {fmt} ({str(exc).splitlines()[0]})") from None
+        raise unreadable_file(path, fmt, exc) from None
     raw_time = _time_column(fmt, options)
     token_rules = [(f"bad_{c}", options.mapping.get(c, c), "is not a whole number >= 0") for c in token_columns]
     for name, raw, rule in [("bad_t", raw_time, "is not a time"), *token_rules]:
         line = found.get(name)
         if line is not None:
             source = raw if name == "bad_t" else _source_of(fmt, raw)
-            found_value = frame.filter(pl.col("line") == line).select(pl.col(source)).collect().item()
-            raise InputError(f"{path}: line {line}: {source} {found_value!r} {rule}")
+            value_column = RAW_TIME if name == "bad_t" and RAW_TIME in frame.collect_schema().names() else source
+            found_value = frame.filter(pl.col("line") == line).select(pl.col(value_column)).collect().item()
+            raise InputError(f"{path}: line {line}: {source} {'is missing' if found_value is None else f'{found_value!r} {rule}'}")
     if not found["rows"]:
         raise InputError(f"{path}: no rows to import")
     return found["first"], found["last"], found["service"]

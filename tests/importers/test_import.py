@@ -95,6 +95,28 @@ def test_an_unparseable_timestamp_names_file_line_and_value(tmp_path: Path, cli:
     assert err.strip() == f"sfqtui: error: {csv}: line 3: TIMESTAMP 'yesterday noon' is not a time"
 
 
+@pytest.mark.parametrize("second, says", [
+    ('{"t": "noon", "n": 20}', "line 2: t 'noon' is not a time"),  # the arrival column named t, as the trace's own time column is
+    ('{"n": 20}', "line 2: t is missing"),
+    ('{"t": null, "n": 20}', "line 2: t is missing"),
+])
+def test_a_bad_jsonl_time_names_the_line_the_field_and_its_value(second: str, says: str, tmp_path: Path, cli: CliRunner) -> None:
+    jsonl = tmp_path / "times.jsonl"
+    jsonl.write_text('{"t": 1.0, "n": 10}\n' + second + '\n{"t": 3.0, "n": 5}\n')
+    code, _, err = run(cli, "jsonl", jsonl, "--map", "arrival_s=t,input_tokens=n", "-o", tmp_path / "t.parquet")
+    assert (code, err) == (2, f"sfqtui: error: {jsonl}: {says}\n")
+
+
+@pytest.mark.parametrize("fmt, options", [("jsonl", ["--map", "arrival_s=timestamp,input_tokens=input_length"]), ("mooncake", [])])
+@pytest.mark.parametrize("good_lines", [1, 10_003], ids=["early", "past the lines read for the schema"])
+def test_broken_json_lines_name_the_line(fmt: str, options: list[str], good_lines: int, tmp_path: Path, cli: CliRunner) -> None:
+    jsonl = tmp_path / "broken.jsonl"
+    good = "".join(json.dumps({"timestamp": 1000 + k, "input_length": 10, "output_length": 5}) + "\n" for k in range(good_lines))
+    jsonl.write_text(good + '{"timestamp": 2000, "input_length": 20\n')
+    code, _, err = run(cli, fmt, jsonl, *options, "-o", tmp_path / "t.parquet")
+    assert (code, err) == (2, f"sfqtui: error: {jsonl}: line {good_lines + 1}: not JSON (Expecting ',' delimiter, column 39)\n")
+
+
 def test_a_bad_token_count_names_file_line_and_value(tmp_path: Path, cli: CliRunner) -> None:
     csv = tmp_path / "bad.csv"
     csv.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,GPT-4,12,3,15,API log\n2,GPT-4,-4,3,-1,API log\n")
