@@ -39,6 +39,7 @@ class ImportSummary:
     slots: int | None  # the slot count the trace suggests (None: its arrivals span no time)
     offered_load: float | None  # slots kept busy on average by the service times below
     service: str = "the default service model"  # where the service times come from
+    between_files_s: float = 0.0  # how much of the span no file's arrivals cover: files far apart in time
 
 
 def _time_column(fmt: str, options: ImportOptions) -> str:
@@ -75,6 +76,20 @@ def _check(fmt: str, path: Path, frame: pl.LazyFrame, options: ImportOptions, sh
     if not found["rows"]:
         raise InputError(f"{path}: no rows to import")
     return found["first"], found["last"], found["service"]
+
+
+def _uncovered(firsts: list[object], lasts: list[object], t0: object) -> float:
+    """Seconds of the span from the first arrival to the last that lie between files (no file's arrivals cover them)."""
+
+    def since(x: object) -> float:
+        gap = x - t0  # type: ignore[operator]  # times of one clock subtract
+        return gap.total_seconds() if hasattr(gap, "total_seconds") else float(gap)
+
+    uncovered, reached = 0.0, 0.0
+    for start, end in sorted((since(first), since(last)) for first, last in zip(firsts, lasts)):
+        uncovered += max(0.0, start - reached)
+        reached = max(reached, end)
+    return uncovered
 
 
 def _source_of(fmt: str, column: str) -> str:
@@ -200,7 +215,8 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"cannot import: {str(exc).splitlines()[0]}") from None
     stats = pl.scan_parquet(out).select(pl.len().alias("rows"), pl.col("user").n_unique().alias("users")).collect().row(0, named=True)
-    return ImportSummary(stats["rows"], stats["users"], len(sources), span, slots, service / span if span > 0 else None)
+    return ImportSummary(stats["rows"], stats["users"], len(sources), span, slots, service / span if span > 0 else None,
+                         between_files_s=_uncovered(firsts, lasts, t0))
 
 
 def service_names(paths: list[Path]) -> dict[Path, str]:

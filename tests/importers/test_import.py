@@ -66,6 +66,18 @@ def test_burstgpt_3_sessions_as_users(tmp_path: Path, cli: CliRunner) -> None:
     assert trace["input_tokens"].sum() == source["Request tokens"].sum()
 
 
+def test_files_far_apart_in_time_are_noted_in_one_line(tmp_path: Path, cli: CliRunner) -> None:
+    files = [BURST / "BurstGPT_1_first400.csv", BURST / "BurstGPT_3_first400.csv"]  # 225 days apart
+    code, out, err = run(cli, "burstgpt", *files, "-o", tmp_path / "t.parquet", "--user-from", "Model")
+    assert code == 0 and "19,481,558.0 s of arrivals" in out
+    assert err == ("note: the files are far apart in time: their arrivals span 225.5 days, of which 224.6 days lie between files, "
+                   "where a replay has nothing to schedule; import one file per trace\n")
+    code, _, err = run(cli, "burstgpt", files[0], "-o", tmp_path / "t.parquet", "--user-from", "Model")
+    assert code == 0 and err == ""
+    code, _, err = run(cli, "azure", *sorted(AZURE.glob("*.csv")), "-o", tmp_path / "t.parquet")  # the same hour
+    assert code == 0 and err == ""
+
+
 def test_burstgpt_columns_are_read_by_name(tmp_path: Path, cli: CliRunner) -> None:
     csv = tmp_path / "shuffled.csv"
     csv.write_text("Log Type,Response tokens,Model,Timestamp,Request tokens,Total tokens\n"
