@@ -81,7 +81,7 @@ def table(replicas: list[str], scraped: list[dict[str, list[tuple[dict[str, str]
 
     row("global bound in force", ["yes" if one(s, "sfqtui_global_bound") == 1 else "no" for s in scraped])
     row("replicas", [f"{one(s, 'sfqtui_replicas'):,.0f}" for s in scraped])
-    row("Jain index, backlogged users", [f"{one(s, 'sfqtui_jain_index'):.3f}" if s.get("sfqtui_jain_index") else "-" for s in scraped])
+    row("Jain index, waiting users", [f"{one(s, 'sfqtui_jain_index'):.3f}" if s.get("sfqtui_jain_index") else "-" for s in scraped])
     row("group in flight / slots", [f"{one(s, 'sfqtui_inflight'):,.0f} / {one(s, 'sfqtui_slots'):,.0f}" for s in scraped])
     row("group queued", [f"{one(s, 'sfqtui_queued'):,.0f}" for s in scraped])
     for outcome in ("answered", "failed", "cancelled", "refused"):

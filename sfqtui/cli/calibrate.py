@@ -12,7 +12,7 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
-from sfqtui.cli.tables import print_table
+from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
 from sfqtui.core.numbers import Fixed, amount, count, counted, percent, ratio, span
@@ -68,7 +68,7 @@ def calibrate(
     if as_json:
         typer.echo(json.dumps(_payload(trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where), indent=2))
         return
-    _print(Console(), trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where)
+    _print(report_console(), trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where)
 
 
 def _gap_of(figure: GapFigure) -> float | None:

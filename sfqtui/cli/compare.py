@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from sfqtui.cli.engine_start import engine_start_lines
@@ -15,13 +14,13 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
-from sfqtui.cli.tables import print_table
+from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.engine_waits import QUANTILES, EngineWaits, quantile
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replication_cost import ReplicaMeasures, replica_measures
 from sfqtui.core.engine.engines import slots_named
 from sfqtui.core.engine.replay import REPRICED
-from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, counted, percent, ratio, seconds, span
+from sfqtui.core.numbers import SECONDS_DECIMALS, WAIT, Fixed, amount, count, counted, percent, ratio, seconds, span
 from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers
 from sfqtui.trace.joined import TRACES_HELP, joined_trace, named
 from sfqtui.trace.load import load_trace
@@ -53,11 +52,10 @@ def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> T
     charged = Fixed.of(f.charged for _, f in users)
     waits = {q: [f.wait_quantile(q) for _, f in users] for q in (0.5, 0.99)}
     reference = [None if measures is None else measures.p99_wait.get(user, (None, None))[1] for user, _ in users]
-    wait = Fixed.of([*waits[0.5], *waits[0.99], *reference], least=SECONDS_DECIMALS)
     for k, (user, f) in enumerate(users):
-        cells = [user, count(f.dispatched), charged(f.charged), percent(report.share(user)), wait(waits[0.5][k]), wait(waits[0.99][k])]
+        cells = [user, count(f.dispatched), charged(f.charged), percent(report.share(user)), WAIT(waits[0.5][k]), WAIT(waits[0.99][k])]
         if measures is not None:
-            cells.append(wait(reference[k]))
+            cells.append(WAIT(reference[k]))
         table.add_row(*cells)
     return table
 
@@ -73,9 +71,8 @@ def _waits_table(waits: EngineWaits) -> Table:
             table.add_column(f"{label} p{round(q * 100)} s", justify="right")
     users = sorted(waits.users.items())
     cells = [[quantile(getattr(w, name), q) for name, _ in parts for q in QUANTILES] for _, w in users]
-    wait = Fixed.of([x for row in cells for x in row], least=SECONDS_DECIMALS)
     for (user, _), row in zip(users, cells):
-        table.add_row(user, *(wait(x) for x in row))
+        table.add_row(user, *(WAIT(x) for x in row))
     return table
 
 
@@ -153,7 +150,7 @@ def compare(
         payload["repriced"] = bool(replay.repriced(loaded.trace.columns))
         typer.echo(json.dumps(payload, indent=2))
         return
-    console = Console()
+    console = report_console()
     where = f", {replay.replicas.describe()}" if replicated else ""
     priced = f", {REPRICED}{note}" if (note := replay.repriced(loaded.trace.columns)) else ""
     users = counted(len(loaded.trace.users), 'user')

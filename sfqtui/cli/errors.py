@@ -16,6 +16,7 @@ from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 BUG_EXIT = 1  # what Python itself exits with on an uncaught exception; 2 is the user's
+INTERRUPTED_EXIT = 130  # the shells' 128 + SIGINT: what a command stopped by Ctrl-C exits with
 
 
 def version_line() -> str:
@@ -44,5 +45,20 @@ def refuses_bad_input(func: F) -> F:
             print(f"sfqtui: this is a bug in sfqtui; please report it as a bug, with the command that caused it and this line: {version_line()}",
                   file=sys.stderr)
             raise typer.Exit(BUG_EXIT) from None
+
+    return cast(F, wrapper)
+
+
+def stops_on_ctrl_c(func: F) -> F:
+    """Ctrl-C ends the command with one line, "interrupted", and exit status 130, once the
+    ``with`` blocks it left have closed what they opened (a sweep's cluster)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except KeyboardInterrupt:
+            print("sfqtui: interrupted", file=sys.stderr)
+            raise typer.Exit(INTERRUPTED_EXIT) from None
 
     return cast(F, wrapper)

@@ -13,7 +13,7 @@ from sfqtui.cli.fixed_log import refuse_trace_options
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
-from sfqtui.cli.tables import print_table
+from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
@@ -22,7 +22,7 @@ from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
-from sfqtui.core.numbers import MILLISECONDS, TIME, Fixed, amount, count, counted, seconds
+from sfqtui.core.numbers import TIME, WAIT, Fixed, amount, count, counted, seconds
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.runs.run import Run
@@ -113,7 +113,7 @@ def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[s
 
 def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
     """``value_name``: the scheduler's own per-user number (None: it has none)."""
-    console = Console()
+    console = report_console()
     slots = found["slots"]
     replicas = found.get("replicas")
     where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
@@ -168,9 +168,8 @@ def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
         for sent in found["compare"].values():
             names.append(sent["run"] + (f" (replica {sent['replica']})" if sent.get("replica") is not None else ""))
         sends = [found, *found["compare"].values()]
-        waited = Fixed.of((sent["waited"] for sent in sends), least=MILLISECONDS)  # as the header says how long it waited
         for name, sent in zip(names, sends):
-            compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), waited(sent["waited"]), style="bold" if sent is found else "")
+            compare.add_row(name, TIME(sent["dispatched"]), count(sent["position"]), WAIT(sent["waited"]), style="bold" if sent is found else "")
         print_table(console, compare)
 
 

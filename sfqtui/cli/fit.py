@@ -10,7 +10,7 @@ from rich.table import Table
 
 from sfqtui import __version__
 from sfqtui.cli.errors import refuses_bad_input
-from sfqtui.cli.tables import print_table
+from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.engine_fit.errors import Errors
 from sfqtui.core.analysis.engine_fit.fit import EngineFit, fit_engine
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors
@@ -62,7 +62,7 @@ def fit(
     # A model whose steps take no time cannot be replayed: its waits have no prediction to judge.
     waits = replayed(found, fitted) if fitted.model.decode_ms_per_token > 0 else None
     source = named(paths)
-    _print(Console(), source, found, fitted, waits)
+    _print(report_console(), source, found, fitted, waits)
     if out is not None:
         out.write_text(json.dumps(model_file(source, found, fitted, waits), indent=2) + "\n")
         typer.echo(f"Wrote {out}: sfqtui engine --model-file {out} serves this model.")

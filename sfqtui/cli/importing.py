@@ -13,7 +13,7 @@ from sfqtui.importers.formats import IMPORT_FORMATS, importer
 from sfqtui.importers.gateway import LogSummary
 from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
 from sfqtui.paths import check_output
-from sfqtui.trace.offered_load import HEADROOM
+from sfqtui.trace.offered_load import HEADROOM, duration
 
 TENTHS = Fixed(1)  # the summary's seconds and slots busy
 
@@ -101,6 +101,9 @@ def import_command(
                    f"busy on average ({summary.service}), plus {HEADROOM - 1:.0%} headroom; docs/traces.md")
     if isinstance(summary, LogSummary):
         typer.echo("\n".join(summary.lines()))
+    if summary.between_files_s > summary.span_s / 2:
+        typer.echo(f"note: the files are far apart in time: their arrivals span {duration(summary.span_s)}, of which {duration(summary.between_files_s)} "
+                   "lie between files, where a replay has nothing to schedule; import one file per trace", err=True)
     if summary.users == 1:
         typer.echo("note: every request has the same user; --users N or --user-from COLUMN gives SFQ someone to be fair between", err=True)
 

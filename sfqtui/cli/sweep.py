@@ -8,14 +8,13 @@ from typing import Annotated, cast
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sfqtui.cli.errors import fail, refuses_bad_input
+from sfqtui.cli.errors import fail, refuses_bad_input, stops_on_ctrl_c
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.tables import print_table
+from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.numbers import count, counted, percent, ratio
 from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
@@ -55,6 +54,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
+@stops_on_ctrl_c
 @refuses_bad_input
 def sweep(
     traces: Annotated[list[Path], typer.Argument(help="Trace Parquet files (semantics §1).", show_default=False)],
@@ -129,7 +129,7 @@ def sweep(
     if as_json:
         typer.echo(json.dumps({"runs": rows}, indent=2))
         return
-    console = Console()
+    console = report_console()
     print_table(console, _table(rows))
     for line in _failures(rows):
         console.print(line)

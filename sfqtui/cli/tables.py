@@ -1,12 +1,25 @@
-"""Printing a rich table so that no number in it is ever cut short."""
+"""The console the commands print their reports on, and printing a rich table on it so
+that no number in it is ever cut short."""
 
 from __future__ import annotations
+
+import os
 
 from rich.console import Console, ConsoleOptions
 from rich.measure import Measurement
 from rich.table import Column, Table
 
 UNBOUNDED = 10_000  # a width no table reaches, so that rich measures it unclamped
+
+
+def report_console() -> Console:
+    """stdout as a console: a terminal's own width; piped or redirected (and no COLUMNS set),
+    no width at all, so that no sentence is wrapped mid-phrase and no table is squeezed to
+    the 80 columns rich assumes: a file or a pipe takes lines as long as they are."""
+    console = Console()
+    if console.is_terminal or "COLUMNS" in os.environ:
+        return console
+    return Console(width=UNBOUNDED, soft_wrap=True)
 
 
 def print_table(console: Console, table: Table) -> None:

@@ -18,8 +18,8 @@ infinities as "∞" / "-∞".
 - ``Fixed``: one format for a table column: fixed decimals (and an optional sign), chosen
   once per column with ``Fixed.of(values)`` from the magnitude of what the column shows,
   so a column never mixes ``596.9`` and ``2,295``; ``Fixed.width(values)`` sizes it.
-  A column of waits takes ``Fixed.of(waits, least=SECONDS_DECIMALS)``, a column of
-  times ``TIME`` (to the millisecond).
+  A column of times takes ``TIME`` (to the millisecond), a column of waits ``WAIT`` (to
+  ten milliseconds, whatever their size, so that every table of waits reads alike).
 - ``decimals_for(scale)``: the decimals that show 4 significant digits of a figure as
   large as ``scale``, for columns whose scale is known apart from their values (c_max).
 """
@@ -192,3 +192,4 @@ class Fixed:
 
 
 TIME = Fixed(MILLISECONDS)  # a column of times
+WAIT = Fixed(SECONDS_DECIMALS)  # a column of waits, in every table

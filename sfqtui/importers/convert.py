@@ -19,7 +19,7 @@ import polars as pl
 from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.errors import InputError
 from sfqtui.importers.options import ImportOptions, Users
-from sfqtui.importers.readers import READERS, unit_interval
+from sfqtui.importers.readers import RAW_TIME, READERS, unit_interval, unreadable_file
 from sfqtui.paths import atomic_output
 from sfqtui.trace.offered_load import service_seconds, suggested_slots_for
 from sfqtui.trace.schema import METADATA_KEY
@@ -39,6 +39,7 @@ class ImportSummary:
     slots: int | None  # the slot count the trace suggests (None: its arrivals span no time)
     offered_load: float | None  # slots kept busy on average by the service times below
     service: str = "the default service model"  # where the service times come from
+    between_files_s: float = 0.0  # how much of the span no file's arrivals cover: files far apart in time
 
 
 def _time_column(fmt: str, options: ImportOptions) -> str:
@@ -62,18 +63,33 @@ def _check(fmt: str, path: Path, frame: pl.LazyFrame, options: ImportOptions, sh
         found = (frame.select(*checks, pl.col("t").min().alias("first"), pl.col("t").max().alias("last"), pl.len().alias("rows"))
                  .collect(engine="streaming").row(0, named=True))
     except pl.exceptions.PolarsError as exc:
-        raise InputError(f"{path}: cannot be read as {fmt} ({str(exc).splitlines()[0]})") from None
+        raise unreadable_file(path, fmt, exc) from None
     raw_time = _time_column(fmt, options)
     token_rules = [(f"bad_{c}", options.mapping.get(c, c), "is not a whole number >= 0") for c in token_columns]
     for name, raw, rule in [("bad_t", raw_time, "is not a time"), *token_rules]:
         line = found.get(name)
         if line is not None:
             source = raw if name == "bad_t" else _source_of(fmt, raw)
-            found_value = frame.filter(pl.col("line") == line).select(pl.col(source)).collect().item()
-            raise InputError(f"{path}: line {line}: {source} {found_value!r} {rule}")
+            value_column = RAW_TIME if name == "bad_t" and RAW_TIME in frame.collect_schema().names() else source
+            found_value = frame.filter(pl.col("line") == line).select(pl.col(value_column)).collect().item()
+            raise InputError(f"{path}: line {line}: {source} {'is missing' if found_value is None else f'{found_value!r} {rule}'}")
     if not found["rows"]:
         raise InputError(f"{path}: no rows to import")
     return found["first"], found["last"], found["service"]
+
+
+def _uncovered(firsts: list[object], lasts: list[object], t0: object) -> float:
+    """Seconds of the span from the first arrival to the last that lie between files (no file's arrivals cover them)."""
+
+    def since(x: object) -> float:
+        gap = x - t0  # type: ignore[operator]  # times of one clock subtract
+        return gap.total_seconds() if hasattr(gap, "total_seconds") else float(gap)
+
+    uncovered, reached = 0.0, 0.0
+    for start, end in sorted((since(first), since(last)) for first, last in zip(firsts, lasts)):
+        uncovered += max(0.0, start - reached)
+        reached = max(reached, end)
+    return uncovered
 
 
 def _source_of(fmt: str, column: str) -> str:
@@ -199,7 +215,8 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"cannot import: {str(exc).splitlines()[0]}") from None
     stats = pl.scan_parquet(out).select(pl.len().alias("rows"), pl.col("user").n_unique().alias("users")).collect().row(0, named=True)
-    return ImportSummary(stats["rows"], stats["users"], len(sources), span, slots, service / span if span > 0 else None)
+    return ImportSummary(stats["rows"], stats["users"], len(sources), span, slots, service / span if span > 0 else None,
+                         between_files_s=_uncovered(firsts, lasts, t0))
 
 
 def service_names(paths: list[Path]) -> dict[Path, str]:

@@ -16,6 +16,10 @@ import polars as pl
 
 from sfqtui.errors import InputError
 from sfqtui.importers.options import ImportOptions
+from sfqtui.importers.records import first_bad_json_line
+
+RAW_TIME = "__arrival"  # the mapped arrival column as read, for errors (the column may itself be named t)
+JSON_LINES = ("mooncake", "jsonl")
 
 _NAIVE = ("%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S")
 _AWARE = ("%Y-%m-%d %H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%:z", "%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M:%S%:z")
@@ -38,11 +42,21 @@ def _scan_csv(path: Path) -> pl.LazyFrame:
     return pl.scan_csv(path, infer_schema_length=10_000, null_values=[""]).with_row_index("line", offset=2)
 
 
+def unreadable_file(path: Path, fmt: str, exc: pl.exceptions.PolarsError) -> InputError:
+    """What to say when polars cannot read a file: for JSON lines, the first line that is not JSON."""
+    if fmt in JSON_LINES:
+        with path.open("rb") as lines:
+            bad = first_bad_json_line(lines, path)
+        if bad is not None:
+            return bad
+    return InputError(f"{path}: cannot be read as {fmt} ({str(exc).splitlines()[0]})")
+
+
 def _require(path: Path, frame: pl.LazyFrame, columns: tuple[str, ...], fmt: str) -> list[str]:
     try:
         names = frame.collect_schema().names()
     except pl.exceptions.PolarsError as exc:
-        raise InputError(f"{path}: cannot be read as {fmt} ({str(exc).splitlines()[0]})") from None
+        raise unreadable_file(path, fmt, exc) from None
     missing = [c for c in columns if c not in names]
     if missing:
         shown = ", ".join(repr(n) for n in names if n != "line")
@@ -123,7 +137,7 @@ def generic(path: Path, options: ImportOptions, jsonl: bool) -> pl.LazyFrame:
         scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6}[options.time_unit]
         t = source.cast(pl.Float64, strict=False) * scale
     renamed = [pl.col(column).alias(target) for target, column in mapping.items() if target != "arrival_s"]
-    return frame.with_columns(*renamed, source=pl.lit(path.name), t=t)
+    return frame.with_columns(*renamed, source.alias(RAW_TIME), source=pl.lit(path.name), t=t)
 
 
 def unit_interval(rows: np.ndarray, seed: int) -> np.ndarray:

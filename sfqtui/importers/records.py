@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ def read_records(path: Path, fields: Collection[str], fmt: str) -> pl.DataFrame:
         elif head == b"[":
             frame = _items(json.loads(data), fields, path)
         elif head == b"{":
-            wrapped = _wrapped(data, fields, path)
+            wrapped = _wrapped(data, fields, path, fmt)
             frame = _lines(data, fields, path) if wrapped is None else wrapped
         elif not head:
             raise InputError(f"{path}: the file is empty")
@@ -63,15 +64,25 @@ def _items(items: Any, fields: Collection[str], path: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={**{f: pl.String for f in fields}, "where": pl.String})
 
 
-def _wrapped(data: bytes, fields: Collection[str], path: Path) -> pl.DataFrame | None:
+def _wrapped(data: bytes, fields: Collection[str], path: Path, fmt: str) -> pl.DataFrame | None:
     """A paginated API answer, ``{"data": [records], ...}``; None when the file is JSON lines."""
     try:
         whole = json.loads(data)
     except json.JSONDecodeError:
+        first = data.lstrip().split(b"\n", 1)[0]
+        with suppress(json.JSONDecodeError):
+            _refuse_otel(json.loads(first), path, fmt)  # the collector's file exporter: one export a line
         return None  # more than one value: JSON lines
+    _refuse_otel(whole, path, fmt)
     if isinstance(whole, dict) and isinstance(whole.get("data"), list):
         return _items(whole["data"], fields, path)
     return None
+
+
+def _refuse_otel(document: object, path: Path, fmt: str) -> None:
+    """An OpenTelemetry export given to another format's reader: say which command reads it."""
+    if isinstance(document, dict) and "resourceSpans" in document:
+        raise InputError(f"{path}: this looks like an OTel export (OTLP/JSON resourceSpans), not {fmt} records: use `sfqtui import otel`")
 
 
 def _lines(data: bytes, fields: Collection[str], path: Path) -> pl.DataFrame:
@@ -79,23 +90,27 @@ def _lines(data: bytes, fields: Collection[str], path: Path) -> pl.DataFrame:
     try:
         frame = pl.read_ndjson(io.BytesIO(data), schema={f: pl.String for f in fields})
     except pl.exceptions.PolarsError:
-        _refuse_first_bad_line(data, path)
+        bad = first_bad_json_line(data.split(b"\n"), path)
+        if bad is not None:
+            raise bad from None
         raise
     if frame.height != len(numbers):  # never seen; line numbers would be wrong
         raise InputError(f"{path}: cannot be read as JSON lines ({frame.height:,} records in {len(numbers):,} lines)")
     return frame.with_columns(pl.Series("where", [f"line {k}" for k in numbers], dtype=pl.String))
 
 
-def _refuse_first_bad_line(data: bytes, path: Path) -> None:
-    for k, line in enumerate(data.split(b"\n"), start=1):
+def first_bad_json_line(lines: Iterable[bytes], path: Path) -> InputError | None:
+    """The error for the first line (of JSON lines) that is not a JSON object; None if every line is one."""
+    for k, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(line.rstrip(b"\r\n"))  # a column past the line's end would mislead
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {k}: not JSON ({exc.msg}, column {exc.colno})") from None
+            return InputError(f"{path}: line {k}: not JSON ({exc.msg}, column {exc.pos + 1})")
         if not isinstance(value, dict):
-            raise InputError(f"{path}: line {k}: not a JSON object")
+            return InputError(f"{path}: line {k}: not a JSON object")
+    return None
 
 
 def _text(value: object) -> str | None:

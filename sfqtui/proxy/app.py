@@ -183,7 +183,7 @@ class Proxy:
         if self.recorder is not None and self._recording is not None:
             self.recorder.stop()
             await self._recording
-            log.info("recorded %d request(s) to %s", self.recorder.rows, self.recorder.path)
+            log.info("%s", self.recorder.said())
         if self.limits is not None:
             await self.limits.aclose()
         if self._probing is not None:

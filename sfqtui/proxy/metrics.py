@@ -11,14 +11,13 @@ Counters count this process's own requests; the scheduler's gauges (queues, mete
 flight) read the state, which for a group replica (``--state``) is the group's, from the
 store (while the store is away, the replica's own local SFQ). A gauge whose value the state
 does not give is left out, so that a scrape never fails and never shows a made-up value.
-The fairness gauge is Jain's index over the users backlogged throughout the last
-``JAIN_WINDOW`` dispatches (the group's, for a replica). No ``_created`` series.
+The fairness gauge is Jain's index over the last ``JAIN_WINDOW`` dispatches (the group's,
+for a replica), each user judged on the dispatches at which it was waiting (fairness_window.py). No ``_created`` series.
 """
 
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections import deque
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
@@ -28,6 +27,7 @@ from prometheus_client.registry import Collector
 from sfqtui.errors import InputError
 from sfqtui.protocol import GLOBAL, Event, ProxyState, UpstreamLimit, UserState
 from sfqtui.proxy.dispatcher import Ticket
+from sfqtui.proxy.fairness_window import JAIN_WINDOW, FairnessWindow
 
 disable_created_metrics()
 OTHER = "other"
@@ -36,89 +36,15 @@ OUTCOMES = ("answered", "failed", "cancelled", "refused")
 WAIT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 FIRST_BYTE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
-JAIN_WINDOW = 1000
 State = Callable[[], ProxyState]
-JAIN_HELP = (f"Jain's fairness index, (sum x)^2 / (n sum x^2), over the n users backlogged (a request waiting) at every one of the "
-             f"last {JAIN_WINDOW:,} dispatches, x being each one's cost per weight dispatched in them: 1 when SFQ gave them the same; "
-             "users that asked for less than their share are not counted. Absent while no user was backlogged throughout.")
+JAIN_HELP = (f"Jain's fairness index, (sum x)^2 / (n sum x^2), over the last {JAIN_WINDOW:,} dispatches and the n users that waited "
+             "at some of them, x being the cost per weight a user was dispatched over its share of the dispatches at which it waited "
+             "(at most 1): 1 when every waiting user got its share, lower as waiting users get less. Absent before a dispatch.")
 _STATE_GAUGES = (
     ("sfqtui_virtual_time", "v", "SFQ virtual time v."),
     ("sfqtui_inflight", "inflight", "Requests holding a slot (a group replica: the group's)."),
     ("sfqtui_slots", "slots", "Slots (requests sent upstream at once)."),
 )
-
-
-class FairnessWindow:
-    """Jain's index over the users SFQ promises to equalise: those backlogged (with a request
-    waiting) at every one of the last ``size`` dispatches. Each one's x is the cost per weight
-    dispatched to it in that window (0 if none: a starved user counts); the index is
-    (sum x)^2 / (n sum x^2), 1 when they all got the same. A user that asks for less than its
-    share, and so is not backlogged throughout, is left out: getting less is its own doing.
-
-    It reads the §7 events in their order (``see``): arrivals and cancellations move a user's
-    queue, dispatches its queue and its charge."""
-
-    def __init__(self, size: int = JAIN_WINDOW) -> None:
-        self._recent: deque[tuple[str, float]] = deque()
-        self._size = size
-        self._sums: dict[str, float] = {}
-        self._dispatches = 0
-        self._queued: dict[str, int] = {}  # users seen backlogged, or not since their last dispatch
-        self._empty_at: dict[str, int] = {}  # a user's queue is empty since this many dispatches
-        self._missed: dict[str, int] = {}  # the latest dispatch (by number) at which the user was not backlogged
-
-    def see(self, event: Event) -> None:
-        kind, user = event["kind"], event["user"]
-        if user is None:
-            return  # an idle_reset names nobody
-        if kind == "arrive":
-            self._arrive(user)
-        elif kind == "dispatch":
-            self._dispatch(user, (event["cost"] or 0.0) / (event.get("weight") or 1.0))
-        elif kind == "cancel":
-            self._leave(user)
-
-    def _arrive(self, user: str) -> None:
-        queued = self._queued.get(user, 0)
-        if queued == 0 and self._empty_at.get(user, -1) < self._dispatches:
-            self._missed[user] = self._dispatches  # empty at some dispatch since (or never seen)
-        self._queued[user] = queued + 1
-        self._empty_at.pop(user, None)
-
-    def _leave(self, user: str) -> None:
-        left = self._queued.get(user, 0) - 1
-        if left > 0:
-            self._queued[user] = left
-        elif user in self._queued:
-            self._queued[user] = 0
-            self._empty_at[user] = self._dispatches
-
-    def _dispatch(self, user: str, charge: float) -> None:
-        self._dispatches += 1
-        self._leave(user)
-        self._recent.append((user, charge))
-        self._sums[user] = self._sums.get(user, 0.0) + charge
-        if len(self._recent) > self._size:
-            old, amount = self._recent.popleft()
-            left = self._sums[old] - amount
-            if left <= 0.0 or not any(u == old for u, _ in self._recent):
-                del self._sums[old]
-            else:
-                self._sums[old] = left
-
-    def backlogged(self) -> list[str]:
-        """The users backlogged at every dispatch of the window (the ones it compares); forgets the idle ones."""
-        start = self._dispatches - len(self._recent)
-        for user in [u for u, at in self._empty_at.items() if at < self._dispatches]:
-            del self._queued[user], self._empty_at[user]
-            self._missed.pop(user, None)
-        return sorted(u for u in self._queued if self._missed.get(u, 0) <= start and self._recent)
-
-    def jain(self) -> float | None:
-        """None when no user was backlogged throughout the window, or none was charged."""
-        values = [self._sums.get(user, 0.0) for user in self.backlogged()]
-        squares = sum(x * x for x in values)
-        return None if squares == 0.0 else sum(values) ** 2 / (len(values) * squares)
 
 
 class _SchedulerGauges(Collector):

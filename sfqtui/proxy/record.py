@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from sfqtui import __version__
+from sfqtui.core.numbers import counted
 from sfqtui.errors import InputError
 from sfqtui.protocol import BoundEvent, Event
 from sfqtui.trace.load import frame_of
@@ -101,6 +102,7 @@ class TraceRecorder:
         if not every_s > 0:
             raise InputError("the record's flush interval must be > 0")
         self.path = Path(path)
+        self._earlier = self.path.exists()  # a file this recording has not written (yet): an earlier run's
         self._metadata = metadata
         self._every_s = every_s
         self.decisions = Decisions(mine)
@@ -114,6 +116,14 @@ class TraceRecorder:
     @property
     def rows(self) -> int:
         return sum(f.height for f in self._written) + len(self._pending)
+
+    def said(self) -> str:
+        """What the recording did, for the log when the proxy stops: a file left as it was is not claimed."""
+        if self.rows:
+            return f"recorded {counted(self.rows, 'request')} to {self.path}"
+        if self._earlier:
+            return f"recorded no request: {self.path} is left as it was"
+        return f"recorded no request: {self.path} is not written"
 
     def add(self, row: dict[str, Any]) -> None:
         """A dispatched request ended; ``row`` holds its times and charge as the proxy measured them."""

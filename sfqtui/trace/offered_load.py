@@ -79,9 +79,11 @@ def one_slot(path: Path, model: TokenServiceModel) -> OneSlot:
 
 
 def duration(seconds: float) -> str:
-    """A duration as people say it: 45.2 s, 58.6 min, 33.3 h."""
+    """A duration as people say it: 45.2 s, 58.6 min, 33.3 h, 225.5 days."""
     if seconds < 120:
         return f"{seconds:,.1f} s"
     if seconds < 2 * 3600:
         return f"{seconds / 60:,.1f} min"
-    return f"{seconds / 3600:,.1f} h"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} days"

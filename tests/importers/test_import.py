@@ -66,6 +66,18 @@ def test_burstgpt_3_sessions_as_users(tmp_path: Path, cli: CliRunner) -> None:
     assert trace["input_tokens"].sum() == source["Request tokens"].sum()
 
 
+def test_files_far_apart_in_time_are_noted_in_one_line(tmp_path: Path, cli: CliRunner) -> None:
+    files = [BURST / "BurstGPT_1_first400.csv", BURST / "BurstGPT_3_first400.csv"]  # 225 days apart
+    code, out, err = run(cli, "burstgpt", *files, "-o", tmp_path / "t.parquet", "--user-from", "Model")
+    assert code == 0 and "19,481,558.0 s of arrivals" in out
+    assert err == ("note: the files are far apart in time: their arrivals span 225.5 days, of which 224.6 days lie between files, "
+                   "where a replay has nothing to schedule; import one file per trace\n")
+    code, _, err = run(cli, "burstgpt", files[0], "-o", tmp_path / "t.parquet", "--user-from", "Model")
+    assert code == 0 and err == ""
+    code, _, err = run(cli, "azure", *sorted(AZURE.glob("*.csv")), "-o", tmp_path / "t.parquet")  # the same hour
+    assert code == 0 and err == ""
+
+
 def test_burstgpt_columns_are_read_by_name(tmp_path: Path, cli: CliRunner) -> None:
     csv = tmp_path / "shuffled.csv"
     csv.write_text("Log Type,Response tokens,Model,Timestamp,Request tokens,Total tokens\n"
@@ -93,6 +105,28 @@ def test_an_unparseable_timestamp_names_file_line_and_value(tmp_path: Path, cli:
     code, _, err = run(cli, "azure", csv, "-o", out)
     assert code == 2 and not out.exists()
     assert err.strip() == f"sfqtui: error: {csv}: line 3: TIMESTAMP 'yesterday noon' is not a time"
+
+
+@pytest.mark.parametrize("second, says", [
+    ('{"t": "noon", "n": 20}', "line 2: t 'noon' is not a time"),  # the arrival column named t, as the trace's own time column is
+    ('{"n": 20}', "line 2: t is missing"),
+    ('{"t": null, "n": 20}', "line 2: t is missing"),
+])
+def test_a_bad_jsonl_time_names_the_line_the_field_and_its_value(second: str, says: str, tmp_path: Path, cli: CliRunner) -> None:
+    jsonl = tmp_path / "times.jsonl"
+    jsonl.write_text('{"t": 1.0, "n": 10}\n' + second + '\n{"t": 3.0, "n": 5}\n')
+    code, _, err = run(cli, "jsonl", jsonl, "--map", "arrival_s=t,input_tokens=n", "-o", tmp_path / "t.parquet")
+    assert (code, err) == (2, f"sfqtui: error: {jsonl}: {says}\n")
+
+
+@pytest.mark.parametrize("fmt, options", [("jsonl", ["--map", "arrival_s=timestamp,input_tokens=input_length"]), ("mooncake", [])])
+@pytest.mark.parametrize("good_lines", [1, 10_003], ids=["early", "past the lines read for the schema"])
+def test_broken_json_lines_name_the_line(fmt: str, options: list[str], good_lines: int, tmp_path: Path, cli: CliRunner) -> None:
+    jsonl = tmp_path / "broken.jsonl"
+    good = "".join(json.dumps({"timestamp": 1000 + k, "input_length": 10, "output_length": 5}) + "\n" for k in range(good_lines))
+    jsonl.write_text(good + '{"timestamp": 2000, "input_length": 20\n')
+    code, _, err = run(cli, fmt, jsonl, *options, "-o", tmp_path / "t.parquet")
+    assert (code, err) == (2, f"sfqtui: error: {jsonl}: line {good_lines + 1}: not JSON (Expecting ',' delimiter, column 39)\n")
 
 
 def test_a_bad_token_count_names_file_line_and_value(tmp_path: Path, cli: CliRunner) -> None:

@@ -225,6 +225,14 @@ def test_otel_refuses_what_is_not_an_otlp_export(tmp_path: Path, cli: CliRunner)
     assert code == 2 and "broken.jsonl: line 2: not JSON" in stderr
 
 
+@pytest.mark.parametrize("fmt", ["litellm", "envoy-ai-gateway"])
+@pytest.mark.parametrize("export", [OTEL, VLLM], ids=["one document", "one a line"])
+def test_an_otel_export_given_to_another_format_says_which_command_reads_it(fmt: str, export: Path, tmp_path: Path, cli: CliRunner) -> None:
+    code, _, stderr = run(cli, "import", fmt, export, "-o", tmp_path / "t.parquet")
+    assert (code, stderr) == (2, f"sfqtui: error: {export}: this looks like an OTel export (OTLP/JSON resourceSpans), not {fmt} records: "
+                                 "use `sfqtui import otel`\n")
+
+
 # Envoy AI Gateway
 
 

@@ -16,9 +16,7 @@ import yaml  # type: ignore[import-untyped]  # PyYAML ships no type hints
 
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import KEY_OF, http_get, openai_http, running_group, running_proxy
-from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
-from sfqtui.proxy.dispatcher import Dispatcher, Stage
-from sfqtui.proxy.metrics import FairnessWindow, ProxyMetrics
+from sfqtui.proxy.metrics import ProxyMetrics
 
 pytestmark = pytest.mark.xdist_group("test_proxy_metrics")  # one worker starts the module's replica group once
 
@@ -102,74 +100,6 @@ def test_a_state_without_a_value_leaves_its_gauge_out_and_the_scrape_answers() -
     assert "sfqtui_global_bound 0.0" in text
     for name in ("sfqtui_virtual_time", "sfqtui_slots", "sfqtui_inflight", "sfqtui_replicas", "sfqtui_jain_index"):
         assert name not in names(text), name
-
-
-def dispatch(user: str, cost: float = 1.0, weight: float = 1.0) -> Any:  # the fields FairnessWindow reads
-    return {"kind": "dispatch", "user": user, "cost": cost, "weight": weight}
-
-
-def arrive(user: str) -> Any:  # the fields FairnessWindow reads
-    return {"kind": "arrive", "user": user}
-
-
-def jain_of(values: list[float]) -> float:
-    return sum(values) ** 2 / (len(values) * sum(x * x for x in values))
-
-
-async def test_jain_reads_near_1_when_sfq_equalises_the_backlogged_users_however_little_the_others_ask() -> None:
-    fairness = FairnessWindow(size=200)
-    dispatched: list[dict[str, Any]] = []
-
-    def sink(event: Any, _ticket: Any) -> None:
-        fairness.see(event)
-        if event["kind"] == "dispatch":
-            dispatched.append(event)
-
-    dispatcher = Dispatcher(2, {"alice": 2.0}, CostEstimator(EstimatorParams()), sinks=(sink,))
-    tickets = [dispatcher.arrive(user, 100, 50, None) for user in ("alice", "bob") for _ in range(40)]
-    for n in range(300):
-        if n % 25 == 0:
-            tickets.append(dispatcher.arrive("carol", 10, 5, None))  # asks for little: never backlogged for long
-        done = next(t for t in tickets if t.stage is Stage.RUNNING)
-        tickets.remove(done)
-        dispatcher.finish(done, 50)
-        if done.user != "carol":
-            tickets.append(dispatcher.arrive(done.user, 100, 50, None))  # alice and bob always have more waiting
-    assert fairness.backlogged() == ["alice", "bob"]
-    jain = fairness.jain()
-    assert jain is not None and jain > 0.99, jain
-    by_user: dict[str, float] = {}
-    for event in dispatched[-200:]:
-        by_user[event["user"]] = by_user.get(event["user"], 0.0) + event["cost"] / event["weight"]
-    assert set(by_user) == {"alice", "bob", "carol"} and jain_of(list(by_user.values())) < 0.8  # over everyone, as it was
-
-
-def test_jain_drops_when_backlogged_users_are_served_unequally() -> None:
-    fairness = FairnessWindow(size=100)
-    for user in ("alice", "bob", "carol"):
-        for _ in range(200):
-            fairness.see(arrive(user))
-    for n in range(120):
-        fairness.see(dispatch("alice" if n % 4 else "bob"))  # alice three times bob's share, carol starved
-    assert fairness.backlogged() == ["alice", "bob", "carol"]
-    jain = fairness.jain()
-    assert jain is not None and abs(jain - (75 + 25) ** 2 / (3 * (75**2 + 25**2))) < 1e-9, jain
-    for _ in range(120):
-        fairness.see(dispatch("carol"))
-    assert fairness.jain() == 1.0 / 3  # only carol served in the window: the others still wait
-
-
-def test_jain_leaves_out_a_user_idle_during_the_window_and_is_absent_with_no_backlog() -> None:
-    fairness = FairnessWindow(size=5)
-    assert fairness.jain() is None
-    fairness.see(arrive("alice"))
-    fairness.see(dispatch("alice"))
-    assert fairness.backlogged() == ["alice"] and fairness.jain() == 1.0  # backlogged at its only dispatch
-    for _ in range(5):
-        fairness.see(arrive("bob"))
-        fairness.see(dispatch("bob"))
-    fairness.see(arrive("alice"))  # idle through bob's dispatches
-    assert fairness.backlogged() == ["bob"]
 
 
 @pytest.mark.long

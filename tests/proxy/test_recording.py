@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,21 @@ def test_a_groups_recordings_replay_to_the_groups_dispatches(uneven: str, store:
     assert refused.exit_code == 2 and "both hold request" in refused.output and len(refused.output.strip().splitlines()) == 1
     refused = cli.invoke(app, ["replay", str(records[0]), str(tmp_path / "log.parquet")])
     assert refused.exit_code == 2 and "is an event log: several files are read as one trace" in refused.output
+
+
+def test_a_restarted_proxy_that_recorded_nothing_says_so_and_leaves_the_file(uneven: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    record, keys = tmp_path / "record.parquet", write_keys(tmp_path / "keys.toml")
+    caplog.set_level(logging.INFO, logger="sfqtui.proxy")
+    with running_proxy(uneven, keys, record=tmp_path / "never.parquet"):
+        pass
+    assert f"recorded no request: {tmp_path / 'never.parquet'} is not written" in caplog.messages
+    assert not (tmp_path / "never.parquet").exists()
+    with running_proxy(uneven, keys, record=record) as px:
+        asyncio.run(send_uneven([px.url], 3, seed=1))
+    assert f"recorded 3 requests to {record}" in caplog.messages
+    first = record.read_bytes()
+    caplog.clear()
+    with running_proxy(uneven, keys, record=record):  # restarted, and nobody came
+        pass
+    assert f"recorded no request: {record} is left as it was" in caplog.messages
+    assert record.read_bytes() == first
