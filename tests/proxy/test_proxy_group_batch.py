@@ -15,6 +15,7 @@ from proxy_fixtures import read_events, running_group, state
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.group import group_settings, packed
+from sfqtui.proxy.group.wire import stream_entry
 from sfqtui.proxy.store import keys
 from sfqtui.proxy.store.client import Store
 from sfqtui.proxy.store.replies import Answered, Joined
@@ -65,7 +66,7 @@ async def run_operations(url: str, grouped: bool) -> tuple[list[dict[str, Any]],
     entries: Any = await store.redis.xrange(keys.EVENTS)
     users: Any = await store.redis.hgetall(keys.USERS)
     await store.aclose()
-    events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
+    events = [dict(event) for entry in entries for _, _, event, _ in stream_entry(*entry).events]
     for event in events:
         del event["t"]
     return events, dispatched, sorted(users.items())
@@ -114,7 +115,7 @@ async def test_a_request_packed_for_the_store_keeps_any_size_and_name(store: Any
     reply = await client.batch(joined.run, joined.replica, "a", packed("r0-0", joined.replica, huge, 0.7))
     entries: Any = await client.redis.xrange(keys.EVENTS)
     await client.aclose()
-    events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
+    events = [json.loads(data) for entry in entries for _, _, _, data in stream_entry(*entry).events]
     dispatch = next(e for e in events if e["kind"] == "dispatch")
     assert dispatch["user"] == huge.user and dispatch["weight"] == 0.7
     assert dispatch["cost"] == 1.0 * 3 * 10**12 + 2.0 * 10**15 * 1.0 and dispatch["est_output"] == 10**15
