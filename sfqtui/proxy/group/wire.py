@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any, NamedTuple
 
 from sfqtui.core.engine.estimator import EstimatorParams
@@ -55,12 +56,13 @@ class StreamEntry(NamedTuple):
 
 
 def stream_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> StreamEntry:
-    """An entry as XRANGE or XREAD give it: field ``e``, the events' records (``records``)."""
+    """An entry as XRANGE or XREAD give it: fields ``e``, the events' records (``records``), and ``t``."""
     text = entry_id.decode()
+    (t,) = struct.unpack("<d", fields[b"t"])
     shown, dispatches = [], []
     for seq, record in enumerate(records(fields[b"e"]), start=int(text.partition("-")[0])):
-        event = as_event(seq, record)
-        shown.append((seq, record.t, event, as_json(event)))
+        event = as_event(seq, t, record)
+        shown.append((seq, t, event, as_json(event)))
         if (dispatched := dispatch(record)) is not None:
             dispatches.append(dispatched)
     return StreamEntry(text, shown, dispatches)

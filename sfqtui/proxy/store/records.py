@@ -6,11 +6,13 @@ its 8 bytes and comes back bit for bit. The layouts are ``S.REQ`` and ``S.EVENT`
 - A request as the store keeps it (``pack_request``): input tokens, cap (-1 if none) and weight
   as doubles, then its id, replica, weight as text (the users' hash keeps it for the snapshot),
   user and scope key, each after its length (``<H``).
-- An event (``F.emit``): kind and outcome (codes), then t, v, meter, cost, ratio and one more
-  number (a dispatch's est_output, a completion's output tokens, a merge's since_seq) as doubles,
-  NaN where the field is null, then the request it is about (a merge's names only its user,
-  weight and replica; an idle reset's is empty) after its length. ``event`` reads a record as
-  the §7 event it stands for (the group's stream, ``group.wire``), ``dispatched`` a reply's."""
+- An event (``F.emit``): its kind's code, the length of its request, v, the meter and the
+  kind's own numbers (``_NUMBERS_OF``), NaN where a field is null, then the request it is about
+  as the store keeps it (a merge's names only its user, weight and replica; an idle reset has
+  none). A stream entry's field ``e`` is its events' records one after the other (and ``t``
+  their t, one double); a reply gives each dispatch of the caller's requests as its record and
+  its request. ``event`` reads a record as the §7 event it stands for (the group's stream,
+  ``group.wire``), ``dispatched`` a reply's dispatches."""
 
 from __future__ import annotations
 
@@ -23,11 +25,16 @@ from typing import Any, NamedTuple, cast
 from sfqtui.protocol import SCHEDULER, Event
 
 _NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
-_EVENT = struct.Struct("<BBddddddH")
-_CAP, _WEIGHT = 1, 2
+_WEIGHT = 2  # the weight's place among a request's numbers
 KINDS = ("", "arrive", "dispatch", "complete", "cancel", "idle_reset", "merge")
-_DISPATCH = KINDS.index("dispatch")
+ARRIVE, DISPATCH, COMPLETE, CANCEL, IDLE_RESET, MERGE = range(1, 7)
 OUTCOMES = (None, "lost", "abandoned")
+# After each kind's code and its request's length (lib.lua's S.EVENT): v and the meter, then a
+# dispatch's cost, ratio and est_output, a completion's output tokens and outcome, a merge's charge
+# and since_seq (an idle reset has only v).
+_HEAD = struct.Struct("<BH")
+_NUMBERS_OF = {kind: struct.Struct(layout) for kind, layout in
+               ((ARRIVE, "<dd"), (DISPATCH, "<ddddd"), (COMPLETE, "<dddB"), (CANCEL, "<dd"), (IDLE_RESET, "<d"), (MERGE, "<dddd"))}
 
 
 def pack_request(rid: str, replica: str, input_tokens: int, cap: int | None, weight: float, user: str, scope: str) -> bytes:
@@ -63,46 +70,57 @@ def _whole(x: float) -> int | None:
 
 
 class Record(NamedTuple):
-    """One event record: its fields as the script wrote them, and its request (None for an idle reset)."""
+    """One event record: its kind, the numbers it carries (v, the meter, then its kind's own:
+    ``a``, ``b``, ``c``; NaN where absent) and its request (None for an idle reset)."""
 
     kind: int
-    outcome: int
-    t: float
     v: float
     meter: float
-    cost: float
-    ratio: float
-    extra: float
+    a: float
+    b: float
+    c: float
     request: Request | None
 
 
 def records(data: bytes) -> Iterator[Record]:
+    """The records in ``data``, one after the other."""
     offset = 0
     while offset < len(data):
-        kind, outcome, t, v, meter, cost, ratio, extra, length = _EVENT.unpack_from(data, offset)
-        offset += _EVENT.size + length
-        request = unpack_request(data[offset - length:offset]) if length else None
-        yield Record(kind, outcome, t, v, meter, cost, ratio, extra, request)
+        record, offset = _record(data, offset)
+        yield record
 
 
-def event(seq: int, record: Record) -> Event:
+def _record(data: bytes, offset: int) -> tuple[Record, int]:
+    kind, length = _HEAD.unpack_from(data, offset)
+    layout = _NUMBERS_OF[kind]
+    numbers = (*layout.unpack_from(data, offset + _HEAD.size), math.nan, math.nan, math.nan, math.nan)
+    start = offset + _HEAD.size + layout.size
+    request = unpack_request(data[start:start + length]) if length else None
+    v, meter, a, b, c = numbers[:5]
+    return Record(kind, v, meter, a, b, c, request), start + length
+
+
+def event(seq: int, t: float, record: Record) -> Event:
     """The §7 event a record stands for, its fields in the order the stream has always sent them."""
-    kind, request = KINDS[record.kind], record.request
+    request = record.request
     about: dict[str, Any] = {"request_id": None, "user": None}
     tail: dict[str, Any] = {}
     if request is not None:
         about = {"request_id": request.rid or None, "user": request.user}
         tail = {"weight": request.weight, "replica": int(request.replica)}
-    if kind == "dispatch":
-        tail |= {"ratio": _null(record.ratio), "est_output": record.extra}
-    elif kind == "complete":
-        tail["output_tokens"] = _whole(record.extra)
-        if record.outcome:
-            tail["outcome"] = OUTCOMES[record.outcome]
-    elif kind == "merge":
-        tail["since_seq"] = _whole(record.extra)
-    return cast(Event, {"seq": seq, "t": record.t, "kind": kind, "scheduler": SCHEDULER, **about, "cost": _null(record.cost), "v": record.v,
-                        "meter": _null(record.meter), "deficit": None, **tail})
+    cost = None
+    if record.kind == DISPATCH:
+        cost = record.a
+        tail |= {"ratio": _null(record.b), "est_output": record.c}
+    elif record.kind == COMPLETE:
+        tail["output_tokens"] = _whole(record.a)
+        if record.b:
+            tail["outcome"] = OUTCOMES[int(record.b)]
+    elif record.kind == MERGE:
+        cost = record.a
+        tail["since_seq"] = _whole(record.b)
+    return cast(Event, {"seq": seq, "t": t, "kind": KINDS[record.kind], "scheduler": SCHEDULER, **about, "cost": cost, "v": record.v,
+                        "meter": None if record.kind == IDLE_RESET else _null(record.meter), "deficit": None, **tail})
 
 
 def as_json(event: Event) -> bytes:
@@ -112,11 +130,12 @@ def as_json(event: Event) -> bytes:
 
 def dispatch(record: Record) -> tuple[str, str, float] | None:
     """(replica, request id, cost) if the record is a dispatch."""
-    if record.kind != _DISPATCH or record.request is None:
+    if record.kind != DISPATCH or record.request is None:
         return None
-    return record.request.replica, record.request.rid, record.cost
+    return record.request.replica, record.request.rid, record.a
 
 
 def dispatched(data: list[bytes]) -> list[tuple[str, float]]:
-    """A reply's dispatches for its replica (each its event's record): (request id, cost) each."""
-    return [(found[1], found[2]) for one in data for record in records(one) if (found := dispatch(record)) is not None]
+    """A reply's dispatches for its replica (each its event's record, then its request): (request id, cost) each."""
+    found = [dispatch(_record(record + request, 0)[0]) for record, request in zip(data[::2], data[1::2], strict=True)]
+    return [(rid, cost) for _replica, rid, cost in filter(None, found)]

@@ -8,8 +8,8 @@
 -- h, slots held by requests it dispatched on its own while the store was away,
 -- the last seq it had read before it served on its own ('' if it did not),
 -- u, the charges it made on its own (u triples: user, charge c/w summed, weight).
--- Reply: {run id, started (a binary double), replica, next request number, replicas, the records of
--- the dispatches made for this replica (F.emit),
+-- Reply: {run id, started (a binary double), replica, next request number, replicas, for each
+-- dispatch made for this replica its record (F.emit) and its request,
 -- '1' if the store had settled this replica (then the n running requests hold slots outside the log)}
 -- or {'settings', the group's settings}.
 local address, incarnation, settings, lease = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -69,7 +69,7 @@ for k = 1, u do
   local user, charge = ARGV[a], tonumber(ARGV[a + 1])
   local meter = (F.meter_of(user) or run.v) + charge
   F.set_meter(user, meter, ARGV[a + 2])
-  F.emit(6, 0, F.pack_merge(user, ARGV[a + 2], rep), charge, meter, nil, since)
+  F.emit(6, F.pack_merge(user, ARGV[a + 2], rep), meter, charge, since)
   a = a + 3
   if redis.call('ZSCORE', S.BACKLOG, user) then redis.call('ZADD', S.BACKLOG, meter, user) end
   if meter > run.max_meter then run.max_meter = meter end

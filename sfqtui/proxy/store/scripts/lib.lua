@@ -27,12 +27,13 @@ local NULL = 0 / 0
 -- keys: the run, the users, the backlog, the replicas, the events, the addresses; then the
 -- prefixes of the keys named after a user, a replica or a scope key (keys.py, SCRIPT_KEYS).
 -- The binary layouts (Lua's struct; records.py has the replicas' side): CONSTANTS and STATE the
--- run's 'c' and 's', RATIO a scope key's ratio, REQ a request, EVENT an event, METER a meter.
+-- run's 'c' and 's', RATIO a scope key's ratio, REQ a request, EVENT an event of each kind, METER a meter.
 function F.begin(keys)
   S = {RUN = keys[1], USERS = keys[2], BACKLOG = keys[3], REPLICAS = keys[4], EVENTS = keys[5], ADDR = keys[6], Q = keys[7],
     RR = keys[8], REP = keys[9], EST = keys[10], ESTW = keys[11], POOL = keys[12],
     run = false, est_params = false, events = {}, est = {}, meters = {}, clock = false, t = false, first_seq = false,
-    CONSTANTS = '<dddddddddHc0', STATE = '<diiddd', RATIO = '<ddd', REQ = '<dddHc0Hc0Hc0Hc0Hc0', EVENT = '<BBddddddHc0', METER = '<d'}
+    CONSTANTS = '<dddddddddHc0', STATE = '<diiddd', RATIO = '<ddd', REQ = '<dddHc0Hc0Hc0Hc0Hc0', METER = '<d',
+    EVENT = {'<BHdd', '<BHddddd', '<BHdddB', '<BHdd', '<BHd', '<BHdddd'}}
 end
 
 -- The run, read once per script: its id and two binary fields (Lua's struct, so that no number
@@ -83,33 +84,39 @@ function F.event_time()
   return S.t
 end
 
--- One §7 event (its seq from the run) as a binary record (EVENT; records.py writes its JSON), kept
--- for the stream entry ``finish`` writes, and returned. ``kind`` and ``outcome`` are codes
--- (records.py, KINDS and OUTCOMES); ``extra`` is the dispatch's est_output, the completion's
--- output tokens or the merge's since_seq; ``req`` the request it is about (a merge's names only
--- its user, weight and replica), nil for an idle reset. A nil number is written NaN: null.
-function F.emit(kind, outcome, req, cost, meter, ratio, extra)
-  local run = S.run
-  if not S.first_seq then S.first_seq = run.seq end
+-- One §7 event (its seq from the run) as a binary record, kept for the stream entry ``finish``
+-- writes (records.py writes its JSON): EVENT[kind] (kind: 1 arrive, 2 dispatch, 3 complete, 4
+-- cancel, 5 idle reset, 6 merge; records.py's KINDS), the length of the request it is about, v,
+-- the meter, and the kind's own numbers, ``a``, ``b``, ``c``: a dispatch's cost, ratio and
+-- est_output, a completion's output tokens and outcome (0, 1 lost, 2 abandoned), a merge's charge
+-- and since_seq; then the request (``req``; a merge's names only its user, weight and replica),
+-- as the store keeps it: the record is only numbers, the request's string goes in as it is. A
+-- nil number is written NaN: null. Returns the record.
+function F.emit(kind, req, meter, a, b, c)
+  local run, events = S.run, S.events
+  if not S.first_seq then
+    S.first_seq = run.seq
+    F.event_time()
+  end
   run.seq = run.seq + 1
   local packed = req and req.packed or ''
-  local record = struct.pack(S.EVENT, kind, outcome, F.event_time(), run.v, meter or NULL, cost or NULL, ratio or NULL, extra or NULL,
-    #packed, packed)
-  S.events[#S.events + 1] = record
+  local record = struct.pack(S.EVENT[kind], kind, #packed, run.v, meter or NULL, a or NULL, b or NULL, c or NULL)
+  events[#events + 1] = record
+  if req then events[#events + 1] = packed end
   return record
 end
 
 -- Every script that may change the run ends here: the ratios learned written, the run written
--- back, and the events published as one stream entry: id '<first seq>-<count>', field e (their
--- records, one after the other); trimmed to about --ring events.
+-- back, and the events published as one stream entry: id '<first seq>-<count>', fields e (their
+-- records, one after the other) and t (theirs, one double); trimmed to about --ring events.
 function F.finish()
   local run = S.run
   for sk, ratio in pairs(S.est) do
     if ratio.learned then redis.call('SET', S.EST .. sk, struct.pack(S.RATIO, ratio[1], ratio.out, ratio.cap)) end
   end
   if S.first_seq then
-    redis.call('XADD', S.EVENTS, 'MINID', '~', math.max(0, S.first_seq - run.ring), string.format('%d-%d', S.first_seq, #S.events),
-      'e', table.concat(S.events))
+    redis.call('XADD', S.EVENTS, 'MINID', '~', math.max(0, S.first_seq - run.ring), string.format('%d-%d', S.first_seq, run.seq - S.first_seq),
+      'e', table.concat(S.events), 't', struct.pack('<d', S.t))
   end
   redis.call('HSET', S.RUN, 's', F.pack_state(run))
 end
@@ -175,7 +182,7 @@ function F.idle_reset_if_idle()
   local run = S.run
   if run.backlogged == 0 then
     if run.max_meter > run.v then run.v = run.max_meter end
-    F.emit(5, 0, nil, nil, nil, nil, nil)
+    F.emit(5, nil, nil)
   end
 end
 
@@ -201,8 +208,8 @@ function F.set_meter(user, meter, w_text)
 end
 
 -- Dispatch ``req``, its user's meter being S_i = meter: v <- S_i, charge c / w, take a slot, tell
--- its replica (``own`` gets the event's record if that is ``mine``). Returns the new meter; the
--- caller puts it where the user now is (the backlog, or only the users' hash).
+-- its replica (``own`` gets the event's record and the request if that is ``mine``). Returns the
+-- new meter; the caller puts it where the user now is (the backlog, or only the users' hash).
 function F.start(req, meter, mine, own)
   local run = S.run
   run.v = meter
@@ -211,8 +218,11 @@ function F.start(req, meter, mine, own)
   if charged > run.max_meter then run.max_meter = charged end
   run.inflight = run.inflight + 1
   redis.call('HSET', S.RR .. req.rep, req.rid, req.packed)
-  local record = F.emit(2, 0, req, cost, charged, ratio, est_output)
-  if req.rep == mine then own[#own + 1] = record end
+  local record = F.emit(2, req, charged, cost, ratio, est_output)
+  if req.rep == mine then
+    own[#own + 1] = record
+    own[#own + 1] = req.packed
+  end
   return charged
 end
 
@@ -250,7 +260,7 @@ function F.arrive(req, mine, own)
   if immediate or redis.call('RPUSH', S.Q .. req.u, req.packed) == 1 then
     if not meter or meter < run.v then meter = run.v end
     if meter > run.max_meter then run.max_meter = meter end
-    F.emit(1, 0, req, nil, meter, nil, nil)
+    F.emit(1, req, meter)
     if immediate then
       F.set_meter(req.u, F.start(req, meter, mine, own), req.w_text)
       F.idle_reset_if_idle()
@@ -260,7 +270,7 @@ function F.arrive(req, mine, own)
     redis.call('ZADD', S.BACKLOG, meter, req.u)
     run.backlogged = run.backlogged + 1
   else
-    F.emit(1, 0, req, nil, meter, nil, nil)
+    F.emit(1, req, meter)
   end
 end
 
@@ -274,7 +284,7 @@ function F.cancel(req)
     redis.call('ZREM', S.BACKLOG, req.u)
     S.run.backlogged = S.run.backlogged - 1
   end
-  F.emit(4, 0, req, nil, F.meter_of(req.u), nil, nil)
+  F.emit(4, req, F.meter_of(req.u))
   if emptied then F.idle_reset_if_idle() end
   return true
 end
@@ -284,7 +294,7 @@ end
 function F.complete(req, output, outcome)
   S.run.inflight = S.run.inflight - 1
   if output and req.cap then F.learn(req.sk, output, req.cap) end
-  F.emit(3, outcome or 0, req, nil, F.meter_of(req.u), nil, output)
+  F.emit(3, req, F.meter_of(req.u), output, outcome or 0)
 end
 
 -- Every script but join starts here: the run must be the caller's, and the caller a member.

@@ -1,6 +1,6 @@
 -- Replica ARGV[2] is alive for ARGV[3] more seconds; any replica whose lease ran out is settled
 -- (its queued requests cancelled, its running ones completed as lost) and its slots dispatched.
--- Reply: {'ok', the records of the dispatches made for this replica (F.emit), replicas}, or {'run'} / {'gone'}.
+-- Reply: {'ok', for each dispatch made for this replica its record (F.emit) and its request, replicas}, or {'run'} / {'gone'}.
 local ok, refusal = F.enter(ARGV[1], ARGV[2])
 if not ok then return refusal end
 local rep = ARGV[2]
