@@ -12,7 +12,7 @@ shares: the scripts' Lua (a script call's instructions less those of the command
 the commands; the rest is reading the calls and writing the replies. Valkey runs the library with
 FCALL (as the proxy does there) and, for comparison, the cached scripts with EVALSHA. --time runs
 each store without valgrind too and prints the server's own µs per request (INFO commandstats: the
-script calls' usec), a figure the machine's load changes.
+script calls' usec) and its CPU µs per request (/proc), figures the machine's load changes.
 
 Usage: python benchmarks/store_instructions.py [--per 5 1] [--slots 8] [--rounds 100] [--time]   (needs valgrind)
 """
@@ -119,22 +119,31 @@ def instructions(kind: str, functions: bool, per: int, slots: int, rounds: int) 
     return total / (rounds * per), (scripts - commands) / total, commands / total
 
 
-def microseconds(kind: str, functions: bool, per: int, slots: int, rounds: int) -> float:
-    """The server's own µs per request in its script calls (INFO commandstats), without valgrind."""
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system, /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def microseconds(kind: str, functions: bool, per: int, slots: int, rounds: int) -> tuple[float, float]:
+    """The server's own µs per request in its script calls (INFO commandstats), and its CPU µs per
+    request (all its work, timers too), without valgrind."""
     port = free_port()
     server, client = started([server_binary(kind)], port)
     try:
         url = f"redis://127.0.0.1:{port}/0"
         n = asyncio.run(drive(url, functions, 20, per, slots, 0))
         client.config_resetstat()
+        cpu = cpu_seconds(server.pid)
         asyncio.run(drive(url, functions, rounds, per, slots, n))
+        cpu = cpu_seconds(server.pid) - cpu
         stats: Any = client.info("commandstats")
     finally:
         client.close()
         server.terminate()
         server.wait(60)
     usec = sum(stats[name]["usec"] for name in ("cmdstat_fcall", "cmdstat_evalsha") if name in stats)
-    return float(usec) / (rounds * per)
+    return float(usec) / (rounds * per), cpu * 1e6 / (rounds * per)
 
 
 def main() -> None:
@@ -148,7 +157,7 @@ def main() -> None:
     for per in args.per:
         for label, kind, functions in STORES:
             count, lua, commands = instructions(kind, functions, per, args.slots, args.rounds)
-            timed = f"  {microseconds(kind, functions, per, args.slots, args.rounds * 20):6.1f} µs" if args.time else ""
+            timed = "  {:6.1f} µs, CPU {:6.1f} µs".format(*microseconds(kind, functions, per, args.slots, args.rounds * 20)) if args.time else ""
             print(f"  {per} per call  {label:20} {count:10,.0f} instructions (Lua {lua:.0%}, commands {commands:.0%}){timed}", flush=True)
 
 
