@@ -10,8 +10,8 @@ its 8 bytes and comes back bit for bit. The layouts are ``S.REQ`` and ``S.EVENT`
   kind's own numbers (``_NUMBERS_OF``), NaN where a field is null, then the request it is about
   as the store keeps it (a merge's names only its user, weight and replica; an idle reset has
   none). A stream entry's field ``e`` is its events' records one after the other (and ``t``
-  their t, one double); a reply gives each dispatch of the caller's requests as its record and
-  its request. ``event`` reads a record as the §7 event it stands for (the group's stream,
+  their t, one double); a reply gives the dispatches of the caller's requests the same way, in
+  one string. ``event`` reads a record as the §7 event it stands for (the group's stream,
   ``group.wire``), ``dispatched`` a reply's dispatches."""
 
 from __future__ import annotations
@@ -135,7 +135,6 @@ def dispatch(record: Record) -> tuple[str, str, float] | None:
     return record.request.replica, record.request.rid, record.a
 
 
-def dispatched(data: list[bytes]) -> list[tuple[str, float]]:
-    """A reply's dispatches for its replica (each its event's record, then its request): (request id, cost) each."""
-    found = [dispatch(_record(record + request, 0)[0]) for record, request in zip(data[::2], data[1::2], strict=True)]
-    return [(rid, cost) for _replica, rid, cost in filter(None, found)]
+def dispatched(data: bytes) -> list[tuple[str, float]]:
+    """A reply's dispatches for its replica (their events' records, each followed by its request): (request id, cost) each."""
+    return [(rid, cost) for _replica, rid, cost in filter(None, map(dispatch, records(data)))]

@@ -56,7 +56,7 @@ def _texts(value: Value) -> list[str]:
 
 
 def _dispatched(value: Value) -> Dispatched:
-    return dispatched([_bytes(item) for item in _list(value)])
+    return dispatched(_bytes(value))
 
 
 @dataclass(frozen=True, slots=True)

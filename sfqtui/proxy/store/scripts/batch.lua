@@ -10,8 +10,8 @@
 --        dispatch got there first it is completed as abandoned, charged; if it had ended, nothing;
 --   'l', upstream, limit: --slots auto: the upstream's limit is now this (the group's slots are the
 --        limits' sum; the replicas in front of one upstream read the same engine, the last word stands).
--- Reply: {'ok', for each dispatch made for this replica its record (F.emit) and its request}, or
--- {'run'} / {'gone'}.
+-- Reply: {'ok', the dispatches made for this replica: each its record (F.emit) and its request, in
+-- one string}, or {'run'} / {'gone'}.
 local ok, refusal = F.enter(ARGV[1], ARGV[2])
 if not ok then return refusal end
 local rep = ARGV[2]
@@ -43,4 +43,4 @@ while a <= #ARGV do
   F.dispatch_while_free(rep, own)
 end
 F.finish()
-return {'ok', own}
+return {'ok', table.concat(own)}

@@ -8,8 +8,8 @@
 -- h, slots held by requests it dispatched on its own while the store was away,
 -- the last seq it had read before it served on its own ('' if it did not),
 -- u, the charges it made on its own (u triples: user, charge c/w summed, weight).
--- Reply: {run id, started (a binary double), replica, next request number, replicas, for each
--- dispatch made for this replica its record (F.emit) and its request,
+-- Reply: {run id, started (a binary double), replica, next request number, replicas, the
+-- dispatches made for this replica (each its record, F.emit, and its request, in one string),
 -- '1' if the store had settled this replica (then the n running requests hold slots outside the log)}
 -- or {'settings', the group's settings}.
 local address, incarnation, settings, lease = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -84,4 +84,4 @@ F.dispatch_while_free(rep, own)
 F.finish()
 -- Request numbers of a replica's new process start at the run's seq: an earlier process numbered
 -- fewer requests than the events they made, so ids never repeat within a run.
-return {run.id, struct.pack(S.METER, run.started), rep, run.seq, F.replicas_reply(), own, settled}
+return {run.id, struct.pack(S.METER, run.started), rep, run.seq, F.replicas_reply(), table.concat(own), settled}
