@@ -84,4 +84,4 @@ F.dispatch_while_free(rep, own)
 F.finish()
 -- Request numbers of a replica's new process start at the run's seq: an earlier process numbered
 -- fewer requests than the events they made, so ids never repeat within a run.
-return {run.id, struct.pack(S.METER, run.started), rep, run.seq, F.replicas_reply(), table.concat(own), settled}
+return {run.id, struct.pack(METER, run.started), rep, run.seq, F.replicas_reply(), table.concat(own), settled}

@@ -23,17 +23,18 @@ local F = {begin = false, load_run = false, pool_slots = false, pack_state = fal
   settle_replica = false, reap = false, replicas_reply = false}
 -- A null number in an event record (records.py reads NaN as null).
 local NULL = 0 / 0
+-- The binary layouts (Lua's struct; records.py has the replicas' side): CONSTANTS and STATE the
+-- run's 'c' and 's', RATIO a scope key's ratio, REQ a request, METER a meter, EVENT an event of
+-- each kind (F.emit).
+local CONSTANTS, STATE, RATIO, REQ, METER = '<dddddddddHc0', '<diiddd', '<ddd', '<dddHc0Hc0Hc0Hc0Hc0', '<d'
+local EVENT = {'<BHdd', '<BHddddd', '<BHdddB', '<BHdd', '<BHd', '<BHdddd'}
 
 -- keys: the run, the users, the backlog, the replicas, the events, the addresses; then the
 -- prefixes of the keys named after a user, a replica or a scope key (keys.py, SCRIPT_KEYS).
--- The binary layouts (Lua's struct; records.py has the replicas' side): CONSTANTS and STATE the
--- run's 'c' and 's', RATIO a scope key's ratio, REQ a request, EVENT an event of each kind, METER a meter.
 function F.begin(keys)
   S = {RUN = keys[1], USERS = keys[2], BACKLOG = keys[3], REPLICAS = keys[4], EVENTS = keys[5], ADDR = keys[6], Q = keys[7],
     RR = keys[8], REP = keys[9], EST = keys[10], ESTW = keys[11], POOL = keys[12],
-    run = false, est_params = false, events = {}, est = {}, meters = {}, clock = false, t = false, first_seq = false,
-    CONSTANTS = '<dddddddddHc0', STATE = '<diiddd', RATIO = '<ddd', REQ = '<dddHc0Hc0Hc0Hc0Hc0', METER = '<d',
-    EVENT = {'<BHdd', '<BHddddd', '<BHdddB', '<BHdd', '<BHd', '<BHdddd'}}
+    run = false, est_params = false, events = {}, est = {}, meters = {}, clock = false, t = false, first_seq = false}
 end
 
 -- The run, read once per script: its id and two binary fields (Lua's struct, so that no number
@@ -43,11 +44,12 @@ end
 function F.load_run()
   local r = redis.call('HMGET', S.RUN, 'id', 's', 'c')
   if not r[1] then return false end
-  local run = {id = r[1], seq = 0, inflight = 0, backlogged = 0, t = 0, v = 0, max_meter = 0, slots = 0, ring = 0, started = 0}
-  run.seq, run.inflight, run.backlogged, run.t, run.v, run.max_meter = struct.unpack(S.STATE, r[2])
-  local e = {input_weight = 0, output_weight = 0, alpha = 0, start = 0, window = 0, default_output_tokens = 0, update = ''}
-  run.slots, run.ring, run.started, e.input_weight, e.output_weight, e.alpha, e.start, e.window, e.default_output_tokens, e.update =
-    struct.unpack(S.CONSTANTS, r[3])
+  local seq, inflight, backlogged, t, v, max_meter = struct.unpack(STATE, r[2])
+  local slots, ring, started, input_weight, output_weight, alpha, start, window, default_output_tokens, update = struct.unpack(CONSTANTS, r[3])
+  local run = {id = r[1], seq = seq, inflight = inflight, backlogged = backlogged, t = t, v = v, max_meter = max_meter, slots = slots,
+    ring = ring, started = started}
+  local e = {input_weight = input_weight, output_weight = output_weight, alpha = alpha, start = start, window = window,
+    default_output_tokens = default_output_tokens, update = update}
   S.run, S.est_params = run, e
   if run.slots == 0 then F.pool_slots() end
   return true
@@ -62,7 +64,7 @@ function F.pool_slots()
 end
 
 function F.pack_state(run)
-  return struct.pack(S.STATE, run.seq, run.inflight, run.backlogged, run.t, run.v, run.max_meter)
+  return struct.pack(STATE, run.seq, run.inflight, run.backlogged, run.t, run.v, run.max_meter)
 end
 
 function F.store_now()
@@ -100,7 +102,7 @@ function F.emit(kind, req, meter, a, b, c)
   end
   run.seq = run.seq + 1
   local packed = req and req.packed or ''
-  local record = struct.pack(S.EVENT[kind], kind, #packed, run.v, meter or NULL, a or NULL, b or NULL, c or NULL)
+  local record = struct.pack(EVENT[kind], kind, #packed, run.v, meter or NULL, a or NULL, b or NULL, c or NULL)
   events[#events + 1] = record
   if req then events[#events + 1] = packed end
   return record
@@ -112,7 +114,7 @@ end
 function F.finish()
   local run = S.run
   for sk, ratio in pairs(S.est) do
-    if ratio.learned then redis.call('SET', S.EST .. sk, struct.pack(S.RATIO, ratio[1], ratio.out, ratio.cap)) end
+    if ratio.learned then redis.call('SET', S.EST .. sk, struct.pack(RATIO, ratio[1], ratio.out, ratio.cap)) end
   end
   if S.first_seq then
     redis.call('XADD', S.EVENTS, 'MINID', '~', math.max(0, S.first_seq - run.ring), string.format('%d-%d', S.first_seq, run.seq - S.first_seq),
@@ -125,7 +127,7 @@ end
 -- while running): one string the replica packs (REQ, records.py's pack_request): input tokens,
 -- cap (-1 if none), weight, then id, replica, weight as text, user and scope key, each after its length.
 function F.unpack_req(packed)
-  local n, cap, w, rid, rep, w_text, u, sk = struct.unpack(S.REQ, packed)
+  local n, cap, w, rid, rep, w_text, u, sk = struct.unpack(REQ, packed)
   if cap < 0 then cap = nil end
   return {n = n, cap = cap, w = w, rid = rid, rep = rep, w_text = w_text, u = u, sk = sk, packed = packed}
 end
@@ -137,7 +139,7 @@ function F.ratio_of(sk)
   if ratio == nil then
     local stored = redis.call('GET', S.EST .. sk)
     if stored then
-      local value, out, cap = struct.unpack(S.RATIO, stored)
+      local value, out, cap = struct.unpack(RATIO, stored)
       ratio = {value, out = out, cap = cap, learned = false}
     else
       ratio = {S.est_params.start, out = 0, cap = 0, learned = false}
@@ -192,7 +194,7 @@ function F.meter_of(user)
   local meter = S.meters[user]
   if meter == nil then
     meter = redis.call('HGET', S.USERS, 'm:' .. user)
-    if meter then meter = struct.unpack(S.METER, meter) end
+    if meter then meter = struct.unpack(METER, meter) end
     S.meters[user] = meter
   end
   return meter
@@ -200,9 +202,9 @@ end
 
 function F.set_meter(user, meter, w_text)
   if w_text then
-    redis.call('HSET', S.USERS, 'm:' .. user, struct.pack(S.METER, meter), 'w:' .. user, w_text)
+    redis.call('HSET', S.USERS, 'm:' .. user, struct.pack(METER, meter), 'w:' .. user, w_text)
   else
-    redis.call('HSET', S.USERS, 'm:' .. user, struct.pack(S.METER, meter))
+    redis.call('HSET', S.USERS, 'm:' .. user, struct.pack(METER, meter))
   end
   S.meters[user] = meter
 end

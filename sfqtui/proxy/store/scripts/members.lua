@@ -5,13 +5,13 @@
 -- 'c' of a new run: settings is the group's (JSON), started the store's time.
 function F.pack_constants(settings, started)
   local e = settings.estimator
-  return struct.pack(S.CONSTANTS, settings.slots, settings.ring, started, e.input_weight, e.output_weight, e.alpha, e.start_ratio, e.window,
+  return struct.pack(CONSTANTS, settings.slots, settings.ring, started, e.input_weight, e.output_weight, e.alpha, e.start_ratio, e.window,
     e.default_output_tokens, #e.update, e.update)
 end
 
 -- What a merge event names (a request as REQ, without one): its user, weight and replica.
 function F.pack_merge(user, w_text, rep)
-  return {u = user, packed = struct.pack(S.REQ, 0, -1, 0, 0, '', #rep, rep, #w_text, w_text, #user, user, 0, '')}
+  return {u = user, packed = struct.pack(REQ, 0, -1, 0, 0, '', #rep, rep, #w_text, w_text, #user, user, 0, '')}
 end
 
 function F.rid_number(req) return tonumber(string.match(req.rid, '%d+$')) end
