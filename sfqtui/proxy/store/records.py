@@ -1,6 +1,6 @@
 """The binary records the scripts and the replicas exchange (Lua's ``struct`` on the store's side,
 Python's here), so that neither side formats a number as text nor parses one: a double goes as
-its 8 bytes and comes back bit for bit. The layouts are ``S.REQ`` and ``S.EVENT`` in
+its 8 bytes and comes back bit for bit. The layouts are ``REQ`` and ``EVENT`` in
 ``scripts/lib.lua``.
 
 - A request as the store keeps it (``pack_request``): input tokens, cap (-1 if none) and weight
@@ -29,7 +29,7 @@ _WEIGHT = 2  # the weight's place among a request's numbers
 KINDS = ("", "arrive", "dispatch", "complete", "cancel", "idle_reset", "merge")
 ARRIVE, DISPATCH, COMPLETE, CANCEL, IDLE_RESET, MERGE = range(1, 7)
 OUTCOMES = (None, "lost", "abandoned")
-# After each kind's code and its request's length (lib.lua's S.EVENT): v and the meter, then a
+# After each kind's code and its request's length (lib.lua's EVENT): v and the meter, then a
 # dispatch's cost, ratio and est_output, a completion's output tokens and outcome, a merge's charge
 # and since_seq (an idle reset has only v).
 _HEAD = struct.Struct("<BH")
