@@ -15,6 +15,7 @@ from proxy_fixtures import read_events, running_group, state
 from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.group import group_settings, packed
+from sfqtui.proxy.group.wire import stream_entry
 from sfqtui.proxy.store import keys
 from sfqtui.proxy.store.client import Store
 from sfqtui.proxy.store.replies import Answered, Joined
@@ -65,7 +66,7 @@ async def run_operations(url: str, grouped: bool) -> tuple[list[dict[str, Any]],
     entries: Any = await store.redis.xrange(keys.EVENTS)
     users: Any = await store.redis.hgetall(keys.USERS)
     await store.aclose()
-    events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
+    events = [dict(event) for entry in entries for _, _, event, _ in stream_entry(*entry).events]
     for event in events:
         del event["t"]
     return events, dispatched, sorted(users.items())
@@ -114,9 +115,30 @@ async def test_a_request_packed_for_the_store_keeps_any_size_and_name(store: Any
     reply = await client.batch(joined.run, joined.replica, "a", packed("r0-0", joined.replica, huge, 0.7))
     entries: Any = await client.redis.xrange(keys.EVENTS)
     await client.aclose()
-    events = [json.loads(line) for _, fields in entries for line in fields[b"e"].split(b"\n")]
+    events = [json.loads(data) for entry in entries for _, _, _, data in stream_entry(*entry).events]
     dispatch = next(e for e in events if e["kind"] == "dispatch")
     assert dispatch["user"] == huge.user and dispatch["weight"] == 0.7
     assert dispatch["cost"] == 1.0 * 3 * 10**12 + 2.0 * 10**15 * 1.0 and dispatch["est_output"] == 10**15
     assert dispatch["meter"] == dispatch["cost"] / 0.7
     assert reply == Answered([("r0-0", dispatch["cost"])])
+
+
+@pytest.mark.both_servers
+async def test_numbers_reach_the_stream_bit_for_bit_and_read_as_a_lone_proxy_writes_them(store: Any) -> None:
+    """No script formats a number: a meter goes to the replicas as its 8 bytes, and the stream's JSON
+    has the shortest text that reads back as it (``1.1``, not %.17g's ``1.1000000000000001``), as a
+    lone proxy's stream does."""
+    client = Store(store.url, 2.0, lambda _seconds: None)
+    await client.redis.flushdb()
+    joined = await client.join("test/0", secrets.token_hex(8), group_settings(1, 1000, EstimatorParams()), 5, secrets.token_hex(8), 0, 0, 0,
+                               "", 0)
+    assert isinstance(joined, Joined)
+    ticket = Ticket(0, "alice", 5, 3, None, 0.0)  # cost 5 + 2.0 * 3 * 1.0 = 11, weight 10: meter 1.1
+    await client.batch(joined.run, joined.replica, "a", packed("r0-0", joined.replica, ticket, 10.0))
+    entries: Any = await client.redis.xrange(keys.EVENTS)
+    await client.aclose()
+    dispatch, data = next((event, data) for entry in entries for _, _, event, data in stream_entry(*entry).events
+                          if event["kind"] == "dispatch")
+    assert dispatch["cost"] == 11 and dispatch["meter"] == 11 / 10.0
+    assert b'"cost":11.0,' in data and b'"meter":1.1,' in data
+    assert json.loads(data) == dispatch

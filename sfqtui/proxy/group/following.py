@@ -4,7 +4,6 @@ window), and the dispatches of this replica's requests that another replica's ca
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -50,11 +49,10 @@ class Following(GroupBase):
         """One stream entry (``wire.stream_entry``): its events into the ring, and this replica's dispatches started."""
         entry = stream_entry(entry_id, fields)
         self._last_id = entry.entry_id
-        for seq, data in enumerate(entry.events, start=entry.first_seq):
-            self.ring.put(seq, entry.t, data)
-            self.metrics.fairness.see(json.loads(data))
+        for seq, t, event, data in entry.events:
+            self.ring.put(seq, t, data)
+            self.metrics.fairness.see(event)
         if dispatches:
-            me = int(self.replica)
-            own: Dispatched = [(rid, float(cost)) for replica, rid, cost, _user in entry.dispatches if replica == me]
+            own: Dispatched = [(rid, cost) for replica, rid, cost in entry.dispatches if replica == self.replica]
             if own:
                 self._started_dispatches(own)

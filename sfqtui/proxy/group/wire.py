@@ -8,23 +8,21 @@ import struct
 from typing import Any, NamedTuple
 
 from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.protocol import SCHEDULER, ProxyState, UserState
+from sfqtui.protocol import SCHEDULER, Event, ProxyState, UserState
 from sfqtui.proxy.dispatcher import Ticket
+from sfqtui.proxy.store.records import as_json, dispatch, pack_request, records
+from sfqtui.proxy.store.records import event as as_event
 from sfqtui.proxy.store.replies import Snapshot
 
-_NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
-# The layout of the store's keys (sfqtui.proxy.store): a group's settings name it, so that
-# replicas of another layout never share a run.
-STORE_LAYOUT = 2
+# The layout of the store's keys and records (sfqtui.proxy.store): a group's settings name it, so
+# that replicas of another layout never share a run.
+STORE_LAYOUT = 3
 
 
 def packed(rid: str, replica: str, ticket: Ticket, weight: float) -> bytes:
-    """A request as the store keeps it (lib.lua's unpack_req reads it without parsing a number):
-    input tokens, cap (-1 if none) and weight as binary doubles (Lua's numbers), then id, replica,
-    weight as text (for the events), user, scope key and user as JSON, each after its length."""
-    cap = -1 if ticket.max_tokens is None else ticket.max_tokens
-    texts = (rid, replica, repr(weight), ticket.user, "" if ticket.scope_key is None else str(ticket.scope_key), json.dumps(ticket.user))
-    return _NUMBERS.pack(ticket.input_tokens, cap, weight) + b"".join(_LENGTH.pack(len(b)) + b for b in (t.encode() for t in texts))
+    """A request as the store keeps it (``records.pack_request``)."""
+    scope = "" if ticket.scope_key is None else str(ticket.scope_key)
+    return pack_request(rid, replica, ticket.input_tokens, ticket.max_tokens, weight, ticket.user, scope)
 
 
 def as_text(value: Any) -> str:
@@ -49,18 +47,22 @@ def snapshot(reply: Snapshot) -> ProxyState:
 
 
 class StreamEntry(NamedTuple):
-    """One entry of the group's event stream: one script's events, their JSON one per line
-    (entry id ``<first seq>-<count>``, one t), and its dispatches."""
+    """One entry of the group's event stream (entry id ``<first seq>-<count>``): one script's
+    events, each with its seq and t and its JSON as the stream sends it, and its dispatches."""
 
     entry_id: str
-    first_seq: int
-    t: float
-    events: list[bytes]
-    dispatches: list[tuple[int, str, float, str]]  # replica, request id, cost, user
+    events: list[tuple[int, float, Event, bytes]]
+    dispatches: list[tuple[str, str, float]]  # replica, request id, cost
 
 
 def stream_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> StreamEntry:
-    """An entry as XRANGE or XREAD give it (fields ``e``, ``t`` and, if some were dispatches, ``d``)."""
+    """An entry as XRANGE or XREAD give it: fields ``e``, the events' records (``records``), and ``t``."""
     text = entry_id.decode()
-    dispatches = [(replica, rid, cost, user) for replica, rid, cost, user in json.loads(fields[b"d"])] if b"d" in fields else []
-    return StreamEntry(text, int(text.partition("-")[0]), float(fields[b"t"]), fields[b"e"].split(b"\n"), dispatches)
+    (t,) = struct.unpack("<d", fields[b"t"])
+    shown, dispatches = [], []
+    for seq, record in enumerate(records(fields[b"e"]), start=int(text.partition("-")[0])):
+        event = as_event(seq, t, record)
+        shown.append((seq, t, event, as_json(event)))
+        if (dispatched := dispatch(record)) is not None:
+            dispatches.append(dispatched)
+    return StreamEntry(text, shown, dispatches)

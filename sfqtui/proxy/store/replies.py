@@ -1,30 +1,42 @@
-"""The scripts' replies as typed values: ``decoded`` turns what the server sent into text, integers
-and lists, then one reader per script names its parts (the replies each script's header describes)."""
+"""The scripts' replies as typed values: ``decoded`` turns what the server sent into bytes, integers
+and lists, then one reader per script names its parts (the replies each script's header describes):
+texts, and numbers as the binary records of ``records.py``."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from sfqtui.proxy.errors import BadReply
+from sfqtui.proxy.store.records import dispatched
 
-Value = str | int | list["Value"]
+Value = bytes | int | list["Value"]
 Dispatched = list[tuple[str, float]]  # (request id, cost) of each request dispatched for the calling replica
 
 
 def decoded(raw: object) -> Value:
-    if isinstance(raw, bytes):
-        return raw.decode()
-    if isinstance(raw, int):
+    if isinstance(raw, bytes | int):
         return raw
     if isinstance(raw, list):
         return [decoded(item) for item in raw]
     raise BadReply(f"the store answered {raw!r}")
 
 
-def _text(value: Value) -> str:
-    if isinstance(value, str):
+def _bytes(value: Value) -> bytes:
+    if isinstance(value, bytes):
         return value
-    raise BadReply(f"a text expected, the store answered {value!r}")
+    raise BadReply(f"a string expected, the store answered {value!r}")
+
+
+def _text(value: Value) -> str:
+    return _bytes(value).decode()
+
+
+def _doubles(value: Value, count: int) -> tuple[float, ...]:
+    data = _bytes(value)
+    if len(data) != 8 * count:
+        raise BadReply(f"{count} binary doubles expected, the store answered {data!r}")
+    return struct.unpack(f"<{count}d", data)
 
 
 def _int(value: Value) -> int:
@@ -44,8 +56,7 @@ def _texts(value: Value) -> list[str]:
 
 
 def _dispatched(value: Value) -> Dispatched:
-    flat = _texts(value)
-    return [(flat[k], float(flat[k + 1])) for k in range(0, len(flat), 2)]
+    return dispatched(_bytes(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +125,7 @@ class Snapshot:
 
 
 def _refused(reply: list[Value]) -> Refused | None:
-    return Refused(_text(reply[0])) if len(reply) == 1 and reply[0] in ("run", "gone") else None
+    return Refused(_text(reply[0])) if len(reply) == 1 and reply[0] in (b"run", b"gone") else None
 
 
 def answered(value: Value) -> Answered | Refused:
@@ -129,18 +140,19 @@ def renewed(value: Value) -> Renewed | Refused:
 
 def joined(value: Value) -> Joined | OtherSettings:
     reply = _list(value)
-    if reply[0] == "settings":
+    if reply[0] == b"settings":
         return OtherSettings(_text(reply[1]))
     run, started, replica, next_request, replicas, dispatched, settled = reply
-    return Joined(_text(run), float(_text(started)), _text(replica), _int(next_request), _texts(replicas), _dispatched(dispatched),
-                  settled == "1")
+    return Joined(_text(run), _doubles(started, 1)[0], _text(replica), _int(next_request), _texts(replicas), _dispatched(dispatched),
+                  settled == b"1")
 
 
 def snapshot(value: Value) -> Snapshot | None:
     """None when the store has no run."""
     reply = _list(value)
-    if reply[0] != "ok":
+    if reply[0] != b"ok":
         return None
-    _, run, seq, t, v, slots, inflight, replicas, rows = reply
-    users = [UserRow(_text(u), float(_text(m)), float(_text(w)), _int(q), _int(r)) for u, m, w, q, r in map(_list, _list(rows))]
-    return Snapshot(_text(run), _int(seq), float(_text(t)), float(_text(v)), _int(slots), _int(inflight), _texts(replicas), users)
+    _, run, seq, t_v, slots, inflight, replicas, rows = reply
+    users = [UserRow(_text(u), _doubles(m, 1)[0], float(_text(w)), _int(q), _int(r)) for u, m, w, q, r in map(_list, _list(rows))]
+    t, v = _doubles(t_v, 2)
+    return Snapshot(_text(run), _int(seq), t, v, _int(slots), _int(inflight), _texts(replicas), users)

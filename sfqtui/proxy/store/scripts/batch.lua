@@ -10,7 +10,8 @@
 --        dispatch got there first it is completed as abandoned, charged; if it had ended, nothing;
 --   'l', upstream, limit: --slots auto: the upstream's limit is now this (the group's slots are the
 --        limits' sum; the replicas in front of one upstream read the same engine, the last word stands).
--- Reply: {'ok', {request id, cost, ...} dispatched for this replica}, or {'run'} / {'gone'}.
+-- Reply: {'ok', the dispatches made for this replica: each its record (F.emit) and its request, in
+-- one string}, or {'run'} / {'gone'}.
 local ok, refusal = F.enter(ARGV[1], ARGV[2])
 if not ok then return refusal end
 local rep = ARGV[2]
@@ -36,10 +37,10 @@ while a <= #ARGV do
     a = a + 3
   else
     local req = F.unpack_req(ARGV[a + 1])
-    if not F.cancel(req) and redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, nil, 'abandoned') end
+    if not F.cancel(req) and redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, nil, 2) end
     a = a + 2
   end
   F.dispatch_while_free(rep, own)
 end
 F.finish()
-return {'ok', own}
+return {'ok', table.concat(own)}

@@ -8,16 +8,16 @@
 -- h, slots held by requests it dispatched on its own while the store was away,
 -- the last seq it had read before it served on its own ('' if it did not),
 -- u, the charges it made on its own (u triples: user, charge c/w summed, weight).
--- Reply: {run id, started, replica, next request number, replicas, dispatched for this replica,
+-- Reply: {run id, started (a binary double), replica, next request number, replicas, the
+-- dispatches made for this replica (each its record, F.emit, and its request, in one string),
 -- '1' if the store had settled this replica (then the n running requests hold slots outside the log)}
 -- or {'settings', the group's settings}.
 local address, incarnation, settings, lease = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local now = F.store_now()
 local created = redis.call('EXISTS', S.RUN) == 0
 if created then
-  local started = F.fmt(now)
-  local run = {seq = 0, inflight = 0, backlogged = 0, t = 0, v = 0, max_meter = 0, t_text = '0', v_text = '0', max_text = '0'}
-  redis.call('HSET', S.RUN, 'id', ARGV[5], 'settings', settings, 'next_replica', '0', 'c', F.pack_constants(cjson.decode(settings), now, started),
+  local run = {seq = 0, inflight = 0, backlogged = 0, t = 0, v = 0, max_meter = 0}
+  redis.call('HSET', S.RUN, 'id', ARGV[5], 'settings', settings, 'next_replica', '0', 'c', F.pack_constants(cjson.decode(settings), now),
     's', F.pack_state(run))
 end
 local group_settings = redis.call('HGET', S.RUN, 'settings')
@@ -46,7 +46,7 @@ if member then
   for _, req in ipairs(F.running_of(rep)) do
     if finished[req.rid] or not keep[req.rid] then
       redis.call('HDEL', rr, req.rid)
-      if finished[req.rid] then F.complete(req, tonumber(finished[req.rid]), nil) else F.complete(req, nil, 'lost') end
+      if finished[req.rid] then F.complete(req, tonumber(finished[req.rid]), nil) else F.complete(req, nil, 1) end
     end
   end
 else
@@ -62,28 +62,26 @@ end
 -- Charges made while the store was away raise the meters (never lowering one), each raise an
 -- event of kind merge (docs/semantics.md §12). A new run (the store lost its data) starts from
 -- nothing: those charges belong to the run that is gone.
-local since = ARGV[a]; a = a + 1
-local merged = ',"since_seq":' .. (since ~= '' and since or 'null')
+local since = tonumber(ARGV[a]); a = a + 1
 local u = tonumber(ARGV[a]); a = a + 1
 if created then u = 0 end
 for k = 1, u do
   local user, charge = ARGV[a], tonumber(ARGV[a + 1])
-  local meter = tonumber(F.meter_of(user) or run.v_text) + charge
-  local meter_text = F.fmt(meter)
-  F.set_meter(user, meter_text, ARGV[a + 2])
-  F.emit('merge', {uj = cjson.encode(user), w_text = ARGV[a + 2], rep = rep}, F.fmt(charge), meter_text, merged)
+  local meter = (F.meter_of(user) or run.v) + charge
+  F.set_meter(user, meter, ARGV[a + 2])
+  F.emit(6, F.pack_merge(user, ARGV[a + 2], rep), meter, charge, since)
   a = a + 3
-  if redis.call('ZSCORE', S.BACKLOG, user) then redis.call('ZADD', S.BACKLOG, meter_text, user) end
-  if meter > run.max_meter then run.max_meter, run.max_text = meter, meter_text end
+  if redis.call('ZSCORE', S.BACKLOG, user) then redis.call('ZADD', S.BACKLOG, meter, user) end
+  if meter > run.max_meter then run.max_meter = meter end
 end
 local old_held = tonumber(redis.call('HGET', rkey, 'held') or '0')
 redis.call('HSET', rkey, 'incarnation', incarnation, 'address', address, 'held', tostring(held))
 run.inflight = run.inflight + held - old_held
-redis.call('ZADD', S.REPLICAS, F.fmt(now + lease), rep)
+redis.call('ZADD', S.REPLICAS, now + lease, rep)
 F.reap(now, rep)
 local own = {}
 F.dispatch_while_free(rep, own)
 F.finish()
 -- Request numbers of a replica's new process start at the run's seq: an earlier process numbered
 -- fewer requests than the events they made, so ids never repeat within a run.
-return {run.id, run.started_text, rep, run.seq, F.replicas_reply(), own, settled}
+return {run.id, struct.pack(METER, run.started), rep, run.seq, F.replicas_reply(), table.concat(own), settled}

@@ -2,12 +2,16 @@
 -- it or read it whole (join, renew, leave, state) on Redis 6.2, where batch.lua, which runs for
 -- every request, goes without it.
 
--- 'c' of a new run: settings is the group's (JSON), started the store's time (and its text).
-function F.pack_constants(settings, started, started_text)
+-- 'c' of a new run: settings is the group's (JSON), started the store's time.
+function F.pack_constants(settings, started)
   local e = settings.estimator
-  local texts = {e.update, started_text, F.fmt(e.start_ratio), F.fmt(e.default_output_tokens)}
-  return struct.pack(S.CONSTANTS, settings.slots, settings.ring, started, e.input_weight, e.output_weight, e.alpha, e.start_ratio, e.window,
-    e.default_output_tokens, #texts[1], texts[1], #texts[2], texts[2], #texts[3], texts[3], #texts[4], texts[4])
+  return struct.pack(CONSTANTS, settings.slots, settings.ring, started, e.input_weight, e.output_weight, e.alpha, e.start_ratio, e.window,
+    e.default_output_tokens, #e.update, e.update)
+end
+
+-- What a merge event names (a request as REQ, without one): its user, weight and replica.
+function F.pack_merge(user, w_text, rep)
+  return {u = user, packed = struct.pack(REQ, 0, -1, 0, 0, '', #rep, rep, #w_text, w_text, #user, user, 0, '')}
 end
 
 function F.rid_number(req) return tonumber(string.match(req.rid, '%d+$')) end
@@ -39,7 +43,7 @@ end
 -- completed as lost; nothing refunded. Their slots go back to the pool (the caller dispatches).
 function F.settle_replica(rep)
   for _, req in ipairs(F.queued_of(rep)) do F.cancel(req) end
-  for _, req in ipairs(F.running_of(rep)) do F.complete(req, nil, 'lost') end
+  for _, req in ipairs(F.running_of(rep)) do F.complete(req, nil, 1) end
   redis.call('DEL', S.RR .. rep)
   local rkey = S.REP .. rep
   S.run.inflight = S.run.inflight - tonumber(redis.call('HGET', rkey, 'held') or '0')
@@ -49,7 +53,7 @@ end
 
 -- Settle every replica whose lease ended before now (a survivor does it, inside its own script).
 function F.reap(now, except)
-  local dead = redis.call('ZRANGEBYSCORE', S.REPLICAS, '-inf', '(' .. F.fmt(now))
+  local dead = redis.call('ZRANGEBYSCORE', S.REPLICAS, '-inf', '(' .. string.format('%.17g', now))
   for _, rep in ipairs(dead) do
     if rep ~= except then F.settle_replica(rep) end
   end

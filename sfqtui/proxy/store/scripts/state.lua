@@ -1,5 +1,6 @@
 -- The §8 snapshot, read in one step: run, last seq, t, v, slots, in flight, replicas, and per user
--- meter, weight, queued and running (numbers as text; running counted over every replica's rr).
+-- meter, weight, queued and running (t and v as two binary doubles, each meter as the users' hash
+-- keeps it, binary, each weight as text; running counted over every replica's rr).
 if not F.load_run() then return {'none'} end
 local running = {}
 for rep = 0, tonumber(redis.call('HGET', S.RUN, 'next_replica')) - 1 do
@@ -17,4 +18,4 @@ for k = 1, #fields, 2 do
   end
 end
 local t = math.max(F.store_now() - S.run.started, S.run.t)
-return {'ok', S.run.id, S.run.seq - 1, F.fmt(t), S.run.v_text, S.run.slots, S.run.inflight, F.replicas_reply(), rows}
+return {'ok', S.run.id, S.run.seq - 1, struct.pack('<dd', t, S.run.v), S.run.slots, S.run.inflight, F.replicas_reply(), rows}
