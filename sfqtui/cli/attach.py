@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.core.engine.gcpause import keep_out_of_collections
+from sfqtui.core.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import counted
 from sfqtui.live.source import WINDOW
 from sfqtui.paths import check_output

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sfqtui.core.engine.replay import Replay
+from sfqtui.core.replay.replay import Replay
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.chunks import TraceSource, open_trace
 from sfqtui.trace.eventlog import validate_log

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 
 # The most lateness a step makes up for by starting the next one early; a loop later than that
 # (a stalled process) restarts the timeline instead of running steps back to back to catch up.

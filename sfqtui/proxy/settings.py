@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.limits import LimitSettings
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.errors import InputError
 from sfqtui.proxy.keys import KeyBook
 

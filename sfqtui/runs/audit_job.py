@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable, Iterator
 
 from sfqtui.core.analysis.audit import Replicas, Violation, audit, by_seq
-from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.eventlog import iter_log_rows, output_weight_of, read_log_schema
 from sfqtui.trace.sources import ReplaySource

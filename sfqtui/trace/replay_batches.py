@@ -16,10 +16,10 @@ from itertools import repeat
 
 import numpy as np
 
-from sfqtui.core.engine.estimator import Pricing
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, EventRows
-from sfqtui.core.engine.replay import Replay
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, EventRows
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.pricing.estimator import Pricing
+from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.eventlog import packed_columns
 from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.request_names import ArrowRequestNames

@@ -12,10 +12,10 @@ from typing import Any, cast
 import pyarrow as pa
 
 from sfqtui import __version__
-from sfqtui.core.engine.chunks import RequestChunk
-from sfqtui.core.engine.events import EventRows
-from sfqtui.core.engine.gcpause import collector_paused
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.events import EventRows
+from sfqtui.core.gcpause import collector_paused
+from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.requests.chunks import RequestChunk
 from sfqtui.trace.chunks import TraceChunk, TraceSource
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter, RequestColumns
 from sfqtui.trace.load import LoadedTrace

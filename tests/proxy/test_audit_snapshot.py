@@ -18,8 +18,8 @@ from proxy_fixtures import KEY_OF, openai_sync_http, running_proxy, state, wait_
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.analysis.audit import Snapshot, audit
 from sfqtui.core.analysis.audit.snapshot import UserAtSnapshot
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.rows import LogRows
+from sfqtui.core.replay.replay import ReplayConfig
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.source import LiveSource, Notice
 from sfqtui.runs.opening import Opening

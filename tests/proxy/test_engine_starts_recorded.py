@@ -24,7 +24,7 @@ from proxy_fixtures import KEY_OF, ask, openai_sync_http, running_proxy, state, 
 from sfqtui.cli.app import app
 from sfqtui.cli.engine_start import NOT_REPORTED
 from sfqtui.core.analysis.fairness import fairness
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.numbers import amount
 from sfqtui.emulator.server import EngineServer
 from sfqtui.live.stream import EventStream

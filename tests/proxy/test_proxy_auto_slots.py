@@ -23,7 +23,7 @@ from fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
 from proxy_fixtures import KEY_OF, TLS, http_get, openai_http, openai_sync_http, running_group, running_proxy, state, wait_for, write_keys
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
 from sfqtui.live.stream import EventStream

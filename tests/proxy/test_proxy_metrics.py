@@ -16,7 +16,7 @@ import yaml  # type: ignore[import-untyped]  # PyYAML ships no type hints
 
 from fake_upstream import FakeUpstream, fake_server
 from proxy_fixtures import KEY_OF, http_get, openai_http, running_group, running_proxy
-from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
+from sfqtui.core.pricing.estimator import CostEstimator, EstimatorParams
 from sfqtui.proxy.dispatcher import Dispatcher, Stage
 from sfqtui.proxy.metrics import FairnessWindow, ProxyMetrics
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.replay_batches import replay_batches
 from sfqtui.trace.simulate import encoder_for

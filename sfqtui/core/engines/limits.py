@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from math import ceil
 
-from sfqtui.core.engine.engines import EnginePool
+from sfqtui.core.engines.pool import EnginePool
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
 from sfqtui.core.limits.slots import SCRAPE_S
 

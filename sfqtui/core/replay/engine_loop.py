@@ -19,15 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
-from sfqtui.core.engine.engine_limits import EngineLimits
-from sfqtui.core.engine.engines import EnginePool, EngineSettings, request_tokens
-from sfqtui.core.engine.estimator import CostEstimator
-from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, LIMIT, REASONS, START, EventLog
-from sfqtui.core.engine.gcpause import CollectorPause
-from sfqtui.core.engine.loop_parts import LoopParts
-from sfqtui.core.engine.replica_group import ReplicaGroup
-from sfqtui.core.engine.trace import Trace
-from sfqtui.core.engine.window import RequestWindow
+from sfqtui.core.engines.limits import EngineLimits
+from sfqtui.core.engines.pool import EnginePool, request_tokens
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, LIMIT, REASONS, START, EventLog
+from sfqtui.core.gcpause import CollectorPause
+from sfqtui.core.pricing.estimator import CostEstimator
+from sfqtui.core.replay.loop_parts import LoopParts
+from sfqtui.core.replicas.group import ReplicaGroup
+from sfqtui.core.requests.trace import Trace
+from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers.base import CostOf, Scheduler, User
 
 
@@ -113,7 +114,7 @@ def run_with_engines(replay: EngineReplaying, settings: EngineSettings, chunk: i
 
     yield_at = len(log.data) + chunk * row_size
     pause = CollectorPause()
-    pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
+    pause.hold()  # see sfqtui.core.gcpause; let go whenever control returns to the caller
     try:
         arrivals, users, m, next_arrival = enter()
         size = window.size

@@ -10,18 +10,18 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
 
-from sfqtui.core.engine.chunks import RequestChunk, RequestChunks, WholeTrace
-from sfqtui.core.engine.engine_replay import run_with_engines
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams, Pricing
-from sfqtui.core.engine.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventColumns, EventLayout, EventLog
-from sfqtui.core.engine.gcpause import CollectorPause
-from sfqtui.core.engine.loop_parts import LoopParts
-from sfqtui.core.engine.replica_group import ReplicaGroup
-from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings
-from sfqtui.core.engine.service import TokenServiceModel, service_times
-from sfqtui.core.engine.trace import Trace
-from sfqtui.core.engine.window import RequestWindow
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.events import ARRIVE, COMPLETE, DISPATCH, IDLE_RESET, EventColumns, EventLayout, EventLog
+from sfqtui.core.gcpause import CollectorPause
+from sfqtui.core.pricing.estimator import CostEstimator, EstimatorParams, Pricing
+from sfqtui.core.pricing.service import TokenServiceModel, service_times
+from sfqtui.core.replay.engine_loop import run_with_engines
+from sfqtui.core.replay.loop_parts import LoopParts
+from sfqtui.core.replicas.group import ReplicaGroup
+from sfqtui.core.replicas.settings import ONE_REPLICA, ReplicaSettings
+from sfqtui.core.requests.chunks import RequestChunk, RequestChunks, WholeTrace
+from sfqtui.core.requests.trace import Trace
+from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers import Scheduler, traits
 from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading
 from sfqtui.errors import InputError
@@ -236,7 +236,7 @@ class Replay:
         dispatched = self.dispatched
         yield_at = len(data) + every  # the size of the buffer at which to hand over
         pause = CollectorPause()
-        pause.hold()  # see sfqtui.core.engine.gcpause; let go whenever control returns to the caller
+        pause.hold()  # see sfqtui.core.gcpause; let go whenever control returns to the caller
         try:
             arrivals, users, m, next_arrival = enter()
             size = window.size

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sfqtui.core.engine.events import SYNC, EventLog
-from sfqtui.core.engine.replica_settings import ReplicaSettings
-from sfqtui.core.engine.routers import LeastLoadedRouter, StaticRouter, router_for
-from sfqtui.core.engine.sync import Exchange, Publication
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.events import SYNC, EventLog
+from sfqtui.core.replicas.routers import LeastLoadedRouter, StaticRouter, router_for
+from sfqtui.core.replicas.settings import ReplicaSettings
+from sfqtui.core.replicas.sync import Exchange, Publication
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers.base import Scheduler, User
 from sfqtui.core.schedulers.sfq import SFQ
 
