@@ -23,7 +23,8 @@ from pathlib import Path
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.limits import LimitSettings
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.load import load_trace
 
 ENGINES, PLACES, SLOTS = 8, 8, 64

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.run_spec import parse_run_specs
 from sfqtui.importers.convert import import_trace
 from sfqtui.importers.options import ImportOptions, Users

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sfqtui.core.log.rows import LogRows, rows_from_replay
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 
 

@@ -20,7 +20,7 @@ from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import MILLISECONDS, TIME, Fixed, amount, count, counted, seconds
-from sfqtui.core.replay.replay import REPRICED
+from sfqtui.core.replay.config import REPRICED
 from sfqtui.core.replay.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.core.schedulers.registry import check_schedulers

@@ -22,7 +22,7 @@ from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import parse_slots
 from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.core.pricing.service import TokenServiceModel
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replicas.settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.errors import InputError
 

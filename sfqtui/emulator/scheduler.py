@@ -102,8 +102,7 @@ class Scheduler:
     def _admit(self, now: float) -> int:
         """Move queue heads into the batch while a place and KV are free; the prompt tokens they bring."""
         prefill = 0
-        while (self.waiting and len(self.running) < self.model.max_num_seqs
-               and self.reserved_kv + self.waiting[0].length <= self.model.kv_tokens):
+        while self.waiting and self.model.admits(len(self.running), self.reserved_kv, self.waiting[0].length):
             seq = self.waiting.popleft()
             seq.admitted_t, seq.admitted_unix = now, time.time()
             seq.admitted.set()

@@ -22,7 +22,8 @@ from sfqtui.core.analysis.replication_cost import replica_measures, tally_replay
 from sfqtui.core.log.lockstep import Mode
 from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.numbers import Fixed, amount, count, percent, ratio
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.replay.run_spec import RunSpec
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import traits

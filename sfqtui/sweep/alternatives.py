@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from sfqtui.core.numbers import counted
 from sfqtui.core.pricing.estimator import SCOPES, UPDATES
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.requests.trace import Trace
 from sfqtui.sweep.measures import actual_gap_figures
 from sfqtui.sweep.plan import RunSettings

@@ -10,7 +10,7 @@ from itertools import product
 
 from sfqtui.core.pricing.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.pricing.service import TokenServiceModel
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replicas.settings import ONE_REPLICA, ReplicaSettings, Share
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError

@@ -13,7 +13,8 @@ from sfqtui.core.analysis.engine_fit.fit import EngineFit
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors, replayed_errors
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import COMPLETE, START
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.served import ServedTrace
 
 

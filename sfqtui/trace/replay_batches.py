@@ -121,8 +121,6 @@ def replay_batches(replay: Replay, loaded: LoadedTrace, value_column: str, chunk
     """Replay to the end, a batch every ``chunk`` events, each with the fraction of requests arrived."""
     batcher = ReplayBatcher(loaded, value_column)
     total = max(1, len(loaded.trace))
-    for arrived in replay.run(chunk=chunk):
-        rows = replay.log.drain()
-        replay.take_requests()  # rows name requests by trace index: no request chunk is needed
-        if len(rows):
-            yield batcher.convert(rows, replay.take_pricing()), arrived / total
+    for drained in replay.drained(chunk=chunk):
+        if len(drained.rows):  # rows name requests by trace index: no request chunk is needed
+            yield batcher.convert(drained.rows, drained.pricing), drained.arrived / total

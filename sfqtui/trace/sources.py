@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 from sfqtui.core.engines.settings import slots_named
 from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
 from sfqtui.core.log.table import EventBatch
-from sfqtui.core.replay.replay import REPRICED, Replay, ReplayConfig
+from sfqtui.core.replay.config import REPRICED, ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import KIND_NAMES, read_log_schema

@@ -14,7 +14,7 @@ from dashboard import SIZE, settle
 from sfqtui.cli.app import app as cli
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.schema import METADATA_KEY
 from sfqtui.ui.app import SfqApp

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.calibration import CalibrationReport, calibrate
 from sfqtui.core.pricing.estimator import EstimatorParams
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.requests.trace import Trace
 from sfqtui.trace.load import load_trace
 

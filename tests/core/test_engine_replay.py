@@ -18,7 +18,8 @@ from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import KINDS, EventLayout
 from sfqtui.core.log.rows import rows_from_replay
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 from sfqtui.errors import InputError
 

@@ -14,7 +14,8 @@ from sfqtui.core.limits import REASONS as CONTROLLER_REASONS
 from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import SCRAPE_S, parse_slots
 from sfqtui.core.log.rows import rows_from_replay
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 
 MODEL = EngineModel(max_num_seqs=6, decode_ms_per_token=20, batch_slowdown=0.1)

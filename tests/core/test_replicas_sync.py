@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from sfqtui.core.analysis.audit import Replicas, audit
 from sfqtui.core.log.rows import LogRows, rows_from_replay
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.core.requests.trace import Trace
 

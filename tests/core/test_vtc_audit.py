@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows, rows_from_replay
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 from sfqtui.scenarios import generate
 from sfqtui.trace.load import normalise, to_core

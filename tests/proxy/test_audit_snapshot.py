@@ -19,7 +19,7 @@ from sfqtui.cli.app import app as cli_app
 from sfqtui.core.analysis.audit import Snapshot, audit
 from sfqtui.core.analysis.audit.snapshot import UserAtSnapshot
 from sfqtui.core.log.rows import LogRows
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.live.run_logs import RunLogs
 from sfqtui.live.source import LiveSource, Notice
 from sfqtui.runs.opening import Opening

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from dashboard import SIZE, settle
 from sfqtui.cli.app import app as cli
 from sfqtui.core.events import KINDS
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

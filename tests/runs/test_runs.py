@@ -13,7 +13,7 @@ from sfqtui.cli.app import app as cli
 from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.lockstep import follow
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_events
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.run import Run

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli
 from sfqtui.core.analysis.replication_cost import largest_drift, replica_measures
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replicas.settings import ROUTERS, ReplicaSettings, Share
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import SCHEDULERS

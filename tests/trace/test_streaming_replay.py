@@ -23,7 +23,8 @@ from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import EventColumns
 from sfqtui.core.pricing.estimator import EstimatorParams
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.chunks import WholeTrace
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import SCHEDULERS
@@ -170,9 +171,8 @@ def test_every_chunk_leaves_the_window_and_few_are_held_at_once(engine: EngineSe
     source = open_trace(TRACES / "production-20k.parquet", chunk_rows=256)
     replay = Replay(source, ReplayConfig("sfq", 64, engine=engine))
     most = 0
-    for _ in replay.run(chunk=2000):
-        replay.log.drain()
-        most = max(most, len(replay.take_requests()))
+    for drained in replay.drained(chunk=2000):
+        most = max(most, len(drained.requests))
     chunks = len(replay.window.traces)
     assert chunks == len(source) // 256 + 1
     assert all(t is None for t in replay.window.traces)

@@ -12,7 +12,7 @@ from pathlib import Path
 from dashboard import LIVE_SIZE, seen, text_of, until
 from proxy_fixtures import ask, running_proxy, state
 from sfqtui.core.events import GAP
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

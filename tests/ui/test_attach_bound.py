@@ -14,7 +14,7 @@ from pathlib import Path
 from dashboard import settle, text_of, until
 from proxy_fixtures import wait_for
 from scripted_stream import STARTED, ScriptedStream, event
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.live.bound import BOUND_KEY, Bound, bound_at
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening

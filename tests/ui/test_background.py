@@ -18,7 +18,8 @@ from textual.worker import Worker, WorkerState
 from dashboard import dashboard, settle, text_of, until
 from sfqtui.core.gcpause import CollectorPause
 from sfqtui.core.log.table import EventBatch, EventTable
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource

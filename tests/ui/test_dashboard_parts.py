@@ -14,7 +14,7 @@ from textual.message import Message
 
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.fairness import FairnessReport
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.live.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.runs.export_frames import ListedRows, log_frame, shares_frame
 from sfqtui.runs.live import LiveOpening

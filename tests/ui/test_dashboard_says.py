@@ -16,7 +16,7 @@ from proxy_fixtures import ask, running_proxy, state
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.analysis.log_calibration import calibrate_log
 from sfqtui.core.log.shadow import Shadow
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.live import LiveOpening
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

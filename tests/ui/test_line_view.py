@@ -12,7 +12,7 @@ from textual.strip import Strip
 
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource
 from sfqtui.ui.frame import Frame, ViewOptions

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from dashboard import Panes, frame_of, lesson_dashboard, notifications, settle, text_of, until
 from sfqtui.cli.app import app as cli
-from sfqtui.core.replay.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

@@ -27,7 +27,8 @@ from sfqtui.core.analysis.user_costs import UserCalibration, UserCosts
 from sfqtui.core.events import DISPATCH, EventColumns
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.core.pricing.estimator import EstimatorParams
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 from sfqtui.errors import InputError
 

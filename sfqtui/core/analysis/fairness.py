@@ -30,7 +30,8 @@ from sfqtui.core.analysis.engine_starts import Passing, StartView
 from sfqtui.core.analysis.engine_waits import EngineWaits
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
 from sfqtui.core.log.rows import LogRows, chunks_of, rows_from_replay
-from sfqtui.core.replay.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import traits
 

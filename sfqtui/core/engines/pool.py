@@ -63,7 +63,6 @@ class ModelledEngine:
     def __init__(self, model: EngineModel, index: int) -> None:
         self.index = index
         self.model = model
-        self.places = model.max_num_seqs
         self.kv_tokens = model.kv_tokens
         self.queue: deque[Held] = deque()
         self.batch: list[tuple[int, int, Held]] = []  # a heap of (the step it finishes at, its turn joining, the request)
@@ -120,7 +119,7 @@ class ModelledEngine:
         return s + 1 if self.end_of(s) <= now else s
 
     def _fits(self, held: Held) -> bool:
-        return len(self.batch) < self.places and self.reserved + held[4] + held[5] <= self.kv_tokens
+        return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
 
     def submit(self, now: float, held: Held) -> bool:
         """A request sent at ``now`` joins the queue; True when the engine is between steps at
