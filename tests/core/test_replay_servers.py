@@ -99,16 +99,18 @@ class Steps:
 def test_a_capacity_over_time_holds_dispatches_back_and_never_preempts() -> None:
     trace = busy_trace(300)
     plan = served_plan(trace, ReplayConfig("sfq", 8))
-    capacity = Steps([(0.0, 8), (5.0, 2), (30.0, 5)])
-    plan.servers.capacity = capacity
+    servers = plan.servers
+    assert isinstance(servers, FixedService)
+    servers.capacity = Steps([(0.0, 8), (5.0, 2), (30.0, 5)])
     columns = events(plan, fixed=False)
+    assert columns.limit is not None
     in_flight, most_after_drop, limit = 0, 0, None
     for t, kind, value in zip(columns.t, columns.kind, columns.limit, strict=True):
         if kind == LIMIT:
             limit = value
         elif kind == DISPATCH:
             in_flight += 1
-            assert limit is not None and in_flight <= limit or t < 5.0, f"a dispatch at {t} over the limit {limit}"
+            assert (limit is not None and in_flight <= limit) or t < 5.0, f"a dispatch at {t} over the limit {limit}"
             if 5.0 <= t < 30.0:
                 most_after_drop = max(most_after_drop, in_flight)
         elif kind == COMPLETE:

@@ -5,10 +5,12 @@ each event's replica and runs the share exchange (None: one pool).
 
 Two bodies over the same plan and seam, chosen once per run: ``run_served`` for any servers (the
 engine model, with its start rows and, under ``--slots auto``, the capacity's limit rows), and
-``run_fixed``, the same loop for ``FixedService`` with its heap worked in place (a call to the
-servers for each dispatch and completion would cost it about a fifth of its speed:
-benchmarks/replay_bench.py). Both pack each event as one row into the log's buffer and hand the
-rows over every ``chunk`` events, yielding (requests arrived, dispatches so far).
+``run_fixed``, the same loop for ``FixedService`` with its heap worked in place and rows without
+the engine fields: on fixed service times ``run_served`` takes about 1.6 times its CPU time (a
+call to the servers for each dispatch, completion and timestamp, and three more fields a row),
+so the fixed-service replay keeps a body of its own (tests/core/test_replay_servers.py checks
+that both give the same events). Both pack each event as one row into the log's buffer and hand
+the rows over every ``chunk`` events, yielding (requests arrived, dispatches so far).
 """
 
 from __future__ import annotations

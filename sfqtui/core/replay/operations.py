@@ -35,8 +35,12 @@ class PoolOperations:
             reading = [s.reading for s in schedulers]
             dispatch = [s.dispatch for s in schedulers]
             idle_reset = [s.idle_reset for s in schedulers]
-        complete = [s.complete for s in schedulers] if complete_charge is not None else None
-        observe = [e.observe for e in estimators if e is not None] if estimators[0] is not None else None
+        complete: list[Callable[[int, User, float], UserReading]] | None = None
+        if complete_charge is not None:
+            complete = [s.complete for s in schedulers]
+        observe: list[Callable[[int], None]] | None = None
+        if estimators[0] is not None:
+            observe = [e.observe for e in estimators if e is not None]
         return cls(arrive, reading, dispatch, idle_reset, complete, complete_charge, observe)
 
 

@@ -47,7 +47,9 @@ class Capacity(Protocol):
 class Servers(Protocol):
     """What serves the requests the pools dispatch (see the module's docstring)."""
 
-    capacity: Capacity | None  # None: the pools' fixed slots
+    @property
+    def capacity(self) -> Capacity | None:
+        """Slots that change over time (None: the pools' fixed slots)."""
 
     def entering(self, trace: Trace) -> Sequence[float]:
         """What the window keeps for a chunk's requests entering the replay (service times; empty when the servers keep their own)."""
