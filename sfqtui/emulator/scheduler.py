@@ -1,8 +1,8 @@
 """The engine's scheduler: continuous batching over a FCFS queue, as a loop of timed steps.
 
 A request waits in the queue until it is at its head and both a place (``max_num_seqs``)
-and KV for its whole length (prompt + output tokens) are free; it then joins the running
-batch. Admission reserves the whole length, so a running sequence is never preempted (vLLM
+and KV for its whole length (prompt + output tokens) are free (``EngineModel.admits``, the rule
+a replay's engines follow too); it then joins the running batch. Admission reserves the whole length, so a running sequence is never preempted (vLLM
 would preempt the latest one when KV runs out; the emulator never gets there). Each step
 runs every running sequence one token further (the first step of a sequence is its prefill,
 which yields its first token) and takes ``EngineModel.step_s``; the loop sleeps until the
