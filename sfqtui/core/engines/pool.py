@@ -229,21 +229,22 @@ class EnginePool:
             self._ready.append(engine)
         return engine.index
 
-    def finish(self, now: float) -> list[tuple[int, Held]]:
+    def finish(self, now: float) -> list[tuple[int, int, User, int, int]]:
         """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
-        (engine, request) of each request that finished."""
-        finished: list[tuple[int, Held]] = []
+        (engine, request, user, pool, replica) of each request that finished."""
+        finished: list[tuple[int, int, User, int, int]] = []
         for engine in self.engines:
             if engine.next_t == now:
-                finished += [(engine.index, held) for held in engine.end_step()]
+                e = engine.index
+                finished += [(e, held[0], held[1], held[2], held[3]) for held in engine.end_step()]
                 self._ready.append(engine)
         self._moved = True
         return finished
 
-    def settle(self, now: float) -> list[tuple[int, Held]]:
+    def settle(self, now: float) -> list[tuple[int, int, User, int]]:
         """The engines between steps at ``now`` start their next steps, in engine order:
-        (engine, request) of each request that joined a batch."""
-        joined: list[tuple[int, Held]] = []
+        (engine, request, user, replica) of each request that joined a batch."""
+        joined: list[tuple[int, int, User, int]] = []
         if not self._moved:
             return joined
         self._moved = False
@@ -251,7 +252,8 @@ class EnginePool:
         if ready:
             ready.sort(key=lambda e: e.index)
             for engine in ready:
-                joined += [(engine.index, held) for held in engine.settle(now)]
+                e = engine.index
+                joined += [(e, held[0], held[1], held[3]) for held in engine.settle(now)]
             ready.clear()
         self.next_t = min([e.next_t for e in self.engines])
         return joined

@@ -44,10 +44,10 @@ class EngineServers:
         return self.pool.send(now, (req, user, pool, rep, prompts[r], outputs[r]))
 
     def finish(self, now: float) -> list[tuple[int, int, User, int, int]]:
-        return [(e, held[0], held[1], held[2], held[3]) for e, held in self.pool.finish(now)]
+        return self.pool.finish(now)
 
     def settle(self, now: float) -> list[tuple[int, int, User, int]]:
-        return [(e, held[0], held[1], held[3]) for e, held in self.pool.settle(now)]
+        return self.pool.settle(now)
 
     def unfinished(self) -> Iterator[int]:
         return self.pool.unfinished()
