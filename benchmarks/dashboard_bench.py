@@ -38,7 +38,7 @@ from pathlib import Path
 from memory import TreePeak
 
 from sfqtui.core.analysis.explain import explain_dispatch
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate

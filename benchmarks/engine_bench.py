@@ -23,7 +23,7 @@ import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 
 NAME = "bench"
 PROMPT = "x" * 400  # 100 prompt tokens

@@ -20,10 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.limits import LimitSettings
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.load import load_trace
 
 ENGINES, PLACES, SLOTS = 8, 8, 64

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.export_frames import ListedRows, log_frame, write
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

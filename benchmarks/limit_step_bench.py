@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from fake_upstream import ServerThread  # noqa: E402 - the tests' way of running a server in a thread
 from proxy_fixtures import KEY_OF, running_proxy, write_keys  # noqa: E402
-from sfqtui.core.engine.engine_model import EngineModel  # noqa: E402
+from sfqtui.core.engines.model import EngineModel  # noqa: E402
 from sfqtui.core.limits import LimitSettings  # noqa: E402
 from sfqtui.emulator.metrics import EngineMetrics  # noqa: E402
 from sfqtui.emulator.scheduler import Scheduler  # noqa: E402

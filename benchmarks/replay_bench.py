@@ -36,9 +36,10 @@ import polars as pl
 from memory import Measured, measure
 from minimal_replay import minimal_loop
 
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings, Share
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.replicas.settings import ONE_REPLICA, ReplicaSettings, Share
+from sfqtui.core.requests.trace import Trace
 from sfqtui.trace.load import load_trace
 
 REPLICAS = 4

@@ -32,7 +32,7 @@ from typing import Any
 
 import redis
 
-from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.group import group_settings, packed
 from sfqtui.proxy.store.client import Store

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.run_spec import parse_run_specs
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.run_spec import parse_run_specs
 from sfqtui.importers.convert import import_trace
 from sfqtui.importers.options import ImportOptions, Users
 from sfqtui.runs.opening import Opening

@@ -17,7 +17,7 @@ from textual.notifications import Notification
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS

@@ -7,7 +7,7 @@ import random
 from collections import deque
 
 from sfqtui.core.analysis.engine_fit.lived import Served
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 
 
 def engine_run(model: EngineModel, sent: list[tuple[float, int, int]], ttft: bool = False) -> list[Served]:

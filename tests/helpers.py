@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 
 
 def trace_of(rows: list[tuple[str, float, float]], service: float | list[float] = 1.0, weights: dict[str, float] | None = None) -> Trace:

@@ -19,7 +19,7 @@ import openai
 
 from fake_upstream import ServerThread
 from proxy_fixtures import KEY_OF, openai_http, running_proxy
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
 

@@ -14,7 +14,7 @@ import typer
 from sfqtui.cli.command import Command
 from sfqtui.cli.errors import version_line
 from sfqtui.cli.help import FlagGroup
-from sfqtui.core.engine.gcpause import keep_out_of_collections
+from sfqtui.core.gcpause import keep_out_of_collections
 
 # name -> (module, function, the module's help text for it when not the docstring), in the order help lists them
 COMMANDS: dict[str, tuple[str, str, str | None]] = {

@@ -11,7 +11,7 @@ import typer
 from sfqtui.attach.source import WINDOW
 from sfqtui.attach.stream import REFUSED
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.core.engine.gcpause import keep_out_of_collections
+from sfqtui.core.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import counted
 from sfqtui.paths import check_output
 from sfqtui.runs.stream_opening import LiveOpening

@@ -13,9 +13,9 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.core.analysis.audit import AuditReport, Replicas, Snapshot, audit
 from sfqtui.core.analysis.audit.report import Suspension
 from sfqtui.core.analysis.fairness import FairnessTally
-from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, count, counted
+from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import has_kind, iter_log_rows, output_weight_of, read_log_schema
 from sfqtui.trace.load import read_parquet_header

@@ -18,9 +18,9 @@ from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.engine_waits import QUANTILES, EngineWaits, quantile
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replication_cost import ReplicaMeasures, replica_measures
-from sfqtui.core.engine.engines import slots_named
-from sfqtui.core.engine.replay import REPRICED
+from sfqtui.core.engines.settings import slots_named
 from sfqtui.core.numbers import SECONDS_DECIMALS, WAIT, Fixed, amount, count, counted, percent, ratio, seconds, span
+from sfqtui.core.replay.config import REPRICED
 from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers
 from sfqtui.trace.joined import TRACES_HELP, joined_trace, named
 from sfqtui.trace.load import load_trace

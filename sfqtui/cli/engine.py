@@ -70,7 +70,7 @@ def engine(
     request generates exactly max_tokens. Serves /v1/chat/completions, /v1/completions
     (streamed or not), /v1/models and /metrics (vllm:num_requests_running, ...). See docs/engine.md.
     """
-    from sfqtui.core.engine.engine_model import EngineModel
+    from sfqtui.core.engines.model import EngineModel
     from sfqtui.emulator.server import EngineServer
     from sfqtui.errors import InputError
     from sfqtui.proxy.server import listen_socket

@@ -17,12 +17,12 @@ from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.across_replicas import across_replicas
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
-from sfqtui.core.engine.replay import REPRICED
-from sfqtui.core.engine.replica_settings import ReplicaSettings
-from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import TIME, WAIT, Fixed, amount, count, counted, seconds
+from sfqtui.core.replay.config import REPRICED
+from sfqtui.core.replay.run_spec import RunSpec, parse_run_specs
+from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.runs.run import Run

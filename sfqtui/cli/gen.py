@@ -7,8 +7,8 @@ import polars as pl
 import typer
 
 from sfqtui.cli.errors import fail, refuses_bad_input
-from sfqtui.core.engine.service import TokenServiceModel
 from sfqtui.core.numbers import counted
+from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.paths import check_output
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.offered_load import service_seconds

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.trace.offered_load import duration, one_slot
 
 

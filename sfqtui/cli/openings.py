@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sfqtui.core.engine.replay import Replay
+from sfqtui.core.replay.plan import ReplayPlan
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.chunks import TraceSource, open_trace
 from sfqtui.trace.eventlog import validate_log
@@ -30,5 +30,5 @@ def check_openings(openings: Sequence[Opening]) -> dict[Path, TraceSource]:
         source = traces.get(opening.path)
         if source is None:
             source = traces[opening.path] = open_trace(opening.path)
-        Replay(source, opening.config)  # InputError for a setting this trace cannot be replayed with
+        ReplayPlan(source, opening.config)  # InputError for a setting this trace cannot be replayed with
     return traces

@@ -7,7 +7,7 @@ import typer
 
 from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.replay_options import DEFAULT_ESTIMATOR, with_estimator_options
-from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.pricing.estimator import EstimatorParams
 
 _PANEL = "Proxy"
 

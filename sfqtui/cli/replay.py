@@ -15,9 +15,9 @@ from sfqtui.cli.fixed_log import refuse_trace_options
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.openings import check_openings
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.run_spec import parse_run_specs
 from sfqtui.core.log.lockstep import MODES
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.run_spec import parse_run_specs
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError

@@ -16,14 +16,14 @@ from typing import Annotated, Any, TypeVar, cast
 
 import typer
 
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
-from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import parse_slots
+from sfqtui.core.pricing.estimator import EstimatorParams
+from sfqtui.core.pricing.service import TokenServiceModel
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replicas.settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])

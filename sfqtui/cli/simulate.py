@@ -10,9 +10,9 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
-from sfqtui.core.engine.engines import slots_named
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engines.settings import slots_named
 from sfqtui.core.numbers import amount, counted
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.paths import check_output

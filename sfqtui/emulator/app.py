@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.emulator.metrics import EngineMetrics
 from sfqtui.emulator.requests import Ask, BadRequest, ask_of
 from sfqtui.emulator.scheduler import QueueFull, Scheduler, Sequence, TooLong

@@ -1,8 +1,8 @@
 """The engine's scheduler: continuous batching over a FCFS queue, as a loop of timed steps.
 
 A request waits in the queue until it is at its head and both a place (``max_num_seqs``)
-and KV for its whole length (prompt + output tokens) are free; it then joins the running
-batch. Admission reserves the whole length, so a running sequence is never preempted (vLLM
+and KV for its whole length (prompt + output tokens) are free (``EngineModel.admits``, the rule
+a replay's engines follow too); it then joins the running batch. Admission reserves the whole length, so a running sequence is never preempted (vLLM
 would preempt the latest one when KV runs out; the emulator never gets there). Each step
 runs every running sequence one token further (the first step of a sequence is its prefill,
 which yields its first token) and takes ``EngineModel.step_s``; the loop sleeps until the
@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 
 # The most lateness a step makes up for by starting the next one early; a loop later than that
 # (a stalled process) restarts the timeline instead of running steps back to back to catch up.
@@ -102,8 +102,7 @@ class Scheduler:
     def _admit(self, now: float) -> int:
         """Move queue heads into the batch while a place and KV are free; the prompt tokens they bring."""
         prefill = 0
-        while (self.waiting and len(self.running) < self.model.max_num_seqs
-               and self.reserved_kv + self.waiting[0].length <= self.model.kv_tokens):
+        while self.waiting and self.model.admits(len(self.running), self.reserved_kv, self.waiting[0].length):
             seq = self.waiting.popleft()
             seq.admitted_t, seq.admitted_unix = now, time.time()
             seq.admitted.set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.emulator.app import EmulatedEngine, create_app
 
 # Open streams keep uvicorn's shutdown waiting: after this long it cancels them.

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.errors import InputError
 from sfqtui.importers.options import ImportOptions, Users
 from sfqtui.importers.readers import RAW_TIME, READERS, unit_interval, unreadable_file

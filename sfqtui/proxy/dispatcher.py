@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Iterable
 from enum import Enum
 from typing import NotRequired, TypedDict, Unpack
 
-from sfqtui.core.engine.estimator import CostEstimator
+from sfqtui.core.pricing.estimator import CostEstimator
 from sfqtui.core.schedulers import make_scheduler
 from sfqtui.errors import InputError
 from sfqtui.protocol import SCHEDULER, Event, SchedulerState

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Protocol
 
-from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
+from sfqtui.core.pricing.estimator import CostEstimator, EstimatorParams
 from sfqtui.protocol import Event, ProxyState
 from sfqtui.proxy.dispatcher import Dispatcher, Sink, Ticket
 from sfqtui.proxy.ring import EventRing

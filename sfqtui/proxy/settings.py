@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import parse_slots
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output
 from sfqtui.proxy.keys import KeyBook, load_keys

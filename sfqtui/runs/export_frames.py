@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sfqtui.core.engine.events import KINDS
+from sfqtui.core.events import KINDS
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State
 from sfqtui.errors import InputError

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.errors import InputError
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.trace.eventlog import read_log_schema

@@ -11,11 +11,11 @@ from typing import Any
 
 from sfqtui.attach.bound import Bound, recorded_bound
 from sfqtui.core.analysis.audit import Violation
-from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
+from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.stream_opening import LiveState, start_window

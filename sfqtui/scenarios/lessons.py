@@ -2,7 +2,7 @@
 
 Each lesson is a `gen` scenario opened under a main scheduler and the ones it is compared
 with, side by side, stepped in lockstep by time or by dispatch number; each is a run spec
-(sfqtui.core.engine.run_spec), so a pane can be several balancer replicas. Its
+(sfqtui.core.replay.run_spec), so a pane can be several balancer replicas. Its
 introduction says what to watch; ``outcome`` replays the scenario under each run and
 measures what happened (shares, waits, worst gap; across replicas, the measures of
 semantics §11), so the closing lines are never written by hand.
@@ -19,12 +19,13 @@ import polars as pl
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
 from sfqtui.core.analysis.fairness import FairnessReport, Gap, fairness_of_replay
 from sfqtui.core.analysis.replication_cost import replica_measures, tally_replay
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.run_spec import RunSpec
-from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.lockstep import Mode
 from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.numbers import Fixed, amount, count, percent, ratio
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.replay.run_spec import RunSpec
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import traits
 from sfqtui.scenarios.catalogue import generate
 from sfqtui.trace.load import normalise, to_core

@@ -14,10 +14,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 
-from sfqtui.core.engine.estimator import SCOPES, UPDATES
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.trace import Trace
 from sfqtui.core.numbers import counted
+from sfqtui.core.pricing.estimator import SCOPES, UPDATES
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.requests.trace import Trace
 from sfqtui.sweep.measures import actual_gap_figures
 from sfqtui.sweep.plan import RunSettings
 from sfqtui.sweep.runs import Progress, Row, run_in_process

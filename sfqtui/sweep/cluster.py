@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 
 from dask.distributed import Client, LocalCluster, as_completed
 
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.requests.trace import Trace
 from sfqtui.errors import InputError
 from sfqtui.sweep.measures import Measure
 from sfqtui.sweep.plan import RunSettings

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
 from sfqtui.core.analysis.replication_cost import replica_measures, tally_replay
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.requests.trace import Trace
 
 Measure = Callable[[Trace, ReplayConfig], dict[str, object]]
 

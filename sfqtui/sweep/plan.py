@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 
-from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings, Share
-from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.core.pricing.estimator import SCOPES, UPDATES, EstimatorParams
+from sfqtui.core.pricing.service import TokenServiceModel
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replicas.settings import ONE_REPLICA, ReplicaSettings, Share
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.requests.trace import Trace
 from sfqtui.sweep.measures import Measure
 from sfqtui.sweep.plan import RunSettings
 

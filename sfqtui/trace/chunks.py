@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sfqtui.core.engine.trace import OPTIONAL_COLUMNS, Trace
+from sfqtui.core.requests.trace import OPTIONAL_COLUMNS, Trace
 from sfqtui.trace.load import (
     LOG_WRITER_COLUMNS,
     TraceSummary,
@@ -39,7 +39,7 @@ class TraceChunk:
 
 @dataclass(frozen=True)
 class TraceSource:
-    """A validated trace file as the core's RequestChunks (sfqtui.core.engine.chunks).
+    """A validated trace file as the core's RequestChunks (sfqtui.core.requests.chunks).
 
     A file whose rows are already in arrival order (generated and imported traces are)
     is read a chunk at a time; any other is read whole and sorted first.

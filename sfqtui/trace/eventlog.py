@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.engine.estimator import Pricing
-from sfqtui.core.engine.events import CHARGES, COMPLETE, DISPATCH, KINDS, REASONS, EventRows
+from sfqtui.core.events import CHARGES, COMPLETE, DISPATCH, KINDS, REASONS, EventRows
 from sfqtui.core.log.rows import LogRows
+from sfqtui.core.pricing.estimator import Pricing
 from sfqtui.errors import InputError
 from sfqtui.paths import atomic_output
 from sfqtui.trace.load import read_batches, read_parquet, read_parquet_header, readable

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from sfqtui.core.analysis.engine_fit.fit import EngineFit
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors, replayed_errors
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.events import COMPLETE, START
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.events import COMPLETE, START
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.served import ServedTrace
 
 

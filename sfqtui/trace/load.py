@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.engine.trace import NULL, Trace
+from sfqtui.core.requests.trace import NULL, Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.schema import REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
 from sfqtui.trace.write import read_metadata

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import polars as pl
 
-from sfqtui.core.engine.service import TokenServiceModel
+from sfqtui.core.pricing.service import TokenServiceModel
 
 HEADROOM = 1.25  # a pool busy 80% of the time on average
 
 
 def service_seconds(model: TokenServiceModel, columns: Collection[str]) -> pl.Expr:
-    """Each request's service time as a replay computes it (sfqtui.core.engine.service):
+    """Each request's service time as a replay computes it (sfqtui.core.pricing.service):
     the ``service_s`` column when there is one, else the token model on the columns there are."""
     if "service_s" in columns:
         return pl.col("service_s").cast(pl.Float64, strict=False)

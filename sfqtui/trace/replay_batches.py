@@ -16,10 +16,10 @@ from itertools import repeat
 
 import numpy as np
 
-from sfqtui.core.engine.estimator import Pricing
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, EventRows
-from sfqtui.core.engine.replay import Replay
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, EventRows
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.pricing.estimator import Pricing
+from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.eventlog import packed_columns
 from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.request_names import ArrowRequestNames
@@ -121,8 +121,6 @@ def replay_batches(replay: Replay, loaded: LoadedTrace, value_column: str, chunk
     """Replay to the end, a batch every ``chunk`` events, each with the fraction of requests arrived."""
     batcher = ReplayBatcher(loaded, value_column)
     total = max(1, len(loaded.trace))
-    for arrived in replay.run(chunk=chunk):
-        rows = replay.log.drain()
-        replay.take_requests()  # rows name requests by trace index: no request chunk is needed
-        if len(rows):
-            yield batcher.convert(rows, replay.take_pricing()), arrived / total
+    for drained in replay.drained(chunk=chunk):
+        if len(drained.rows):  # rows name requests by trace index: no request chunk is needed
+            yield batcher.convert(drained.rows, drained.pricing), drained.arrived / total

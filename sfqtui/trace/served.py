@@ -17,10 +17,11 @@ from pathlib import Path
 import polars as pl
 
 from sfqtui.core.analysis.engine_fit.lived import Served
-from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.numbers import count, counted
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.load import load_trace, read_parquet
 

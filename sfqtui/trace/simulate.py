@@ -12,10 +12,10 @@ from typing import Any, cast
 import pyarrow as pa
 
 from sfqtui import __version__
-from sfqtui.core.engine.chunks import RequestChunk
-from sfqtui.core.engine.events import EventRows
-from sfqtui.core.engine.gcpause import collector_paused
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.gcpause import collector_paused
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Drained, Replay
+from sfqtui.core.requests.chunks import RequestChunk
 from sfqtui.trace.chunks import TraceChunk, TraceSource
 from sfqtui.trace.eventlog import ChunkEncoder, EventLogWriter, RequestColumns
 from sfqtui.trace.load import LoadedTrace
@@ -79,22 +79,16 @@ class ReadAhead:
 
 
 class ReplayEncoder:
-    """Encodes the rows a replay hands over, with the request columns and pricing they need.
-
-    Call ``encode`` once for every non-empty drain of ``replay.log``, in order, right after
-    it: it takes from the replay what priced those rows' dispatches and which request
-    chunks they can mention.
-    """
+    """Encodes the rows a replay hands over (``Replay.drained``), with the request columns and
+    pricing they need."""
 
     def __init__(self, replay: Replay, columns_of: Callable[[RequestChunk], RequestColumns]) -> None:
-        self._replay = replay
         self._columns_of = columns_of
         self._encoder = ChunkEncoder(replay.config.scheduler, replay.requests.users, credit="credit" in replay.traits.extra_columns)
 
-    def encode(self, rows: EventRows) -> pa.Table:
-        replay = self._replay
-        requests = [self._columns_of(chunk) for chunk in replay.take_requests()]
-        return self._encoder.encode(rows, requests, replay.take_pricing())
+    def encode(self, drained: Drained) -> pa.Table:
+        requests = [self._columns_of(chunk) for chunk in drained.requests]
+        return self._encoder.encode(drained.rows, requests, drained.pricing)
 
 
 def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEncoder:
@@ -153,10 +147,9 @@ def simulate(source: LoadedTrace | TraceSource, config: ReplayConfig, out: Path,
     encoder = encoder_for(replay, source)
     total = len(replay.requests)
     with collector_paused(), EventLogWriter(out, replay_metadata(replay, source)) as writer:
-        for arrived in replay.run(chunk=1 << 18):
-            rows = replay.log.drain()
-            if len(rows):
-                writer.write(encoder.encode(rows))
+        for drained in replay.drained(chunk=1 << 18):
+            if len(drained.rows):
+                writer.write(encoder.encode(drained))
             if progress is not None:
-                progress(arrived, total)
+                progress(drained.arrived, total)
     return replay

@@ -22,12 +22,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.analysis.audit import Replicas, Violation, audit
-from sfqtui.core.engine.engines import slots_named
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
-from sfqtui.core.engine.replay import REPRICED, Replay, ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings
+from sfqtui.core.engines.settings import slots_named
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
 from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.replay.config import REPRICED, ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.core.schedulers.registry import REGISTRY
 from sfqtui.errors import InputError
 from sfqtui.protocol import StateSnapshot

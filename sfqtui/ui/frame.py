@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sfqtui.attach.bound import Bound
-from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import State

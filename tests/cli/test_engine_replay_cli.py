@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from dashboard import SIZE, settle
 from sfqtui.cli.app import app as cli
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.schema import METADATA_KEY
 from sfqtui.ui.app import SfqApp

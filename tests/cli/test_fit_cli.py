@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from engine_steps import engine_run, varied_load
 from sfqtui.cli.app import app
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.trace.write import write_trace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
-from sfqtui.core.engine.run_spec import RunSpec
 from sfqtui.core.numbers import amount, percent
+from sfqtui.core.replay.run_spec import RunSpec
 from sfqtui.scenarios.lessons import LESSONS, TENTHS, Lesson
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
-from sfqtui.core.engine.run_spec import RunSpec, parse_run_specs, split_run_specs
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.run_spec import RunSpec, parse_run_specs, split_run_specs
+from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.errors import InputError
 from sfqtui.scenarios.lessons import LESSONS
 

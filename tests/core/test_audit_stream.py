@@ -15,8 +15,9 @@ from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import StructureRules, audit
 from sfqtui.core.analysis.fairness import FairnessTally, fairness, fairness_of_replay
 from sfqtui.core.analysis.gaps import Ranked
-from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.errors import InputError
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.eventlog import iter_log_rows, log_rows, read_log

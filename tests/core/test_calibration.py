@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.calibration import CalibrationReport, calibrate
-from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.pricing.estimator import EstimatorParams
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.requests.trace import Trace
 from sfqtui.trace.load import load_trace
 
 pytestmark = pytest.mark.xdist_group("test_calibration")  # one worker generates the calibration trace once

@@ -13,7 +13,7 @@ from sfqtui.core.analysis.engine_fit.errors import quantile
 from sfqtui.core.analysis.engine_fit.fit import fit_engine
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.analysis.engine_fit.waits import replayed_errors
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.errors import InputError
 
 TRUTH = EngineModel(max_num_seqs=6, decode_ms_per_token=20.0, prefill_us_per_token=200.0, batch_slowdown=0.1)

@@ -14,12 +14,13 @@ from collections import defaultdict
 
 import pytest
 
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.events import KINDS, EventLayout
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.events import KINDS, EventLayout
 from sfqtui.core.log.rows import rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 from sfqtui.errors import InputError
 
 MODEL = EngineModel(max_num_seqs=2, kv_tokens=1000, prefill_us_per_token=15625, decode_ms_per_token=125, batch_slowdown=1.0)

@@ -7,15 +7,16 @@ from __future__ import annotations
 from collections import defaultdict
 
 from sfqtui.core.analysis.engine_waits import EngineWaits, quantile
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.events import KINDS, REASONS, EventColumns
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.events import KINDS, REASONS, EventColumns
 from sfqtui.core.limits import REASONS as CONTROLLER_REASONS
 from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import SCRAPE_S, parse_slots
 from sfqtui.core.log.rows import rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 
 MODEL = EngineModel(max_num_seqs=6, decode_ms_per_token=20, batch_slowdown=0.1)
 

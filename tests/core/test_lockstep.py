@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.lockstep import Mode, follow, pair
 from sfqtui.core.log.table import EventTable
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS

@@ -6,9 +6,9 @@ import polars as pl
 import pytest
 
 from sfqtui.core.analysis.narrate import narrate
-from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.shadow import Shadow
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.write import write_trace

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from helpers import replay, trace_of
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.analysis.gaps import max_gain
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 
 USERS = ["a", "b", "c", "d"]
 

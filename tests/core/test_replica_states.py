@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings
 from sfqtui.core.log.replica_states import ReplicaStates
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 

@@ -18,12 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sfqtui.core.engine.events import IDLE_RESET
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.replay import one_scheduler as one_scheduler_config
-from sfqtui.core.engine.replica_settings import ROUTERS, ReplicaSettings, Share
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.events import IDLE_RESET
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.config import one_scheduler as one_scheduler_config
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.replicas.settings import ROUTERS, ReplicaSettings, Share
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import SCHEDULERS
 
 Event = tuple[float, str, str | None, float | None, float | None, float | None, float | None, float | None]

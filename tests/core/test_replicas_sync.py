@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sfqtui.core.analysis.audit import Replicas, audit
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
-from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.replicas.settings import ReplicaSettings, Share
+from sfqtui.core.requests.trace import Trace
 
 
 def trace(rows: list[tuple[str, float, float]], service: float = 0.5) -> Trace:

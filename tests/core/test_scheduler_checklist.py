@@ -13,7 +13,7 @@ import pytest
 from dashboard import SIZE, dashboard, settle, text_of
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.analysis.explain import explain_dispatch
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.schedulers import REGISTRY, SCHEDULERS
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

@@ -1,7 +1,8 @@
 """The article's §2.7 table, the first acceptance test of semantics §3."""
 
 from helpers import dispatches, replay, trace_of
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.scenarios import generate
 from sfqtui.trace.load import normalise, to_core
 

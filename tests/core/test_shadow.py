@@ -7,8 +7,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from sfqtui.core.engine.replay import Replay, ReplayConfig
 from sfqtui.core.log.shadow import LOCAL_KEEP, LOCAL_MIN, Shadow, ShadowMismatch, charge_between
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.core.schedulers import DRR, VTC, Scheduler
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

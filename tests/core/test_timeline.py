@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from sfqtui.core.analysis.explain import explain_dispatch, explain_wait
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.cursor import Cursor
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_events
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.trace.sources import EventSource, LogFileSource, ReplaySource

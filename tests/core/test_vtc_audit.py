@@ -11,9 +11,10 @@ from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 from sfqtui.scenarios import generate
 from sfqtui.trace.load import normalise, to_core
 from sfqtui.trace.schema import METADATA_KEY

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fake_upstream import ServerThread
 from proxy_fixtures import KEY_OF, TLS, openai_sync_http, running_proxy, wait_for
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import ENGINE_START_HEADER
 

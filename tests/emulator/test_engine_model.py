@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.errors import InputError
 
 

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from proxy_fixtures import KEY_OF, openai_http
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.engine_fit.fit import fit_engine
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.trace.fit_replay import replayed
 from sfqtui.trace.served import served_requests
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
-from sfqtui.core.engine.service import TokenServiceModel, service_times
+from sfqtui.core.pricing.service import TokenServiceModel, service_times
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.offered_load import HEADROOM, one_slot, service_seconds
 from sfqtui.trace.write import read_metadata

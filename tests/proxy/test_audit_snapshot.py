@@ -20,8 +20,8 @@ from sfqtui.attach.source import AuditSoFar, AuditStopped, LiveSource
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.analysis.audit import Snapshot, audit
 from sfqtui.core.analysis.audit.snapshot import UserAtSnapshot
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.rows import LogRows
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.eventlog import read_log

@@ -26,7 +26,7 @@ from sfqtui.attach.stream_log import StreamLogWriter
 from sfqtui.cli.app import app
 from sfqtui.cli.engine_start import NOT_REPORTED
 from sfqtui.core.analysis.fairness import fairness
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.numbers import amount
 from sfqtui.emulator.server import EngineServer
 from sfqtui.trace.eventlog import iter_log_rows, read_log

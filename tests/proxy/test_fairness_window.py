@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sfqtui.core.engine.estimator import CostEstimator, EstimatorParams
+from sfqtui.core.pricing.estimator import CostEstimator, EstimatorParams
 from sfqtui.proxy.dispatcher import Dispatcher, Stage, Ticket
 from sfqtui.proxy.fairness_window import FairnessWindow
 

@@ -25,7 +25,7 @@ from sfqtui.attach.stream import EventStream
 from sfqtui.attach.stream_log import StreamLogWriter
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import LIMIT

@@ -170,7 +170,7 @@ async def test_no_api_key_in_the_store(store: Any, fake, keys_path: Path) -> Non
 
 
 def test_a_replica_with_other_settings_is_refused(store: Any, fake, keys_path: Path) -> None:
-    from sfqtui.core.engine.estimator import EstimatorParams
+    from sfqtui.core.pricing.estimator import EstimatorParams
     from sfqtui.errors import InputError
     from sfqtui.proxy.group import check_store, group_settings
 

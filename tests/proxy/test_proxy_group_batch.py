@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from proxy_fixtures import read_events, running_group, state
-from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.group import group_settings, packed
 from sfqtui.proxy.group.wire import stream_entry

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
-from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.errors import InputError
 from sfqtui.proxy.keys import load_keys
 from sfqtui.proxy.settings import ProxySettings

@@ -9,7 +9,7 @@ import pytest
 import sfqtui.runs.audit_job as audit_job
 from dashboard import SIZE, dashboard, settle
 from sfqtui.core.analysis.audit import Violation, audit, by_seq
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.audit_job import audit_in_child
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.eventlog import log_rows, read_log

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from dashboard import SIZE, settle
 from sfqtui.cli.app import app as cli
-from sfqtui.core.engine.events import KINDS
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
+from sfqtui.core.events import KINDS
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.schema import METADATA_KEY

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from late_log import JOIN, TRACES, late_log
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import LiveRun, Run
 from sfqtui.runs.stream_opening import LiveOpening

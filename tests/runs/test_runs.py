@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli
-from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.lockstep import follow
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline, apply_events
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.run import Run
 from sfqtui.runs.stream_opening import LiveOpening

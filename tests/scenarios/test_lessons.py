@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from sfqtui.core.engine.run_spec import RunSpec
 from sfqtui.core.log.lockstep import MODES
+from sfqtui.core.replay.run_spec import RunSpec
 from sfqtui.core.schedulers import REGISTRY
 from sfqtui.scenarios import SCENARIOS
 from sfqtui.scenarios.lessons import LESSONS, Lesson

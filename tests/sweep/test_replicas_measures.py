@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli
 from sfqtui.core.analysis.replication_cost import largest_drift, replica_measures
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ROUTERS, ReplicaSettings, Share
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replicas.settings import ROUTERS, ReplicaSettings, Share
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.sweep.measures import fairness_figures
 from sfqtui.sweep.plan import ReplicaGrid, plan_runs

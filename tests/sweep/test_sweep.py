@@ -13,7 +13,7 @@ from dask.distributed import LocalCluster
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.sweep.alternatives import IN_PROCESS_LIMIT, ratio_alternatives, reference_runs, run_alternatives
 from sfqtui.sweep.cluster import dask_client, run_on_dask
 from sfqtui.sweep.measures import fairness_figures

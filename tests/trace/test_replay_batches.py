@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
 from sfqtui.core.log.table import EventBatch
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.replay_batches import replay_batches
 from sfqtui.trace.simulate import encoder_for
@@ -25,10 +26,9 @@ def through_arrow(trace: str, config: ReplayConfig, chunk: int) -> list[EventBat
     encoder = encoder_for(replay, loaded)
     batcher = ArrowBatcher(value_column(config.scheduler))
     batches = []
-    for _ in replay.run(chunk=chunk):
-        rows = replay.log.drain()
-        if len(rows):
-            batches.append(batcher.convert(encoder.encode(rows)))
+    for drained in replay.drained(chunk=chunk):
+        if len(drained.rows):
+            batches.append(batcher.convert(encoder.encode(drained)))
     return batches
 
 

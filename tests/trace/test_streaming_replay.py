@@ -19,13 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sfqtui.core.engine.chunks import WholeTrace
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.engine.events import EventColumns
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.events import EventColumns
+from sfqtui.core.pricing.estimator import EstimatorParams
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.chunks import WholeTrace
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.errors import InputError
 from sfqtui.trace import load
@@ -170,9 +171,8 @@ def test_every_chunk_leaves_the_window_and_few_are_held_at_once(engine: EngineSe
     source = open_trace(TRACES / "production-20k.parquet", chunk_rows=256)
     replay = Replay(source, ReplayConfig("sfq", 64, engine=engine))
     most = 0
-    for _ in replay.run(chunk=2000):
-        replay.log.drain()
-        most = max(most, len(replay.take_requests()))
+    for drained in replay.drained(chunk=2000):
+        most = max(most, len(drained.requests))
     chunks = len(replay.window.traces)
     assert chunks == len(source) // 256 + 1
     assert all(t is None for t in replay.window.traces)
@@ -305,8 +305,8 @@ def test_a_failed_row_group_write_is_raised_and_leaves_no_file(tmp_path: Path) -
 
 def test_the_service_model_falls_back_to_the_cap_then_the_default_when_output_is_unknown() -> None:
     """Token columns hold -1 for null: an unknown output is served as its max_tokens, or the default."""
-    from sfqtui.core.engine.service import TokenServiceModel
-    from sfqtui.core.engine.trace import Trace
+    from sfqtui.core.pricing.service import TokenServiceModel
+    from sfqtui.core.requests.trace import Trace
 
     model = TokenServiceModel()
     trace = Trace(request_id=["a", "b", "c"], user=["u", "u", "u"], arrival_s=[0.0, 0.0, 0.0],

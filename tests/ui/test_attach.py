@@ -11,8 +11,8 @@ from pathlib import Path
 
 from dashboard import LIVE_SIZE, seen, text_of, until
 from proxy_fixtures import ask, running_proxy, state
-from sfqtui.core.engine.events import GAP
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.events import GAP
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.runs.stream_opening import LiveOpening

@@ -15,7 +15,7 @@ from dashboard import settle, text_of, until
 from proxy_fixtures import wait_for
 from scripted_stream import STARTED, ScriptedStream, event
 from sfqtui.attach.bound import BOUND_KEY, Bound, bound_at
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.trace.eventlog import read_log

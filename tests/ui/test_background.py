@@ -16,9 +16,10 @@ from textual.notifications import Notify
 from textual.worker import Worker, WorkerState
 
 from dashboard import dashboard, settle, text_of, until
-from sfqtui.core.engine.gcpause import CollectorPause
-from sfqtui.core.engine.replay import Replay, ReplayConfig
+from sfqtui.core.gcpause import CollectorPause
 from sfqtui.core.log.table import EventBatch, EventTable
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource
@@ -187,4 +188,4 @@ def test_replays_on_two_threads_leave_the_collector_on() -> None:
 def test_only_the_pause_module_switches_the_collector() -> None:
     switching = re.compile(r"\bgc\.(disable|enable|freeze|unfreeze)\(")
     found = [path.relative_to(ROOT).as_posix() for path in (ROOT / "sfqtui").rglob("*.py") if switching.search(path.read_text())]
-    assert found == ["sfqtui/core/engine/gcpause.py"]
+    assert found == ["sfqtui/core/gcpause.py"]

@@ -11,8 +11,8 @@ from textual.pilot import Pilot
 from dashboard import TRACES, dashboard, run_command, settle, until
 from sfqtui.core.analysis.calibration import calibrate
 from sfqtui.core.analysis.log_calibration import NO_OUTPUTS, calibrate_log, order_change
-from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.pricing.estimator import EstimatorParams
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.load import load_trace

@@ -7,9 +7,9 @@ import pytest
 from textual.message import Message
 
 from dashboard import SIZE, TRACES, Panes, dashboard, notifications, run_command, screen_text, settle, text_of, until
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate

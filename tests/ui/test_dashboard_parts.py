@@ -16,7 +16,7 @@ from late_log import JOIN, late_log
 from sfqtui.attach.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.fairness import FairnessReport
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.export_frames import ListedRows, log_frame, shares_frame
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run

@@ -15,8 +15,8 @@ from dashboard import SIZE, TRACES, Panes, dashboard, frame_of, lesson_dashboard
 from proxy_fixtures import ask, running_proxy, state
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.analysis.log_calibration import calibrate_log
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.shadow import Shadow
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.runs.stream_opening import LiveOpening

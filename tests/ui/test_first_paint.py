@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from dashboard import SETTLE_S, SIZE, TRACES, dashboard, notifications, settle, text_of, until, without_audit
 from sfqtui.cli.app import app as cli_app
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.numbers import count, percent
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.errors import InputError
 from sfqtui.trace.eventlog import validate_log
 from sfqtui.trace.load import load_trace

@@ -10,9 +10,9 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.strip import Strip
 
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.sources import ReplaySource
 from sfqtui.ui.frame import Frame, ViewOptions

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dashboard import TRACES, dashboard, settle, text_of, without_audit
 from sfqtui.cli.app import app as cli_app
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.write import write_trace
 from sfqtui.ui.app import SfqApp

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from dashboard import Panes, frame_of, lesson_dashboard, notifications, settle, text_of, until
 from sfqtui.cli.app import app as cli
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from dashboard import SIZE, TRACES, settle, text_of, without_audit
-from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.pricing.estimator import EstimatorParams
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.status_line import StatusLine

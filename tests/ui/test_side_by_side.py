@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard import lesson_dashboard, settle, text_of, until
-from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.events import DISPATCH
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.app import SfqApp

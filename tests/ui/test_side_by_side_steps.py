@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard import settle, text_of
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.side_by_side.run_pane import RunPane

@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 
 from dashboard import TRACES, dashboard, settle, text_of, until
 from engine_starts_log import heavy_and_light, with_engine_starts
-from sfqtui.core.engine.replay import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.shares import SharesPanel

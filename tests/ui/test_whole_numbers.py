@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from dashboard import SIZE, TRACES, dashboard, settle, text_of, without_audit
-from sfqtui.core.engine.replay import ReplayConfig
 from sfqtui.core.log.table import number
 from sfqtui.core.numbers import amount, count
+from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.event_log import EventLog

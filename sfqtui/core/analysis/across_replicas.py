@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.numbers import amount, count

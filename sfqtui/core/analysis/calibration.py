@@ -24,11 +24,12 @@ from dataclasses import dataclass, replace
 
 from sfqtui.core.analysis.fairness import FairnessTally, Gap
 from sfqtui.core.analysis.user_costs import UserCalibration, UserCosts
-from sfqtui.core.engine.estimator import EstimatorParams
-from sfqtui.core.engine.events import DISPATCH, EventColumns
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.events import DISPATCH, EventColumns
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.pricing.estimator import EstimatorParams
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 from sfqtui.errors import InputError
 
 RATIO_BINS = 40

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
-from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.replica_states import ReplicaStates
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.table import EventTable, number

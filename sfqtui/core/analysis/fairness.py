@@ -29,9 +29,10 @@ from sfqtui.core.analysis.audit import GrowingAudit
 from sfqtui.core.analysis.engine_starts import Passing, StartView
 from sfqtui.core.analysis.engine_waits import EngineWaits
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
-from sfqtui.core.engine.replay import Replay, ReplayConfig
-from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, chunks_of, rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import traits
 
 PAIR_BUDGET = 50_000

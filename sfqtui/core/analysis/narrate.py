@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from sfqtui.core.analysis.explain import explain_dispatch
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET, MERGE, SYNC
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET, MERGE, SYNC
 from sfqtui.core.log.replica_states import ReplicaStates, ReplicaTimeline
 from sfqtui.core.log.shadow import Look, Shadow
 from sfqtui.core.log.table import EventTable

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sfqtui.core.analysis.fairness import FairnessReport, FairnessTally
-from sfqtui.core.engine.replay import Replay, ReplayConfig, one_scheduler
-from sfqtui.core.engine.trace import Trace
 from sfqtui.core.log.rows import LogRows, rows_from_replay
+from sfqtui.core.replay.config import ReplayConfig, one_scheduler
+from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from itertools import islice
 
 from sfqtui.core.analysis.fairness import FairnessReport, FairnessTally
-from sfqtui.core.engine.events import KINDS, START
+from sfqtui.core.events import KINDS, START
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.log.table import EventTable
 

@@ -20,10 +20,10 @@ from bisect import bisect_right
 from dataclasses import replace
 from threading import Lock
 
-from sfqtui.core.engine.events import DISPATCH
-from sfqtui.core.engine.replica_settings import ReplicaSettings
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import CHECKPOINT_BUDGET, CHECKPOINT_EVERY, Checkpoints, State, Timeline, apply_events, over_budget
+from sfqtui.core.replicas.settings import ReplicaSettings
 
 
 class ReplicaStates:

@@ -8,8 +8,8 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sfqtui.core.engine.events import EventColumns
-    from sfqtui.core.engine.trace import Trace
+    from sfqtui.core.events import EventColumns
+    from sfqtui.core.requests.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def chunks_of(log: LogRows | Iterable[LogRows]) -> tuple[str | None, Iterator[Lo
 def rows_from_replay(columns: EventColumns, trace: Trace, scheduler: str) -> LogRows:
     """LogRows for events handed over by the engine: users looked up from the trace, and
     requests named by their trace index (the audits only need them to tell requests apart)."""
-    from sfqtui.core.engine.events import COMPLETE, KINDS
+    from sfqtui.core.events import COMPLETE, KINDS
 
     names, codes = trace.users, trace.user
     if columns.user is not None:  # a replicated replay names users by code (a sync row has no request)

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.schedulers import Scheduler, make_scheduler, traits
 

@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sfqtui.core.engine.events import DISPATCH, KINDS
+from sfqtui.core.events import DISPATCH, KINDS
 from sfqtui.core.schedulers.registry import REGISTRY, SchedulerTraits
 
 NaN = math.nan

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sfqtui.core.engine.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH
 from sfqtui.core.log.table import EventBatch, EventTable
 
 CHECKPOINT_EVERY = 2048

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Hashable
 
-from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.protocol import GLOBAL, BoundFields, ProxyState
 from sfqtui.proxy.dispatcher import Dispatcher, Ticket
 from sfqtui.proxy.group.precheck import redacted

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from sfqtui.core.engine.estimator import CostEstimator
+from sfqtui.core.pricing.estimator import CostEstimator
 from sfqtui.protocol import SCHEDULER, SUSPENDED, Event, ProxyState
 from sfqtui.proxy.dispatcher import Dispatcher, Stage, Ticket
 from sfqtui.proxy.group.base import GroupBase, GroupTicket

@@ -7,7 +7,7 @@ import json
 import struct
 from typing import Any, NamedTuple
 
-from sfqtui.core.engine.estimator import EstimatorParams
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.protocol import SCHEDULER, Event, ProxyState, UserState
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.store.records import as_json, dispatch, pack_request, records

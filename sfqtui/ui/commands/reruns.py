@@ -9,8 +9,8 @@ from typing import Any, Protocol
 from textual.notifications import SeverityLevel
 
 from sfqtui.core.analysis.log_calibration import estimator_label
-from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.numbers import count
+from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.runs.opening import Opening, rerunnable
 from sfqtui.runs.run import Run
 from sfqtui.ui.loading.open_runs import OpenRuns

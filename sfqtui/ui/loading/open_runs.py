@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 from textual.worker import Worker, WorkerState
 
 from sfqtui.core.analysis.fairness import FairnessReport
-from sfqtui.core.engine.gcpause import keep_out_of_collections
+from sfqtui.core.gcpause import keep_out_of_collections
 from sfqtui.core.numbers import count
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.run import LiveRun, Run

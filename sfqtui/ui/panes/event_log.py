@@ -21,7 +21,7 @@ from textual.events import Click
 from textual.strip import Strip
 from textual.widgets import Static
 
-from sfqtui.core.engine.events import DISPATCH, GAP, IDLE_RESET
+from sfqtui.core.events import DISPATCH, GAP, IDLE_RESET
 from sfqtui.core.log.table import EventTable, number
 from sfqtui.core.numbers import TIME, Fixed, count
 from sfqtui.ui.frame import Frame, ViewOptions

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from sfqtui.core.engine.replica_settings import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.log.timeline import State
 from sfqtui.core.numbers import amount, count
+from sfqtui.core.replicas.settings import ONE_REPLICA, ReplicaSettings
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.ui.frame import Frame

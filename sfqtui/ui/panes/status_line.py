@@ -9,8 +9,8 @@ import time
 
 from rich.text import Text
 
-from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.numbers import amount, count, percent, seconds
+from sfqtui.core.replay.config import REPRICED
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.replicas import status_text
 from sfqtui.ui.stream.connection import bound_part, connection_part

@@ -24,8 +24,8 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from sfqtui.core.analysis.log_calibration import OUTPUT_BIN_LABELS, LogCalibration, OrderChange, calibrate_log, estimator_label, order_change
-from sfqtui.core.engine.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.numbers import Fixed, amount, count, percent, ratio, seconds
+from sfqtui.core.pricing.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.runs.opening import rerunnable
 from sfqtui.runs.run import Run
 from sfqtui.ui.loading.open_runs import ReportsWorkers

@@ -16,9 +16,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from sfqtui.core.engine.replay import REPRICED
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, seconds
+from sfqtui.core.replay.config import REPRICED
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
 from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader

@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 
-from sfqtui.core.engine.events import DISPATCH
+from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.divergence import Divergence
 from sfqtui.core.log.lockstep import HOW, Mode, pair
 from sfqtui.core.log.table import EventTable

@@ -19,7 +19,7 @@ from sfqtui.core.analysis.audit.sfq import Published, SFQRules
 from sfqtui.core.analysis.audit.snapshot import Snapshot
 from sfqtui.core.analysis.audit.structure import StructureRules
 from sfqtui.core.analysis.audit.vtc import VTCRules
-from sfqtui.core.engine.events import ENGINE_KINDS
+from sfqtui.core.events import ENGINE_KINDS
 from sfqtui.core.log.rows import LogRows, chunks_of, without_kinds
 from sfqtui.core.schedulers.registry import REGISTRY
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Findings, Margin, RuleSet, weight_at
-from sfqtui.core.engine.replica_settings import ReplicaSettings
-from sfqtui.core.engine.sync import published_meters, window_of
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import distinct, exact
+from sfqtui.core.replicas.settings import ReplicaSettings
+from sfqtui.core.replicas.sync import published_meters, window_of
 
 REQUEST_KINDS = ("arrive", "dispatch", "complete", "cancel")
 
@@ -144,7 +144,7 @@ class _Application:
 
 
 class SyncLedger:
-    """What the replicas published and applied under share sync (sfqtui.core.engine.sync),
+    """What the replicas published and applied under share sync (sfqtui.core.replicas.sync),
     rebuilt from every replica's rows: the charges of each window from the dispatch rows,
     each replica's meters from the meters its rows claim (each replica's own rule set
     checks those claims), the published meters at each n T, the target of every replica

@@ -22,7 +22,7 @@ from sfqtui.core.analysis.audit.backlogged import smallest_backlogged, wrong_pic
 from sfqtui.core.analysis.audit.report import AuditReport, Checks, Margin, PairGap, RuleSet, Suspension, weight_at
 from sfqtui.core.analysis.audit.snapshot import Snapshot
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
-from sfqtui.core.engine.events import ENGINE_KINDS
+from sfqtui.core.events import ENGINE_KINDS
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, count, distinct, exact
 

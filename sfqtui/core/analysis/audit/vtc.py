@@ -10,9 +10,9 @@ import heapq
 
 from sfqtui.core.analysis.audit.backlogged import smallest_backlogged, wrong_pick
 from sfqtui.core.analysis.audit.report import Checks, RuleSet, weight_at
-from sfqtui.core.engine.estimator import EstimatorParams
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import amount, distinct, exact
+from sfqtui.core.pricing.estimator import EstimatorParams
 
 DEFAULT_OUTPUT_WEIGHT = EstimatorParams.output_weight  # b, when a log does not record it (semantics §9)
 

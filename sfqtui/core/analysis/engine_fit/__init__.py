@@ -1,4 +1,4 @@
-"""Fitting the engine model (core/engine/engine_model.py) to measured service times (docs/engine.md, "Fitting the model").
+"""Fitting the engine model (core/engines/model.py) to measured service times (docs/engine.md, "Fitting the model").
 
 ``lived``: what each request lived through in the engine, rebuilt from when it was sent
 and when it came back; ``solve``: the step times that explain those lives best;

@@ -23,7 +23,7 @@ from sfqtui.core.analysis.engine_fit.errors import Errors
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.analysis.engine_fit.solve import Rows, predicted_service, predicted_ttft
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors
-from sfqtui.core.engine.engine_model import EngineModel
+from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.numbers import count, counted, percent, seconds
 from sfqtui.errors import InputError
 

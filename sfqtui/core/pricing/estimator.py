@@ -18,8 +18,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
-from sfqtui.core.engine.trace import Trace
-from sfqtui.core.engine.window import RequestWindow
+from sfqtui.core.requests.trace import Trace
+from sfqtui.core.requests.window import RequestWindow
 from sfqtui.errors import InputError
 
 Scope = Literal["global", "model", "user"]

@@ -19,20 +19,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from heapq import heappop, heappush
 from math import ceil
-from typing import Any
 
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.trace import Trace
-from sfqtui.core.limits import LimitSettings
-from sfqtui.core.numbers import amount, count, counted
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
 
 INF = float("inf")
-FIT_SAID = 3  # the most of a fit's figures a description names (a fit opens with its source, requests and held-out error)
 
 # A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens).
 Held = tuple[int, User, int, int, int, int]
@@ -61,62 +57,12 @@ def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[in
     return prompts, made
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """A replay's engines: how many, the model each runs, where the model came from (the
-    JSON file and the fit it records, for what-if reports to say which model they used), and
-    ``auto``: the slot controller's settings when the slots follow the engines (``--slots
-    auto``; None: the replay's fixed slots)."""
-
-    model: EngineModel
-    engines: int = 1
-    source: str | None = None  # the file the model was read from (None: given in code)
-    fit: dict[str, Any] | None = None  # the fit the file records ("fit" in EngineModel's JSON), if any
-    auto: LimitSettings | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.engines, bool) or not isinstance(self.engines, int) or self.engines < 1:
-            raise InputError(f"--engines {self.engines!r}: must be a whole number of at least 1")
-        if not self.model.decode_ms_per_token > 0:
-            raise InputError("the engine model's decode_ms_per_token must be > 0 in a replay: steps that take no time never end")
-
-    @property
-    def places(self) -> int:
-        """Places in all the engines' batches together."""
-        return self.engines * self.model.max_num_seqs
-
-    def describe(self) -> str:
-        """In words: '2 engines of 6 places, 65,536 KV tokens, model model.json (fit: trace rec.parquet, requests 900)'."""
-        engines = "1 engine" if self.engines == 1 else f"{self.engines:,} engines"
-        model = f"model {self.source}" if self.source else "sfqtui engine's default model"
-        said = [f"{key} {_figure(value)}" for key, value in (self.fit or {}).items()
-                if isinstance(value, str | int | float) and not isinstance(value, bool)]
-        fit = f" (fit: {', '.join(said[:FIT_SAID])})" if said else " (fitted)" if self.fit is not None else ""
-        limits = "" if self.auto is None else f", slots auto (at most {self.auto.maximum:,} an engine)"
-        return f"{engines} of {self.model.max_num_seqs:,} places, {self.model.kv_tokens:,} KV tokens, {model}{fit}{limits}"
-
-    def metadata(self) -> dict[str, Any]:
-        """What a log records about its engines."""
-        auto = None if self.auto is None else asdict(self.auto)
-        return {"engines": self.engines, "model": self.model.as_dict(), "source": self.source, "fit": self.fit, "auto": auto}
-
-
-def slots_named(slots: int, engine: EngineSettings | None) -> str:
-    """The slots as a header says them: '6 slots', or 'auto slots' when they follow the engines."""
-    return "auto slots" if engine is not None and engine.auto is not None else counted(slots, "slot")
-
-
-def _figure(value: str | int | float) -> str:
-    return value if isinstance(value, str) else count(value) if isinstance(value, int) else amount(value)
-
-
 class ModelledEngine:
     """One engine: its queue, its batch and its current run of steps (see the module's docstring)."""
 
     def __init__(self, model: EngineModel, index: int) -> None:
         self.index = index
         self.model = model
-        self.places = model.max_num_seqs
         self.kv_tokens = model.kv_tokens
         self.queue: deque[Held] = deque()
         self.batch: list[tuple[int, int, Held]] = []  # a heap of (the step it finishes at, its turn joining, the request)
@@ -173,7 +119,7 @@ class ModelledEngine:
         return s + 1 if self.end_of(s) <= now else s
 
     def _fits(self, held: Held) -> bool:
-        return len(self.batch) < self.places and self.reserved + held[4] + held[5] <= self.kv_tokens
+        return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
 
     def submit(self, now: float, held: Held) -> bool:
         """A request sent at ``now`` joins the queue; True when the engine is between steps at
@@ -283,21 +229,22 @@ class EnginePool:
             self._ready.append(engine)
         return engine.index
 
-    def finish(self, now: float) -> list[tuple[int, Held]]:
+    def finish(self, now: float) -> list[tuple[int, int, User, int, int]]:
         """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
-        (engine, request) of each request that finished."""
-        finished: list[tuple[int, Held]] = []
+        (engine, request, user, pool, replica) of each request that finished."""
+        finished: list[tuple[int, int, User, int, int]] = []
         for engine in self.engines:
             if engine.next_t == now:
-                finished += [(engine.index, held) for held in engine.end_step()]
+                e = engine.index
+                finished += [(e, held[0], held[1], held[2], held[3]) for held in engine.end_step()]
                 self._ready.append(engine)
         self._moved = True
         return finished
 
-    def settle(self, now: float) -> list[tuple[int, Held]]:
+    def settle(self, now: float) -> list[tuple[int, int, User, int]]:
         """The engines between steps at ``now`` start their next steps, in engine order:
-        (engine, request) of each request that joined a batch."""
-        joined: list[tuple[int, Held]] = []
+        (engine, request, user, replica) of each request that joined a batch."""
+        joined: list[tuple[int, int, User, int]] = []
         if not self._moved:
             return joined
         self._moved = False
@@ -305,7 +252,8 @@ class EnginePool:
         if ready:
             ready.sort(key=lambda e: e.index)
             for engine in ready:
-                joined += [(engine.index, held) for held in engine.settle(now)]
+                e = engine.index
+                joined += [(e, held[0], held[1], held[3]) for held in engine.settle(now)]
             ready.clear()
         self.next_t = min([e.next_t for e in self.engines])
         return joined

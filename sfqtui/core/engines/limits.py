@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from math import ceil
 
-from sfqtui.core.engine.engines import EnginePool
+from sfqtui.core.engines.pool import EnginePool
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
 from sfqtui.core.limits.slots import SCRAPE_S
 
@@ -37,7 +37,7 @@ class EngineLimits:
         self._k = k
         self.next_t = k * SCRAPE_S
 
-    def scrape(self, now: float, busy: bool) -> list[tuple[int, int, str]]:
+    def change(self, now: float, busy: bool) -> list[tuple[int, int, str]]:
         """Read every engine at ``now`` (a due scrape) and feed its controller: (engine, new limit,
         reason) of each limit that changed, in engine order. ``busy``: requests are in flight or
         waiting, so the next scrape is due (else none until ``wake``)."""

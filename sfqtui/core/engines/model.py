@@ -44,6 +44,13 @@ class EngineModel:
         base = self.decode_ms_per_token / 1e3 + self.prefill_us_per_token / 1e6 * prefilled_tokens
         return base * (1 + self.batch_slowdown * max(0, running - 1))
 
+    def admits(self, running: int, reserved_kv: int, length: int) -> bool:
+        """Whether the queue's head, ``length`` tokens of prompt and output, joins a batch of
+        ``running`` requests that reserve ``reserved_kv``: a place and KV for its whole length are
+        free. Admission reserves the whole length, so a running request is never preempted; the
+        emulated engine and the engines of a replay admit by this rule."""
+        return running < self.max_num_seqs and reserved_kv + length <= self.kv_tokens
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.requests.trace import Trace
 
 
 class RequestChunk(Protocol):

@@ -69,6 +69,11 @@ class EventLayout:
         return Struct("=" + "".join(f"{Struct('=' + code).size}x" if name in CHARGES else code
                                     for name, code in zip(self.names, self.formats)))
 
+    @cached_property
+    def tail(self) -> tuple[int, ...]:
+        """What a row of no engine (-1 each) packs after FIELDS: ENGINE_FIELDS in a layout that has them, else nothing."""
+        return (-1,) * (len(self.names) - len(FIELDS))
+
     def present(self, name: str) -> bool:
         return name in self.names and self.formats[self.names.index(name)] != _ABSENT
 

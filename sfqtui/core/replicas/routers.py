@@ -13,8 +13,8 @@ from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Sequence
 
-from sfqtui.core.engine.replica_settings import ReplicaSettings
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.replicas.settings import ReplicaSettings
+from sfqtui.core.requests.trace import Trace
 
 
 class StaticRouter(ABC):

@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from sfqtui.core.engine.engine_model import EngineModel
-from sfqtui.core.engine.engines import EngineSettings
-from sfqtui.core.engine.replay import ReplayConfig
-from sfqtui.core.engine.replica_settings import ReplicaSettings, Share
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.limits.slots import parse_slots
+from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 

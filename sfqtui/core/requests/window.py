@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sfqtui.core.engine.chunks import RequestChunk
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.requests.chunks import RequestChunk
+from sfqtui.core.requests.trace import Trace
 
 
 class RequestWindow:

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sfqtui.core.engine.events import SYNC, EventLog
-from sfqtui.core.engine.replica_settings import ReplicaSettings
-from sfqtui.core.engine.routers import LeastLoadedRouter, StaticRouter, router_for
-from sfqtui.core.engine.sync import Exchange, Publication
-from sfqtui.core.engine.trace import Trace
+from sfqtui.core.events import SYNC, EventLog
+from sfqtui.core.replicas.routers import LeastLoadedRouter, StaticRouter, router_for
+from sfqtui.core.replicas.settings import ReplicaSettings
+from sfqtui.core.replicas.sync import Exchange, Publication
+from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers.base import Scheduler, User
 from sfqtui.core.schedulers.sfq import SFQ
 
@@ -108,10 +108,11 @@ class ReplicaGroup:
         put = self._log.data.extend
         t = publication.apply_at
         nan = float("nan")
+        tail = self._log.layout.tail  # a sync row names no engine
         for rep, sched in enumerate(self._schedulers):
             assert isinstance(sched, SFQ)  # ReplicaSettings.check: sync needs meters and v
             since = exchange.charges[rep]
             targets = [(user, meter + since[user] if user in since else meter) for user, meter in publication.meters.items()]
             for user, meter in sched.raise_meters(targets):
                 exchange.touched.add(user)
-                put(pack(t, SYNC, -1, sched.v, meter, nan, rep, user))
+                put(pack(t, SYNC, -1, sched.v, meter, nan, rep, user, *tail))

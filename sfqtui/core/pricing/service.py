@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sfqtui.core.engine.trace import NULL, Trace
+from sfqtui.core.requests.trace import NULL, Trace
 from sfqtui.errors import InputError
 
 
