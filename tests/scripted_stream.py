@@ -16,7 +16,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from fake_upstream import ServerThread
@@ -38,6 +38,7 @@ class ScriptedStream:
         self.state = {"run": RUN_ID, "seq": -1, "t": 0.0, "scheduler": "sfq", "v": 0.0, "slots": 4, "inflight": 0, "users": [], **state}
         self._frames: list[str] = []
         self._lock = threading.Lock()
+        self._ended = False
         self.app = Starlette(routes=[Route("/v1/sfq/events", self._events), Route("/v1/sfq/state", self._state)])
 
     def send(self, data: dict[str, Any], kind: str | None = None) -> None:
@@ -46,19 +47,30 @@ class ScriptedStream:
         with self._lock:
             self._frames.append(f"{head}data: {json.dumps(data)}\n\n")
 
+    def end(self) -> None:
+        """End the stream: each connection ends once it has sent what was sent before, and a
+        later one is answered 404 (no stream here any more), so a client gives up and its source ends."""
+        with self._lock:
+            self._ended = True
+
     async def _state(self, _request: Request) -> JSONResponse:
         return JSONResponse(self.state)
 
-    async def _events(self, request: Request) -> StreamingResponse:
+    async def _events(self, request: Request) -> Response:
+        if self._ended:
+            return Response(status_code=404)
+
         async def frames() -> AsyncIterator[str]:
             yield f"event: run\ndata: {json.dumps({'run': RUN_ID, 'started': STARTED})}\n\n"
             sent = 0
             while not await request.is_disconnected():
                 with self._lock:
-                    new = self._frames[sent:]
+                    new, ended = self._frames[sent:], self._ended
                 sent += len(new)
                 for frame in new:
                     yield frame
+                if ended:
+                    return
                 await asyncio.sleep(0.02)
 
         return StreamingResponse(frames(), media_type="text/event-stream")

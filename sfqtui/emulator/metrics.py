@@ -30,6 +30,10 @@ class EngineMetrics:
                               buckets=REQUEST_LATENCY_BUCKETS, registry=self.registry).labels(**labels)
         self._queue = Histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
                                 LABELS, buckets=REQUEST_LATENCY_BUCKETS, registry=self.registry).labels(**labels)
+        # The emulator's own (vLLM has none): e2e less queue time less this is what the host's lateness added.
+        self._model = Histogram("sfqtui:request_model_time_seconds", "Histogram of the time a request's engine steps took by the "
+                                "engine model, per finished request.", LABELS, buckets=REQUEST_LATENCY_BUCKETS,
+                                registry=self.registry).labels(**labels)
 
     def watch(self, scheduler: Scheduler) -> None:
         self._running.set_function(lambda: len(scheduler.running))
@@ -40,6 +44,7 @@ class EngineMetrics:
         assert seq.admitted_t is not None and seq.finished_t is not None
         self._queue.observe(seq.admitted_t - seq.arrived_t)
         self._e2e.observe(seq.finished_t - seq.arrived_t)
+        self._model.observe(seq.model_s)
 
     def render(self, names: list[str] | None = None) -> bytes:
         """The exposition; of ``names`` only when given (as prometheus_client's own endpoint does with ``name[]`` in the query)."""

@@ -46,6 +46,8 @@ class Sequence:
     admitted_unix: float | None = None  # when it joined the batch, in Unix seconds (what the engine reports)
     finished_t: float | None = None
     generated: int = 0
+    # The time its steps took by the model: what the engine computed for it, whatever the host's lateness.
+    model_s: float = 0.0
     # Tokens generated since the reader last looked, then None once finished.
     tokens: asyncio.Queue[int | None] = field(default_factory=asyncio.Queue)
     admitted: asyncio.Event = field(default_factory=asyncio.Event)
@@ -128,13 +130,15 @@ class Scheduler:
             # Back-to-back steps follow each other on the model's timeline, so the loop's own
             # lateness (waking up, handing out tokens) does not add up over a long answer.
             start = now if step_end is None or now - step_end > CATCH_UP_S else step_end
-            step_end = start + self.model.step_s(len(batch), prefill)
+            step_s = self.model.step_s(len(batch), prefill)
+            step_end = start + step_s
             await asyncio.sleep(step_end - now)
             now = loop.time()
             for seq in batch:
                 if seq not in self.running:  # aborted during the step
                     continue
                 seq.generated += 1
+                seq.model_s += step_s
                 seq.tokens.put_nowait(1)
                 if seq.generated >= seq.output_tokens:
                     seq.finished_t = now

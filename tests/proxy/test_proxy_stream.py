@@ -139,7 +139,8 @@ def test_close_from_another_thread_ends_an_idle_stream(fake, keys_path: Path) ->
         wait_for(lambda: "live" in follower.states(), what="the connection")
         started = time.monotonic()
         follower.stop()
-        assert time.monotonic() - started < 1.0
+        # At once, not at the next keepalive (15 s) or the idle timeout (45 s); a loaded machine may take a second or two.
+        assert time.monotonic() - started < 3.0
 
 
 def test_events_carry_their_seq_as_id_and_keepalives_flow(fake, keys_path: Path) -> None:

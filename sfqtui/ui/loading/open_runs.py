@@ -241,7 +241,10 @@ class OpenRuns:
         if run is self.current:
             self.start_followers()  # a source with no events at all
         self.loader.start_chart(run)
-        self.loader.start_audit(run)
+        if isinstance(run, LiveRun):
+            self.live.ended(run)
+        else:
+            self.loader.start_audit(run)
         if self.side_by_side and self.teacher.follows(run):
             self.loader.start_warming(run, self.teacher)
         replicas = run.replicas

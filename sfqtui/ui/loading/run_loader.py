@@ -185,7 +185,7 @@ class RunLoader:
         """Once the log is complete: the audit of its invariants, if its scheduler has any."""
         traits = REGISTRY.get(run.scheduler)
         post = self._host.post_message
-        if traits is None or traits.audit is None or not isinstance(run.opening, Opening):  # a live stream is audited as it comes
+        if traits is None or traits.audit is None or not isinstance(run.opening, Opening):  # a live run keeps its stream's audit (OpenRuns)
             post(Analysed(run.key, [], checked=False))
             return
         try:

@@ -15,6 +15,7 @@ from sfqtui.attach.bound import bound_of
 from sfqtui.attach.stream import LIVE, RECONNECTING, REFUSED, STOPPED, RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.numbers import count
+from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.run import LATE_VIOLATIONS, LiveRun, Run
 from sfqtui.runs.stream_opening import LiveState
 from sfqtui.ui.stream.connection import Link, clock, waiting_message
@@ -129,6 +130,14 @@ class LiveFollower:
         runs[0] = shown
         self.offstage = [] if shown is live else [live]
         return shown
+
+    @staticmethod
+    def ended(run: LiveRun) -> None:
+        """The stream ended: its audit is the one it reported as it came (its violations stay
+        marked, or why it stopped); there is no whole log to audit again."""
+        traits = REGISTRY.get(run.scheduler)
+        if traits is None or traits.audit is None:
+            run.checked = False  # `x` says there are no invariants to check for this scheduler
 
     @staticmethod
     def audited(run: Run, live: LiveState, violations: list[Violation], stopped: str | None) -> Toast | None:
