@@ -43,11 +43,11 @@ def test_import_contracts_hold() -> None:
 
 
 def test_the_proxy_loads_no_dataframes_unless_it_records() -> None:
-    assert loaded_by(["sfqtui.cli.proxy", "sfqtui.proxy.server"], ["polars", "pyarrow", "numpy", "textual", "sfqtui.live"]) == ""
+    assert loaded_by(["sfqtui.cli.proxy", "sfqtui.proxy.server"], ["polars", "pyarrow", "numpy", "textual", "sfqtui.attach"]) == ""
 
 
 def test_the_dashboards_stream_client_never_loads_the_proxy() -> None:
-    assert loaded_by(["sfqtui.live.source", "sfqtui.runs.live"], ["sfqtui.proxy", "starlette", "uvicorn", "aiohttp"]) == ""
+    assert loaded_by(["sfqtui.attach.source", "sfqtui.runs.stream_opening"], ["sfqtui.proxy", "starlette", "uvicorn", "aiohttp"]) == ""
 
 
 def test_no_module_is_over_450_lines() -> None:
