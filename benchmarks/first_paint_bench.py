@@ -25,8 +25,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from scale_bench import SLOTS, label, trace_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' terminal, as the tests import it
-from terminal import Terminal  # after the tests are on the path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' terminal, as the tests import it
+from tests.terminal import Terminal  # after the tests are on the path
 
 TARGET_RATIO = 1.2
 SIZE = (160, 48)

@@ -33,15 +33,15 @@ from pathlib import Path
 import openai
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from fake_upstream import ServerThread  # noqa: E402 - the tests' way of running a server in a thread
-from proxy_fixtures import KEY_OF, running_proxy, write_keys  # noqa: E402
+sys.path.insert(0, str(ROOT))
 from sfqtui.core.engines.model import EngineModel  # noqa: E402
 from sfqtui.core.limits import LimitSettings  # noqa: E402
 from sfqtui.emulator.metrics import EngineMetrics  # noqa: E402
 from sfqtui.emulator.scheduler import Scheduler  # noqa: E402
 from sfqtui.emulator.server import EngineServer  # noqa: E402
 from sfqtui.proxy.engine_metrics import NAMES, signals_of  # noqa: E402
+from tests.fake_upstream import ServerThread  # noqa: E402 - the tests' way of running a server in a thread
+from tests.proxy_fixtures import KEY_OF, running_proxy, write_keys  # noqa: E402
 
 SAMPLE_S = 0.02
 

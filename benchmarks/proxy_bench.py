@@ -190,8 +190,8 @@ def started_store(args: argparse.Namespace) -> Iterator[str]:
     if args.state:
         yield args.state
         return
-    sys.path.insert(0, str(ROOT / "tests"))
-    from redis_server import RedisServer
+    sys.path.insert(0, str(ROOT))
+    from tests.redis_server import RedisServer
 
     server = RedisServer(args.server).start()
     try:

@@ -22,11 +22,11 @@ from typing import Any
 
 import polars as pl
 
-sys.path.insert(0, str(Path.cwd() / "tests"))
+sys.path.insert(0, str(Path.cwd()))
 
-from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import read_events, running_proxy
-from recording_traffic import send_uneven, write_keys
+from tests.fake_upstream import FakeUpstream, fake_server
+from tests.proxy_fixtures import read_events, running_proxy
+from tests.recording_traffic import send_uneven, write_keys
 
 
 def live_run(folder: Path, requests: int, seed: int, pause_s: float) -> tuple[list[dict[str, Any]], Path]:

@@ -39,8 +39,8 @@ from sfqtui.proxy.store.client import Store
 from sfqtui.proxy.store.replies import Joined
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from redis_server import free_port, server_binary  # noqa: E402  (tests/ is on the path only from here)
+sys.path.insert(0, str(ROOT))
+from tests.redis_server import free_port, server_binary  # noqa: E402  (tests/ is on the path only from here)
 
 USERS = 10
 STORES = (("Valkey, FCALL", "valkey", True), ("Valkey, EVALSHA", "valkey", False), ("Redis 6.2, EVALSHA", "redis", False))

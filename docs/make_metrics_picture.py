@@ -25,9 +25,9 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from fake_upstream import FakeUpstream, fake_server, server_process  # noqa: E402 - the tests' upstream and way of running a server
-from redis_server import RedisServer, free_port  # noqa: E402 - the tests' Redis helper
+sys.path.insert(0, str(ROOT))
+from tests.fake_upstream import FakeUpstream, fake_server, server_process  # noqa: E402 - the tests' upstream and way of running a server
+from tests.redis_server import RedisServer, free_port  # noqa: E402 - the tests' Redis helper
 
 OUT = ROOT / "docs" / "img" / "metrics" / "group-metrics.svg"
 TRAFFIC = {"batch-team": (8, 24, 400), "chat-app": (10, 4, 64), "notebook": (6, 6, 96)}  # requests, words, max_tokens

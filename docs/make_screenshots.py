@@ -29,8 +29,8 @@ from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import SfqApp
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from fake_upstream import FakeUpstream, fake_server, server_process  # noqa: E402 - the tests' upstream and way of running a server
+sys.path.insert(0, str(ROOT))
+from tests.fake_upstream import FakeUpstream, fake_server, server_process  # noqa: E402 - the tests' upstream and way of running a server
 
 TRACES = ROOT / "traces"
 LESSON_TRACES = Path(tempfile.mkdtemp(prefix="sfqtui-shots-"))

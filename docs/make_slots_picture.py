@@ -23,9 +23,9 @@ matplotlib.use("agg")
 import matplotlib.pyplot as plt  # the backend is chosen first
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
-from proxy_fixtures import write_keys  # noqa: E402 - the tests' keys
-from slots_fairness import SlotsRun, run  # noqa: E402 - the acceptance test's run
+sys.path[:0] = [str(ROOT)]
+from tests.proxy_fixtures import write_keys  # noqa: E402 - the tests' keys
+from tests.slots_fairness import SlotsRun, run  # noqa: E402 - the acceptance test's run
 
 OUT = ROOT / "docs" / "img" / "slots" / "auto-vs-fixed.svg"
 COLOURS = {"24": "#c0504d", "auto": "#4f81bd"}

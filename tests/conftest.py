@@ -1,6 +1,6 @@
-"""Fixtures shared by the tests. The helper modules beside this file (dashboard, helpers,
-proxy_fixtures, fake_upstream, tcp_relay) are importable by name because pyproject.toml puts
-tests/ on the path (pytest's ``pythonpath`` option)."""
+"""Fixtures shared by the tests. The tests are a package: the helper modules beside this file
+(dashboard, helpers, proxy_fixtures, fake_upstream, tcp_relay, ...) are imported as ``tests.NAME``,
+and a test module that uses another's helpers imports it by its package path."""
 
 import os
 import sys
@@ -14,10 +14,10 @@ from textual.app import App
 from textual.notifications import Notify
 from typer.testing import CliRunner
 
-from dashboard import KEPT, until_quiet
-from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import write_keys
-from redis_server import SERVERS, RedisServer
+from tests.dashboard import KEPT, until_quiet
+from tests.fake_upstream import FakeUpstream, fake_server
+from tests.proxy_fixtures import write_keys
+from tests.redis_server import SERVERS, RedisServer
 
 # Python caches compiled modules, and pytest its rewritten tests, unless PYTHONDONTWRITEBYTECODE
 # is set (some machines set it for every process). Then each of the suite's interpreters (the

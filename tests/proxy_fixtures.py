@@ -12,11 +12,11 @@ import httpx
 import openai
 from httpx_sse import connect_sse
 
-from fake_upstream import ServerThread
 from sfqtui.protocol import MERGE
 from sfqtui.proxy.keys import load_keys
 from sfqtui.proxy.server import ProxyServer
 from sfqtui.proxy.settings import ProxySettings
+from tests.fake_upstream import ServerThread
 
 # Distinctive, so that searching any output for them means something.
 KEYS = {

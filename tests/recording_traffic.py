@@ -12,8 +12,8 @@ from typing import Any
 
 import openai
 
-import proxy_fixtures
-from proxy_fixtures import openai_http
+from tests import proxy_fixtures
+from tests.proxy_fixtures import openai_http
 
 # Distinctive, so that searching a file for them means something.
 USERS = {"ann": ("sk-rec-ann-0c1f93a7", 2.0), "ben": ("sk-rec-ben-77a2e05d", None), "cat": ("sk-rec-cat-5d9e1b68", None),

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from fake_upstream import ServerThread
+from tests.fake_upstream import ServerThread
 
 RUN_ID = "run-1"
 STARTED = 1_764_581_445.0  # the run's start, Unix time

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import openai
 
-from fake_upstream import ServerThread
-from proxy_fixtures import KEY_OF, openai_http, running_proxy
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
+from tests.fake_upstream import ServerThread
+from tests.proxy_fixtures import KEY_OF, openai_http, running_proxy
 
 HEAVY, LIGHT = "bob", "carol"  # both of weight 1 (proxy_fixtures.KEYS)
 CLIENTS = {HEAVY: 16, LIGHT: 4}

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from proxy_fixtures import ask, running_proxy, state
 from sfqtui.cli.app import app
 from sfqtui.trace.eventlog import read_log
-from tcp_relay import TcpRelay
-from terminal import Terminal
+from tests.proxy_fixtures import ask, running_proxy, state
+from tests.tcp_relay import TcpRelay
+from tests.terminal import Terminal
 
 # "At once": before any of the waits a quit must not sit through (the stream client's connect
 # timeout, 5 s; the proxy's keepalive, 15 s; the idle timeout, 45 s), with room for a loaded

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from terminal import Terminal
+from tests.terminal import Terminal
 
 
 class QuietFiles(http.server.SimpleHTTPRequestHandler):

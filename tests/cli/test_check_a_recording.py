@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import ask, running_proxy
 from sfqtui.cli.app import app
+from tests.proxy_fixtures import ask, running_proxy
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 

@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from dashboard import SIZE, settle
 from sfqtui.cli.app import app as cli
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
@@ -18,6 +17,7 @@ from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.schema import METADATA_KEY
 from sfqtui.ui.app import SfqApp
+from tests.dashboard import SIZE, settle
 
 TRACE = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"
 FIT = {"recording": "rec.parquet", "requests": 900, "median_error": 0.067}

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 from typer.testing import CliRunner
 
-from engine_starts_log import heavy_and_light, with_engine_starts
 from sfqtui.cli.app import app
 from sfqtui.core.numbers import amount
+from tests.engine_starts_log import heavy_and_light, with_engine_starts
 
 
 def test_check_says_the_worst_gap_at_dispatch_and_at_engine_start(tmp_path: Path, cli: CliRunner) -> None:

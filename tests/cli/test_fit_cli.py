@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from engine_steps import engine_run, varied_load
 from sfqtui.cli.app import app
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.trace.write import write_trace
+from tests.engine_steps import engine_run, varied_load
 
 ROOT = Path(__file__).resolve().parents[2]
 TRUTH = EngineModel(max_num_seqs=4, decode_ms_per_token=15.0, prefill_us_per_token=80.0, batch_slowdown=0.2)

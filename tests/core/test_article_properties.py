@@ -3,11 +3,11 @@
 from collections import Counter
 from typing import Any
 
-from helpers import replay
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.load import normalise, to_core
+from tests.helpers import replay
 
 
 def scenario_log(name: str, scheduler: str = "sfq", **kwargs: Any) -> LogRows:

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from helpers import replay, trace_of
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import StructureRules, audit
 from sfqtui.core.analysis.fairness import FairnessTally, fairness, fairness_of_replay
@@ -22,6 +21,7 @@ from sfqtui.errors import InputError
 from sfqtui.scenarios import SCENARIOS, generate
 from sfqtui.trace.eventlog import iter_log_rows, log_rows, read_log
 from sfqtui.trace.load import normalise, to_core
+from tests.helpers import replay, trace_of
 
 COLUMNS = [f.name for f in dataclasses.fields(LogRows) if f.name != "scheduler"]
 

@@ -8,13 +8,13 @@ import random
 
 import pytest
 
-from engine_steps import engine_run, varied_load
 from sfqtui.core.analysis.engine_fit.errors import quantile
 from sfqtui.core.analysis.engine_fit.fit import fit_engine
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
 from sfqtui.core.analysis.engine_fit.waits import replayed_errors
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.errors import InputError
+from tests.engine_steps import engine_run, varied_load
 
 TRUTH = EngineModel(max_num_seqs=6, decode_ms_per_token=20.0, prefill_us_per_token=200.0, batch_slowdown=0.1)
 

@@ -12,7 +12,7 @@ from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.write import write_trace
-from test_vtc import ROWS
+from tests.core.test_vtc import ROWS
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 

@@ -4,12 +4,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import replay, trace_of
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.analysis.gaps import max_gain
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
+from tests.helpers import replay, trace_of
 
 USERS = ["a", "b", "c", "d"]
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import SIZE, dashboard, settle, text_of
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.replay.config import ReplayConfig
@@ -22,6 +21,7 @@ from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.panes.status_line import StatusLine
+from tests.dashboard import SIZE, dashboard, settle, text_of
 
 DEMO = Path(__file__).resolve().parents[2] / "traces" / "demo.parquet"  # has tokens, so VTC runs on it too
 

@@ -1,10 +1,10 @@
 """The article's §2.7 table, the first acceptance test of semantics §3."""
 
-from helpers import dispatches, replay, trace_of
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
 from sfqtui.scenarios import generate
 from sfqtui.trace.load import normalise, to_core
+from tests.helpers import dispatches, replay, trace_of
 
 
 def test_seed_example_order_and_v() -> None:

@@ -1,7 +1,7 @@
 """VTC on a trace small enough to follow by hand (the worked example of docs/semantics.md)."""
 
-from helpers import replay
 from sfqtui.core.requests.trace import Trace
+from tests.helpers import replay
 
 # (request, user, arrival_s, input_tokens, max_tokens, output_tokens); every request holds the one slot for 1 s
 ROWS = [

@@ -15,11 +15,11 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fake_upstream import ServerThread
-from proxy_fixtures import KEY_OF, TLS, openai_sync_http, running_proxy, wait_for
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import ENGINE_START_HEADER
+from tests.fake_upstream import ServerThread
+from tests.proxy_fixtures import KEY_OF, TLS, openai_sync_http, running_proxy, wait_for
 
 NAME = "emulated-test"
 GATE = 10_000  # tokens: a request that holds the engine's KV until the test lets it go

@@ -22,12 +22,12 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import KEY_OF, openai_http
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.engine_fit.fit import fit_engine
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.trace.fit_replay import replayed
 from sfqtui.trace.served import served_requests
+from tests.proxy_fixtures import KEY_OF, openai_http
 
 pytestmark = pytest.mark.xdist_group("test_fit_recording")  # one worker records once for both tests
 

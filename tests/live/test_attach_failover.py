@@ -14,13 +14,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from dashboard import LIVE_SIZE, seen, text_of, until
-from proxy_fixtures import ask, running_proxy, state, wait_for
 from sfqtui.attach.stream import EventStream, RunStarted, Status
 from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.status_line import StatusLine
-from tcp_relay import TcpRelay
+from tests.dashboard import LIVE_SIZE, seen, text_of, until
+from tests.proxy_fixtures import ask, running_proxy, state, wait_for
+from tests.tcp_relay import TcpRelay
 
 
 class Follower:

@@ -11,11 +11,11 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
-from fake_upstream import ServerThread
-from proxy_fixtures import EVENTS_TOKEN, running_proxy
 from sfqtui.attach.source import LiveSource
 from sfqtui.attach.stream import REFUSED, EventStream, Status
 from sfqtui.ui.stream.connection import Link, connection_part, waiting_message
+from tests.fake_upstream import ServerThread
+from tests.proxy_fixtures import EVENTS_TOKEN, running_proxy
 
 
 def refusal(url: str, token: str | None) -> Status:

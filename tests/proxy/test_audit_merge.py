@@ -14,11 +14,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from proxy_fixtures import state
 from sfqtui.cli.app import app as cli_app
 from sfqtui.trace.eventlog import read_log
-from test_proxy_group_faults import LEASE_S, Replica, chat, client, settle, until
-from test_proxy_stream import Follower
+from tests.proxy.test_proxy_group_faults import LEASE_S, Replica, chat, client, settle, until
+from tests.proxy.test_proxy_stream import Follower
+from tests.proxy_fixtures import state
 
 SUSPENDED = re.compile(r"the group's bound was suspended from seq ([\d,]+) to seq ([\d,]+): replica (\d) served on its own")
 

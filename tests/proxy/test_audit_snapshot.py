@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from proxy_fixtures import KEY_OF, openai_sync_http, running_proxy, state, wait_for
 from sfqtui.attach.run_logs import RunLogs
 from sfqtui.attach.source import AuditSoFar, AuditStopped, LiveSource
 from sfqtui.cli.app import app as cli_app
@@ -27,7 +26,8 @@ from sfqtui.runs.run import Run
 from sfqtui.trace.eventlog import read_log
 from sfqtui.trace.notices import Notice
 from sfqtui.trace.schema import LOG_SCHEMA, METADATA_KEY
-from test_proxy_stream import Follower, ask
+from tests.proxy.test_proxy_stream import Follower, ask
+from tests.proxy_fixtures import KEY_OF, openai_sync_http, running_proxy, state, wait_for
 
 
 def slow(url: str, user: str, n: int) -> None:

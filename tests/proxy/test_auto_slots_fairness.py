@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from slots_fairness import run
+from tests.slots_fairness import run
 
 
 @pytest.mark.long

@@ -19,8 +19,6 @@ import openai
 import pyarrow as pa
 from typer.testing import CliRunner
 
-from fake_upstream import ServerThread
-from proxy_fixtures import KEY_OF, ask, openai_sync_http, running_proxy, state, wait_for
 from sfqtui.attach.stream import EventStream
 from sfqtui.attach.stream_log import StreamLogWriter
 from sfqtui.cli.app import app
@@ -30,6 +28,8 @@ from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.numbers import amount
 from sfqtui.emulator.server import EngineServer
 from sfqtui.trace.eventlog import iter_log_rows, read_log
+from tests.fake_upstream import ServerThread
+from tests.proxy_fixtures import KEY_OF, ask, openai_sync_http, running_proxy, state, wait_for
 
 HEAVY, LIGHT = "bob", "carol"
 RUN_S = 5.0

@@ -12,14 +12,14 @@ import openai
 import pyarrow as pa
 import pytest
 
-from fake_upstream import answer_text, prompt_of
-from proxy_fixtures import KEY_OF, by_request, http_get, openai_http, read_events, running_proxy, state, wait_for
 from sfqtui.attach.stream import EventStream, Gap, Status
 from sfqtui.core.analysis.audit import audit
 from sfqtui.core.log.rows import LogRows
 from sfqtui.proxy.prompt import output_cap, prompt_tokens
 from sfqtui.proxy.urls import base_url
 from sfqtui.trace.load import load_trace
+from tests.fake_upstream import answer_text, prompt_of
+from tests.proxy_fixtures import KEY_OF, by_request, http_get, openai_http, read_events, running_proxy, state, wait_for
 
 USERS = ("alice", "bob", "carol")
 

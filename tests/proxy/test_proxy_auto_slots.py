@@ -19,8 +19,6 @@ from httpx_sse import connect_sse
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
-from fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
-from proxy_fixtures import KEY_OF, TLS, http_get, openai_http, openai_sync_http, running_group, running_proxy, state, wait_for, write_keys
 from sfqtui.attach.stream import EventStream
 from sfqtui.attach.stream_log import StreamLogWriter
 from sfqtui.cli.app import app
@@ -30,6 +28,8 @@ from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import LIMIT
 from sfqtui.trace.eventlog import log_rows, read_log
+from tests.fake_upstream import FakeUpstream, ServerThread, closed_port, fake_server
+from tests.proxy_fixtures import KEY_OF, TLS, http_get, openai_http, openai_sync_http, running_group, running_proxy, state, wait_for, write_keys
 
 NAME = "emulated-auto"
 

@@ -16,9 +16,9 @@ import httpx
 import openai
 import pytest
 
-from fake_upstream import closed_port
-from proxy_fixtures import KEY_OF, KEYS, TLS, by_request, openai_http, openai_sync_http, read_events, running_proxy, state, wait_for
 from sfqtui.trace.load import load_trace
+from tests.fake_upstream import closed_port
+from tests.proxy_fixtures import KEY_OF, KEYS, TLS, by_request, openai_http, openai_sync_http, read_events, running_proxy, state, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,14 +13,14 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import KEY_OF, KEYS, TLS, by_request, openai_http, read_events, running_group, state, wait_for
 from sfqtui.attach.stream import EventStream
 from sfqtui.attach.stream_log import StreamLogWriter
 from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.trace.eventlog import log_rows, read_log
-from tcp_relay import TcpRelay
-from test_proxy import log_rows as rows_of
+from tests.proxy.test_proxy import log_rows as rows_of
+from tests.proxy_fixtures import KEY_OF, KEYS, TLS, by_request, openai_http, read_events, running_group, state, wait_for
+from tests.tcp_relay import TcpRelay
 
 USERS = ("alice", "bob", "carol")
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from proxy_fixtures import read_events, running_group, state
 from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.group import group_settings, packed
@@ -19,7 +18,8 @@ from sfqtui.proxy.group.wire import stream_entry
 from sfqtui.proxy.store import keys
 from sfqtui.proxy.store.client import Store
 from sfqtui.proxy.store.replies import Answered, Joined
-from test_proxy_group import USERS, ask, audited
+from tests.proxy.test_proxy_group import USERS, ask, audited
+from tests.proxy_fixtures import read_events, running_group, state
 
 WEIGHTS = {"alice": 2.0, "bob": 1.0, "carol": 0.7}
 

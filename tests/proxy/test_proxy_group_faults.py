@@ -19,13 +19,13 @@ import httpx
 import openai
 import pytest
 
-from proxy_fixtures import KEY_OF, TLS, by_request, openai_http, read_events, state
-from redis_server import free_port
 from sfqtui.attach.bound import Bound
 from sfqtui.attach.run_logs import RunLogs
 from sfqtui.attach.source import LiveSource
 from sfqtui.trace.write import read_metadata
-from test_proxy_group import audited, lifecycles_ok
+from tests.proxy.test_proxy_group import audited, lifecycles_ok
+from tests.proxy_fixtures import KEY_OF, TLS, by_request, openai_http, read_events, state
+from tests.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_S = 1.5

@@ -14,9 +14,9 @@ import openai
 import pytest
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no type hints
 
-from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import KEY_OF, http_get, openai_http, running_group, running_proxy
 from sfqtui.proxy.metrics import ProxyMetrics
+from tests.fake_upstream import FakeUpstream, fake_server
+from tests.proxy_fixtures import KEY_OF, http_get, openai_http, running_group, running_proxy
 
 pytestmark = pytest.mark.xdist_group("test_proxy_metrics")  # one worker starts the module's replica group once
 
@@ -43,7 +43,7 @@ def names(text: str) -> set[str]:
 def scraped(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     redis_server.flush()
     keys = tmp_path_factory.mktemp("keys") / "keys.toml"
-    from proxy_fixtures import write_keys
+    from tests.proxy_fixtures import write_keys
 
     write_keys(keys)
     with fake_server(FakeUpstream()) as upstream:

@@ -14,12 +14,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, TLS, http_get, openai_http, read_events, running_proxy, state
 from sfqtui.attach.stream import EventStream, Status
 from sfqtui.cli.app import app
 from sfqtui.errors import InputError
 from sfqtui.proxy.keys import load_keys
 from sfqtui.proxy.server import ProxyServer
+from tests.proxy_fixtures import EVENTS_TOKEN, KEY_OF, KEYS, TLS, http_get, openai_http, read_events, running_proxy, state
 
 ROOT = Path(__file__).resolve().parents[2]
 

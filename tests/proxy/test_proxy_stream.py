@@ -15,12 +15,12 @@ import httpx
 import pyarrow as pa
 from httpx_sse import connect_sse
 
-from proxy_fixtures import TLS, ask, read_events, running_proxy, state, wait_for
 from sfqtui.attach.stream import EventStream, Gap, Status
 from sfqtui.attach.stream_log import StreamLogWriter
 from sfqtui.core.analysis.audit import audit
 from sfqtui.trace.eventlog import log_rows, read_log
-from tcp_relay import TcpRelay
+from tests.proxy_fixtures import TLS, ask, read_events, running_proxy, state, wait_for
+from tests.tcp_relay import TcpRelay
 
 
 class Follower:

@@ -14,14 +14,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from fake_upstream import FakeUpstream, fake_server
-from proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait_for
-from recording_traffic import USERS, send_uneven, write_keys
 from sfqtui.cli.app import app
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.proxy.server import ProxyServer
 from sfqtui.runs.opening import Opening
 from sfqtui.trace.write import read_metadata
+from tests.fake_upstream import FakeUpstream, fake_server
+from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait_for
+from tests.recording_traffic import USERS, send_uneven, write_keys
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 import sfqtui.runs.audit_job as audit_job
-from dashboard import SIZE, dashboard, settle
 from sfqtui.core.analysis.audit import Violation, audit, by_seq
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.audit_job import audit_in_child
@@ -15,6 +14,7 @@ from sfqtui.runs.opening import Opening
 from sfqtui.trace.eventlog import log_rows, read_log
 from sfqtui.trace.load import load_trace
 from sfqtui.trace.simulate import simulate
+from tests.dashboard import SIZE, dashboard, settle
 
 TRICKLE = Path(__file__).resolve().parents[2] / "traces" / "trickle.parquet"
 LOOPHOLE = ReplayConfig("sfq-reset", 1)  # sfq-reset breaks the §3.3 bound on this trace

@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from dashboard import SIZE, settle
 from sfqtui.cli.app import app as cli
 from sfqtui.core.events import KINDS
 from sfqtui.core.replay.config import ReplayConfig
@@ -20,6 +19,7 @@ from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.trace.schema import METADATA_KEY
 from sfqtui.ui.app import SfqApp
+from tests.dashboard import SIZE, settle
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 TRACE = TRACES / "production-20k.parquet"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from late_log import JOIN, TRACES, late_log
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -14,6 +13,7 @@ from sfqtui.runs.run import LiveRun, Run
 from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.trace.notices import WindowStarts
 from sfqtui.trace.sources import LogFileSource
+from tests.late_log import JOIN, TRACES, late_log
 
 
 def test_a_log_from_a_proxys_state_says_its_window_first_and_opens_in_it(tmp_path: Path) -> None:

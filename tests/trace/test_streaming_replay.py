@@ -34,7 +34,7 @@ from sfqtui.trace.chunks import open_trace
 from sfqtui.trace.eventlog import EventLogWriter
 from sfqtui.trace.load import load_trace, validate
 from sfqtui.trace.simulate import simulate
-from test_bad_inputs import CASES
+from tests.trace.test_bad_inputs import CASES
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 USERS = ["a", "b", "c", "d"]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import LIVE_SIZE, seen, text_of, until
-from proxy_fixtures import ask, running_proxy, state
 from sfqtui.core.events import GAP
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -20,7 +18,9 @@ from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.stream.connection import WaitingForEvents
-from tcp_relay import TcpRelay
+from tests.dashboard import LIVE_SIZE, seen, text_of, until
+from tests.proxy_fixtures import ask, running_proxy, state
+from tests.tcp_relay import TcpRelay
 
 
 async def test_the_dashboard_follows_a_live_proxy(fake, keys_path: Path, tmp_path: Path) -> None:

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import settle, text_of, until
-from proxy_fixtures import wait_for
-from scripted_stream import STARTED, ScriptedStream, event
 from sfqtui.attach.bound import BOUND_KEY, Bound, bound_at
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -23,6 +20,9 @@ from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.event_log import EventLogHeader
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.stream.connection import clock
+from tests.dashboard import settle, text_of, until
+from tests.proxy_fixtures import wait_for
+from tests.scripted_stream import STARTED, ScriptedStream, event
 
 SIZE = (160, 40)
 GROUP = {"bound": "global", "replicas": 2}

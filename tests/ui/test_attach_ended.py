@@ -3,11 +3,11 @@ marked and `x` goes to them (no whole-log audit of the stream replaces them with
 
 from __future__ import annotations
 
-from dashboard import notifications, until
-from scripted_stream import ScriptedStream, event
 from sfqtui.runs.run import LiveRun
 from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
+from tests.dashboard import notifications, until
+from tests.scripted_stream import ScriptedStream, event
 
 SIZE = (160, 40)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashboard import text_of, until
-from scripted_stream import ScriptedStream, event
 from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.status_line import StatusLine
+from tests.dashboard import text_of, until
+from tests.scripted_stream import ScriptedStream, event
 
 SIZE = (160, 40)
 

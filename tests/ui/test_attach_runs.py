@@ -8,9 +8,6 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from dashboard import LIVE_SIZE, seen, text_of, until
-from fake_upstream import closed_port
-from proxy_fixtures import ask, running_proxy, state, wait_for
 from sfqtui.attach.run_logs import run_log_path
 from sfqtui.cli.app import app as cli_app
 from sfqtui.runs.stream_opening import LiveOpening
@@ -19,6 +16,9 @@ from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.shares import SharesPanel
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.stream.connection import WaitingForEvents, clock
+from tests.dashboard import LIVE_SIZE, seen, text_of, until
+from tests.fake_upstream import closed_port
+from tests.proxy_fixtures import ask, running_proxy, state, wait_for
 
 
 def status(app: SfqApp) -> str:

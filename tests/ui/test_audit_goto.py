@@ -4,10 +4,10 @@ after the proxy's ring dropped its first events (its first event is seq 5,000)."
 
 from __future__ import annotations
 
-from dashboard import notifications, until
-from scripted_stream import ScriptedStream, event
 from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
+from tests.dashboard import notifications, until
+from tests.scripted_stream import ScriptedStream, event
 
 SIZE = (160, 40)
 FIRST = 5_000

@@ -15,7 +15,6 @@ from textual.message import Message
 from textual.notifications import Notify
 from textual.worker import Worker, WorkerState
 
-from dashboard import dashboard, settle, text_of, until
 from sfqtui.core.gcpause import CollectorPause
 from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.replay.config import ReplayConfig
@@ -27,6 +26,7 @@ from sfqtui.ui.app import SfqApp
 from sfqtui.ui.loading.messages import Opened
 from sfqtui.ui.panes.shares import shares_chart
 from sfqtui.ui.side_by_side.run_pane import RunPane
+from tests.dashboard import dashboard, settle, text_of, until
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "traces"

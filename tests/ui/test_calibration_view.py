@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 from textual.pilot import Pilot
 
-from dashboard import TRACES, dashboard, run_command, settle, until
 from sfqtui.core.analysis.calibration import calibrate
 from sfqtui.core.analysis.log_calibration import NO_OUTPUTS, calibrate_log, order_change
 from sfqtui.core.pricing.estimator import EstimatorParams
@@ -18,6 +17,7 @@ from sfqtui.runs.run import Run
 from sfqtui.trace.load import load_trace
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.screens.calibration_view import CalibrationScreen, CalibrationText
+from tests.dashboard import TRACES, dashboard, run_command, settle, until
 
 CALIBRATION = TRACES / "calibration.parquet"
 SIZE = (120, 34)

@@ -6,7 +6,6 @@ import polars as pl
 import pytest
 from textual.message import Message
 
-from dashboard import SIZE, TRACES, Panes, dashboard, notifications, run_command, screen_text, settle, text_of, until
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.replay.config import ReplayConfig
@@ -20,6 +19,7 @@ from sfqtui.ui.panes.event_log import EventLog
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.panes.status_line import StatusLine
+from tests.dashboard import SIZE, TRACES, Panes, dashboard, notifications, run_command, screen_text, settle, text_of, until
 
 
 async def test_loading_posts_opened_then_batches_then_finished_then_analysed() -> None:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from textual.message import Message
 
-from late_log import JOIN, late_log
 from sfqtui.attach.stream import LIVE, RECONNECTING, RunStarted, Status
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.fairness import FairnessReport
@@ -27,6 +26,7 @@ from sfqtui.ui.loading.run_loader import RunLoader
 from sfqtui.ui.player import TICKS_PER_S, Player
 from sfqtui.ui.side_by_side.teacher import Teacher
 from sfqtui.ui.stream.follower import LiveFollower
+from tests.late_log import JOIN, late_log
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "traces" / "heavy-vs-light.parquet"

@@ -11,8 +11,6 @@ import pytest
 from textual.binding import Binding
 from textual.pilot import Pilot
 
-from dashboard import SIZE, TRACES, Panes, dashboard, frame_of, lesson_dashboard, notifications, seen, settle, text_of, until
-from proxy_fixtures import ask, running_proxy, state
 from sfqtui.core.analysis.explain import explain_dispatch
 from sfqtui.core.analysis.log_calibration import calibrate_log
 from sfqtui.core.log.shadow import Shadow
@@ -29,6 +27,8 @@ from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.panes.shares import SharesPanel
 from sfqtui.ui.screens.calibration_view import CalibrationScreen, CalibrationText
 from sfqtui.ui.screens.help import GROUPS, KeysTable, key_groups
+from tests.dashboard import SIZE, TRACES, Panes, dashboard, frame_of, lesson_dashboard, notifications, seen, settle, text_of, until
+from tests.proxy_fixtures import ask, running_proxy, state
 
 
 def notes(app: SfqApp) -> list[str]:

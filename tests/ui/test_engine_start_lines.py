@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine_starts_log import heavy_and_light, with_engine_starts
 from sfqtui.core.analysis.fairness import fairness
 from sfqtui.trace.eventlog import iter_log_rows
 from sfqtui.ui.panes.shares import engine_lines
+from tests.engine_starts_log import heavy_and_light, with_engine_starts
 
 
 def test_the_gaps_at_dispatch_and_at_engine_start(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from dashboard import SETTLE_S, SIZE, TRACES, dashboard, notifications, settle, text_of, until, without_audit
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.numbers import count, percent
 from sfqtui.core.replay.config import ReplayConfig
@@ -26,6 +25,7 @@ from sfqtui.ui.loading import run_loader
 from sfqtui.ui.panes.event_log import EventLog
 from sfqtui.ui.panes.meter_band import MeterBand
 from sfqtui.ui.panes.status_line import StatusLine
+from tests.dashboard import SETTLE_S, SIZE, TRACES, dashboard, notifications, settle, text_of, until, without_audit
 
 BAD_ROW = 10_000  # past the first rows, within the first full batch after them
 

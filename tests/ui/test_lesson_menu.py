@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dashboard import dashboard, lesson_dashboard, settle
 from sfqtui.cli.app import app as cli_app
 from sfqtui.ui.app import BACK_TO_LESSONS, SfqApp
 from sfqtui.ui.commands.palette import palette_commands
 from sfqtui.ui.side_by_side.lesson import LessonMenu, LessonPanel
+from tests.dashboard import dashboard, lesson_dashboard, settle
 
 SIZE = (160, 44)
 

@@ -10,7 +10,6 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from dashboard import SIZE, TRACES, dashboard, notifications, settle, text_of, until
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
@@ -18,6 +17,7 @@ from sfqtui.ui.panes.event_log import EventLog
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.panes.meter_band import MeterBand
 from sfqtui.ui.panes.shares import SharesPanel
+from tests.dashboard import SIZE, TRACES, dashboard, notifications, settle, text_of, until
 
 
 def said(app: SfqApp) -> list[str]:

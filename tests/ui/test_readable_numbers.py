@@ -15,7 +15,6 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from typer.testing import CliRunner
 
-from dashboard import TRACES, dashboard, settle, text_of, without_audit
 from sfqtui.cli.app import app as cli_app
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -25,6 +24,7 @@ from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
 from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.side_by_side.run_pane import RunPane
+from tests.dashboard import TRACES, dashboard, settle, text_of, without_audit
 
 pytestmark = pytest.mark.xdist_group("test_readable_numbers")  # one worker generates and replays the production trace once
 

@@ -18,7 +18,6 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from typer.testing import CliRunner
 
-from dashboard import Panes, frame_of, lesson_dashboard, notifications, settle, text_of, until
 from sfqtui.cli.app import app as cli
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replicas.settings import ReplicaSettings, Share
@@ -35,6 +34,7 @@ from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.side_by_side.lesson import LessonPanel
 from sfqtui.ui.side_by_side.run_pane import RunPane
 from sfqtui.ui.side_by_side.view import DivergenceLine
+from tests.dashboard import Panes, frame_of, lesson_dashboard, notifications, settle, text_of, until
 
 SIZE = (140, 40)
 BORDER = str.maketrans({c: " " for c in "│╭╮╰╯─▁▂▃▄▅▆▇█"})

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard import SIZE, TRACES, settle, text_of, without_audit
 from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.side_by_side.run_pane import RunPane
+from tests.dashboard import SIZE, TRACES, settle, text_of, without_audit
 
 RECORDED = Opening(TRACES / "demo.parquet", is_log=False, config=ReplayConfig())  # the demo trace has a cost column, as a recording has
 REPRICED = RECORDED.rerun(estimator=EstimatorParams(scope="user"))  # what --ratio-scope user (or the palette's estimator) asks

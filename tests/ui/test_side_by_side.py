@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import lesson_dashboard, settle, text_of, until
 from sfqtui.core.events import DISPATCH
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
@@ -14,6 +13,7 @@ from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.side_by_side.lesson import LessonPanel
 from sfqtui.ui.side_by_side.run_pane import PaneHead, QueueOrder, RunPane
 from sfqtui.ui.side_by_side.view import DivergenceLine
+from tests.dashboard import lesson_dashboard, settle, text_of, until
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 SIZE = (160, 44)

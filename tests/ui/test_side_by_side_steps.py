@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard import settle, text_of
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.side_by_side.run_pane import RunPane
+from tests.dashboard import settle, text_of
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 SIZE = (160, 44)

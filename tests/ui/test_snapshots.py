@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from dashboard import TRACES, dashboard, settle, text_of, until
-from engine_starts_log import heavy_and_light, with_engine_starts
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.shares import SharesPanel
+from tests.dashboard import TRACES, dashboard, settle, text_of, until
+from tests.engine_starts_log import heavy_and_light, with_engine_starts
 
 STEPS = {
     "start": [],

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard import SIZE, settle, text_of, until, without_audit
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.scenarios import DEMO_TRACE
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.status_line import StatusLine
+from tests.dashboard import SIZE, settle, text_of, until, without_audit
 
 
 def demo() -> SfqApp:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label
 
-from dashboard import dashboard, notifications, settle, text_of
 from sfqtui.attach.stream import LIVE, Status
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.stream.connection import Link, connection_part
+from tests.dashboard import dashboard, notifications, settle, text_of
 
 SIZE = (160, 40)
 

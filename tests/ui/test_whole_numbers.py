@@ -8,7 +8,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dashboard import SIZE, TRACES, dashboard, settle, text_of, without_audit
 from sfqtui.core.log.table import number
 from sfqtui.core.numbers import amount, count
 from sfqtui.core.replay.config import ReplayConfig
@@ -17,6 +16,7 @@ from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.event_log import EventLog
 from sfqtui.ui.panes.status_line import StatusLine
 from sfqtui.ui.side_by_side.run_pane import PaneHead
+from tests.dashboard import SIZE, TRACES, dashboard, settle, text_of, without_audit
 
 
 def two_panes(trace: Path, *schedulers: str) -> SfqApp:
