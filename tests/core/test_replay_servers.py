@@ -56,12 +56,12 @@ def without_engines(columns: EventColumns) -> list[tuple[object, ...]]:
     return list(zip(*(getattr(columns, name) for name in FIELDS if name not in ("replica", "user"))))
 
 
-@pytest.mark.parametrize("replicas", [ReplicaSettings(), ReplicaSettings(2), ReplicaSettings(3, "random", Share("global")),
-                                      ReplicaSettings(2, "round-robin", Share.parse("sync:1,0.5"))], ids=str)
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
+SHARED = [ReplicaSettings(), ReplicaSettings(2), ReplicaSettings(3, "random", Share("global"))]
+SYNC_SHARED = ReplicaSettings(2, "round-robin", Share.parse("sync:1,0.5"))  # share sync exchanges SFQ's meters: SFQ only
+
+
+@pytest.mark.parametrize(("scheduler", "replicas"), [*((name, r) for name in SCHEDULERS for r in SHARED), ("sfq", SYNC_SHARED)], ids=str)
 def test_the_loop_of_any_servers_runs_fixed_service_as_the_fixed_loop_does(scheduler: str, replicas: ReplicaSettings) -> None:
-    if scheduler != "sfq" and replicas.share.mode == "sync":
-        pytest.skip("share sync exchanges SFQ's meters")
     config = ReplayConfig(scheduler, 6, replicas=replicas)
     fixed, served = events(ReplayPlan(busy_trace(), config), True), events(served_plan(busy_trace(), config), False)
     assert len(fixed) >= 1800  # an arrival, a dispatch and a completion of each request
