@@ -76,6 +76,7 @@ class ModelledEngine:
         self.resting = True  # between steps (idle, or a step just ended): settle() starts the next
         self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
         self.next_step = -1  # that step's index
+        self.touched = False  # sent a request or ended a step since its limit last read it (EngineLimits)
 
     @property
     def running(self) -> int:
@@ -195,6 +196,7 @@ class EnginePool:
         self._turn = 0
         self.limits: list[int] | None = None  # each engine's limit under --slots auto (kept by EngineLimits)
         self._moved = False  # an engine was sent a request or ended a step since the last settle
+        self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
 
     @property
     def busy(self) -> bool:
@@ -224,7 +226,7 @@ class EnginePool:
     def send(self, now: float, held: Held) -> int:
         """Send a request at ``now``: the engine it went to."""
         engine = self.route()
-        self._moved = True
+        self._moved = self.touched = engine.touched = True
         if engine.submit(now, held) and engine not in self._ready:
             self._ready.append(engine)
         return engine.index
@@ -238,7 +240,8 @@ class EnginePool:
                 e = engine.index
                 finished += [(e, held[0], held[1], held[2], held[3]) for held in engine.end_step()]
                 self._ready.append(engine)
-        self._moved = True
+                engine.touched = True
+        self._moved = self.touched = True
         return finished
 
     def settle(self, now: float) -> list[tuple[int, int, User, int]]:
