@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
+
 from sfqtui.core.analysis.engine_waits import EngineWaits, quantile
+from sfqtui.core.engines import servers as servers_module
+from sfqtui.core.engines.limits import EngineLimits
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.pool import ModelledEngine
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import KINDS, REASONS, EventColumns
 from sfqtui.core.limits import REASONS as CONTROLLER_REASONS
-from sfqtui.core.limits import LimitSettings
+from sfqtui.core.limits import LimitController, LimitSettings
 from sfqtui.core.limits.slots import SCRAPE_S, parse_slots
 from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.replay.config import ReplayConfig
@@ -100,3 +105,36 @@ def test_slots_parse_as_the_proxy_takes_them() -> None:
     assert parse_slots("6") == (6, None)
     assert parse_slots("auto") == (None, LimitSettings())
     assert parse_slots("auto:12") == (None, LimitSettings(maximum=12))
+
+
+class EveryScrape(EngineLimits):
+    """Evaluates every scrape, every engine (no engine is ever quiet): what the replay did before it parked them."""
+
+    def _holds(self, engine: ModelledEngine, controller: LimitController) -> bool:
+        return False
+
+
+def test_scrapes_that_cannot_change_a_limit_are_skipped_and_the_log_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: dict[str, int] = defaultdict(int)
+    change = EngineLimits.change
+
+    def counted(self: EngineLimits, now: float, busy: bool) -> list[tuple[int, int, str]]:
+        calls[type(self).__name__] += 1
+        return change(self, now, busy)
+
+    monkeypatch.setattr(EngineLimits, "change", counted)
+    light = Trace([f"r{k}" for k in range(60)], ["a", "b"] * 30, [float(k) for k in range(60)], input_tokens=[100] * 60,
+                  output_tokens=[32] * 60, cost=[1.0] * 60)
+    for requests, maximum in ((heavy_and_light(5.0), 256), (light, 256), (heavy_and_light(5.0), 4)):
+        config = ReplayConfig(slots=2, engine=EngineSettings(EngineModel(max_num_seqs=6), engines=2, auto=LimitSettings(maximum=maximum)))
+        parked = Replay(requests, config).run_all()
+        monkeypatch.setattr(servers_module, "EngineLimits", EveryScrape)
+        every = Replay(requests, config).run_all()
+        monkeypatch.setattr(servers_module, "EngineLimits", EngineLimits)
+        assert (parked.t, parked.kind, parked.req, parked.upstream, parked.limit, parked.reason) == (
+            every.t, every.kind, every.req, every.upstream, every.limit, every.reason)
+        counts = calls["EngineLimits"], calls["EveryScrape"]
+        calls.clear()
+        assert counts[0] < counts[1], counts
+        if requests is light:  # the engines keep room: the scrapes park between requests
+            assert counts[0] < counts[1] / 2, counts

@@ -178,3 +178,16 @@ def test_bad_settings_are_refused() -> None:
     with pytest.raises(InputError):
         LimitSettings(kv_threshold=0.0)
     assert LimitController(LimitSettings(start=8, maximum=3)).limit == 3
+
+
+def test_a_reading_the_same_as_the_last_moves_only_the_size_window() -> None:
+    read, caught_up = LimitController(LimitSettings(start=8)), LimitController(LimitSettings(start=8))
+    for controller in (read, caught_up):  # one waits: the limit holds
+        controller.observe_metrics(0.0, EngineSignals(0.0, 8, 1, 0.1))
+        controller.observe_metrics(0.05, EngineSignals(0.05, 5, 1, 0.1))
+    for k in range(2, 30):
+        read.observe_metrics(k * 0.05, EngineSignals(k * 0.05, 5, 1, 0.1))
+    caught_up.observe_same(29 * 0.05)
+    for controller in (read, caught_up):  # a queue: the size is the most run in the last second, 5 (8 ran 1.5 s ago)
+        controller.observe_metrics(1.5, EngineSignals(1.5, 4, 3, 0.1))
+    assert read.limit == caught_up.limit == 6

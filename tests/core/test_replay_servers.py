@@ -89,6 +89,9 @@ class Steps:
     def wake(self, now: float) -> None:
         pass  # the changes are due at their times whatever arrives
 
+    def stir(self, now: float) -> None:
+        pass
+
     def change(self, now: float, busy: bool) -> list[Change]:
         _, self.total = self.schedule[self._k]
         self._k += 1

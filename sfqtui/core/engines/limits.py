@@ -2,13 +2,22 @@
 (``sfqtui.core.limits``, the code ``sfqtui proxy --slots auto`` runs), fed each engine's
 running, waiting and KV use every ``SCRAPE_S`` of replay time, as the proxy reads /metrics.
 The balancer's slots are the limits' sum.
+
+Most scrapes change nothing, and are not evaluated one by one (the replay took some 60 times
+the CPU of fixed slots when they were): an engine is quiet when its last reading left its
+limit as it was and would at any later time while the engine is untouched (no request sent to
+it, no step of it ended): its KV reserved is under the threshold (so its KV use is), at most
+``queue_target`` wait, and its limit cannot grow (some wait, it runs fewer than its limit, or
+the limit is at its maximum). A quiet untouched engine's skipped readings would only have
+moved its size's window, which its next reading catches up on. While every engine is quiet
+the scrapes are parked: the next due is the first after an engine is touched.
 """
 
 from __future__ import annotations
 
 from math import ceil
 
-from sfqtui.core.engines.pool import EnginePool
+from sfqtui.core.engines.pool import EnginePool, ModelledEngine
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
 from sfqtui.core.limits.slots import SCRAPE_S
 
@@ -17,42 +26,87 @@ INF = float("inf")
 
 class EngineLimits:
     """Each engine's controller, and when the next scrape is due (INF: none, while nothing is
-    in flight or waiting: an idle engine's metrics move no limit, and are not read)."""
+    in flight or waiting, or while the scrapes are parked: see the module's docstring)."""
 
     def __init__(self, settings: LimitSettings, engines: EnginePool) -> None:
+        self.settings = settings
         self.engines = engines
         self.controllers = [LimitController(settings, 0.0) for _ in engines.engines]
         self.total = sum(c.limit for c in self.controllers)
         engines.limits = [c.limit for c in self.controllers]
         self.next_t = INF
         self._k = 0  # the next scrape is at k x SCRAPE_S
+        self._run = 0  # the first scrape since the scrapes last started (every one since is due, parked or not)
+        self._parked = False
+        self._quiet = [False for _ in engines.engines]
+        self._read = [-1 for _ in engines.engines]  # the scrape that last read each engine
 
     def wake(self, now: float) -> None:
         """Something arrived while the scrapes were stopped: the next is the first due at or after ``now``."""
-        k = ceil(now / SCRAPE_S)
-        while k * SCRAPE_S < now:
-            k += 1
-        while k and (k - 1) * SCRAPE_S >= now:
-            k -= 1
-        self._k = k
-        self.next_t = k * SCRAPE_S
+        if self._parked:
+            return  # the scrapes run on: an arrival touches no engine
+        self._k = self._run = _first_at(now)
+        self.next_t = self._k * SCRAPE_S
+
+    def stir(self, now: float) -> None:
+        """The loop sent or finished requests at ``now`` while no scrape was due: when parked and
+        an engine was touched, the next scrape is the first due at or after ``now`` not yet done."""
+        if self._parked and self.engines.touched:
+            self._parked = False
+            self._k = max(self._k, _first_at(now))
+            self.next_t = self._k * SCRAPE_S
 
     def change(self, now: float, busy: bool) -> list[tuple[int, int, str]]:
         """Read every engine at ``now`` (a due scrape) and feed its controller: (engine, new limit,
         reason) of each limit that changed, in engine order. ``busy``: requests are in flight or
         waiting, so the next scrape is due (else none until ``wake``)."""
         changed = []
+        k = self._k
+        skipped = k - 1 if k - 1 >= self._run else -1  # the last scrape before this one, when it was due
+        quiet, read = self._quiet, self._read
         for engine, controller in zip(self.engines.engines, self.controllers):
+            e = engine.index
+            if quiet[e] and not engine.touched:
+                if not busy:  # the scrapes stop: catch up now, as the next run's scrapes start afresh
+                    controller.observe_same(now)
+                    read[e] = k
+                continue
+            if quiet[e] and read[e] < skipped:
+                controller.observe_same(skipped * SCRAPE_S)
+            engine.touched = False
             before = controller.limit
             signals = EngineSignals(now, engine.running, engine.waiting, engine.kv_usage(now))
             if controller.observe_metrics(now, signals) != before:
-                changed.append((engine.index, controller.limit, controller.reason))
-        self.total = sum(c.limit for c in self.controllers)
-        self.engines.limits = [c.limit for c in self.controllers]
-        self._k += 1
-        self.next_t = self._k * SCRAPE_S if busy else INF
+                changed.append((e, controller.limit, controller.reason))
+            read[e] = k
+            quiet[e] = self._holds(engine, controller)
+        self.engines.touched = False
+        if changed:
+            self.total = sum(c.limit for c in self.controllers)
+            self.engines.limits = [c.limit for c in self.controllers]
+        self._k = k + 1
+        self._parked = busy and all(quiet)
+        self.next_t = self._k * SCRAPE_S if busy and not self._parked else INF
         return changed
+
+    def _holds(self, engine: ModelledEngine, controller: LimitController) -> bool:
+        """The limit stays as it is at every reading until the engine is touched (see the module's docstring)."""
+        s = self.settings
+        waiting = engine.waiting
+        if engine.reserved / engine.kv_tokens > s.kv_threshold or waiting > s.queue_target:
+            return False
+        return waiting > 0 or engine.running < controller.limit or controller.limit >= s.maximum
 
     def first(self) -> list[tuple[int, int, str]]:
         """Each engine's first limit and its reason (``start``)."""
         return [(e, c.limit, c.reason) for e, c in enumerate(self.controllers)]
+
+
+def _first_at(now: float) -> int:
+    """The first scrape due at or after ``now``."""
+    k = ceil(now / SCRAPE_S)
+    while k * SCRAPE_S < now:
+        k += 1
+    while k and (k - 1) * SCRAPE_S >= now:
+        k -= 1
+    return k

@@ -18,13 +18,14 @@ however the replay got there.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from heapq import heappop, heappush
 from math import ceil
 
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.requests.trace import Trace
+from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
 
@@ -76,6 +77,7 @@ class ModelledEngine:
         self.resting = True  # between steps (idle, or a step just ended): settle() starts the next
         self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
         self.next_step = -1  # that step's index
+        self.touched = False  # sent a request or ended a step since its limit last read it (EngineLimits)
 
     @property
     def running(self) -> int:
@@ -186,19 +188,34 @@ class ModelledEngine:
 class EnginePool:
     """The engines behind the balancer, and how it picks one for a request: the fewest in
     flight (with limits that follow the engines: the most room under its limit), ties in
-    turns, as ``sfqtui proxy`` picks an upstream."""
+    turns, as ``sfqtui proxy`` picks an upstream. It serves a replay's loop directly (the
+    servers of ``sfqtui.core.replay.servers``, but for the capacity: ``servers.EngineServers``),
+    with each held chunk's prompt and output tokens (None: retired)."""
 
-    def __init__(self, settings: EngineSettings) -> None:
+    def __init__(self, settings: EngineSettings, window: RequestWindow) -> None:
+        self.model = settings.model
+        self.window = window
+        self.tokens: list[tuple[list[int], list[int]] | None] = []
         self.engines = [ModelledEngine(settings.model, e) for e in range(settings.engines)]
-        self.next_t = INF  # the earliest next_t of the engines
+        self.next_done = INF  # the earliest next_t of the engines
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
         self._turn = 0
         self.limits: list[int] | None = None  # each engine's limit under --slots auto (kept by EngineLimits)
         self._moved = False  # an engine was sent a request or ended a step since the last settle
+        self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
 
     @property
     def busy(self) -> bool:
         return any(e.outstanding for e in self.engines)
+
+    def entering(self, trace: Trace) -> Sequence[float]:
+        """The engines time each request: they keep the chunk's tokens, the window no service times."""
+        self.tokens.append(request_tokens(trace, self.model))
+        return ()
+
+    def retired(self, chunks: range) -> None:
+        for k in chunks:
+            self.tokens[k] = None
 
     def unfinished(self) -> Iterator[int]:
         """The requests sent to an engine and not finished (queued or running there)."""
@@ -221,10 +238,14 @@ class EnginePool:
                 best, best_key = engine, key
         return best
 
-    def send(self, now: float, held: Held) -> int:
+    def send(self, now: float, req: int, user: User, pool: int, rep: int) -> int:
         """Send a request at ``now``: the engine it went to."""
+        size = self.window.size
+        prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # the chunk of a request just dispatched is not retired
+        r = req % size
+        held = (req, user, pool, rep, prompts[r], outputs[r])
         engine = self.route()
-        self._moved = True
+        self._moved = self.touched = engine.touched = True
         if engine.submit(now, held) and engine not in self._ready:
             self._ready.append(engine)
         return engine.index
@@ -238,7 +259,8 @@ class EnginePool:
                 e = engine.index
                 finished += [(e, held[0], held[1], held[2], held[3]) for held in engine.end_step()]
                 self._ready.append(engine)
-        self._moved = True
+                engine.touched = True
+        self._moved = self.touched = True
         return finished
 
     def settle(self, now: float) -> list[tuple[int, int, User, int]]:
@@ -255,5 +277,5 @@ class EnginePool:
                 e = engine.index
                 joined += [(e, held[0], held[1], held[3]) for held in engine.settle(now)]
             ready.clear()
-        self.next_t = min([e.next_t for e in self.engines])
+        self.next_done = min([e.next_t for e in self.engines])
         return joined

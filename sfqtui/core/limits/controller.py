@@ -71,6 +71,14 @@ class LimitController:
             return self._grow(now, ROOM)
         return self.limit
 
+    def observe_same(self, now: float) -> None:
+        """The engine's metrics read at ``now`` are those of the last reading, which left the limit as it
+        was and would again at any time (``observe_metrics`` at ``now`` would only move the size's window)."""
+        ran = self._ran
+        ran[-1] = (now, ran[-1][1])
+        while ran[0][0] < now - self.settings.size_s:
+            ran.popleft()
+
     def _size(self, t: float, running: int) -> int:
         """The most the engine ran in the last size_s, this reading included (a monotonic deque)."""
         ran = self._ran

@@ -249,12 +249,17 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                 group.apply_due(now)
 
             send(now)
-            if capacity is not None and capacity.next_t == now:
-                before = capacity.total
-                limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
-                if capacity.total != before:
-                    free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
-                    send(now)
+            if capacity is not None:
+                if capacity.next_t == never:
+                    capacity.stir(now)
+                if capacity.next_t == now:
+                    before = capacity.total
+                    limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
+                    if capacity.total != before:
+                        free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
+                        send(now)
+                        if capacity.next_t == never:
+                            capacity.stir(now)
 
             if len(log.data) >= yield_at:
                 plan.retire_below(plan.oldest_in_system(i, servers.unfinished()))

@@ -40,6 +40,9 @@ class Capacity(Protocol):
     def wake(self, now: float) -> None:
         """A request arrived at ``now`` while no change was due."""
 
+    def stir(self, now: float) -> None:
+        """The servers were sent or finished requests at ``now`` while no change was due."""
+
     def change(self, now: float, busy: bool) -> list[Change]:
         """The changes due at ``now`` (``busy``: requests in flight or waiting); ``total`` and ``next_t`` move."""
 
