@@ -30,6 +30,12 @@ def new_run_id() -> str:
     return secrets.token_hex(8)
 
 
+def event_frame(event: Event) -> bytes:
+    """A numbered §7 event as the stream sends it: compact JSON, its seq as the id, typed kinds named."""
+    kind = event["kind"]
+    return frame(json.dumps(event, separators=(",", ":")), id=event["seq"], event=kind if kind in TYPED_KINDS else None)
+
+
 class EventRing:
     def __init__(self, size: int, run: str | None = None, started: float | None = None) -> None:
         if size < 1:
@@ -71,8 +77,7 @@ class EventRing:
         """Number the event (sets its ``seq``), keep it, and wake the subscribers."""
         seq = self.next_seq
         event["seq"] = seq
-        kind = event["kind"]
-        data = frame(json.dumps(event, separators=(",", ":")), id=seq, event=kind if kind in TYPED_KINDS else None)
+        data = event_frame(event)
         if len(self._frames) < self.size:
             self._frames.append(data)
             self._times.append(event["t"])
@@ -84,17 +89,16 @@ class EventRing:
             watcher(event)
         self._wake()
 
-    def put(self, seq: int, t: float, data: bytes) -> None:
-        """Keep an event numbered elsewhere (a group's store), given as its JSON; seqs come in
-        order, and a jump (events the store trimmed before this replica read them) leaves a gap."""
+    def put(self, seq: int, t: float, event: Event) -> None:
+        """Keep an event numbered elsewhere (a group's store, ``seq`` and ``t`` its own); seqs come
+        in order, and a jump (events the store trimmed before this replica read them) leaves a gap."""
         if seq < self.next_seq:
             return
         if seq > self.next_seq:
             self._floor = seq
             self._frames, self._times = [b""] * self.size, array("d", bytes(8 * self.size))
         position = seq % self.size
-        typed = next((b"event: %s\n" % kind.encode() for kind in TYPED_KINDS if b'"kind":"%s"' % kind.encode() in data), b"")
-        body = b"%sid: %d\ndata: %s\n\n" % (typed, seq, data)
+        body = event_frame(event)
         if position < len(self._frames):
             self._frames[position] = body
             self._times[position] = t
@@ -102,10 +106,8 @@ class EventRing:
             self._frames.append(body)
             self._times.append(t)
         self.next_seq = seq + 1
-        if self._watchers:
-            event = json.loads(data)
-            for watcher in self._watchers:
-                watcher(event)
+        for watcher in self._watchers:
+            watcher(event)
         self._wake()
 
     def restart(self, run: str, started: float) -> None:

@@ -15,6 +15,8 @@ from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.group import group_settings, packed
 from sfqtui.proxy.group.wire import stream_entry
+from sfqtui.proxy.ring import event_frame
+from sfqtui.proxy.sse import data_of, events_of
 from sfqtui.proxy.store import keys
 from sfqtui.proxy.store.client import Store
 from sfqtui.proxy.store.replies import Answered, Joined
@@ -22,6 +24,12 @@ from tests.proxy.test_proxy_group import USERS, ask, audited
 from tests.proxy_fixtures import read_events, running_group, state
 
 WEIGHTS = {"alice": 2.0, "bob": 1.0, "carol": 0.7}
+
+
+def sent_data(event: Any) -> str:
+    """The data of the frame a replica's ring sends for ``event``."""
+    (frame,) = events_of(event_frame(event))
+    return data_of(frame)
 
 
 def request(user: str, n: int) -> Ticket:
@@ -66,7 +74,7 @@ async def run_operations(url: str, grouped: bool) -> tuple[list[dict[str, Any]],
     entries: Any = await store.redis.xrange(keys.EVENTS)
     users: Any = await store.redis.hgetall(keys.USERS)
     await store.aclose()
-    events = [dict(event) for entry in entries for _, _, event, _ in stream_entry(*entry).events]
+    events = [dict(event) for entry in entries for _, _, event in stream_entry(*entry).events]
     for event in events:
         del event["t"]
     return events, dispatched, sorted(users.items())
@@ -115,7 +123,7 @@ async def test_a_request_packed_for_the_store_keeps_any_size_and_name(store: Any
     reply = await client.batch(joined.run, joined.replica, "a", packed("r0-0", joined.replica, huge, 0.7))
     entries: Any = await client.redis.xrange(keys.EVENTS)
     await client.aclose()
-    events = [json.loads(data) for entry in entries for _, _, _, data in stream_entry(*entry).events]
+    events = [json.loads(sent_data(event)) for entry in entries for _, _, event in stream_entry(*entry).events]
     dispatch = next(e for e in events if e["kind"] == "dispatch")
     assert dispatch["user"] == huge.user and dispatch["weight"] == 0.7
     assert dispatch["cost"] == 1.0 * 3 * 10**12 + 2.0 * 10**15 * 1.0 and dispatch["est_output"] == 10**15
@@ -137,8 +145,8 @@ async def test_numbers_reach_the_stream_bit_for_bit_and_read_as_a_lone_proxy_wri
     await client.batch(joined.run, joined.replica, "a", packed("r0-0", joined.replica, ticket, 10.0))
     entries: Any = await client.redis.xrange(keys.EVENTS)
     await client.aclose()
-    dispatch, data = next((event, data) for entry in entries for _, _, event, data in stream_entry(*entry).events
-                          if event["kind"] == "dispatch")
+    dispatch = next(event for entry in entries for _, _, event in stream_entry(*entry).events if event["kind"] == "dispatch")
+    data = sent_data(dispatch).encode()  # what a replica's stream sends, as a lone proxy's ring writes it
     assert dispatch["cost"] == 11 and dispatch["meter"] == 11 / 10.0
     assert b'"cost":11.0,' in data and b'"meter":1.1,' in data
     assert json.loads(data) == dispatch

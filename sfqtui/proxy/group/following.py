@@ -49,8 +49,8 @@ class Following(GroupBase):
         """One stream entry (``wire.stream_entry``): its events into the ring, and this replica's dispatches started."""
         entry = stream_entry(entry_id, fields)
         self._last_id = entry.entry_id
-        for seq, t, event, data in entry.events:
-            self.ring.put(seq, t, data)
+        for seq, t, event in entry.events:
+            self.ring.put(seq, t, event)
             self.metrics.fairness.see(event)
         if dispatches:
             own: Dispatched = [(rid, cost) for replica, rid, cost in entry.dispatches if replica == self.replica]

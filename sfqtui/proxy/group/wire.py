@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.protocol import SCHEDULER, Event, ProxyState, UserState
 from sfqtui.proxy.dispatcher import Ticket
-from sfqtui.proxy.store.records import as_json, dispatch, pack_request, records
+from sfqtui.proxy.store.records import dispatch, pack_request, records
 from sfqtui.proxy.store.records import event as as_event
 from sfqtui.proxy.store.replies import Snapshot
 
@@ -48,10 +48,10 @@ def snapshot(reply: Snapshot) -> ProxyState:
 
 class StreamEntry(NamedTuple):
     """One entry of the group's event stream (entry id ``<first seq>-<count>``): one script's
-    events, each with its seq and t and its JSON as the stream sends it, and its dispatches."""
+    events, each with its seq and t, and its dispatches."""
 
     entry_id: str
-    events: list[tuple[int, float, Event, bytes]]
+    events: list[tuple[int, float, Event]]
     dispatches: list[tuple[str, str, float]]  # replica, request id, cost
 
 
@@ -61,8 +61,7 @@ def stream_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> StreamEntry:
     (t,) = struct.unpack("<d", fields[b"t"])
     shown, dispatches = [], []
     for seq, record in enumerate(records(fields[b"e"]), start=int(text.partition("-")[0])):
-        event = as_event(seq, t, record)
-        shown.append((seq, t, event, as_json(event)))
+        shown.append((seq, t, as_event(seq, t, record)))
         if (dispatched := dispatch(record)) is not None:
             dispatches.append(dispatched)
     return StreamEntry(text, shown, dispatches)

@@ -16,7 +16,6 @@ its 8 bytes and comes back bit for bit. The layouts are ``REQ`` and ``EVENT`` in
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from collections.abc import Iterator
@@ -121,11 +120,6 @@ def event(seq: int, t: float, record: Record) -> Event:
         tail["since_seq"] = _whole(record.b)
     return cast(Event, {"seq": seq, "t": t, "kind": KINDS[record.kind], "scheduler": SCHEDULER, **about, "cost": cost, "v": record.v,
                         "meter": None if record.kind == IDLE_RESET else _null(record.meter), "deficit": None, **tail})
-
-
-def as_json(event: Event) -> bytes:
-    """An event as the stream sends it (as a lone proxy's ring writes its own)."""
-    return json.dumps(event, separators=(",", ":")).encode()
 
 
 def dispatch(record: Record) -> tuple[str, str, float] | None:
