@@ -22,7 +22,7 @@ from sfqtui.core.limits.slots import SCRAPE_S
 from sfqtui.errors import InputError
 from sfqtui.protocol import UpstreamLimit
 from sfqtui.proxy.engine_metrics import QUERY, signals_of
-from sfqtui.proxy.upstream import FAILURES, KEEP_IDLE_S
+from sfqtui.proxy.upstream import FAILURES, upstream_session
 
 log = logging.getLogger("sfqtui.proxy")
 SCRAPE_TIMEOUT_S = 0.5  # a scrape this slow gives up: its engine counts as stalled until one answers
@@ -50,9 +50,7 @@ async def _check_metrics(bases: Sequence[str], timeout_s: float) -> None:
 
 
 def _session(timeout_s: float) -> aiohttp.ClientSession:
-    # No proxy from the environment, no cookies: the upstreams are the proxy's own APIs.
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_IDLE_S),
-                                 timeout=aiohttp.ClientTimeout(total=timeout_s), cookie_jar=aiohttp.DummyCookieJar())
+    return upstream_session(aiohttp.ClientTimeout(total=timeout_s))
 
 
 class UpstreamLimits:

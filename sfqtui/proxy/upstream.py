@@ -56,6 +56,15 @@ def upstream_error(exc: BaseException) -> UpstreamError:
 FAILURES = (aiohttp.ClientError, TimeoutError)
 
 
+def upstream_session(timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+    """A session for the upstreams (requests and /metrics alike). Slots bound the concurrency, so
+    the pool adds no limit of its own. Idle connections are dropped before servers drop them
+    (vLLM and uvicorn: after 5 s), so a request is never sent on a connection the upstream is
+    closing. No cookies: the upstreams are APIs, and a jar would carry one client's cookies to the next."""
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_IDLE_S)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar())
+
+
 class UpstreamWatch:
     """What the proxy's metrics hear from the upstreams: first-byte times and failures, by upstream label."""
 
@@ -129,12 +138,7 @@ class Upstreams:
     def _client(self) -> aiohttp.ClientSession:
         # Made on first use: a session belongs to the event loop that is running then.
         if self._session is None:
-            # Slots bound the concurrency, so the pool adds no limit of its own. Idle connections
-            # are dropped before servers drop them (vLLM and uvicorn: after 5 s), so a request is
-            # never sent on a connection the upstream is closing.
-            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_IDLE_S)
-            # No cookies: the upstreams are APIs, and a jar would carry one client's cookies to the next.
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar())
+            self._session = upstream_session(self._timeout)
         return self._session
 
     def _order(self) -> list[int]:
