@@ -20,10 +20,10 @@ from sfqtui.protocol import LIMIT, SCHEDULER, Event, ProxyState
 from sfqtui.proxy.auth import ApiKeys, EventsToken, authenticated
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
-from sfqtui.proxy.forward import CLIENT_GONE, Exchange
+from sfqtui.proxy.forward import CLIENT_GONE, Exchange, cached_tokens
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down
-from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
+from sfqtui.proxy.prompt import blocks_of, model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.scheduling import Alone, Scheduling
 from sfqtui.proxy.settings import ProxySettings
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float,
-               scope: str) -> dict[str, Any]:
+               scope: str, cached: int | None = None, blocks: list[int] | None = None) -> dict[str, Any]:
     """A finished request as a row of the --record trace (semantics §1), with the times and
     charge this proxy measured; the recorder puts the published events' in their place."""
     return {
@@ -53,6 +53,8 @@ def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, pro
         "ratio": ticket.ratio,
         "est_output": ticket.est_output,
         "ratio_scope": None if ticket.max_tokens is None else scope if ticket.scope_key is None else f"{scope}:{ticket.scope_key}",
+        "cached_tokens": cached,
+        "prefix_blocks": blocks,
     }
 
 log = logging.getLogger("sfqtui.proxy")
@@ -125,8 +127,11 @@ class Proxy:
             per_token = (ticket.finished_t - ticket.dispatched_t) / max(1, output_tokens or 1)
             self.limits.latency(reply.index, per_token, self.upstreams.inflight[reply.index])
         if ran and self.recorder is not None:
-            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
-                                         self.settings.estimator.scope))
+            row = record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
+                             self.settings.estimator.scope, cached_tokens(exchange.usage), exchange.blocks)
+            if exchange.blocks is not None:  # no more blocks than the recorded input_tokens hold (the upstream may count fewer)
+                row["prefix_blocks"] = exchange.blocks[:row["input_tokens"] // self.settings.block_tokens]
+            self.recorder.add(row)
 
     def started(self, exchange: Exchange, engine_t: float, upstream: str) -> None:
         # A group's events are numbered by its store, which keeps no starts: only a lone proxy publishes them.
@@ -227,6 +232,8 @@ class Proxy:
             self.metrics.ended(user, "refused")
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
+        if self.recorder is not None:
+            exchange.blocks = blocks_of(body, self.settings.block_tokens)
         self.live.add(exchange)
         return await exchange.run(path, json.dumps(body).encode() if stream else raw, stream)
 

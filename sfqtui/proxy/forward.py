@@ -53,6 +53,13 @@ def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def cached_tokens(usage: dict[str, Any] | None) -> int | None:
+    """The prompt tokens the upstream's prefix cache held, when its usage says (OpenAI's
+    ``prompt_tokens_details.cached_tokens``; vLLM and the emulated engine fill it)."""
+    details = None if usage is None else usage.get("prompt_tokens_details")
+    return _tokens(details, "cached_tokens") if isinstance(details, dict) else None
+
+
 def _engine_start(reply: UpstreamReply) -> float | None:
     """When the upstream's engine says the request began running (Unix seconds), if it says."""
     try:
@@ -95,6 +102,7 @@ class Exchange:
         self.keep_usage = keep_usage
         self.reply: UpstreamReply | None = None
         self.usage: dict[str, Any] | None = None
+        self.blocks: list[int] | None = None  # the prompt's chained block hashes, when the proxy names them (--record)
         self._interruption: type[Interrupted] | None = None
         self._timeout: asyncio.Timeout | None = None
         self._streaming = False

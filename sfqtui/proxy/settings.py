@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sfqtui.core.engines.prompt_blocks import DEFAULT_BLOCK_TOKENS
 from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import parse_slots
 from sfqtui.core.pricing.estimator import EstimatorParams
@@ -80,6 +81,7 @@ class ProxySettings:
     replica_name: str | None = None  # the replica's identity in the group: host and listen address
     lease_s: float = 5.0
     store_timeout_s: float = 1.0
+    block_tokens: int = DEFAULT_BLOCK_TOKENS  # a prompt block of the record's prefix_blocks, in the proxy's estimated tokens
 
     def __post_init__(self) -> None:
         if not self.upstreams:
@@ -96,6 +98,8 @@ class ProxySettings:
             raise InputError("--ring: the ring must hold at least 1 event")
         if self.record is not None:
             check_output(self.record, "--record")
+        if self.block_tokens < 1:
+            raise InputError("--block-tokens must be >= 1")
         if self.metrics_users < 1:
             raise InputError("--metrics-users must be >= 1")
         if self.estimator.oracle:
