@@ -5,6 +5,7 @@ say; and each prompt's blocks as the proxy names them, no more than its input_to
 from __future__ import annotations
 
 from pathlib import Path
+
 import openai
 import polars as pl
 from openai.types.chat import ChatCompletionMessageParam
