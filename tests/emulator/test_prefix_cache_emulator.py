@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -21,6 +22,7 @@ from sfqtui.core.engines.model import EngineModel
 from sfqtui.emulator.server import EngineServer
 from tests.emulator.test_engine_emulator import NAME, client, metrics
 from tests.fake_upstream import ServerThread
+from tests.proxy_fixtures import KEY_OF, running_proxy, write_keys
 
 HISTORY = "0123456789abcdef" * 40  # 640 characters: 160 tokens, 10 blocks of 16
 # A slow prefill and a fast decode, so that what a request computes shows in its model time.
@@ -93,3 +95,16 @@ def test_the_command_turns_the_cache_off_and_refuses_a_bad_block_size(cli: CliRu
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_a_proxy_in_front_records_what_the_engine_cached_and_the_blocks_it_named(tmp_path: Path) -> None:
+    record = tmp_path / "record.parquet"
+    turns = [HISTORY, HISTORY + " the answer, and the next question " * 4]
+    with engine(16) as server, running_proxy(server.url, write_keys(tmp_path / "keys.toml"), record=record) as px:
+        api = client(px.url, KEY_OF["alice"])
+        for prompt in turns:
+            assert api.chat.completions.create(model=NAME, messages=[{"role": "user", "content": prompt}], max_tokens=2).choices
+    rows = pl.read_parquet(record).sort("arrival_s")
+    assert rows["cached_tokens"].to_list() == [0, 160]
+    first, second = rows["prefix_blocks"].to_list()
+    assert len(first) == 10 and second[:10] == first and len(second) == len(turns[1]) // 64
