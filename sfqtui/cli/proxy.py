@@ -161,6 +161,28 @@ def proxy(
             rich_help_panel=_PANEL,
         ),
     ] = 16,
+    placement: Annotated[
+        str,
+        typer.Option(
+            "--placement",
+            help=(
+                "Which upstream a dispatched request goes to. room: the most room (least in flight; with --slots auto, the most "
+                "under its limit). prefix: among the upstreams with room (under their limit, or their even share of --slots), the "
+                "one that holds the longest prefix of the prompt, by the proxy's index of the blocks it sent where. Never changes "
+                "SFQ's order (docs/proxy.md)."
+            ),
+            rich_help_panel=_PANEL,
+        ),
+    ] = "room",
+    prefix_index_blocks: Annotated[
+        int,
+        typer.Option(
+            "--prefix-index-blocks",
+            help="With --placement prefix: prompt blocks (of --block-tokens) the index keeps per upstream, the least recently "
+                 "sent leaving first; about what an engine's KV cache holds.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 32_768,
     estimator: EstimatorParams = DEFAULT_ESTIMATOR,  # with_estimator_options puts the options given here
 ) -> None:
     """Put Start-time Fair Queueing in front of OpenAI-compatible servers, and publish every decision.
@@ -181,5 +203,5 @@ def proxy(
         upstream=upstream, keys=keys, slots=slots, listen=listen, limit_from=limit_from, events_token=events_token, ring_size=ring,
         record=record, metrics_users=metrics_users, estimator=estimator, upstream_timeout_s=upstream_timeout,
         shutdown_grace_s=shutdown_grace, state_url=state, lease_s=lease, store_timeout_s=store_timeout,
-        block_tokens=block_tokens)
+        block_tokens=block_tokens, placement=placement, prefix_index_blocks=prefix_index_blocks)
     launch(settings, say=lambda line: typer.echo(line, err=True))

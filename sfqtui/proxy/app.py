@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange, cached_tokens
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down
+from sfqtui.proxy.placement import PrefixIndex, PrefixPlacement
 from sfqtui.proxy.prompt import blocks_of, model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.scheduling import Alone, Scheduling
@@ -90,6 +91,8 @@ class Proxy:
             self.limits = UpstreamLimits(self.upstreams.bases, self.upstreams.labels, settings.limits, settings.limit_from,
                                          self._limit_changed)
             self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
+        if settings.placement == "prefix":
+            self.upstreams.placement = PrefixPlacement(PrefixIndex(len(settings.upstreams), settings.prefix_index_blocks), self._has_room)
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
             from sfqtui.proxy.record import recorder_of  # polars and pyarrow load only for a recording
@@ -102,8 +105,13 @@ class Proxy:
         self._recording: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
 
-    async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
-        return await self.upstreams.open("POST", path, payload, stream)
+    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = ()) -> UpstreamReply:
+        return await self.upstreams.open("POST", path, payload, stream, blocks)
+
+    def _has_room(self, index: int) -> bool:
+        """Whether an upstream has fewer requests in flight than its limit, or than its even share of the slots."""
+        room = self.limits.limit_of(index) if self.limits is not None else -(-self.settings.slots // len(self.upstreams.bases))
+        return self.upstreams.inflight[index] < room
 
     def _limit_changed(self, index: int, limit: int, reason: str) -> None:
         """An upstream's limit changed: the slots follow the limits' sum, and the stream says so."""
@@ -131,6 +139,10 @@ class Proxy:
                              self.settings.estimator.scope, cached_tokens(exchange.usage), exchange.blocks)
             if exchange.blocks is not None:  # no more blocks than the recorded input_tokens hold (the upstream may count fewer)
                 row["prefix_blocks"] = exchange.blocks[:row["input_tokens"] // self.settings.block_tokens]
+            if reply is not None:
+                row["upstream"] = reply.label
+                if reply.held_blocks is not None:
+                    row["predicted_cached_tokens"] = reply.held_blocks * self.settings.block_tokens
             self.recorder.add(row)
 
     def started(self, exchange: Exchange, engine_t: float, upstream: str) -> None:
@@ -232,7 +244,7 @@ class Proxy:
             self.metrics.ended(user, "refused")
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
-        if self.recorder is not None:
+        if self.recorder is not None or self.upstreams.placement is not None:
             exchange.blocks = blocks_of(body, self.settings.block_tokens)
         self.live.add(exchange)
         return await exchange.run(path, json.dumps(body).encode() if stream else raw, stream)

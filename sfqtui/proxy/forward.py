@@ -13,7 +13,7 @@ import inspect
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from starlette.requests import Request
@@ -84,7 +84,9 @@ def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
 class Host(Protocol):
     """What an exchange needs from the proxy that holds it: an upstream, and someone to tell when it is over."""
 
-    async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply: ...
+    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = ()) -> UpstreamReply:
+        """Send the request upstream (``blocks``, the prompt's, for ``--placement prefix``)."""
+        ...
 
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
         """The request is over: free its slot (or cancel it, if still queued) and record it. Called once."""
@@ -102,7 +104,7 @@ class Exchange:
         self.keep_usage = keep_usage
         self.reply: UpstreamReply | None = None
         self.usage: dict[str, Any] | None = None
-        self.blocks: list[int] | None = None  # the prompt's chained block hashes, when the proxy names them (--record)
+        self.blocks: list[int] | None = None  # the prompt's chained block hashes, when the proxy names them (--record, --placement prefix)
         self._interruption: type[Interrupted] | None = None
         self._timeout: asyncio.Timeout | None = None
         self._streaming = False
@@ -196,7 +198,7 @@ class Exchange:
 
     async def _open(self, path: str, payload: bytes, stream: bool) -> None:
         # Kept as soon as it exists, so that end() closes it whatever interrupts run() next.
-        self.reply = await self.host.open_upstream(path, payload, stream)
+        self.reply = await self.host.open_upstream(path, payload, stream, self.blocks or ())
 
     def _relayed(self, block: bytes) -> bytes:
         """Whole upstream events as the client gets them: as they came, but the usage chunk

@@ -21,6 +21,7 @@ from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output
 from sfqtui.proxy.keys import KeyBook, load_keys
+from sfqtui.proxy.placement import DEFAULT_INDEX_BLOCKS, PLACEMENTS
 from sfqtui.proxy.urls import base_url
 
 LIMIT_SOURCES = ("auto", "metrics", "latency")  # --limit-from
@@ -82,6 +83,8 @@ class ProxySettings:
     lease_s: float = 5.0
     store_timeout_s: float = 1.0
     block_tokens: int = DEFAULT_BLOCK_TOKENS  # a prompt block of the record's prefix_blocks, in the proxy's estimated tokens
+    placement: str = "room"  # --placement: room or prefix (sfqtui.proxy.placement)
+    prefix_index_blocks: int = DEFAULT_INDEX_BLOCKS  # --placement prefix: blocks the index keeps per upstream
 
     def __post_init__(self) -> None:
         if not self.upstreams:
@@ -100,6 +103,10 @@ class ProxySettings:
             check_output(self.record, "--record")
         if self.block_tokens < 1:
             raise InputError("--block-tokens must be >= 1")
+        if self.placement not in PLACEMENTS:
+            raise InputError(f"--placement {self.placement!r}: expected one of {', '.join(PLACEMENTS)}")
+        if self.prefix_index_blocks < 1:
+            raise InputError("--prefix-index-blocks must be >= 1")
         if self.metrics_users < 1:
             raise InputError("--metrics-users must be >= 1")
         if self.estimator.oracle:
