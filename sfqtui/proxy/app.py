@@ -92,7 +92,8 @@ class Proxy:
                                          self._limit_changed)
             self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
         if settings.placement == "prefix":
-            self.upstreams.placement = PrefixPlacement(PrefixIndex(len(settings.upstreams), settings.prefix_index_blocks), self._has_room)
+            self.upstreams.placement = PrefixPlacement(PrefixIndex(len(settings.upstreams), settings.prefix_index_blocks), self._has_room,
+                                                       settings.block_tokens)
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
             from sfqtui.proxy.record import recorder_of  # polars and pyarrow load only for a recording
@@ -157,6 +158,8 @@ class Proxy:
     def _with_limits(self, state: ProxyState) -> ProxyState:
         if self.limits is not None:
             state["limits"] = self.limits.state()
+        if self.upstreams.placement is not None:
+            state["placement"] = self.upstreams.placement.state(self.upstreams.labels)
         return state
 
     @asynccontextmanager

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
+from sfqtui.protocol import UpstreamPlacement
+
 PLACEMENTS = ("room", "prefix")
 # Blocks the index keeps per upstream: 524,288 tokens at vLLM's 16 a block, about the KV cache of
 # an 8B model on one 80 GB GPU; --prefix-index-blocks sets it to what an engine holds.
@@ -34,6 +36,14 @@ class PrefixIndex:
     def __init__(self, upstreams: int, capacity: int) -> None:
         self.capacity = capacity
         self._held: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(upstreams)]
+
+    @property
+    def upstreams(self) -> int:
+        return len(self._held)
+
+    def size(self, index: int) -> int:
+        """Blocks held for upstream ``index``."""
+        return len(self._held[index])
 
     def held(self, index: int, blocks: Sequence[int]) -> int:
         """How many leading blocks of ``blocks`` upstream ``index`` was sent (the longest held prefix)."""
@@ -58,9 +68,27 @@ class PrefixIndex:
 class PrefixPlacement:
     """``--placement prefix``: puts the upstream with room that holds the longest prefix first."""
 
-    def __init__(self, index: PrefixIndex, has_room: Callable[[int], bool]) -> None:
+    def __init__(self, index: PrefixIndex, has_room: Callable[[int], bool], block_tokens: int) -> None:
         self.index = index
         self._has_room = has_room
+        self.block_tokens = block_tokens
+        upstreams = index.upstreams
+        self.placed, self.looked_up, self.predicted = [0] * upstreams, [0] * upstreams, [0] * upstreams  # per upstream, since start
+
+    def sent(self, index: int, blocks: Sequence[int]) -> int:
+        """A request with these prompt blocks was sent to upstream ``index``: counted, and its blocks
+        held there from now on; returns how many of them the index said it held before."""
+        held = self.index.held(index, blocks)
+        self.index.sent(index, blocks)
+        self.placed[index] += 1
+        self.looked_up[index] += len(blocks) * self.block_tokens
+        self.predicted[index] += held * self.block_tokens
+        return held
+
+    def state(self, labels: Sequence[str]) -> list[UpstreamPlacement]:
+        """The state's ``placement``: each upstream's placements and predicted hits so far."""
+        return [{"upstream": label, "placed": self.placed[i], "prompt_tokens": self.looked_up[i],
+                 "predicted_cached_tokens": self.predicted[i], "index_blocks": self.index.size(i)} for i, label in enumerate(labels)]
 
     def order(self, by_room: list[int], blocks: Sequence[int]) -> list[int]:
         """The upstreams to try: ``by_room`` (room order) with the upstream of the longest held

@@ -211,8 +211,7 @@ class Upstreams:
                 self.watch.failed(self.labels[index], f"http_{response.status}")
             reply = UpstreamReply(self, index, response)
             if placement is not None:
-                reply.held_blocks = placement.index.held(index, blocks)
-                placement.index.sent(index, blocks)
+                reply.held_blocks = placement.sent(index, blocks)
             return reply
         raise UpstreamError(502, "upstream_unreachable", "no upstream server accepted the connection")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import openai
 import polars as pl
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
@@ -21,7 +22,7 @@ from sfqtui.emulator.server import EngineServer
 from sfqtui.proxy.placement import PrefixIndex, PrefixPlacement
 from sfqtui.trace.write import read_metadata
 from tests.fake_upstream import FakeUpstream, ServerThread, fake_server
-from tests.proxy_fixtures import KEY_OF, openai_sync_http, running_proxy, wait_for, write_keys
+from tests.proxy_fixtures import KEY_OF, http_get, openai_sync_http, running_proxy, state, wait_for, write_keys
 
 ENGINE = EngineModel(decode_ms_per_token=1.0, prefill_us_per_token=10.0)
 
@@ -39,7 +40,7 @@ def test_the_placement_prefers_a_warm_upstream_only_while_it_has_room() -> None:
     index.sent(2, [5, 6])
     index.sent(1, [5])
     room = {0: True, 1: True, 2: True}
-    placement = PrefixPlacement(index, room.__getitem__)
+    placement = PrefixPlacement(index, room.__getitem__, 16)
     assert placement.order([0, 1, 2], [5, 6, 7]) == [2, 0, 1]
     assert placement.order([0, 1, 2], [9]) == [0, 1, 2]  # held nowhere: by room
     room[2] = False
@@ -71,12 +72,15 @@ def test_prefix_placement_sends_each_conversation_where_its_history_is_held(plac
     with two_engines() as engines, running_proxy(engines[0], write_keys(tmp_path / "keys.toml"), upstreams=tuple(engines), slots=2,
                                                  record=record, placement=placement) as px:
         conversations(px.url)
+        live = state(px.url)
+        scraped = {(s.name, s.labels.get("upstream")): s.value for f in text_string_to_metric_families(http_get(f"{px.url}/metrics").text)
+                   for s in f.samples}
     rows = pl.read_parquet(record).sort("arrival_s")
     assert read_metadata(record)["placement"] == placement and rows["upstream"].null_count() == 0
     by_user = rows.group_by("user").agg(pl.col("upstream").n_unique().alias("upstreams"), pl.col("cached_tokens").sum())
-    hit = rows["cached_tokens"].sum() / rows["input_tokens"].sum()
+    hit = int(rows["cached_tokens"].sum()) / int(rows["input_tokens"].sum())
     if placement == "room":  # turns alternate between the engines: a conversation's history is held by the other one half the time
-        assert rows["predicted_cached_tokens"].null_count() == len(rows)
+        assert rows["predicted_cached_tokens"].null_count() == len(rows) and "placement" not in live
         assert by_user["upstreams"].to_list() == [2, 2, 2] and hit < 0.6
     else:
         assert by_user["upstreams"].to_list() == [1, 1, 1]  # each conversation stays where its history is
@@ -85,6 +89,14 @@ def test_prefix_placement_sends_each_conversation_where_its_history_is_held(plac
         assert len(later) == 9  # every turn after a user's first: the index knew where its history was
         # what the proxy predicted, whole blocks, the engine held (it recomputes a prompt's last token at most)
         assert (later["cached_tokens"] >= later["predicted_cached_tokens"] - 16).all()
+        # live: the state and /metrics say what went where and what the index predicted
+        placed = {row["upstream"]: row for row in live["placement"]}
+        assert sum(row["placed"] for row in placed.values()) == 12
+        for upstream, row in placed.items():
+            sent = rows.filter(pl.col("upstream") == upstream)
+            assert row["predicted_cached_tokens"] == sent["predicted_cached_tokens"].sum() > 0
+            assert scraped["sfqtui_upstream_prefix_predicted_cached_tokens_total", upstream] == row["predicted_cached_tokens"]
+            assert scraped["sfqtui_upstream_prefix_prompt_tokens_total", upstream] == row["prompt_tokens"] >= row["predicted_cached_tokens"]
 
 
 def test_a_warm_upstream_without_room_is_passed_over(tmp_path: Path) -> None:
