@@ -93,7 +93,13 @@ class Scheduler:
 
     @property
     def used_kv(self) -> int:
-        return sum(seq.held_kv for seq in self.running)
+        """KV tokens the running requests hold; a prompt block several of them share counts once."""
+        if self.cache is None:
+            return sum(seq.held_kv for seq in self.running)
+        size = self.cache.block_tokens
+        prefilled = [seq for seq in self.running if seq.generated]
+        shared = {block for seq in prefilled for block in seq.blocks}
+        return len(shared) * size + sum(seq.held_kv - len(seq.blocks) * size for seq in prefilled)
 
     def submit(self, prompt_tokens: int, output_tokens: int, blocks: tuple[int, ...] = ()) -> Sequence:
         """Queue a request, or raise QueueFull / TooLong."""

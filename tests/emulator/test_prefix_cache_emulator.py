@@ -108,3 +108,18 @@ def test_a_proxy_in_front_records_what_the_engine_cached_and_the_blocks_it_named
     assert rows["cached_tokens"].to_list() == [0, 160]
     first, second = rows["prefix_blocks"].to_list()
     assert len(first) == 10 and second[:10] == first and len(second) == len(turns[1]) // 64
+
+
+def test_running_requests_that_share_a_prefix_hold_its_kv_once() -> None:
+    with ServerThread(EngineServer(EngineModel(decode_ms_per_token=20.0), NAME, 16)) as server:
+        body = {"model": NAME, "prompt": HISTORY, "max_tokens": 5000, "stream": True}
+        with httpx.Client(timeout=30) as http, http.stream("POST", f"{server.url}/v1/completions", json=body) as first, \
+                http.stream("POST", f"{server.url}/v1/completions", json=body) as second:
+            lines = [first.iter_lines(), second.iter_lines()]
+            for stream in lines:  # each has generated a token: both prefilled and running
+                assert next(stream).startswith("data:")
+            seen = metrics(server.url)
+            assert seen["vllm:num_requests_running"] == 2
+            held = seen["vllm:kv_cache_usage_perc"] * MODEL.kv_tokens
+            # the 160 prompt tokens once (twice would be 320 already), and the few tokens each generated so far (20 ms a step)
+            assert 160 < held < 320, held
