@@ -89,6 +89,17 @@ class UpstreamLimit(TypedDict):
     kv_usage: float | None
 
 
+class UpstreamPlacement(TypedDict):
+    """One upstream under ``--placement prefix`` (the state's ``placement``): what was placed
+    there since the proxy started, and what the proxy's index said the upstream held of it."""
+
+    upstream: str  # as /metrics labels it
+    placed: int  # requests sent there
+    prompt_tokens: int  # their prompts' whole blocks, in tokens
+    predicted_cached_tokens: int  # of those, the blocks the index said the upstream held, in tokens
+    index_blocks: int  # blocks the index holds for it now
+
+
 class LimitEvent(TypedDict):
     """A ``limit`` event (SSE type ``limit``, with its seq as id): an upstream's limit changed."""
 
@@ -143,6 +154,7 @@ class ProxyState(TypedDict):
     bound_reason: NotRequired[str | None]
     # --slots auto only: each upstream's limit (slots is then their sum).
     limits: NotRequired[list[UpstreamLimit]]
+    placement: NotRequired[list[UpstreamPlacement]]  # --placement prefix
 
 
 class StateSnapshot(TypedDict):

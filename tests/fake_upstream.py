@@ -6,7 +6,8 @@ behaviour: ``[fail500]`` an HTTP 500, ``[hang]`` no answer for a minute (or unti
 client leaves), ``[held]`` no answer until the test calls ``release(prompt)`` (a minute at most),
 ``[slow]`` 0.1 s per word, ``[pause]`` a stream that stops after its first chunk until the test calls
 ``release(prompt)`` (``pausing`` holds the prompts stopped now), ``[cut]`` a stream that breaks off after two chunks, ``[bad400]`` an
-HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time.
+HTTP 400 in OpenAI's format, ``[ragged]`` a stream with \r\n line ends sent three bytes at a time, ``[cached]`` a usage
+whose ``prompt_tokens_details.cached_tokens`` says half the prompt was cached.
 ``FakeUpstream`` keeps what it was sent and how many streams were closed early.
 """
 
@@ -136,7 +137,10 @@ class FakeUpstream:
             return JSONResponse({"error": {"message": "the fake upstream failed on purpose", "type": "server_error", "code": None}}, status_code=500)
         chat = request.url.path.endswith("/chat/completions")
         words = answer_words(body)
-        usage = {"prompt_tokens": len(prompt) // 4 + 1, "completion_tokens": len(words), "total_tokens": len(prompt) // 4 + 1 + len(words)}
+        usage: dict[str, Any] = {"prompt_tokens": len(prompt) // 4 + 1, "completion_tokens": len(words),
+                                 "total_tokens": len(prompt) // 4 + 1 + len(words)}
+        if "[cached]" in prompt:
+            usage["prompt_tokens_details"] = {"cached_tokens": usage["prompt_tokens"] // 2}
         rid = f"cmpl-{len(self.seen)}"
         if not body.get("stream"):
             if "[slow]" in prompt:
@@ -150,7 +154,7 @@ class FakeUpstream:
         chunks = self._chunks(rid, body, chat, words, usage if include_usage else None, prompt)
         return StreamingResponse(_ragged(chunks) if "[ragged]" in prompt else chunks, media_type="text/event-stream")
 
-    async def _chunks(self, rid: str, body: dict[str, Any], chat: bool, words: list[str], usage: dict[str, int] | None, prompt: str) -> AsyncIterator[bytes]:
+    async def _chunks(self, rid: str, body: dict[str, Any], chat: bool, words: list[str], usage: dict[str, Any] | None, prompt: str) -> AsyncIterator[bytes]:
         kind = "chat.completion.chunk" if chat else "text_completion"
         delay = 0.1 if "[slow]" in prompt else self.chunk_delay_s
         finished = False

@@ -60,6 +60,18 @@ def engine(
     output_tokens: Annotated[
         int | None, _option("--output-tokens", f"Tokens generated for a request that sets no max_tokens; {_DEFAULTS.format(256)}."),
     ] = None,
+    enable_prefix_caching: Annotated[
+        bool,
+        typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
+                     help="Keep a prefix cache, on as in vLLM's V1 engine: a prompt's prefill computes only the tokens after its "
+                     "longest held prefix; answers say usage.prompt_tokens_details.cached_tokens (docs/engine.md).",
+                     rich_help_panel=_PANEL),
+    ] = True,
+    block_size: Annotated[
+        int,
+        typer.Option("--block-size", help="Tokens in a block of the prefix cache (as vLLM's option): 4 characters a token, as the "
+                     "sfqtui proxy names a prompt's blocks.", rich_help_panel=_PANEL),
+    ] = 16,
 ) -> None:
     """Serve an emulated vLLM engine: OpenAI's API, continuous batching, vLLM's metrics, no GPU.
 
@@ -68,7 +80,9 @@ def engine(
     token for every running request and takes (decode + prefill of new prompts) x
     (1 + slowdown x (running - 1)). Prompt tokens are counted as one per 4 characters; a
     request generates exactly max_tokens. Serves /v1/chat/completions, /v1/completions
-    (streamed or not), /v1/models and /metrics (vllm:num_requests_running, ...). See docs/engine.md.
+    (streamed or not), /v1/models and /metrics (vllm:num_requests_running, ...). With the prefix
+cache (on by default), a request's prefill computes only the prompt tokens after its longest
+held prefix, in blocks of --block-size tokens. See docs/engine.md.
     """
     from sfqtui.core.engines.model import EngineModel
     from sfqtui.emulator.server import EngineServer
@@ -80,13 +94,16 @@ def engine(
              "decode_ms_per_token": decode_ms_per_token, "batch_slowdown": batch_slowdown, "max_queued": max_queued,
              "output_tokens": output_tokens}
     model = dataclasses.replace(model, **{name: value for name, value in given.items() if value is not None})
+    if block_size < 1:
+        raise InputError(f"--block-size {block_size}: must be a whole number of at least 1")
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port}: must be between 0 and 65535")
     if not served_model_name.strip():
         raise InputError("--served-model-name cannot be empty")
     sock = listen_socket(host, port)
     shown_host = f"[{host}]" if ":" in host else host
+    cache = f"a prefix cache of {counted(block_size, 'token')} a block" if enable_prefix_caching else "no prefix cache"
     queue = "an unbounded queue" if model.max_queued is None else f"a queue of at most {counted(model.max_queued, 'request')}"
     typer.echo(f"sfqtui engine: serving {served_model_name} on http://{shown_host}:{sock.getsockname()[1]}/v1 "
-               f"({counted(model.max_num_seqs, 'place')}, {count(model.kv_tokens)} KV tokens, {queue})", err=True)
-    EngineServer(model, served_model_name).run(sockets=[sock])
+               f"({counted(model.max_num_seqs, 'place')}, {count(model.kv_tokens)} KV tokens, {queue}, {cache})", err=True)
+    EngineServer(model, served_model_name, block_size if enable_prefix_caching else None).run(sockets=[sock])

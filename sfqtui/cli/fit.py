@@ -72,7 +72,8 @@ def model_file(source: str, found: ServedTrace, fitted: EngineFit, waits: Replay
     """The model's parameters, and under ``fit`` what they were fitted on and how well they predict."""
     return {**fitted.model.as_dict(),
             "fit": {"source": source, "requests": len(found.served), **fitted.as_dict(waits), "sent": found.dispatched,
-                    **({"left_out": found.left_out} if found.left_out else {}), "sfqtui_version": __version__}}
+                    **({"left_out": found.left_out} if found.left_out else {}), **({"cached": found.cached} if found.cached else {}),
+                    "sfqtui_version": __version__}}
 
 
 def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit, waits: ReplayedErrors | None) -> None:
@@ -80,6 +81,8 @@ def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit,
                   highlight=False, soft_wrap=True)
     if found.left_out:
         console.print(f"({found.left_out}.)", highlight=False, soft_wrap=True)
+    if found.cached:
+        console.print(f"({found.cached}.)", highlight=False, soft_wrap=True)
     console.print(f"Fitted on the first {count(fitted.fitted)} by arrival; held out the last {count(fitted.held_out)} "
                   f"(from {seconds(fitted.held_out_from_s)} s).", highlight=False, soft_wrap=True)
     model = fitted.model

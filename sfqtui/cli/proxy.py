@@ -150,6 +150,39 @@ def proxy(
             rich_help_panel=_PANEL,
         ),
     ] = 1.0,
+    block_tokens: Annotated[
+        int,
+        typer.Option(
+            "--block-tokens",
+            help=(
+                "Tokens in a prompt block of the --record's prefix_blocks (semantics §14). The proxy does not tokenise: a block is "
+                "4 x this many characters of the prompt's text (this many token ids of a prompt given as ids); vLLM's block is 16."
+            ),
+            rich_help_panel=_PANEL,
+        ),
+    ] = 16,
+    placement: Annotated[
+        str,
+        typer.Option(
+            "--placement",
+            help=(
+                "Which upstream a dispatched request goes to. room: the most room (least in flight; with --slots auto, the most "
+                "under its limit). prefix: among the upstreams with room (under their limit, or their even share of --slots), the "
+                "one that holds the longest prefix of the prompt, by the proxy's index of the blocks it sent where. Never changes "
+                "SFQ's order (docs/proxy.md)."
+            ),
+            rich_help_panel=_PANEL,
+        ),
+    ] = "room",
+    prefix_index_blocks: Annotated[
+        int,
+        typer.Option(
+            "--prefix-index-blocks",
+            help="With --placement prefix: prompt blocks (of --block-tokens) the index keeps per upstream, the least recently "
+                 "sent leaving first; about what an engine's KV cache holds.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = 32_768,
     estimator: EstimatorParams = DEFAULT_ESTIMATOR,  # with_estimator_options puts the options given here
 ) -> None:
     """Put Start-time Fair Queueing in front of OpenAI-compatible servers, and publish every decision.
@@ -169,5 +202,6 @@ def proxy(
     settings = ProxySettings.from_options(
         upstream=upstream, keys=keys, slots=slots, listen=listen, limit_from=limit_from, events_token=events_token, ring_size=ring,
         record=record, metrics_users=metrics_users, estimator=estimator, upstream_timeout_s=upstream_timeout,
-        shutdown_grace_s=shutdown_grace, state_url=state, lease_s=lease, store_timeout_s=store_timeout)
+        shutdown_grace_s=shutdown_grace, state_url=state, lease_s=lease, store_timeout_s=store_timeout,
+        block_tokens=block_tokens, placement=placement, prefix_index_blocks=prefix_index_blocks)
     launch(settings, say=lambda line: typer.echo(line, err=True))

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.prompt_blocks import DEFAULT_BLOCK_TOKENS
 from sfqtui.emulator.metrics import EngineMetrics
 from sfqtui.emulator.requests import Ask, BadRequest, ask_of
 from sfqtui.emulator.scheduler import QueueFull, Scheduler, Sequence, TooLong
@@ -43,10 +44,11 @@ def words(start: int, count: int) -> str:
 class EmulatedEngine:
     """The scheduler, its metrics and the OpenAI answers, for one served model name."""
 
-    def __init__(self, model: EngineModel, served_model_name: str) -> None:
+    def __init__(self, model: EngineModel, served_model_name: str, block_tokens: int | None = DEFAULT_BLOCK_TOKENS) -> None:
+        """``block_tokens``: the prefix cache's block (None: no prefix cache)."""
         self.name = served_model_name
         self.metrics = EngineMetrics(served_model_name)
-        self.scheduler = Scheduler(model, self.metrics.finished)
+        self.scheduler = Scheduler(model, self.metrics.finished, block_tokens)
         self.metrics.watch(self.scheduler)
 
     @asynccontextmanager
@@ -57,9 +59,12 @@ class EmulatedEngine:
         finally:
             stepping.cancel()
 
-    def _usage(self, seq: Sequence) -> dict[str, int]:
-        return {"prompt_tokens": seq.prompt_tokens, "completion_tokens": seq.generated,
-                "total_tokens": seq.prompt_tokens + seq.generated}
+    def _usage(self, seq: Sequence) -> dict[str, Any]:
+        usage: dict[str, Any] = {"prompt_tokens": seq.prompt_tokens, "completion_tokens": seq.generated,
+                                 "total_tokens": seq.prompt_tokens + seq.generated}
+        if self.scheduler.cache is not None:  # OpenAI's field (vLLM fills it with --enable-prompt-tokens-details)
+            usage["prompt_tokens_details"] = {"cached_tokens": seq.cached_tokens}
+        return usage
 
     def _head(self, ask: Ask, number: int, created: int, chunk: bool) -> dict[str, Any]:
         kind = ("chat.completion" if ask.chat else "text_completion") + (".chunk" if chunk and ask.chat else "")
@@ -74,13 +79,14 @@ class EmulatedEngine:
     async def completion(self, chat: bool, request: Request) -> Response:
         try:
             body = json.loads(await request.body())
-            ask = ask_of(body, chat, self.scheduler.model.output_tokens)
+            cache = self.scheduler.cache
+            ask = ask_of(body, chat, self.scheduler.model.output_tokens, None if cache is None else cache.block_tokens)
         except ValueError as exc:  # not JSON, or BadRequest
             return error(400, str(exc) if isinstance(exc, BadRequest) else "the request body must be JSON", "BadRequestError")
         if ask.model is not None and ask.model != self.name:
             return error(404, f"The model `{ask.model}` does not exist.", "NotFoundError")
         try:
-            seq = self.scheduler.submit(ask.prompt_tokens, ask.output_tokens)
+            seq = self.scheduler.submit(ask.prompt_tokens, ask.output_tokens, ask.blocks)
         except TooLong as exc:
             return error(400, str(exc), "BadRequestError")
         except QueueFull as exc:

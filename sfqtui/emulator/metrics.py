@@ -1,11 +1,16 @@
 """The engine's Prometheus metrics, under vLLM's names, labels and buckets (vllm/v1/metrics/loggers.py).
 
-The gauges read the scheduler at scrape time; the histograms take each finished request.
+The gauges and the prefix-cache counters read the scheduler at scrape time; the histograms
+take each finished request.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from sfqtui.emulator.scheduler import Scheduler, Sequence
 
@@ -16,10 +21,28 @@ REQUEST_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 2
                            480.0, 960.0, 1920.0, 7680.0)
 
 
+class PrefixCacheCounters(Collector):
+    """vLLM's ``vllm:prefix_cache_queries`` and ``vllm:prefix_cache_hits`` (in tokens: the prompt
+    tokens looked up, and those found held), read from the scheduler's totals."""
+
+    def __init__(self, scheduler: Scheduler, labels: list[str]) -> None:
+        self._scheduler = scheduler
+        self._labels = labels
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        for name, documentation, value in (
+                ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", self._scheduler.prefix_queries),
+                ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", self._scheduler.prefix_hits)):
+            family = CounterMetricFamily(name, documentation, labels=LABELS)
+            family.add_metric(self._labels, value)
+            yield family
+
+
 class EngineMetrics:
     def __init__(self, model_name: str) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         labels = {"model_name": model_name, "engine": ENGINE}
+        self._label_values = [model_name, ENGINE]
         self._running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", LABELS,
                               registry=self.registry).labels(**labels)
         self._waiting = Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", LABELS,
@@ -39,6 +62,7 @@ class EngineMetrics:
         self._running.set_function(lambda: len(scheduler.running))
         self._waiting.set_function(lambda: len(scheduler.waiting))
         self._kv.set_function(lambda: scheduler.used_kv / scheduler.model.kv_tokens)
+        self.registry.register(PrefixCacheCounters(scheduler, self._label_values))
 
     def finished(self, seq: Sequence) -> None:
         assert seq.admitted_t is not None and seq.finished_t is not None

@@ -7,6 +7,12 @@ would preempt the latest one when KV runs out; the emulator never gets there). E
 runs every running sequence one token further (the first step of a sequence is its prefill,
 which yields its first token) and takes ``EngineModel.step_s``; the loop sleeps until the
 step's end and waits on an event while there is nothing to run, never polling.
+
+With a prefix cache (on by default, as in vLLM's V1 engine) a request is admitted when a place
+is free and its blocks not held yet and the rest of its length fit beside what the running
+requests hold (``PrefixCache.fits``: without shared prompts, the same rule); its prefill
+computes only the tokens after its longest held prefix, which, as in vLLM, never covers the
+prompt's last token (a hit is whole blocks of at most ``prompt_tokens - 1`` tokens).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.prefix_cache import PrefixCache
 
 # The most lateness a step makes up for by starting the next one early; a loop later than that
 # (a stalled process) restarts the timeline instead of running steps back to back to catch up.
@@ -42,6 +49,8 @@ class Sequence:
     prompt_tokens: int
     output_tokens: int
     arrived_t: float
+    blocks: tuple[int, ...] = ()  # the prompt's chained block hashes (none without a prefix cache)
+    cached_tokens: int = 0  # prompt tokens its prefix cache held at admission: its prefill skipped them
     admitted_t: float | None = None
     admitted_unix: float | None = None  # when it joined the batch, in Unix seconds (what the engine reports)
     finished_t: float | None = None
@@ -66,8 +75,13 @@ Finished = Callable[[Sequence], None]
 
 
 class Scheduler:
-    def __init__(self, model: EngineModel, finished: Finished | None = None) -> None:
+    def __init__(self, model: EngineModel, finished: Finished | None = None, block_tokens: int | None = None) -> None:
+        """``block_tokens``: the prefix cache's block (None: no prefix cache)."""
         self.model = model
+        self.cache = None if block_tokens is None else PrefixCache(model.kv_tokens, block_tokens)
+        # vLLM's prefix-cache counters: prompt tokens looked up at admission, and those found held.
+        self.prefix_queries = 0
+        self.prefix_hits = 0
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.reserved_kv = 0
@@ -79,16 +93,22 @@ class Scheduler:
 
     @property
     def used_kv(self) -> int:
-        return sum(seq.held_kv for seq in self.running)
+        """KV tokens the running requests hold; a prompt block several of them share counts once."""
+        if self.cache is None:
+            return sum(seq.held_kv for seq in self.running)
+        size = self.cache.block_tokens
+        prefilled = [seq for seq in self.running if seq.generated]
+        shared = {block for seq in prefilled for block in seq.blocks}
+        return len(shared) * size + sum(seq.held_kv - len(seq.blocks) * size for seq in prefilled)
 
-    def submit(self, prompt_tokens: int, output_tokens: int) -> Sequence:
+    def submit(self, prompt_tokens: int, output_tokens: int, blocks: tuple[int, ...] = ()) -> Sequence:
         """Queue a request, or raise QueueFull / TooLong."""
         if prompt_tokens + output_tokens > self.model.kv_tokens:
             raise TooLong(f"this request needs {prompt_tokens + output_tokens:,} tokens of KV ({prompt_tokens:,} of prompt and "
                           f"{output_tokens:,} of output); the engine has {self.model.kv_tokens:,}")
         if self.model.max_queued is not None and len(self.waiting) >= self.model.max_queued:
             raise QueueFull(f"the engine's queue is full ({self.model.max_queued:,} requests waiting)")
-        seq = Sequence(next(self._numbers), prompt_tokens, output_tokens, asyncio.get_running_loop().time())
+        seq = Sequence(next(self._numbers), prompt_tokens, output_tokens, asyncio.get_running_loop().time(), blocks)
         self.waiting.append(seq)
         self._work.set()
         return seq
@@ -98,20 +118,35 @@ class Scheduler:
         if seq in self.waiting:
             self.waiting.remove(seq)
         elif seq in self.running:
-            self.running.remove(seq)
-            self.reserved_kv -= seq.length
+            self._leave(seq)
+
+    def _leave(self, seq: Sequence) -> None:
+        self.running.remove(seq)
+        self.reserved_kv -= seq.length
+        if self.cache is not None:
+            self.cache.release(seq.blocks, seq.length)
+
+    def _fits(self, seq: Sequence) -> bool:
+        if self.cache is None:
+            return self.model.admits(len(self.running), self.reserved_kv, seq.length)
+        return len(self.running) < self.model.max_num_seqs and self.cache.fits(seq.blocks, seq.length)
 
     def _admit(self, now: float) -> int:
-        """Move queue heads into the batch while a place and KV are free; the prompt tokens they bring."""
+        """Move queue heads into the batch while a place and KV are free; the prompt tokens they bring to compute."""
         prefill = 0
-        while self.waiting and self.model.admits(len(self.running), self.reserved_kv, self.waiting[0].length):
+        while self.waiting and self._fits(self.waiting[0]):
             seq = self.waiting.popleft()
+            if self.cache is not None:
+                held = self.cache.admit(seq.blocks, seq.length)
+                seq.cached_tokens = min(held, (seq.prompt_tokens - 1) // self.cache.block_tokens) * self.cache.block_tokens
+                self.prefix_queries += seq.prompt_tokens
+                self.prefix_hits += seq.cached_tokens
             seq.admitted_t, seq.admitted_unix = now, time.time()
             seq.admitted.set()
             self.running.append(seq)
             self.reserved_kv += seq.length
             self.admitted_order.append(seq.number)
-            prefill += seq.prompt_tokens
+            prefill += seq.prompt_tokens - seq.cached_tokens
         return prefill
 
     async def run(self) -> None:
@@ -142,8 +177,7 @@ class Scheduler:
                 seq.tokens.put_nowait(1)
                 if seq.generated >= seq.output_tokens:
                     seq.finished_t = now
-                    self.running.remove(seq)
-                    self.reserved_kv -= seq.length
+                    self._leave(seq)
                     seq.tokens.put_nowait(None)
                     if self._finished is not None:
                         self._finished(seq)

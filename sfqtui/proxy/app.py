@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -20,10 +20,11 @@ from sfqtui.protocol import LIMIT, SCHEDULER, Event, ProxyState
 from sfqtui.proxy.auth import ApiKeys, EventsToken, authenticated
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
-from sfqtui.proxy.forward import CLIENT_GONE, Exchange
+from sfqtui.proxy.forward import CLIENT_GONE, Exchange, cached_tokens
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down
-from sfqtui.proxy.prompt import model_of, output_cap, prompt_tokens
+from sfqtui.proxy.placement import PrefixIndex, PrefixPlacement
+from sfqtui.proxy.prompt import blocks_of, model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.scheduling import Alone, Scheduling
 from sfqtui.proxy.settings import ProxySettings
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 
 def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float,
-               scope: str) -> dict[str, Any]:
+               scope: str, cached: int | None = None, blocks: list[int] | None = None) -> dict[str, Any]:
     """A finished request as a row of the --record trace (semantics §1), with the times and
     charge this proxy measured; the recorder puts the published events' in their place."""
     return {
@@ -53,6 +54,8 @@ def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, pro
         "ratio": ticket.ratio,
         "est_output": ticket.est_output,
         "ratio_scope": None if ticket.max_tokens is None else scope if ticket.scope_key is None else f"{scope}:{ticket.scope_key}",
+        "cached_tokens": cached,
+        "prefix_blocks": blocks,
     }
 
 log = logging.getLogger("sfqtui.proxy")
@@ -88,6 +91,9 @@ class Proxy:
             self.limits = UpstreamLimits(self.upstreams.bases, self.upstreams.labels, settings.limits, settings.limit_from,
                                          self._limit_changed)
             self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
+        if settings.placement == "prefix":
+            self.upstreams.placement = PrefixPlacement(PrefixIndex(len(settings.upstreams), settings.prefix_index_blocks), self._has_room,
+                                                       settings.block_tokens)
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:
             from sfqtui.proxy.record import recorder_of  # polars and pyarrow load only for a recording
@@ -100,8 +106,13 @@ class Proxy:
         self._recording: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
 
-    async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply:
-        return await self.upstreams.open("POST", path, payload, stream)
+    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = ()) -> UpstreamReply:
+        return await self.upstreams.open("POST", path, payload, stream, blocks)
+
+    def _has_room(self, index: int) -> bool:
+        """Whether an upstream has fewer requests in flight than its limit, or than its even share of the slots."""
+        room = self.limits.limit_of(index) if self.limits is not None else -(-self.settings.slots // len(self.upstreams.bases))
+        return self.upstreams.inflight[index] < room
 
     def _limit_changed(self, index: int, limit: int, reason: str) -> None:
         """An upstream's limit changed: the slots follow the limits' sum, and the stream says so."""
@@ -125,8 +136,15 @@ class Proxy:
             per_token = (ticket.finished_t - ticket.dispatched_t) / max(1, output_tokens or 1)
             self.limits.latency(reply.index, per_token, self.upstreams.inflight[reply.index])
         if ran and self.recorder is not None:
-            self.recorder.add(record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
-                                         self.settings.estimator.scope))
+            row = record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
+                             self.settings.estimator.scope, cached_tokens(exchange.usage), exchange.blocks)
+            if exchange.blocks is not None:  # no more blocks than the recorded input_tokens hold (the upstream may count fewer)
+                row["prefix_blocks"] = exchange.blocks[:row["input_tokens"] // self.settings.block_tokens]
+            if reply is not None:
+                row["upstream"] = reply.label
+                if reply.held_blocks is not None:
+                    row["predicted_cached_tokens"] = reply.held_blocks * self.settings.block_tokens
+            self.recorder.add(row)
 
     def started(self, exchange: Exchange, engine_t: float, upstream: str) -> None:
         # A group's events are numbered by its store, which keeps no starts: only a lone proxy publishes them.
@@ -140,6 +158,8 @@ class Proxy:
     def _with_limits(self, state: ProxyState) -> ProxyState:
         if self.limits is not None:
             state["limits"] = self.limits.state()
+        if self.upstreams.placement is not None:
+            state["placement"] = self.upstreams.placement.state(self.upstreams.labels)
         return state
 
     @asynccontextmanager
@@ -227,6 +247,8 @@ class Proxy:
             self.metrics.ended(user, "refused")
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
+        if self.recorder is not None or self.upstreams.placement is not None:
+            exchange.blocks = blocks_of(body, self.settings.block_tokens)
         self.live.add(exchange)
         return await exchange.run(path, json.dumps(body).encode() if stream else raw, stream)
 

@@ -13,7 +13,7 @@ import inspect
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from starlette.requests import Request
@@ -53,6 +53,13 @@ def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def cached_tokens(usage: dict[str, Any] | None) -> int | None:
+    """The prompt tokens the upstream's prefix cache held, when its usage says (OpenAI's
+    ``prompt_tokens_details.cached_tokens``; vLLM and the emulated engine fill it)."""
+    details = None if usage is None else usage.get("prompt_tokens_details")
+    return _tokens(details, "cached_tokens") if isinstance(details, dict) else None
+
+
 def _engine_start(reply: UpstreamReply) -> float | None:
     """When the upstream's engine says the request began running (Unix seconds), if it says."""
     try:
@@ -77,7 +84,9 @@ def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
 class Host(Protocol):
     """What an exchange needs from the proxy that holds it: an upstream, and someone to tell when it is over."""
 
-    async def open_upstream(self, path: str, payload: bytes, stream: bool) -> UpstreamReply: ...
+    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = ()) -> UpstreamReply:
+        """Send the request upstream (``blocks``, the prompt's, for ``--placement prefix``)."""
+        ...
 
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
         """The request is over: free its slot (or cancel it, if still queued) and record it. Called once."""
@@ -95,6 +104,7 @@ class Exchange:
         self.keep_usage = keep_usage
         self.reply: UpstreamReply | None = None
         self.usage: dict[str, Any] | None = None
+        self.blocks: list[int] | None = None  # the prompt's chained block hashes, when the proxy names them (--record, --placement prefix)
         self._interruption: type[Interrupted] | None = None
         self._timeout: asyncio.Timeout | None = None
         self._streaming = False
@@ -188,7 +198,7 @@ class Exchange:
 
     async def _open(self, path: str, payload: bytes, stream: bool) -> None:
         # Kept as soon as it exists, so that end() closes it whatever interrupts run() next.
-        self.reply = await self.host.open_upstream(path, payload, stream)
+        self.reply = await self.host.open_upstream(path, payload, stream, self.blocks or ())
 
     def _relayed(self, block: bytes) -> bytes:
         """Whole upstream events as the client gets them: as they came, but the usage chunk

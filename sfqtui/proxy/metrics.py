@@ -21,11 +21,11 @@ from collections import Counter as Tally
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from sfqtui.errors import InputError
-from sfqtui.protocol import GLOBAL, Event, ProxyState, UpstreamLimit, UserState
+from sfqtui.protocol import GLOBAL, Event, ProxyState, UpstreamLimit, UpstreamPlacement, UserState
 from sfqtui.proxy.dispatcher import Ticket
 from sfqtui.proxy.fairness_window import JAIN_WINDOW, FairnessWindow
 
@@ -68,6 +68,9 @@ class _SchedulerGauges(Collector):
         limits = state.get("limits")
         if limits is not None:
             yield from self._limits(limits)
+        placement = state.get("placement")
+        if placement is not None:
+            yield from self._placement(placement)
         jain = self._metrics.fairness.jain()
         if jain is not None:
             yield GaugeMetricFamily("sfqtui_jain_index", JAIN_HELP, value=jain)
@@ -94,6 +97,18 @@ class _SchedulerGauges(Collector):
             if row["waiting"] is not None:
                 waiting.add_metric([row["upstream"]], row["waiting"])
         yield from (limit, maximum, waiting)
+
+    @staticmethod
+    def _placement(placement: list[UpstreamPlacement]) -> Iterator[Metric]:
+        """--placement prefix: each upstream's placed prompt tokens, and those the index predicted it held."""
+        looked = CounterMetricFamily("sfqtui_upstream_prefix_prompt_tokens", "--placement prefix: prompt tokens (whole blocks) of the "
+                                     "requests sent to the upstream.", labels=["upstream"])
+        predicted = CounterMetricFamily("sfqtui_upstream_prefix_predicted_cached_tokens", "--placement prefix: of those, the tokens the "
+                                        "proxy's index said the upstream held (compare vllm:prefix_cache_hits).", labels=["upstream"])
+        for row in placement:
+            looked.add_metric([row["upstream"]], row["prompt_tokens"])
+            predicted.add_metric([row["upstream"]], row["predicted_cached_tokens"])
+        yield from (looked, predicted)
 
     def _queues(self, users: list[UserState], v: float | None) -> Iterator[Metric]:
         depth = GaugeMetricFamily("sfqtui_queue_depth", "Requests waiting in the user's queue.", labels=["user"])

@@ -5,7 +5,14 @@ its ``input_tokens`` (the upstream's ``usage`` when it reported one, else the pr
 approximation), ``max_tokens``, ``output_tokens``, ``model`` and ``weight``, and what the
 scheduler decided with: ``cost``, the charge it was dispatched with, and beside it the
 estimator's figures at that dispatch (``ratio``, ``est_output``, ``ratio_scope``: extra
-columns a replay does not read). Requests cancelled while queued never ran and have no row.
+columns a replay does not read), and ``cached_tokens``, the prompt tokens the upstream's
+prefix cache held (its usage's ``prompt_tokens_details.cached_tokens``; null when it did not
+say). ``prefix_blocks`` are the chained hashes of the prompt's whole blocks of ``block_tokens``
+(a metadata key) tokens as the proxy counts them without a tokenizer (4 characters a token,
+``sfqtui.core.engines.prompt_blocks``), as many as the row's ``input_tokens`` holds; ``upstream``, where it was sent (as /metrics names
+it), and with ``--placement prefix`` ``predicted_cached_tokens``, the blocks of its prompt the
+proxy's index said that upstream held, in tokens (``placement`` in the metadata). Requests
+cancelled while queued never ran and have no row.
 
 The times come from the decisions the proxy published (``/v1/sfq/events``, the ring's
 events), so that a replay of the recording meets the same events in the same order and
@@ -49,7 +56,12 @@ if TYPE_CHECKING:
 COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "weight", "model"]
 # What priced each request at its dispatch: not §1 columns, so a replay leaves them unread.
 ESTIMATOR_COLUMNS: dict[str, pl.DataType] = {"ratio": pl.Float64(), "est_output": pl.Float64(), "ratio_scope": pl.String()}
-SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS})
+# What the upstream's engine said of the request: the prompt tokens its prefix cache held (null when it did not say).
+# And the prompt's blocks as the proxy named them (semantics §14, sfqtui.core.engines.prompt_blocks).
+# Where it went: the upstream, and with --placement prefix the tokens its index said that upstream held.
+ENGINE_COLUMNS: dict[str, pl.DataType] = {"cached_tokens": pl.Int64(), "prefix_blocks": pl.List(pl.UInt64()), "upstream": pl.String(),
+                                          "predicted_cached_tokens": pl.Int64()}
+SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS, **ENGINE_COLUMNS})
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 # Apart in time, the events of one store call in the recording: well under the store clock's
 # microsecond, so they never pass an event of another call.
@@ -183,7 +195,8 @@ def recorder_of(path: Path, settings: ProxySettings, group: Group | None) -> Tra
     def metadata() -> dict[str, Any]:
         found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
                                  "weights": dict(settings.keys.weights), "estimator": settings.estimator.as_dict(),
-                                 "costs": "charged at dispatch"}
+                                 "costs": "charged at dispatch", "block_tokens": settings.block_tokens,
+                                 "placement": settings.placement}
         if group is not None:
             found["group"] = {"replica": group.replica, "replicas": len(group.replicas), "share": "global", "slots": settings.slots}
         return found

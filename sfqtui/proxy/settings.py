@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sfqtui.core.engines.prompt_blocks import DEFAULT_BLOCK_TOKENS
 from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import parse_slots
 from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output
 from sfqtui.proxy.keys import KeyBook, load_keys
+from sfqtui.proxy.placement import DEFAULT_INDEX_BLOCKS, PLACEMENTS
 from sfqtui.proxy.urls import base_url
 
 LIMIT_SOURCES = ("auto", "metrics", "latency")  # --limit-from
@@ -80,6 +82,9 @@ class ProxySettings:
     replica_name: str | None = None  # the replica's identity in the group: host and listen address
     lease_s: float = 5.0
     store_timeout_s: float = 1.0
+    block_tokens: int = DEFAULT_BLOCK_TOKENS  # a prompt block of the record's prefix_blocks, in the proxy's estimated tokens
+    placement: str = "room"  # --placement: room or prefix (sfqtui.proxy.placement)
+    prefix_index_blocks: int = DEFAULT_INDEX_BLOCKS  # --placement prefix: blocks the index keeps per upstream
 
     def __post_init__(self) -> None:
         if not self.upstreams:
@@ -96,6 +101,12 @@ class ProxySettings:
             raise InputError("--ring: the ring must hold at least 1 event")
         if self.record is not None:
             check_output(self.record, "--record")
+        if self.block_tokens < 1:
+            raise InputError("--block-tokens must be >= 1")
+        if self.placement not in PLACEMENTS:
+            raise InputError(f"--placement {self.placement!r}: expected one of {', '.join(PLACEMENTS)}")
+        if self.prefix_index_blocks < 1:
+            raise InputError("--prefix-index-blocks must be >= 1")
         if self.metrics_users < 1:
             raise InputError("--metrics-users must be >= 1")
         if self.estimator.oracle:

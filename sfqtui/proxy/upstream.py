@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 import aiohttp
 
 from sfqtui.proxy.errors import UpstreamError
+from sfqtui.proxy.placement import PrefixPlacement
 from sfqtui.proxy.urls import base_url, label_of
 
 log = logging.getLogger("sfqtui.proxy")
@@ -81,6 +82,7 @@ class UpstreamReply:
         self._upstreams = upstreams
         self.index = index
         self.closed = False
+        self.held_blocks: int | None = None  # --placement prefix: the blocks of its prompt the index said its upstream held
 
     @property
     def status(self) -> int:
@@ -129,6 +131,7 @@ class Upstreams:
         self.inflight = [0] * len(self.bases)
         self.limit_of: Callable[[int], int] | None = None
         self.busy: Callable[[int], None] | None = None
+        self.placement: PrefixPlacement | None = None  # --placement prefix (None: room)
         self._timeout_s = timeout_s
         self._turn = 0
         connect = min(timeout_s, 10.0)  # name lookup and connection together, then the connection alone
@@ -150,14 +153,16 @@ class Upstreams:
             return sorted(range(n), key=lambda i: (self.inflight[i], (i - self._turn) % n))
         return sorted(range(n), key=lambda i: (self.inflight[i] - limit_of(i), (i - self._turn) % n))
 
-    async def open(self, method: str, path: str, body: bytes | None = None, stream: bool = False) -> UpstreamReply:
+    async def open(self, method: str, path: str, body: bytes | None = None, stream: bool = False,
+                   blocks: Sequence[int] = ()) -> UpstreamReply:
         """Send a request and return once its status and headers are in; the body is read from the reply.
-        With ``busy`` set, a 503 is sent again after a pause (the module's docstring)."""
+        With ``busy`` set, a 503 is sent again after a pause (the module's docstring); with a
+        placement, ``blocks`` (the prompt's) choose the upstream (``sfqtui.proxy.placement``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
         pause = FIRST_PAUSE_S
         while True:
-            reply = await self._open_once(method, path, body, stream)
+            reply = await self._open_once(method, path, body, stream, blocks)
             if reply.status != BUSY or self.busy is None or loop.time() + pause > deadline:
                 return reply
             self.busy(reply.index)
@@ -176,10 +181,13 @@ class Upstreams:
         limit_of = self.limit_of
         return limit_of is None or any(self.inflight[i] < limit_of(i) for i in range(len(self.bases)))
 
-    async def _open_once(self, method: str, path: str, body: bytes | None, stream: bool) -> UpstreamReply:
+    async def _open_once(self, method: str, path: str, body: bytes | None, stream: bool, blocks: Sequence[int]) -> UpstreamReply:
         headers = {"content-type": "application/json", "accept": "text/event-stream" if stream else "application/json"}
         session = self._client()
-        for index in self._order():
+        order, placement = self._order(), self.placement
+        if placement is not None:
+            order = placement.order(order, blocks)
+        for index in order:
             self.inflight[index] += 1
             sent = time.perf_counter()
             try:
@@ -201,7 +209,10 @@ class Upstreams:
                 self.watch.failed(self.labels[index], "busy")
             elif response.status >= 500:
                 self.watch.failed(self.labels[index], f"http_{response.status}")
-            return UpstreamReply(self, index, response)
+            reply = UpstreamReply(self, index, response)
+            if placement is not None:
+                reply.held_blocks = placement.sent(index, blocks)
+            return reply
         raise UpstreamError(502, "upstream_unreachable", "no upstream server accepted the connection")
 
     async def fetch(self, method: str, path: str) -> tuple[int, str | None, bytes]:

@@ -4,10 +4,15 @@ The replay runs the recording's arrivals and tokens (never its times) through it
 the proxy's slots as it recorded (a gateway's log: as many as requests, since a gateway held
 nothing back), in front of one engine of the fitted model (docs/semantics.md, "The engine
 model in a replay"): each request's start and end are predictions, which the core compares
-with the recorded ones (core/analysis/engine_fit/waits.py).
+with the recorded ones (core/analysis/engine_fit/waits.py). Where the recording says what the
+engine's prefix cache held (``cached_tokens``), each request prefills only the rest, as the
+fit counted it: the measured hits are taken as they were, not predicted.
 """
 
 from __future__ import annotations
+
+import copy
+from array import array
 
 from sfqtui.core.analysis.engine_fit.fit import EngineFit
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors, replayed_errors
@@ -15,12 +20,13 @@ from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import COMPLETE, START
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 from sfqtui.trace.served import ServedTrace
 
 
 def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
     """The held-out requests' wait and latency errors, when the fitted model is replayed."""
-    trace = found.trace
+    trace = _computed(found)
     slots = found.slots if found.slots is not None else len(trace)
     events = Replay(trace, ReplayConfig(slots=slots, engine=EngineSettings(fitted.model))).run_all()
     start = [0.0] * len(trace)
@@ -33,3 +39,16 @@ def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
     at = [found.index[i] for i in fitted.order]  # each fitted request's index in the trace, in arrival order
     served = [found.served[i] for i in fitted.order]
     return replayed_errors(served, fitted.lived, fitted.fitted, [start[i] for i in at], [end[i] for i in at])
+
+
+def _computed(found: ServedTrace) -> Trace:
+    """The trace, with each request's prompt cut to the tokens its engine computed when the recording says what was cached."""
+    if found.cached is None:
+        return found.trace
+    assert found.trace.input_tokens is not None  # served requests have them
+    tokens = array(found.trace.input_tokens.typecode, found.trace.input_tokens)
+    for i, request in zip(found.index, found.served):
+        tokens[i] = request.prefilled_tokens
+    trace = copy.copy(found.trace)
+    object.__setattr__(trace, "input_tokens", tokens)  # a frozen dataclass: a copy with one column replaced
+    return trace

@@ -6,7 +6,9 @@ the time each request arrived at the proxy; when the proxy sent it is what a rep
 the recording says, since the recording replays to the proxy's own dispatches (docs/proxy.md),
 with its slots. A gateway's log (``sfqtui import litellm|otel|envoy-ai-gateway``) starts each
 row when the gateway called the engine, so there a request was sent when it arrived.
-``ttft_s``, where the log has it, is counted from the same instant.
+``ttft_s``, where the log has it, is counted from the same instant. ``cached_tokens``, where
+a recording has it (the engine's usage said what its prefix cache held, docs/proxy.md), is
+left out of the request's prefill: the engine computed only the rest.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import polars as pl
 
 from sfqtui.core.analysis.engine_fit.lived import Served
 from sfqtui.core.events import DISPATCH
-from sfqtui.core.numbers import count, counted
+from sfqtui.core.numbers import count, counted, percent
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
@@ -36,6 +38,7 @@ class ServedTrace:
     slots: int | None  # the proxy's slots when it recorded (None: a gateway's log, which held nothing back)
     dispatched: str  # how the dispatch times were found, for the report
     left_out: str | None  # the requests left out and why, or None
+    cached: str | None = None  # what the prefix cache held, for the report; None: the trace does not say
 
 
 def served_requests(path: Path) -> ServedTrace:
@@ -60,18 +63,29 @@ def served_requests(path: Path) -> ServedTrace:
     else:
         dispatch = list(trace.arrival_s)
         dispatched = "sent when they arrived (a gateway's log starts each call when it calls the engine)"
-    ttft = _ttft(path)
+    ttft, cached = _by_request(path, "ttft_s", pl.Float64), _by_request(path, "cached_tokens", pl.Int64)
     served, index = [], []
     for i, arrival in enumerate(trace.arrival_s):
         prompt, output = trace.input_tokens[i], trace.output_tokens[i]
         if prompt >= 0 and output >= 1:  # -1: null; no output: nothing the engine decoded
-            served.append(Served(arrival, dispatch[i], trace.service_s[i], prompt, output, ttft.get(trace.request_id[i])))
+            rid = trace.request_id[i]
+            held = min(prompt, max(0, int(cached.get(rid, 0))))
+            served.append(Served(arrival, dispatch[i], trace.service_s[i], prompt, output, ttft.get(rid), held))
             index.append(i)
     missing = len(trace) - len(served)
     left_out = None if not missing else f"{counted(missing, 'request')} without input or output tokens left out"
     if not served:
         raise InputError(f"{path}: no request has both input and output tokens ({count(len(trace))} rows)")
-    return ServedTrace(served, index, trace, slots, dispatched, left_out)
+    return ServedTrace(served, index, trace, slots, dispatched, left_out, _cached_said(served, len(cached)))
+
+
+def _cached_said(served: list[Served], said: int) -> str | None:
+    if not said:
+        return None
+    held = sum(r.cached_tokens for r in served)
+    prompts = sum(r.input_tokens for r in served)
+    return (f"prefill counts uncached tokens only: {counted(said, 'request')} said what the prefix cache held, "
+            f"{count(held)} of {count(prompts)} prompt tokens ({percent(held / prompts if prompts else 0.0)})")
 
 
 def _dispatch_times(trace: Trace, slots: int) -> list[float]:
@@ -83,10 +97,10 @@ def _dispatch_times(trace: Trace, slots: int) -> list[float]:
     return dispatch
 
 
-def _ttft(path: Path) -> dict[str, float]:
-    """Each request's time to first token, where the trace has one."""
+def _by_request(path: Path, column: str, dtype: type[pl.DataType]) -> dict[str, float]:
+    """Each request's value of an optional column (time to first token, cached tokens), where the trace has one."""
     frame = read_parquet(path)
-    if "ttft_s" not in frame.columns:
+    if column not in frame.columns:
         return {}
-    known = frame.select(pl.col("request_id").cast(pl.String), pl.col("ttft_s").cast(pl.Float64)).drop_nulls()
-    return dict(zip(known["request_id"].to_list(), known["ttft_s"].to_list()))
+    known = frame.select(pl.col("request_id").cast(pl.String), pl.col(column).cast(dtype)).drop_nulls()
+    return dict(zip(known["request_id"].to_list(), known[column].to_list()))

@@ -78,7 +78,8 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     keys.write_text("".join(f'[keys."{key}"]\nuser = "{user}"\n\n' for user, key in KEY_OF.items()))
     record = folder / "record.parquet"
     with serving("engine", "--port", "0", "--max-num-seqs", str(TRUTH.max_num_seqs), "--decode-ms-per-token", str(TRUTH.decode_ms_per_token),
-                 "--prefill-us-per-token", str(TRUTH.prefill_us_per_token), "--batch-slowdown", str(TRUTH.batch_slowdown)) as engine:
+                 "--prefill-us-per-token", str(TRUTH.prefill_us_per_token), "--batch-slowdown", str(TRUTH.batch_slowdown),
+                 "--no-enable-prefix-caching") as engine:  # its prompts are prefixes of each other: cached, they leave prefill unseen
         asyncio.run(send(engine, seed=0, requests=2))  # the engine's first answers, which load its code, go unrecorded
         with serving("proxy", "--upstream", engine, "--listen", "127.0.0.1:0", "--slots", "6", "--keys", str(keys),
                      "--record", str(record)) as proxy:

@@ -27,6 +27,12 @@ class Served:
     input_tokens: int
     output_tokens: int  # > 0
     ttft_s: float | None = None  # first token, seconds after dispatch_s
+    cached_tokens: int = 0  # prompt tokens the engine's prefix cache held: not prefilled
+
+    @property
+    def prefilled_tokens(self) -> int:
+        """The prompt tokens the engine computed."""
+        return self.input_tokens - self.cached_tokens
 
     @property
     def end_s(self) -> float:
@@ -39,7 +45,7 @@ class Lived:
 
     queued_s: float  # in the engine's queue before it started
     running: tuple[tuple[int, float], ...]  # (batch size, seconds run at that size), each size once
-    prefill_tokens: int  # prompt tokens prefilled while it ran: its own and those of the requests that started meanwhile
+    prefill_tokens: int  # prompt tokens prefilled while it ran: its own and those of the requests that started meanwhile (uncached)
     first_batch: int  # the batch size it started in
     first_prefill: int  # prompt tokens of the requests that started when it did, its own included
     joined: int  # requests already running when it started: a step was under way, which it waited for
@@ -89,7 +95,7 @@ def lived_through(served: Sequence[Served], places: int) -> list[Lived] | None:
             start[i] = t
             running.add(i)
             started.append(i)
-        brought = sum(served[i].input_tokens for i in started)
+        brought = sum(served[i].prefilled_tokens for i in started)
         for i in running:
             prefill[i] += brought
         for i in started:
