@@ -86,7 +86,7 @@ class Proxy:
             from sfqtui.proxy.limits import UpstreamLimits
 
             self.limits = UpstreamLimits(self.upstreams.bases, self.upstreams.labels, settings.limits, settings.limit_from,
-                                         self._limit_changed)
+                                         self._limit_changed, self.upstreams)
             self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:

@@ -1,0 +1,91 @@
+"""``--slots auto``'s reading of an engine's /metrics (sfqtui.proxy.limits) against a real endpoint on
+loopback: a slow answer never holds the limit up, and what the proxy holds outside the engine counts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sfqtui.core.limits import LimitSettings
+from sfqtui.proxy.limits import UpstreamLimits
+from tests.metrics_server import MetricsEndpoint, vllm_text
+
+PATIENCE_S = 30.0  # how long a test waits for what it expects before it fails (never reached when it passes)
+
+
+@dataclass
+class Sent:
+    """What the proxy sends the one upstream, as ``upstream.Upstreams`` counts it."""
+
+    inflight: list[int] = field(default_factory=lambda: [0])
+    sent: list[int] = field(default_factory=lambda: [0])
+
+    def send(self, n: int) -> None:
+        self.inflight[0] += n
+        self.sent[0] += n
+
+
+def limits_of(url: str, settings: LimitSettings, sent: Sent | None = None) -> tuple[UpstreamLimits, list[tuple[int, str]]]:
+    """The limits of the one upstream at ``url``, and the changes (limit, reason) they make."""
+    changes: list[tuple[int, str]] = []
+    return UpstreamLimits([url], ["engine"], settings, "metrics", lambda _index, limit, reason: changes.append((limit, reason)), sent), changes
+
+
+async def _until(limits: UpstreamLimits, done: Callable[[], bool]) -> None:
+    """Run the limits until ``done()``."""
+    limits.start()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PATIENCE_S
+    try:
+        while not done() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        await limits.aclose()
+
+
+def test_a_metrics_endpoint_slower_than_a_scrape_still_moves_the_limit() -> None:
+    endpoint = MetricsEndpoint(vllm_text(running=64, waiting=0), delay_s=0.8)  # every request runs, none waits: room
+    with endpoint.serve() as server:
+        limits, changes = limits_of(server.url, LimitSettings())
+        asyncio.run(_until(limits, lambda: bool(changes)))
+    assert changes[0] == (4, "room")
+
+
+def test_a_read_still_under_way_does_not_hold_the_controller_up() -> None:
+    endpoint = MetricsEndpoint(vllm_text(running=8, waiting=0))
+    endpoint.released.clear()  # the first read hangs until the test lets it answer
+    with endpoint.serve() as server:
+        limits, changes = limits_of(server.url, LimitSettings(start=8, stall_s=0.3))
+        asyncio.run(_until(limits, lambda: bool(changes)))
+        asked = endpoint.asked
+        endpoint.released.set()
+    assert changes[0] == (4, "stale") and asked == 1  # halved while its one read was still unanswered
+
+
+def test_what_the_proxy_holds_beyond_the_engine_s_running_and_waiting_cuts_the_limit() -> None:
+    sent = Sent()
+    sent.send(9)  # 9 in flight; the engine runs 5 and queues 1: 3 are held before it
+    endpoint = MetricsEndpoint(vllm_text(running=5, waiting=1))
+    with endpoint.serve() as server:
+        limits, changes = limits_of(server.url, LimitSettings(start=9), sent)
+        asyncio.run(_until(limits, lambda: bool(changes)))
+        assert limits.signals[0] is not None and limits.signals[0].outside == 3
+    assert changes[0] == (6, "queue")  # the engine's size, 5, and the queue target, 1
+
+
+def test_a_request_sent_during_a_read_is_not_counted_as_held() -> None:
+    sent = Sent()
+    endpoint = MetricsEndpoint(vllm_text(running=0, waiting=0))
+    endpoint.released.clear()
+    with endpoint.serve() as server:
+        limits, _ = limits_of(server.url, LimitSettings(start=4), sent)
+
+        def answered_after_a_send() -> bool:
+            if endpoint.asked and not endpoint.released.is_set():
+                sent.send(3)  # sent while the engine's answer is under way: it may not have seen them
+                endpoint.released.set()
+            return limits.signals[0] is not None
+
+        asyncio.run(_until(limits, answered_after_a_send))
+    assert limits.signals[0] is not None and limits.signals[0].held == 0 and limits.controllers[0].limit == 4
