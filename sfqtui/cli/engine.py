@@ -60,6 +60,11 @@ def engine(
     output_tokens: Annotated[
         int | None, _option("--output-tokens", f"Tokens generated for a request that sets no max_tokens; {_DEFAULTS.format(256)}."),
     ] = None,
+    request_overhead_ms: Annotated[
+        float | None,
+        _option("--request-overhead-ms", "Milliseconds each request spends in the API server before it joins the engine's queue "
+                f"(HTTP, chat template, tokenizing), every request at once; {_DEFAULTS.format(0)}."),
+    ] = None,
 ) -> None:
     """Serve an emulated vLLM engine: OpenAI's API, continuous batching, vLLM's metrics, no GPU.
 
@@ -78,7 +83,7 @@ def engine(
     model = EngineModel.load(model_file) if model_file is not None else EngineModel()
     given: dict[str, Any] = {"max_num_seqs": max_num_seqs, "kv_tokens": kv_tokens, "prefill_us_per_token": prefill_us_per_token,
              "decode_ms_per_token": decode_ms_per_token, "batch_slowdown": batch_slowdown, "max_queued": max_queued,
-             "output_tokens": output_tokens}
+             "output_tokens": output_tokens, "request_overhead_ms": request_overhead_ms}
     model = dataclasses.replace(model, **{name: value for name, value in given.items() if value is not None})
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port}: must be between 0 and 65535")

@@ -41,7 +41,8 @@ class Sequence:
     number: int
     prompt_tokens: int
     output_tokens: int
-    arrived_t: float
+    arrived_t: float  # when its HTTP request came (the API server's time before the queue included)
+    queued_t: float  # when it joined the engine's queue
     admitted_t: float | None = None
     admitted_unix: float | None = None  # when it joined the batch, in Unix seconds (what the engine reports)
     finished_t: float | None = None
@@ -81,14 +82,15 @@ class Scheduler:
     def used_kv(self) -> int:
         return sum(seq.held_kv for seq in self.running)
 
-    def submit(self, prompt_tokens: int, output_tokens: int) -> Sequence:
-        """Queue a request, or raise QueueFull / TooLong."""
+    def submit(self, prompt_tokens: int, output_tokens: int, arrived_t: float | None = None) -> Sequence:
+        """Queue a request (that came at ``arrived_t``, loop clock: now if None), or raise QueueFull / TooLong."""
         if prompt_tokens + output_tokens > self.model.kv_tokens:
             raise TooLong(f"this request needs {prompt_tokens + output_tokens:,} tokens of KV ({prompt_tokens:,} of prompt and "
                           f"{output_tokens:,} of output); the engine has {self.model.kv_tokens:,}")
         if self.model.max_queued is not None and len(self.waiting) >= self.model.max_queued:
             raise QueueFull(f"the engine's queue is full ({self.model.max_queued:,} requests waiting)")
-        seq = Sequence(next(self._numbers), prompt_tokens, output_tokens, asyncio.get_running_loop().time())
+        now = asyncio.get_running_loop().time()
+        seq = Sequence(next(self._numbers), prompt_tokens, output_tokens, now if arrived_t is None else arrived_t, now)
         self.waiting.append(seq)
         self._work.set()
         return seq

@@ -7,7 +7,7 @@ Most scrapes change nothing, and are not evaluated one by one (the replay took s
 the CPU of fixed slots when they were): an engine is quiet when its last reading left its
 limit as it was and would at any later time while the engine is untouched (no request sent to
 it, no step of it ended): its KV reserved is under the threshold (so its KV use is), at most
-``queue_target`` wait, and its limit cannot grow (some wait, it runs fewer than its limit, or
+``queue_target`` wait (in its queue or on their way to it), and its limit cannot grow (some wait, it runs fewer than its limit, or
 the limit is at its maximum). A quiet untouched engine's skipped readings would only have
 moved its size's window, which its next reading catches up on. While every engine is quiet
 the scrapes are parked: the next due is the first after an engine is touched.
@@ -75,7 +75,7 @@ class EngineLimits:
                 controller.observe_same(skipped * SCRAPE_S)
             engine.touched = False
             before = controller.limit
-            signals = EngineSignals(now, engine.running, engine.waiting, engine.kv_usage(now))
+            signals = EngineSignals(now, engine.running, engine.waiting, engine.kv_usage(now), engine.outstanding)
             if controller.observe_metrics(now, signals) != before:
                 changed.append((e, controller.limit, controller.reason))
             read[e] = k
@@ -92,7 +92,7 @@ class EngineLimits:
     def _holds(self, engine: ModelledEngine, controller: LimitController) -> bool:
         """The limit stays as it is at every reading until the engine is touched (see the module's docstring)."""
         s = self.settings
-        waiting = engine.waiting
+        waiting = engine.outstanding - engine.running  # its queue, and those on their way to it (request_overhead_ms)
         if engine.reserved / engine.kv_tokens > s.kv_threshold or waiting > s.queue_target:
             return False
         return waiting > 0 or engine.running < controller.limit or controller.limit >= s.maximum

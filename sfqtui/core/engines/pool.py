@@ -13,6 +13,11 @@ the first ending at exactly ``e + n * L``. A new run starts whenever the batch c
 (a request joins or finishes). So the replay jumps from step to step where something
 happens instead of going through every token, and the times are one formula, the same
 however the replay got there.
+
+A model with a ``request_overhead_ms`` holds each request that long before it joins its
+engine's queue (the API server's time): the engine is chosen when the request is sent, and
+counts it in flight from then; as every request takes the same time, they reach their
+engines in the order they were sent.
 """
 
 from __future__ import annotations
@@ -128,7 +133,6 @@ class ModelledEngine:
         ``now`` and must settle (it may start the request at once)."""
         queue = self.queue
         queue.append(held)
-        self.outstanding += 1
         if self.resting:
             return True
         if len(queue) > 1 or not self._fits(held):
@@ -203,6 +207,8 @@ class EnginePool:
         self.limits: list[int] | None = None  # each engine's limit under --slots auto (kept by EngineLimits)
         self._moved = False  # an engine was sent a request or ended a step since the last settle
         self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
+        self.overhead = settings.model.overhead_s
+        self._sent: deque[tuple[float, ModelledEngine, Held]] = deque()  # on their way to their engines' queues
 
     @property
     def busy(self) -> bool:
@@ -218,7 +224,8 @@ class EnginePool:
             self.tokens[k] = None
 
     def unfinished(self) -> Iterator[int]:
-        """The requests sent to an engine and not finished (queued or running there)."""
+        """The requests sent to an engine and not finished (on their way, queued or running there)."""
+        yield from (held[0] for _t, _engine, held in self._sent)
         for engine in self.engines:
             yield from (held[0] for held in engine.queue)
             yield from (held[0] for _finish, _turn, held in engine.batch)
@@ -246,7 +253,10 @@ class EnginePool:
         held = (req, user, pool, rep, prompts[r], outputs[r])
         engine = self.route()
         self._moved = self.touched = engine.touched = True
-        if engine.submit(now, held) and engine not in self._ready:
+        engine.outstanding += 1
+        if self.overhead:
+            self._sent.append((now + self.overhead, engine, held))
+        elif engine.submit(now, held) and engine not in self._ready:
             self._ready.append(engine)
         return engine.index
 
@@ -260,6 +270,12 @@ class EnginePool:
                 finished += [(e, held[0], held[1], held[2], held[3]) for held in engine.end_step()]
                 self._ready.append(engine)
                 engine.touched = True
+        sent = self._sent
+        while sent and sent[0][0] == now:  # after the steps that end now: a request that comes as a place frees takes it
+            _t, engine, held = sent.popleft()
+            engine.touched = True
+            if engine.submit(now, held) and engine not in self._ready:
+                self._ready.append(engine)
         self._moved = self.touched = True
         return finished
 
@@ -278,4 +294,6 @@ class EnginePool:
                 joined += [(e, held[0], held[1], held[3]) for held in engine.settle(now)]
             ready.clear()
         self.next_done = min([e.next_t for e in self.engines])
+        if self._sent and self._sent[0][0] < self.next_done:
+            self.next_done = self._sent[0][0]
         return joined
