@@ -31,3 +31,8 @@ def test_a_request_starts_no_sooner_than_the_overhead_after_it_came_and_its_queu
 def test_the_option_is_refused_below_zero(cli: CliRunner) -> None:
     result = cli.invoke(app, ["engine", "--request-overhead-ms", "-5"])
     assert result.exit_code == 2 and "request-overhead-ms" in result.output
+
+
+def test_fit_refuses_a_negative_overhead_in_one_line(cli: CliRunner) -> None:
+    result = cli.invoke(app, ["fit", "no-such.parquet", "--request-overhead-ms", "-5"])
+    assert result.exit_code == 2 and "--request-overhead-ms -5: must be a number of at least 0" in result.output
