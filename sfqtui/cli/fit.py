@@ -72,6 +72,11 @@ def fit(
     if out is not None:
         out.write_text(json.dumps(model_file(source, found, fitted, waits), indent=2) + "\n")
         typer.echo(f"Wrote {out}: sfqtui engine --model-file {out} serves this model.")
+    if fitted.poor:
+        # Written all the same (its "fit" key says so), but a script that goes on to predict with it stops here.
+        typer.echo(f"sfqtui: warning: a poor fit: {fitted.poor}. The recording's times do not follow the engine model "
+                   "(another engine, another load, or times that are not the engine's): do not trust its predictions.", err=True)
+        raise typer.Exit(1)
 
 
 def model_file(source: str, found: ServedTrace, fitted: EngineFit, waits: ReplayedErrors | None) -> dict[str, Any]:

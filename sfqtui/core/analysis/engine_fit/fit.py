@@ -40,6 +40,11 @@ NARROWED = 3  # place counts whose slowdown is searched finely: the best on the 
 OVERHEAD_GRID = 8  # overheads tried first: 0, and the shortest service time halved 8 times down to none
 OVERHEAD_STEPS = 12  # golden-section steps between the best grid overhead's neighbours
 INF = float("inf")
+# A fit is poor when its held-out service times are off by more than this at the median, or
+# at the 90th percentile (docs/engine.md): a recording of the emulator, even on a machine
+# loaded many times over, comes under 10% and 30%; times that follow no engine come over both.
+POOR_MEDIAN = 0.20
+POOR_P90 = 0.50
 # The place counts tried at an overhead: (rough loss, the rows fitted, every request's life) by count.
 Tried = dict[int, tuple[float, Rows, list[Lived]]]
 
@@ -60,6 +65,16 @@ class EngineFit:
     order: tuple[int, ...] = field(repr=False, compare=False)  # the requests in arrival order, as positions in what was fitted
     lived: tuple[Lived, ...] = field(repr=False, compare=False)  # in that order, with the fitted places
 
+    @property
+    def poor(self) -> str | None:
+        """Why the model predicts the held-out requests poorly, in words (None: it does not)."""
+        errors, said = self.service_held_out, []
+        if errors.median is not None and errors.median > POOR_MEDIAN:
+            said.append(f"{percent(errors.median)} at the median (over {percent(POOR_MEDIAN)})")
+        if errors.p90 is not None and errors.p90 > POOR_P90:
+            said.append(f"{percent(errors.p90)} at the 90th percentile (over {percent(POOR_P90)})")
+        return f"its held-out service times are off by {' and '.join(said)}" if said else None
+
     def held_out_said(self, replayed: ReplayedErrors | None = None) -> str:
         """The held-out errors in words, short: what a replay that runs the model names it by."""
         errors = self.service_held_out
@@ -71,6 +86,7 @@ class EngineFit:
         the figures in words first, then in numbers; ``replayed``: the errors of a replay on the model."""
         return {
             "held_out": self.held_out_said(replayed),
+            **({"poor": f"a poor fit: {self.poor}"} if self.poor else {}),
             "split": f"by arrival: the first {count(self.fitted)} requests fitted, the last {count(self.held_out)} "
                      f"(from {seconds(self.held_out_from_s)} s) held out",
             "max_num_seqs": "given" if self.places_given else f"best fit of 1..{self.most_in_flight} (the most in flight at once)",
