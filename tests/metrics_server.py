@@ -45,3 +45,20 @@ def vllm_text(running: int, waiting: int, kv: float = 0.1) -> str:
         lines += [f"# HELP vllm:{name} {name}.", f"# TYPE vllm:{name} gauge",
                   f'vllm:{name}{{engine="0",model_name="m"}} {float(value)}']
     return "\n".join(lines) + "\n"
+
+
+def llama_cpp_text(processing: int, deferred: int) -> str:
+    """The exposition of llama.cpp's llama-server with --metrics (tools/server/README.md, "GET /metrics"):
+    unlabelled samples, counters and gauges beside the two read here, whatever name[] asked for."""
+    families = (("prompt_tokens_total", "counter", "Number of prompt tokens processed.", 33065),
+                ("prompt_seconds_total", "counter", "Prompt process time in seconds.", 235.743),
+                ("tokens_predicted_total", "counter", "Number of generation tokens processed.", 7801),
+                ("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.", 31.2),
+                ("requests_processing", "gauge", "Number of requests processing.", processing),
+                ("requests_deferred", "gauge", "Number of requests deferred.", deferred),
+                ("n_decode_total", "counter", "Total Number of llama_decode() calls.", 9030),
+                ("n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call.", 3.87))
+    lines = []
+    for name, kind, help_text, value in families:
+        lines += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} {kind}", f"llamacpp:{name} {value}"]
+    return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """``--slots auto``: each upstream's concurrency limit, kept by a controller (``sfqtui.core.limits``) fed off the request path.
 
-Where an upstream exports vLLM's or SGLang's metrics, a task of its own reads its /metrics
+Where an upstream exports vLLM's, SGLang's or llama.cpp's metrics, a task of its own reads its /metrics
 every ``SCRAPE_S`` (aiohttp, as the upstream requests; parsed by prometheus_client: ``engine_metrics``),
 keeping the last reading, and another feeds every controller the last reading every ``SCRAPE_S``:
 requests never wait on a read, and neither does the limit. A /metrics that answers slowly
@@ -54,8 +54,9 @@ async def _check_metrics(bases: Sequence[str], timeout_s: float) -> None:
             except FAILURES as exc:
                 raise InputError(f"--limit-from metrics: cannot read {base}/metrics ({type(exc).__name__})") from None
             if status != 200 or signals_of(text, 0.0) is None:
-                raise InputError(f"--limit-from metrics: {base}/metrics exports none of vLLM's or SGLang's engine metrics "
-                                 f"(vllm:num_requests_waiting, sglang:num_queue_reqs, ...); use --limit-from latency or auto")
+                raise InputError(f"--limit-from metrics: {base}/metrics exports none of vLLM's, SGLang's or llama.cpp's engine "
+                                 f"metrics (vllm:num_requests_waiting, sglang:num_queue_reqs, llamacpp:requests_deferred, ...; "
+                                 f"llama-server needs --metrics); use --limit-from latency or auto")
 
 
 def _session(timeout_s: float) -> aiohttp.ClientSession:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from sfqtui.core.limits import LimitSettings
 from sfqtui.proxy.limits import UpstreamLimits
-from tests.metrics_server import MetricsEndpoint, vllm_text
+from tests.metrics_server import MetricsEndpoint, llama_cpp_text, vllm_text
 
 PATIENCE_S = 30.0  # how long a test waits for what it expects before it fails (never reached when it passes)
 
@@ -89,3 +89,23 @@ def test_a_request_sent_during_a_read_is_not_counted_as_held() -> None:
 
         asyncio.run(_until(limits, answered_after_a_send))
     assert limits.signals[0] is not None and limits.signals[0].held == 0 and limits.controllers[0].limit == 4
+
+
+def test_llama_cpp_s_metrics_are_read_as_an_engine_s() -> None:
+    sent = Sent()
+    sent.send(6)  # 4 slots at work, 2 deferred: all the proxy sent is in the engine
+    endpoint = MetricsEndpoint(llama_cpp_text(processing=4, deferred=2))
+    with endpoint.serve() as server:
+        limits, changes = limits_of(server.url, LimitSettings(start=6), sent)
+        asyncio.run(_until(limits, lambda: bool(changes)))
+    signals = limits.signals[0]
+    assert signals is not None and (signals.running, signals.waiting, signals.kv_usage, signals.outside) == (4, 2, None, 0)
+    assert changes[0] == (5, "queue") and limits.sources == ["metrics"]  # 2 deferred, over the target: 4 slots and 1
+
+
+def test_llama_cpp_without_its_metrics_is_sized_from_latency() -> None:
+    endpoint = MetricsEndpoint("")  # llama-server without --metrics: nothing the proxy reads
+    with endpoint.serve() as server:
+        limits = UpstreamLimits([server.url], ["engine"], LimitSettings(), "auto", lambda *_: None)
+        asyncio.run(_until(limits, lambda: limits.sources[0] != "probing"))
+    assert limits.sources == ["latency"]
