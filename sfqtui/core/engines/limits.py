@@ -64,6 +64,7 @@ class EngineLimits:
         k = self._k
         skipped = k - 1 if k - 1 >= self._run else -1  # the last scrape before this one, when it was due
         quiet, read = self._quiet, self._read
+        kv_threshold = self.settings.kv_threshold
         for engine, controller in zip(self.engines.engines, self.controllers):
             e = engine.index
             if quiet[e] and not engine.touched:
@@ -75,7 +76,11 @@ class EngineLimits:
                 controller.observe_same(skipped * SCRAPE_S)
             engine.touched = False
             before = controller.limit
-            signals = EngineSignals(now, engine.running, engine.waiting, engine.kv_usage(now), engine.outstanding)
+            # KV in use is at most what is reserved: under the threshold, the reading could not cut for KV
+            # whatever its exact use, which is then not worked out (a walk over the batch).
+            reserved = engine.reserved / engine.kv_tokens
+            kv = engine.kv_usage(now) if reserved > kv_threshold else reserved
+            signals = EngineSignals(now, engine.running, engine.waiting, kv, engine.outstanding)
             if controller.observe_metrics(now, signals) != before:
                 changed.append((e, controller.limit, controller.reason))
             read[e] = k
