@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from heapq import heappop, heappush
 from math import ceil
+from operator import attrgetter
 
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
@@ -35,6 +36,7 @@ from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
 
 INF = float("inf")
+_index = attrgetter("index")  # engines in engine order
 
 # A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens).
 Held = tuple[int, User, int, int, int, int]
@@ -305,7 +307,8 @@ class EnginePool:
         self._moved = False
         ready = self._ready
         if ready:
-            ready.sort(key=lambda e: e.index)
+            if len(ready) > 1:
+                ready.sort(key=_index)
             for engine in ready:
                 e = engine.index
                 joined += [(e, held[0], held[1], held[3]) for held in engine.settle(now)]
