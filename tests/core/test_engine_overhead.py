@@ -63,5 +63,9 @@ def test_under_auto_the_requests_on_their_way_count_and_skipped_scrapes_change_n
     assert (parked.t, parked.kind, parked.req, parked.upstream, parked.limit) == (every.t, every.kind, every.req, every.upstream, every.limit)
     assert sum(1 for k in parked.kind if KINDS[k] == "complete") == len(requests)
     # 300 ms on their way, over the queue target at the pace heavy sends: the limits hold more of them back.
-    assert max(parked.limit[k] for k in range(len(parked.kind)) if KINDS[parked.kind[k]] == "limit") < max(
-        limit for limit, kind in zip(_auto(requests, 0.0).limit, _auto(requests, 0.0).kind) if KINDS[kind] == "limit")
+    assert _highest_limit(parked) < _highest_limit(_auto(requests, 0.0))
+
+
+def _highest_limit(events: EventColumns) -> int:
+    assert events.limit is not None
+    return max(limit for limit, kind in zip(events.limit, events.kind) if KINDS[kind] == "limit")

@@ -242,14 +242,15 @@ def test_a_short_api_server_hold_leaves_the_limit_and_the_places_as_they_were() 
 
 @pytest.mark.parametrize("held", [True, False])
 def test_a_stalled_api_server_gets_no_more_requests_when_what_it_holds_is_counted(held: bool) -> None:
-    loop = Loop(ServedEngine(places=6), LimitController(LimitSettings()), demand=40, held=held)
+    engine = ServedEngine(places=6)
+    loop = Loop(engine, LimitController(LimitSettings()), demand=40, held=held)
     loop.run(5.0)
     assert 7 <= loop.controller.limit <= 8
-    loop.engine.stalled = True  # the engine drains; what the proxy sends waits in front of it
+    engine.stalled = True  # the engine drains; what the proxy sends waits in front of it
     loop.run(8.0)
     stalled = loop.controller.limit
     assert stalled == 1 if held else stalled >= 7  # counted: the proxy keeps the requests (SFQ's to order), not the API server
-    loop.engine.stalled = False
+    engine.stalled = False
     loop.run(14.0)
     _, final, _ = settled(loop.limits, 8.0)
     assert 7 <= final <= 8 and p90([q for t, q in loop.queues if t > 12.0]) <= 1
