@@ -46,8 +46,8 @@ def fit(
 
     Rebuilds each request's life in the engine (the batch sizes it ran at, the prompts
     prefilled meanwhile), fits decode ms per token, prefill µs per token, the batch
-    slowdown and the API server's time per request by least squares on relative error over the first 80% of the requests by
-    arrival, and reports the absolute percentage error of the service time on the last
+    slowdown and the API server's time per request by least squares on relative error
+    over the first 80% of the requests by arrival, and reports the absolute percentage error of the service time on the last
     20%, which the fit never saw (median and 90th percentile); then replays the whole
     recording on the fitted model (its arrivals and tokens, not its times) and reports the
     error of the held-out requests' waits (arrival to start in the engine) and of their

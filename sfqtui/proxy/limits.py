@@ -126,12 +126,12 @@ class UpstreamLimits:
             due = max(due + SCRAPE_S, loop.time())
             await asyncio.sleep(due - loop.time())
 
-    def _held_since(self, index: int, inflight: int, sent: int) -> int | None:
-        """What was in flight at the upstream when a read was sent (``inflight``, with ``sent`` sent
-        so far) and still is: a lower bound of what it held throughout the read (one sent and
-        answered during it is left out), whenever its engine's metrics were taken."""
+    def _held_since(self, index: int, sent: int | None) -> int | None:
+        """What was in flight at the upstream when a read was sent (``sent`` sent so far then) and
+        still is: in flight now less what was sent since. A lower bound of what it held throughout
+        the read (one sent and answered during it is left out), whenever its engine's metrics were taken."""
         traffic = self._traffic
-        if traffic is None:
+        if traffic is None or sent is None:
             return None
         return max(0, traffic.inflight[index] - (traffic.sent[index] - sent))
 
@@ -146,7 +146,7 @@ class UpstreamLimits:
         traffic = self._traffic
         while True:
             answered, signals = False, None
-            inflight, sent = (0, 0) if traffic is None else (traffic.inflight[index], traffic.sent[index])
+            sent = None if traffic is None else traffic.sent[index]
             try:
                 async with session.get(url, params=QUERY) as response:
                     status, text = response.status, await response.text()
@@ -163,7 +163,7 @@ class UpstreamLimits:
                     return
                 self.sources[index] = METRICS
             if signals is not None:
-                self.signals[index] = replace(signals, held=self._held_since(index, inflight, sent))
+                self.signals[index] = replace(signals, held=self._held_since(index, sent))
             due = max(due + SCRAPE_S, loop.time())
             await asyncio.sleep(due - loop.time())
 
