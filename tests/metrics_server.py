@@ -17,7 +17,8 @@ from tests.fake_upstream import ServerThread
 
 
 class MetricsEndpoint:
-    """``text`` served at /metrics after ``delay_s``, and only once ``released`` is set; ``asked`` counts the reads."""
+    """``text`` served at /metrics after ``delay_s``, and only once ``released`` is set; ``asked`` counts the reads,
+    ``holding`` those waiting for ``released``."""
 
     def __init__(self, text: str, delay_s: float = 0.0) -> None:
         self.text = text
@@ -25,13 +26,17 @@ class MetricsEndpoint:
         self.released = threading.Event()
         self.released.set()
         self.asked = 0
+        self.holding = 0  # reads held until released
         self.app = Starlette(routes=[Route("/metrics", self.metrics)])
 
     async def metrics(self, _request: Request) -> PlainTextResponse:
         self.asked += 1
         await asyncio.sleep(self.delay_s)
-        while not self.released.is_set():
-            await asyncio.sleep(0.01)
+        if not self.released.is_set():
+            self.holding += 1
+            while not self.released.is_set():
+                await asyncio.sleep(0.01)
+            self.holding -= 1
         return PlainTextResponse(self.text, media_type="text/plain; version=0.0.4")
 
     def serve(self) -> ServerThread:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -25,7 +26,7 @@ from typing import Protocol
 import aiohttp
 
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
-from sfqtui.core.limits.slots import SCRAPE_S
+from sfqtui.core.limits.slots import HELD_AFTER_S, SCRAPE_S
 from sfqtui.errors import InputError
 from sfqtui.protocol import UpstreamLimit
 from sfqtui.proxy.engine_metrics import QUERY, signals_of
@@ -127,9 +128,8 @@ class UpstreamLimits:
             await asyncio.sleep(due - loop.time())
 
     def _held_since(self, index: int, sent: int | None) -> int | None:
-        """What was in flight at the upstream when a read was sent (``sent`` sent so far then) and
-        still is: in flight now less what was sent since. A lower bound of what it held throughout
-        the read (one sent and answered during it is left out), whenever its engine's metrics were taken."""
+        """What was in flight at the upstream when ``sent`` requests had been sent to it and still is:
+        in flight now less what was sent since (one sent and answered since is left out)."""
         traffic = self._traffic
         if traffic is None or sent is None:
             return None
@@ -144,9 +144,18 @@ class UpstreamLimits:
         url = f"{self.bases[index]}/metrics"
         due = loop.time()
         traffic = self._traffic
+        counts: deque[tuple[float, int]] = deque()  # (loop time, requests sent so far) at each read's start
         while True:
             answered, signals = False, None
-            sent = None if traffic is None else traffic.sent[index]
+            sent = None
+            if traffic is not None:
+                # Held: sent HELD_AFTER_S or more before this read started, and still in flight when it answered.
+                start = loop.time()
+                counts.append((start, traffic.sent[index]))
+                while len(counts) > 1 and counts[1][0] <= start - HELD_AFTER_S:
+                    counts.popleft()
+                if counts[0][0] <= start - HELD_AFTER_S:
+                    sent = counts[0][1]
             try:
                 async with session.get(url, params=QUERY) as response:
                     status, text = response.status, await response.text()

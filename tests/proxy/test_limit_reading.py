@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sfqtui.core.limits import LimitSettings
+from sfqtui.core.limits import EngineSignals, LimitSettings
 from sfqtui.proxy.limits import UpstreamLimits
 from tests.metrics_server import MetricsEndpoint, llama_cpp_text, vllm_text
 
@@ -74,21 +74,31 @@ def test_what_the_proxy_holds_beyond_the_engine_s_running_and_waiting_cuts_the_l
     assert changes[0] == (6, "queue")  # the engine's size, 5, and the queue target, 1
 
 
-def test_a_request_sent_during_a_read_is_not_counted_as_held() -> None:
+def test_only_requests_in_flight_a_while_before_a_read_and_throughout_it_count_as_held() -> None:
     sent = Sent()
+    sent.send(2)  # just sent when the first read starts: maybe still on their way to the engine
     endpoint = MetricsEndpoint(vllm_text(running=0, waiting=0))
-    endpoint.released.clear()
+    readings: list[EngineSignals] = []
     with endpoint.serve() as server:
         limits, _ = limits_of(server.url, LimitSettings(start=4), sent)
+        held_back: list[int] = []  # a read held back (0), then the readings when it was let go
 
-        def answered_after_a_send() -> bool:
-            if endpoint.asked and not endpoint.released.is_set():
-                sent.send(3)  # sent while the engine's answer is under way: it may not have seen them
+        def steps() -> bool:
+            signals = limits.signals[0]
+            if signals is not None and (not readings or signals is not readings[-1]):
+                readings.append(signals)
+            if not held_back and signals is not None and signals.held == 2:
+                held_back.append(0)
+                endpoint.released.clear()  # the next read hangs until 3 more are sent
+            elif len(held_back) == 1 and endpoint.holding:
+                sent.send(3)  # sent while that read is under way: the engine may not have seen them
+                held_back.append(len(readings))
                 endpoint.released.set()
-            return limits.signals[0] is not None
+            return len(held_back) == 2 and len(readings) > held_back[1]
 
-        asyncio.run(_until(limits, answered_after_a_send))
-    assert limits.signals[0] is not None and limits.signals[0].held == 0 and limits.controllers[0].limit == 4
+        asyncio.run(_until(limits, steps))
+    assert readings[0].held is None  # nothing in flight HELD_AFTER_S before the first read
+    assert readings[-1].held == 2  # the 3 sent during the read left out
 
 
 def test_llama_cpp_s_metrics_are_read_as_an_engine_s() -> None:

@@ -19,7 +19,7 @@ from math import ceil
 
 from sfqtui.core.engines.pool import EnginePool, ModelledEngine
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
-from sfqtui.core.limits.slots import SCRAPE_S
+from sfqtui.core.limits.slots import HELD_AFTER_S, SCRAPE_S
 
 INF = float("inf")
 
@@ -80,7 +80,10 @@ class EngineLimits:
             # whatever its exact use, which is then not worked out (a walk over the batch).
             reserved = engine.reserved / engine.kv_tokens
             kv = engine.kv_usage(now) if reserved > kv_threshold else reserved
-            signals = EngineSignals(now, engine.running, engine.waiting, kv, engine.outstanding)
+            # Held, as the proxy counts it: what the engine runs and queues, and what was sent HELD_AFTER_S or more ago and
+            # is still on its way (request_overhead_ms); younger ones may be on the wire still, and the proxy leaves them out.
+            held = engine.running + engine.waiting + self.engines.on_the_way(engine, now - HELD_AFTER_S)
+            signals = EngineSignals(now, engine.running, engine.waiting, kv, held)
             if controller.observe_metrics(now, signals) != before:
                 changed.append((e, controller.limit, controller.reason))
             read[e] = k
@@ -97,10 +100,12 @@ class EngineLimits:
     def _holds(self, engine: ModelledEngine, controller: LimitController) -> bool:
         """The limit stays as it is at every reading until the engine is touched (see the module's docstring)."""
         s = self.settings
-        waiting = engine.outstanding - engine.running  # its queue, and those on their way to it (request_overhead_ms)
-        if engine.reserved / engine.kv_tokens > s.kv_threshold or waiting > s.queue_target:
+        # Its queue, and every request on its way to it (request_overhead_ms): the most a reading can count as queue until it is
+        # touched, as those on their way age into what is held.
+        queued = engine.outstanding - engine.running
+        if engine.reserved / engine.kv_tokens > s.kv_threshold or queued > s.queue_target:
             return False
-        return waiting > 0 or engine.running < controller.limit or controller.limit >= s.maximum
+        return engine.waiting > 0 or engine.running < controller.limit or controller.limit >= s.maximum
 
     def first(self) -> list[tuple[int, int, str]]:
         """Each engine's first limit and its reason (``start``)."""

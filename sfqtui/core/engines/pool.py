@@ -250,6 +250,15 @@ class EnginePool:
             yield from (held[0] for held in engine.queue)
             yield from (held[0] for _finish, _turn, held in engine.batch)
 
+    def on_the_way(self, engine: ModelledEngine, sent_by: float) -> int:
+        """The requests on their way to ``engine`` (request_overhead_ms) that were sent at or before ``sent_by``."""
+        overhead, n = self.overhead, 0
+        for arrives, to, _held in self._sent:
+            if arrives - overhead > sent_by:
+                break
+            n += to is engine
+        return n
+
     def route(self) -> ModelledEngine:
         """The engine the next request goes to: the least (in flight less limit, (index - turn) mod n)."""
         engines = self.engines
