@@ -104,3 +104,13 @@ def test_wait_and_latency_errors_are_relative_to_what_was_recorded() -> None:
     assert errors.wait.requests == 2  # the first never waited: no relative error to give
     assert errors.wait.median == pytest.approx(0.1) and errors.latency.p90 == pytest.approx(0.16)
     assert errors.said() == ["wait 10.0%/18.0% (2 requests that waited)", "arrival to end 0.0%/16.0%"]
+
+
+def test_the_api_server_s_time_alone_is_no_wait() -> None:
+    # 0.25 s in the API server: the first waits only that, the second also for the first's place.
+    served = [Served(0.0, 0.0, 1.0, 10, 5), Served(0.5, 0.5, 1.0, 10, 5)]
+    lived = lived_through(served, 1, overhead_s=0.25)
+    assert lived is not None and [life.queued_s for life in lived] == [0.25, 0.5]
+    errors = replayed_errors(served, lived, 0, start_s=[0.25, 1.0], end_s=[1.0, 1.5], overhead_s=0.25)
+    assert errors.wait.requests == 1 and errors.wait.median == 0.0
+    assert replayed_errors(served, lived, 0, start_s=[0.25, 1.0], end_s=[1.0, 1.5]).wait.requests == 2
