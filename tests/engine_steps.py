@@ -12,7 +12,8 @@ from sfqtui.core.engines.model import EngineModel
 
 def engine_run(model: EngineModel, sent: list[tuple[float, int, int]], ttft: bool = False) -> list[Served]:
     """Each request (sent at, prompt tokens, output tokens) through the emulator's loop: the queue's
-    heads join at a step's start while a place is free; a step yields a token for every running request."""
+    heads join at a step's start while a place is free; a step yields a token for every running request.
+    With the model's request_overhead_ms, a request joins the queue that long after it was sent."""
     order = sorted(range(len(sent)), key=lambda i: sent[i][0])
     queue: deque[int] = deque()
     running: list[int] = []
@@ -20,12 +21,13 @@ def engine_run(model: EngineModel, sent: list[tuple[float, int, int]], ttft: boo
     first = [0.0] * len(sent)
     end = [0.0] * len(sent)
     t, j = 0.0, 0
+    overhead = model.overhead_s  # each request reaches the queue this long after it was sent
     while j < len(order) or queue or running:
-        while j < len(order) and sent[order[j]][0] <= t:
+        while j < len(order) and sent[order[j]][0] + overhead <= t:
             queue.append(order[j])
             j += 1
         if not running and not queue:
-            t = sent[order[j]][0]
+            t = sent[order[j]][0] + overhead
             continue
         prefill = 0
         while queue and len(running) < model.max_num_seqs:

@@ -72,6 +72,11 @@ def engine(
         typer.Option("--block-size", help="Tokens in a block of the prefix cache (as vLLM's option): 4 characters a token, as the "
                      "sfqtui proxy names a prompt's blocks.", rich_help_panel=_PANEL),
     ] = 16,
+    request_overhead_ms: Annotated[
+        float | None,
+        _option("--request-overhead-ms", "Milliseconds each request spends in the API server before it joins the engine's queue "
+                f"(HTTP, chat template, tokenizing), every request at once; {_DEFAULTS.format(0)}."),
+    ] = None,
 ) -> None:
     """Serve an emulated vLLM engine: OpenAI's API, continuous batching, vLLM's metrics, no GPU.
 
@@ -92,7 +97,7 @@ held prefix, in blocks of --block-size tokens. See docs/engine.md.
     model = EngineModel.load(model_file) if model_file is not None else EngineModel()
     given: dict[str, Any] = {"max_num_seqs": max_num_seqs, "kv_tokens": kv_tokens, "prefill_us_per_token": prefill_us_per_token,
              "decode_ms_per_token": decode_ms_per_token, "batch_slowdown": batch_slowdown, "max_queued": max_queued,
-             "output_tokens": output_tokens}
+             "output_tokens": output_tokens, "request_overhead_ms": request_overhead_ms}
     model = dataclasses.replace(model, **{name: value for name, value in given.items() if value is not None})
     if block_size < 1:
         raise InputError(f"--block-size {block_size}: must be a whole number of at least 1")

@@ -37,18 +37,24 @@ def fit(
         "--max-num-seqs", show_default=False, min=1,
         help="The engine's places in its running batch, when known; default: found, the best fit of 1 up to the most "
              "requests in flight at once.")] = None,
+    request_overhead_ms: Annotated[float | None, typer.Option(
+        "--request-overhead-ms", show_default=False,
+        help="Milliseconds each request spends in the API server before the engine's queue sees it, when known (0: none); "
+             "default: found, the best fit of 0 up to the shortest service time.")] = None,
 ) -> None:
     """Fit the engine model (docs/engine.md) to RECORDING's measured service times.
 
     Rebuilds each request's life in the engine (the batch sizes it ran at, the prompts
-    prefilled meanwhile), fits decode ms per token, prefill µs per token and the batch
-    slowdown by least squares on relative error over the first 80% of the requests by
-    arrival, and reports the absolute percentage error of the service time on the last
+    prefilled meanwhile), fits decode ms per token, prefill µs per token, the batch
+    slowdown and the API server's time per request by least squares on relative error
+    over the first 80% of the requests by arrival, and reports the absolute percentage error of the service time on the last
     20%, which the fit never saw (median and 90th percentile); then replays the whole
     recording on the fitted model (its arrivals and tokens, not its times) and reports the
     error of the held-out requests' waits (arrival to start in the engine) and of their
     arrival-to-end latencies.
     """
+    if request_overhead_ms is not None and request_overhead_ms < 0:
+        raise InputError(f"--request-overhead-ms {request_overhead_ms:g}: must be a number of at least 0")
     paths = expanded(traces)
     for path in paths:
         if path.exists() and is_event_log(path):
@@ -58,7 +64,7 @@ def fit(
         check_output(out, "--out", not_one_of=paths)
     trace = joined_trace(paths)
     found = served_requests(trace)
-    fitted = fit_engine(found.served, max_num_seqs)
+    fitted = fit_engine(found.served, max_num_seqs, overhead_ms=request_overhead_ms)
     # A model whose steps take no time cannot be replayed: its waits have no prediction to judge.
     waits = replayed(found, fitted) if fitted.model.decode_ms_per_token > 0 else None
     source = named(paths)
@@ -66,6 +72,11 @@ def fit(
     if out is not None:
         out.write_text(json.dumps(model_file(source, found, fitted, waits), indent=2) + "\n")
         typer.echo(f"Wrote {out}: sfqtui engine --model-file {out} serves this model.")
+    if fitted.poor:
+        # Written all the same (its "fit" key says so), but a script that goes on to predict with it stops here.
+        typer.echo(f"sfqtui: warning: a poor fit: {fitted.poor}. The recording's times do not follow the engine model "
+                   "(another engine, another load, or times that are not the engine's): do not trust its predictions.", err=True)
+        raise typer.Exit(1)
 
 
 def model_file(source: str, found: ServedTrace, fitted: EngineFit, waits: ReplayedErrors | None) -> dict[str, Any]:
@@ -94,6 +105,8 @@ def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit,
     parameters.add_row("decode_ms_per_token", amount(model.decode_ms_per_token), "ms a step takes, alone")
     parameters.add_row("prefill_us_per_token", amount(model.prefill_us_per_token), "µs per prompt token prefilled")
     parameters.add_row("batch_slowdown", amount(model.batch_slowdown), "growth per extra running request")
+    overhead = "given" if fitted.overhead_given else "before the engine's queue"
+    parameters.add_row("request_overhead_ms", amount(model.request_overhead_ms), f"ms in the API server, {overhead}")
     print_table(console, parameters)
     errors = Table("absolute percentage error", "requests", "median", "p90")
     for column in errors.columns[1:]:

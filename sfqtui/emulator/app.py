@@ -85,8 +85,12 @@ class EmulatedEngine:
             return error(400, str(exc) if isinstance(exc, BadRequest) else "the request body must be JSON", "BadRequestError")
         if ask.model is not None and ask.model != self.name:
             return error(404, f"The model `{ask.model}` does not exist.", "NotFoundError")
+        overhead = self.scheduler.model.overhead_s
+        arrived = asyncio.get_running_loop().time()
+        if overhead:
+            await asyncio.sleep(overhead)  # the API server's time before the engine sees the request
         try:
-            seq = self.scheduler.submit(ask.prompt_tokens, ask.output_tokens, ask.blocks)
+            seq = self.scheduler.submit(ask.prompt_tokens, ask.output_tokens, ask.blocks, arrived)
         except TooLong as exc:
             return error(400, str(exc), "BadRequestError")
         except QueueFull as exc:

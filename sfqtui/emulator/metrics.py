@@ -66,7 +66,7 @@ class EngineMetrics:
 
     def finished(self, seq: Sequence) -> None:
         assert seq.admitted_t is not None and seq.finished_t is not None
-        self._queue.observe(seq.admitted_t - seq.arrived_t)
+        self._queue.observe(seq.admitted_t - seq.queued_t)  # as vLLM's: from the engine core's queue, not the HTTP request
         self._e2e.observe(seq.finished_t - seq.arrived_t)
         self._model.observe(seq.model_s)
 

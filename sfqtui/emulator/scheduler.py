@@ -48,7 +48,8 @@ class Sequence:
     number: int
     prompt_tokens: int
     output_tokens: int
-    arrived_t: float
+    arrived_t: float  # when its HTTP request came (the API server's time before the queue included)
+    queued_t: float  # when it joined the engine's queue
     blocks: tuple[int, ...] = ()  # the prompt's chained block hashes (none without a prefix cache)
     cached_tokens: int = 0  # prompt tokens its prefix cache held at admission: its prefill skipped them
     admitted_t: float | None = None
@@ -101,14 +102,15 @@ class Scheduler:
         shared = {block for seq in prefilled for block in seq.blocks}
         return len(shared) * size + sum(seq.held_kv - len(seq.blocks) * size for seq in prefilled)
 
-    def submit(self, prompt_tokens: int, output_tokens: int, blocks: tuple[int, ...] = ()) -> Sequence:
-        """Queue a request, or raise QueueFull / TooLong."""
+    def submit(self, prompt_tokens: int, output_tokens: int, blocks: tuple[int, ...] = (), arrived_t: float | None = None) -> Sequence:
+        """Queue a request (that came at ``arrived_t``, loop clock: now if None), or raise QueueFull / TooLong."""
         if prompt_tokens + output_tokens > self.model.kv_tokens:
             raise TooLong(f"this request needs {prompt_tokens + output_tokens:,} tokens of KV ({prompt_tokens:,} of prompt and "
                           f"{output_tokens:,} of output); the engine has {self.model.kv_tokens:,}")
         if self.model.max_queued is not None and len(self.waiting) >= self.model.max_queued:
             raise QueueFull(f"the engine's queue is full ({self.model.max_queued:,} requests waiting)")
-        seq = Sequence(next(self._numbers), prompt_tokens, output_tokens, asyncio.get_running_loop().time(), blocks)
+        now = asyncio.get_running_loop().time()
+        seq = Sequence(next(self._numbers), prompt_tokens, output_tokens, now if arrived_t is None else arrived_t, now, blocks)
         self.waiting.append(seq)
         self._work.set()
         return seq

@@ -89,7 +89,7 @@ class Proxy:
             from sfqtui.proxy.limits import UpstreamLimits
 
             self.limits = UpstreamLimits(self.upstreams.bases, self.upstreams.labels, settings.limits, settings.limit_from,
-                                         self._limit_changed)
+                                         self._limit_changed, self.upstreams)
             self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
         if settings.placement == "prefix":
             self.upstreams.placement = PrefixPlacement(PrefixIndex(len(settings.upstreams), settings.prefix_index_blocks), self._has_room,

@@ -1,8 +1,8 @@
-"""What an upstream's /metrics says of its engine: requests running and waiting, and KV use, under vLLM's or SGLang's names.
+"""What an upstream's /metrics says of its engine: requests running and waiting, and KV use, under vLLM's, SGLang's or llama.cpp's names.
 
 The scrape asks for these names only (``QUERY``: prometheus_client's ``name[]`` filter, which
 vLLM's and SGLang's /metrics serve through it), and the lines of other names are dropped before
-prometheus_client's parser sees the text (a server that ignores the filter sends its whole
+prometheus_client's parser sees the text (a server that ignores the filter, as llama.cpp's does, sends its whole
 exposition: vLLM's histograms are tens of kilobytes, which the parser would take milliseconds
 over, on the proxy's event loop). Every series of a name is summed (a vLLM with several engine
 cores, or models, labels each), but KV use, where the fullest counts.
@@ -15,10 +15,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from sfqtui.core.limits import EngineSignals
 
 # (running, waiting, KV use from 0 to 1) by engine: vLLM (kv_cache_usage_perc since 0.10,
-# gpu_cache_usage_perc before) and SGLang.
-RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
-WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
-KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
+# gpu_cache_usage_perc before), SGLang, and llama.cpp's llama-server with --metrics (its
+# tools/server/README.md: requests_processing, the slots at work; requests_deferred, those
+# waiting for a slot; kv_cache_usage_ratio in older builds, none in current ones).
+RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs", "llamacpp:requests_processing")
+WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "llamacpp:requests_deferred")
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "llamacpp:kv_cache_usage_ratio")
 NAMES = frozenset(RUNNING + WAITING + KV_USAGE)
 QUERY = {"name[]": sorted(NAMES)}
 # A sample line of one of the names, or its TYPE line (the parser reads a family's type from it).
@@ -32,7 +34,7 @@ def kept_lines(text: str) -> str:
 
 def signals_of(text: str, t: float) -> EngineSignals | None:
     """The engine's signals in a /metrics text read at ``t``; None when it exports none of them
-    (not a vLLM or SGLang, or a text that does not parse)."""
+    (not a vLLM, SGLang or llama.cpp, or a text that does not parse)."""
     sums: dict[str, float] = {}
     try:
         for family in text_string_to_metric_families(kept_lines(text)):

@@ -129,6 +129,7 @@ class Upstreams:
         self.labels = [label_of(b) for b in self.bases]
         self.watch = watch or UpstreamWatch(lambda _u, _s: None, lambda _u, _c: None)
         self.inflight = [0] * len(self.bases)
+        self.sent = [0] * len(self.bases)  # requests sent to each so far (what a metrics reading held throughout: limits.py)
         self.limit_of: Callable[[int], int] | None = None
         self.busy: Callable[[int], None] | None = None
         self.placement: PrefixPlacement | None = None  # --placement prefix (None: room)
@@ -189,6 +190,7 @@ class Upstreams:
             order = placement.order(order, blocks)
         for index in order:
             self.inflight[index] += 1
+            self.sent[index] += 1
             sent = time.perf_counter()
             try:
                 # A redirect is not followed: it would turn a POST into a GET, or send the prompt elsewhere.

@@ -38,7 +38,8 @@ def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
             end[req] = t
     at = [found.index[i] for i in fitted.order]  # each fitted request's index in the trace, in arrival order
     served = [found.served[i] for i in fitted.order]
-    return replayed_errors(served, fitted.lived, fitted.fitted, [start[i] for i in at], [end[i] for i in at])
+    return replayed_errors(served, fitted.lived, fitted.fitted, [start[i] for i in at], [end[i] for i in at],
+                           fitted.model.overhead_s)
 
 
 def _computed(found: ServedTrace) -> Trace:

@@ -25,7 +25,7 @@ def test_a_hand_made_recording_shows_each_requests_life() -> None:
     with_two = lived_through(served, 2)
     assert with_two == [
         Lived(0.0, ((1, 1.0), (2, 2.0)), 170, 1, 100, 0),  # joined at 1 s by the second, whose place the third takes at 2 s
-        Lived(0.0, ((2, 1.0),), 50, 2, 50, 1),
+        Lived(0.0, ((2, 1.0),), 50, 2, 50, 1, mid_step=True),  # came while the first ran: waited for the step under way
         Lived(0.5, ((1, 1.0), (2, 1.0)), 20, 2, 20, 1),  # waited for the second to end
     ]
     assert lived_through(served, 3) is not None and lived_through(served, 3)[2].queued_s == 0.0  # type: ignore[index]  # not None
@@ -35,7 +35,7 @@ def test_a_hand_made_recording_shows_each_requests_life() -> None:
 def test_the_fit_finds_the_engines_parameters_and_predicts_held_out_requests() -> None:
     served = engine_run(TRUTH, varied_load(400, seed=3))
     assert most_in_flight(served) > TRUTH.max_num_seqs  # the engine's queue held requests: the places are to be found
-    fitted = fit_engine(served)
+    fitted = fit_engine(served, overhead_ms=0.0)  # no API server in front of this engine (found: the next test)
     model = fitted.model
     # Within a few percent: the fit knows when a request was sent, not at which step boundary it joined the batch.
     assert model.max_num_seqs == TRUTH.max_num_seqs and not fitted.places_given
@@ -46,6 +46,21 @@ def test_the_fit_finds_the_engines_parameters_and_predicts_held_out_requests() -
     assert fitted.service_held_out.median is not None and fitted.service_held_out.median < 0.03
     assert fitted.service_held_out.p90 is not None and fitted.service_held_out.p90 < 0.08
     assert fitted.ttft_held_out is None
+
+
+@pytest.mark.parametrize("overhead_ms", [0.0, 200.0])
+def test_the_fit_finds_the_api_server_s_time_before_the_engine(overhead_ms: float) -> None:
+    truth = EngineModel(**{**TRUTH.as_dict(), "request_overhead_ms": overhead_ms})
+    fitted = fit_engine(engine_run(truth, varied_load(400, seed=4)))
+    model = fitted.model
+    assert not fitted.overhead_given and model.max_num_seqs == truth.max_num_seqs
+    # The least squares leans a little towards an overhead: some of the wait for the step under way looks like one.
+    assert overhead_ms <= model.request_overhead_ms <= overhead_ms + 40
+    assert model.decode_ms_per_token == pytest.approx(truth.decode_ms_per_token, rel=0.1)
+    assert fitted.service_held_out.median is not None and fitted.service_held_out.median < 0.01
+    assert fitted.as_dict()["request_overhead_ms"] == "best fit of 0 up to the shortest service time"
+    if overhead_ms:  # fitted as if there were none, the same engine is explained worse
+        assert fit_engine(engine_run(truth, varied_load(400, seed=4)), overhead_ms=0.0).loss > 2 * fitted.loss
 
 
 def test_times_to_first_token_are_predicted_too() -> None:
@@ -89,3 +104,13 @@ def test_wait_and_latency_errors_are_relative_to_what_was_recorded() -> None:
     assert errors.wait.requests == 2  # the first never waited: no relative error to give
     assert errors.wait.median == pytest.approx(0.1) and errors.latency.p90 == pytest.approx(0.16)
     assert errors.said() == ["wait 10.0%/18.0% (2 requests that waited)", "arrival to end 0.0%/16.0%"]
+
+
+def test_the_api_server_s_time_alone_is_no_wait() -> None:
+    # 0.25 s in the API server: the first waits only that, the second also for the first's place.
+    served = [Served(0.0, 0.0, 1.0, 10, 5), Served(0.5, 0.5, 1.0, 10, 5)]
+    lived = lived_through(served, 1, overhead_s=0.25)
+    assert lived is not None and [life.queued_s for life in lived] == [0.25, 0.5]
+    errors = replayed_errors(served, lived, 0, start_s=[0.25, 1.0], end_s=[1.0, 1.5], overhead_s=0.25)
+    assert errors.wait.requests == 1 and errors.wait.median == 0.0
+    assert replayed_errors(served, lived, 0, start_s=[0.25, 1.0], end_s=[1.0, 1.5]).wait.requests == 2

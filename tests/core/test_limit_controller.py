@@ -25,8 +25,12 @@ class Engine:
     waiting: deque[int] = field(default_factory=deque)
     started: int = 0
 
+    def arrive(self, now: float) -> None:
+        self.waiting.append(0)  # reaches the engine's queue at its next step
+
     def step(self, now: float) -> int:
         """Advance to ``now``: the requests that ended (each frees a proxy slot)."""
+        self.admit(now)
         ended = sum(1 for end in self.running if end <= now)
         self.running = [end for end in self.running if end > now]
         while self.waiting and len(self.running) < self.places:
@@ -34,6 +38,9 @@ class Engine:
             self.running.append(now + self.service_s)
             self.started += 1
         return ended
+
+    def admit(self, now: float) -> None:
+        """Requests reach the engine's queue (at once: no API server in front of it)."""
 
 
 @dataclass
@@ -47,6 +54,7 @@ class Loop:
     inflight: int = 0
     limits: list[tuple[float, int]] = field(default_factory=list)
     queues: list[tuple[float, int]] = field(default_factory=list)
+    held: bool = False  # the readings carry what the proxy has in flight (as sfqtui proxy's do)
 
     def run(self, until: float, scrape: bool = True) -> None:
         next_scrape = self.now
@@ -55,13 +63,14 @@ class Loop:
             self.inflight -= self.engine.step(self.now)
             if scrape and self.now >= next_scrape:
                 next_scrape += SCRAPE_S
-                signals = EngineSignals(self.now, len(self.engine.running), len(self.engine.waiting), None)
+                signals = EngineSignals(self.now, len(self.engine.running), len(self.engine.waiting), None,
+                                        self.inflight if self.held else None)
                 self.controller.observe_metrics(self.now + 0.002, signals)
             elif not scrape:
                 self.controller.observe_metrics(self.now, None)
             while self.inflight < min(self.demand, self.controller.limit):
                 self.inflight += 1
-                self.engine.waiting.append(0)  # reaches the engine's queue at its next step
+                self.engine.arrive(self.now)
             self.limits.append((self.now, self.controller.limit))
             self.queues.append((self.now, len(self.engine.waiting)))
 
@@ -191,3 +200,57 @@ def test_a_reading_the_same_as_the_last_moves_only_the_size_window() -> None:
     for controller in (read, caught_up):  # a queue: the size is the most run in the last second, 5 (8 ran 1.5 s ago)
         controller.observe_metrics(1.5, EngineSignals(1.5, 4, 3, 0.1))
     assert read.limit == caught_up.limit == 6
+
+
+@dataclass
+class ServedEngine(Engine):
+    """An engine behind an API server that holds each request ``front_s`` before the engine sees
+    it, and passes none on while ``stalled`` (vLLM's API server short of CPU)."""
+
+    front_s: float = 0.05
+    front: deque[float] = field(default_factory=deque)  # when each request held in front may go on
+    stalled: bool = False
+
+    def arrive(self, now: float) -> None:
+        self.front.append(now + self.front_s)
+
+    def admit(self, now: float) -> None:
+        while self.front and not self.stalled and self.front[0] <= now:
+            self.front.popleft()
+            self.waiting.append(0)
+
+
+def test_what_the_upstream_holds_outside_its_engine_is_a_queue_too() -> None:
+    controller = LimitController(LimitSettings(start=8))
+    # 8 in flight, 5 running, 1 waiting: 2 held before the engine, over the queue target of 1.
+    assert controller.observe_metrics(0.0, EngineSignals(0.0, 5, 1, 0.1, held=8)) == 6 and controller.reason == "queue"
+    assert EngineSignals(0.0, 5, 1, 0.1, held=8).outside == 2
+    assert EngineSignals(0.0, 5, 1, 0.1, held=3).outside == 0  # some ended during the read
+    assert EngineSignals(0.0, None, 1, 0.1, held=8).outside == 0  # not known without running
+    assert saturation(EngineSignals(0.0, 5, 1, 0.1, held=8), LimitSettings()) == 3
+    uncounted = LimitController(LimitSettings(start=8))
+    assert uncounted.observe_metrics(0.0, EngineSignals(0.0, 5, 1, 0.1)) == 8
+
+
+def test_a_short_api_server_hold_leaves_the_limit_and_the_places_as_they_were() -> None:
+    loop = Loop(ServedEngine(places=6), LimitController(LimitSettings()), demand=40, held=True)
+    loop.run(10.0)
+    _, final, _ = settled(loop.limits, 0.0)
+    assert 7 <= final <= 8
+    assert loop.engine.started * loop.engine.service_s / (6 * 10.0) > 0.85  # the places' busy share
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_a_stalled_api_server_gets_no_more_requests_when_what_it_holds_is_counted(held: bool) -> None:
+    engine = ServedEngine(places=6)
+    loop = Loop(engine, LimitController(LimitSettings()), demand=40, held=held)
+    loop.run(5.0)
+    assert 7 <= loop.controller.limit <= 8
+    engine.stalled = True  # the engine drains; what the proxy sends waits in front of it
+    loop.run(8.0)
+    stalled = loop.controller.limit
+    assert stalled == 1 if held else stalled >= 7  # counted: the proxy keeps the requests (SFQ's to order), not the API server
+    engine.stalled = False
+    loop.run(14.0)
+    _, final, _ = settled(loop.limits, 8.0)
+    assert 7 <= final <= 8 and p90([q for t, q in loop.queues if t > 12.0]) <= 1

@@ -225,7 +225,7 @@ def test_metrics_required_from_an_upstream_without_them_is_refused(keys_path: Pa
         result = cli.invoke(app, ["proxy", "--upstream", upstream.url, "--keys", str(keys_path), "--slots", "auto",
                                   "--limit-from", "metrics"])
     assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
-    assert f"{upstream.url}/metrics exports none of vLLM's or SGLang's engine metrics" in result.stderr
+    assert f"{upstream.url}/metrics exports none of vLLM's, SGLang's or llama.cpp's engine metrics" in result.stderr
 
 
 def test_a_group_s_pool_is_the_sum_of_its_upstreams_limits(keys_path: Path, store: Any) -> None:

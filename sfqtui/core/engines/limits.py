@@ -7,7 +7,7 @@ Most scrapes change nothing, and are not evaluated one by one (the replay took s
 the CPU of fixed slots when they were): an engine is quiet when its last reading left its
 limit as it was and would at any later time while the engine is untouched (no request sent to
 it, no step of it ended): its KV reserved is under the threshold (so its KV use is), at most
-``queue_target`` wait, and its limit cannot grow (some wait, it runs fewer than its limit, or
+``queue_target`` wait (in its queue or on their way to it), and its limit cannot grow (some wait, it runs fewer than its limit, or
 the limit is at its maximum). A quiet untouched engine's skipped readings would only have
 moved its size's window, which its next reading catches up on. While every engine is quiet
 the scrapes are parked: the next due is the first after an engine is touched.
@@ -19,7 +19,7 @@ from math import ceil
 
 from sfqtui.core.engines.pool import EnginePool, ModelledEngine
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
-from sfqtui.core.limits.slots import SCRAPE_S
+from sfqtui.core.limits.slots import HELD_AFTER_S, SCRAPE_S
 
 INF = float("inf")
 
@@ -64,6 +64,7 @@ class EngineLimits:
         k = self._k
         skipped = k - 1 if k - 1 >= self._run else -1  # the last scrape before this one, when it was due
         quiet, read = self._quiet, self._read
+        kv_threshold = self.settings.kv_threshold
         for engine, controller in zip(self.engines.engines, self.controllers):
             e = engine.index
             if quiet[e] and not engine.touched:
@@ -75,7 +76,14 @@ class EngineLimits:
                 controller.observe_same(skipped * SCRAPE_S)
             engine.touched = False
             before = controller.limit
-            signals = EngineSignals(now, engine.running, engine.waiting, engine.kv_usage(now))
+            # KV in use is at most what is reserved: under the threshold, the reading could not cut for KV
+            # whatever its exact use, which is then not worked out (a walk over the batch).
+            reserved = engine.reserved / engine.kv_tokens
+            kv = engine.kv_usage(now) if reserved > kv_threshold else reserved
+            # Held, as the proxy counts it: what the engine runs and queues, and what was sent HELD_AFTER_S or more ago and
+            # is still on its way (request_overhead_ms); younger ones may be on the wire still, and the proxy leaves them out.
+            held = engine.running + engine.waiting + self.engines.on_the_way(engine, now - HELD_AFTER_S)
+            signals = EngineSignals(now, engine.running, engine.waiting, kv, held)
             if controller.observe_metrics(now, signals) != before:
                 changed.append((e, controller.limit, controller.reason))
             read[e] = k
@@ -92,10 +100,12 @@ class EngineLimits:
     def _holds(self, engine: ModelledEngine, controller: LimitController) -> bool:
         """The limit stays as it is at every reading until the engine is touched (see the module's docstring)."""
         s = self.settings
-        waiting = engine.waiting
-        if engine.reserved / engine.kv_tokens > s.kv_threshold or waiting > s.queue_target:
+        # Its queue, and every request on its way to it (request_overhead_ms): the most a reading can count as queue until it is
+        # touched, as those on their way age into what is held.
+        queued = engine.outstanding - engine.running
+        if engine.reserved / engine.kv_tokens > s.kv_threshold or queued > s.queue_target:
             return False
-        return waiting > 0 or engine.running < controller.limit or controller.limit >= s.maximum
+        return engine.waiting > 0 or engine.running < controller.limit or controller.limit >= s.maximum
 
     def first(self) -> list[tuple[int, int, str]]:
         """Each engine's first limit and its reason (``start``)."""

@@ -26,6 +26,9 @@ class EngineModel:
     batch_slowdown: float = 0.1
     max_queued: int | None = None  # None: the queue has no bound
     output_tokens: int = 256  # a request without max_tokens generates this many (as if ignore_eos)
+    # What a request spends in the API server before the engine's queue sees it (HTTP, the chat
+    # template, tokenizing): a delay of its own, taken by every request at once.
+    request_overhead_ms: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "kv_tokens", "output_tokens"):
@@ -34,10 +37,15 @@ class EngineModel:
                 raise InputError(f"--{name.replace('_', '-')} {value!r}: must be a whole number of at least 1")
         if self.max_queued is not None and (isinstance(self.max_queued, bool) or not isinstance(self.max_queued, int) or self.max_queued < 0):
             raise InputError(f"--max-queued {self.max_queued!r}: must be a whole number of at least 0")
-        for name in ("prefill_us_per_token", "decode_ms_per_token", "batch_slowdown"):
+        for name in ("prefill_us_per_token", "decode_ms_per_token", "batch_slowdown", "request_overhead_ms"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
                 raise InputError(f"--{name.replace('_', '-')} {value!r}: must be a number of at least 0")
+
+    @property
+    def overhead_s(self) -> float:
+        """Seconds a request spends in the API server before it joins the engine's queue."""
+        return self.request_overhead_ms / 1e3
 
     def step_s(self, running: int, prefilled_tokens: int) -> float:
         """Seconds one engine step takes with ``running`` sequences, ``prefilled_tokens`` of prompt among them."""

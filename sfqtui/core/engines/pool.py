@@ -13,6 +13,11 @@ the first ending at exactly ``e + n * L``. A new run starts whenever the batch c
 (a request joins or finishes). So the replay jumps from step to step where something
 happens instead of going through every token, and the times are one formula, the same
 however the replay got there.
+
+A model with a ``request_overhead_ms`` holds each request that long before it joins its
+engine's queue (the API server's time): the engine is chosen when the request is sent, and
+counts it in flight from then; as every request takes the same time, they reach their
+engines in the order they were sent.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from heapq import heappop, heappush
 from math import ceil
+from operator import attrgetter
 
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
@@ -30,6 +36,7 @@ from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
 
 INF = float("inf")
+_index = attrgetter("index")  # engines in engine order
 
 # A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens).
 Held = tuple[int, User, int, int, int, int]
@@ -78,6 +85,11 @@ class ModelledEngine:
         self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
         self.next_step = -1  # that step's index
         self.touched = False  # sent a request or ended a step since its limit last read it (EngineLimits)
+        # EngineModel.step_s by the same floating-point operations, its parts worked out once: a step of n running
+        # takes (decode + prefill x P) x slowed[n], and one that prefills nothing decode x slowed[n] (plain[n]).
+        self._decode_s, self._prefill_s = model.decode_ms_per_token / 1e3, model.prefill_us_per_token / 1e6
+        self._slowed = [1 + model.batch_slowdown * max(0, n - 1) for n in range(model.max_num_seqs + 1)]
+        self._plain = [self._decode_s * slowed for slowed in self._slowed]
 
     @property
     def running(self) -> int:
@@ -128,7 +140,6 @@ class ModelledEngine:
         ``now`` and must settle (it may start the request at once)."""
         queue = self.queue
         queue.append(held)
-        self.outstanding += 1
         if self.resting:
             return True
         if len(queue) > 1 or not self._fits(held):
@@ -175,11 +186,11 @@ class ModelledEngine:
         if not batch:
             self.first_end = INF
             return joined
-        model, n = self.model, len(batch)
+        n = len(batch)
         self.resting = False
         self.first = self.steps
-        self.first_end = now + model.step_s(n, prefill)
-        self.step = model.step_s(n, 0)
+        self.first_end = now + (self._decode_s + self._prefill_s * prefill) * self._slowed[n]
+        self.step = self._plain[n]
         self.next_step = batch[0][0]
         self.next_t = self.end_of(self.next_step)
         return joined
@@ -200,9 +211,24 @@ class EnginePool:
         self.next_done = INF  # the earliest next_t of the engines
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
         self._turn = 0
-        self.limits: list[int] | None = None  # each engine's limit under --slots auto (kept by EngineLimits)
+        # What route() compares, kept as each changes: each engine's requests in flight less its limit
+        # under --slots auto (the limits kept by EngineLimits), in a list min() and index() read at C speed.
+        self._load = [0] * settings.engines
+        self._limits: list[int] | None = None
         self._moved = False  # an engine was sent a request or ended a step since the last settle
         self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
+        self.overhead = settings.model.overhead_s
+        self._sent: deque[tuple[float, ModelledEngine, Held]] = deque()  # on their way to their engines' queues
+
+    @property
+    def limits(self) -> list[int] | None:
+        """Each engine's limit under --slots auto (None: fixed slots)."""
+        return self._limits
+
+    @limits.setter
+    def limits(self, limits: list[int] | None) -> None:
+        self._limits = limits
+        self._load = [e.outstanding - (0 if limits is None else limits[e.index]) for e in self.engines]
 
     @property
     def busy(self) -> bool:
@@ -218,25 +244,31 @@ class EnginePool:
             self.tokens[k] = None
 
     def unfinished(self) -> Iterator[int]:
-        """The requests sent to an engine and not finished (queued or running there)."""
+        """The requests sent to an engine and not finished (on their way, queued or running there)."""
+        yield from (held[0] for _t, _engine, held in self._sent)
         for engine in self.engines:
             yield from (held[0] for held in engine.queue)
             yield from (held[0] for _finish, _turn, held in engine.batch)
 
+    def on_the_way(self, engine: ModelledEngine, sent_by: float) -> int:
+        """The requests on their way to ``engine`` (request_overhead_ms) that were sent at or before ``sent_by``."""
+        overhead, n = self.overhead, 0
+        for arrives, to, _held in self._sent:
+            if arrives - overhead > sent_by:
+                break
+            n += to is engine
+        return n
+
     def route(self) -> ModelledEngine:
-        """The engine the next request goes to."""
+        """The engine the next request goes to: the least (in flight less limit, (index - turn) mod n)."""
         engines = self.engines
         n = len(engines)
         if n == 1:
             return engines[0]
         turn = self._turn = (self._turn + 1) % n
-        limits = self.limits
-        best, best_key = engines[0], (INF, n)
-        for e, engine in enumerate(engines):
-            key = (engine.outstanding - (0 if limits is None else limits[e]), (e - turn) % n)
-            if key < best_key:
-                best, best_key = engine, key
-        return best
+        load = self._load
+        turned = load[turn:] + load[:turn]  # from the engine whose turn it is: the first of the least is the one
+        return engines[(turn + turned.index(min(turned))) % n]
 
     def send(self, now: float, req: int, user: User, pool: int, rep: int) -> int:
         """Send a request at ``now``: the engine it went to."""
@@ -246,7 +278,11 @@ class EnginePool:
         held = (req, user, pool, rep, prompts[r], outputs[r])
         engine = self.route()
         self._moved = self.touched = engine.touched = True
-        if engine.submit(now, held) and engine not in self._ready:
+        engine.outstanding += 1
+        self._load[engine.index] += 1
+        if self.overhead:
+            self._sent.append((now + self.overhead, engine, held))
+        elif engine.submit(now, held) and engine not in self._ready:
             self._ready.append(engine)
         return engine.index
 
@@ -257,9 +293,17 @@ class EnginePool:
         for engine in self.engines:
             if engine.next_t == now:
                 e = engine.index
-                finished += [(e, held[0], held[1], held[2], held[3]) for held in engine.end_step()]
+                done = engine.end_step()
+                self._load[e] -= len(done)
+                finished += [(e, held[0], held[1], held[2], held[3]) for held in done]
                 self._ready.append(engine)
                 engine.touched = True
+        sent = self._sent
+        while sent and sent[0][0] == now:  # after the steps that end now: a request that comes as a place frees takes it
+            _t, engine, held = sent.popleft()
+            engine.touched = True
+            if engine.submit(now, held) and engine not in self._ready:
+                self._ready.append(engine)
         self._moved = self.touched = True
         return finished
 
@@ -272,10 +316,13 @@ class EnginePool:
         self._moved = False
         ready = self._ready
         if ready:
-            ready.sort(key=lambda e: e.index)
+            if len(ready) > 1:
+                ready.sort(key=_index)
             for engine in ready:
                 e = engine.index
                 joined += [(e, held[0], held[1], held[3]) for held in engine.settle(now)]
             ready.clear()
         self.next_done = min([e.next_t for e in self.engines])
+        if self._sent and self._sent[0][0] < self.next_done:
+            self.next_done = self._sent[0][0]
         return joined

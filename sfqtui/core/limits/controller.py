@@ -12,7 +12,8 @@ class LimitController:
     """The limit, and why it last changed (``reason``, ``changed_t``). Each ``observe_*`` and
     ``backoff`` returns the limit after it, never below 1 nor above the maximum.
 
-    From metrics (docs/proxy.md): while the engine's queue holds more than ``queue_target``,
+    From metrics (docs/proxy.md): while the engine's queue (with what the upstream holds outside
+    its engine: ``EngineSignals.outside``) holds more than ``queue_target``,
     the limit is the engine's size (the most it ran in the last ``size_s``) plus the target,
     at most halved by one reading;
     while its KV use is over ``kv_threshold``, what it runs; when every request it was given runs and none
@@ -58,7 +59,9 @@ class LimitController:
                 return self._set(now, self.limit // 2, STALE)
             return self.limit
         self._stale_since = None
-        running, waiting = signals.running, signals.waiting or 0
+        # What the upstream holds outside its engine waits too: in an API server's own queue (or on
+        # its way through it), where the order SFQ chose is no longer SFQ's to change.
+        running, waiting = signals.running, (signals.waiting or 0) + signals.outside
         size = None if running is None else self._size(signals.t, running)
         if signals.kv_usage is not None and signals.kv_usage > s.kv_threshold:
             return self._set(now, min(self.limit, self.limit - 1 if running is None else running), KV)

@@ -63,20 +63,32 @@ class LimitSettings:
 @dataclass(frozen=True)
 class EngineSignals:
     """An engine's state as its metrics said at time ``t`` (None: not exported): requests
-    running, waiting in its own queue, and its KV cache use (0 to 1)."""
+    running, waiting in its own queue, and its KV cache use (0 to 1); and ``held``, the requests
+    its caller had in flight there throughout the reading (None: not counted)."""
 
     t: float
     running: int | None
     waiting: int | None
     kv_usage: float | None
+    held: int | None = None
 
     @property
     def empty(self) -> bool:
         return self.running is None and self.waiting is None and self.kv_usage is None
 
+    @property
+    def outside(self) -> int:
+        """Requests the upstream holds that its engine neither runs nor queues: in flight, less
+        running, less waiting (vLLM's API server tokenizing them, or queueing them for its engine
+        core); 0 when either count is unknown."""
+        if self.held is None or self.running is None:
+            return 0
+        return max(0, self.held - self.running - (self.waiting or 0))
+
 
 def saturation(signals: EngineSignals, settings: LimitSettings) -> float:
-    """llm-d's saturation score, ``max(waiting / queue target, kv / kv threshold)``: over 1, the engine holds more than it should."""
-    waiting = signals.waiting or 0
+    """llm-d's saturation score, ``max(waiting / queue target, kv / kv threshold)``, the requests held outside
+    the engine counted as waiting: over 1, the engine holds more than it should."""
+    waiting = (signals.waiting or 0) + signals.outside
     queue = waiting / settings.queue_target if settings.queue_target else float("inf") if waiting else 0.0
     return max(queue, (signals.kv_usage or 0.0) / settings.kv_threshold)

@@ -10,6 +10,10 @@ from sfqtui.errors import InputError
 # more, so the limit follows within a few steps; a scrape costs the engine one render of a
 # few dozen series (vLLM, the emulator: well under a millisecond).
 SCRAPE_S = 0.05
+# A request counts as held outside its engine (EngineSignals.held) once it has been in flight
+# this long when a reading starts: a younger one may still be on its way there (the HTTP hop,
+# a busy host), and one that stays outside less long makes no queue worth cutting for.
+HELD_AFTER_S = 0.2
 
 
 def parse_slots(text: str, option: str = "--slots") -> tuple[int | None, LimitSettings | None]:

@@ -7,7 +7,8 @@ follows, as the engine's scheduler (docs/engine.md, "The model") would have it: 
 starts at once when a place is free, else waits first-come-first-served for the next
 request to end; the running batch is every request started and not yet ended. A
 request whose answer ended while it would still have been waiting shows that the engine
-had more places than ``places``.
+had more places than ``places``. With an ``overhead_s`` (the model's request_overhead_ms), a
+request reaches the engine's queue that long after it was sent.
 """
 
 from __future__ import annotations
@@ -43,12 +44,13 @@ class Served:
 class Lived:
     """One request's life in the engine."""
 
-    queued_s: float  # in the engine's queue before it started
+    queued_s: float  # from when it was sent until it started: in the API server (the overhead), then in the engine's queue
     running: tuple[tuple[int, float], ...]  # (batch size, seconds run at that size), each size once
     prefill_tokens: int  # prompt tokens prefilled while it ran: its own and those of the requests that started meanwhile (uncached)
     first_batch: int  # the batch size it started in
     first_prefill: int  # prompt tokens of the requests that started when it did, its own included
-    joined: int  # requests already running when it started: a step was under way, which it waited for
+    joined: int  # requests already running when it started
+    mid_step: bool = False  # it came while a step was under way (the batch running, a place free), and waited for its end
 
     @property
     def run_s(self) -> float:
@@ -65,16 +67,18 @@ def most_in_flight(served: Sequence[Served]) -> int:
     return most
 
 
-def lived_through(served: Sequence[Served], places: int) -> list[Lived] | None:
-    """Each request's life with ``places`` places in the batch, in ``served`` order; None when
-    ``places`` cannot explain the recording (an answer ended before a place was free for it)."""
-    events = sorted([(r.end_s, 0, i) for i, r in enumerate(served)] + [(r.dispatch_s, 1, i) for i, r in enumerate(served)])
+def lived_through(served: Sequence[Served], places: int, overhead_s: float = 0.0) -> list[Lived] | None:
+    """Each request's life with ``places`` places in the batch and ``overhead_s`` on its way to the
+    engine, in ``served`` order; None when they cannot explain the recording (an answer ended
+    before a place was free for it, or before it reached the engine)."""
+    events = sorted([(r.end_s, 0, i) for i, r in enumerate(served)] + [(r.dispatch_s + overhead_s, 1, i) for i, r in enumerate(served)])
     start = [0.0] * len(served)
     at: list[dict[int, float]] = [{} for _ in served]
     prefill = [0] * len(served)
     first_batch = [0] * len(served)
     first_prefill = [0] * len(served)
     joined = [0] * len(served)
+    mid_step = [False] * len(served)
     queue: deque[int] = deque()
     running: set[int] = set()
     k = 0
@@ -100,10 +104,12 @@ def lived_through(served: Sequence[Served], places: int) -> list[Lived] | None:
             prefill[i] += brought
         for i in started:
             first_batch[i], first_prefill[i], joined[i] = len(running), brought, len(running) - len(started)
+            # Started as it came (not as a place freed, at a step's end) into a running batch: it waited for the step under way.
+            mid_step[i] = joined[i] > 0 and t == served[i].dispatch_s + overhead_s
         if k < len(events) and running:
             until = events[k][0]
             n = len(running)
             for i in running:
                 at[i][n] = at[i].get(n, 0.0) + (until - t)
-    return [Lived(start[i] - r.dispatch_s, tuple(sorted(at[i].items())), prefill[i], first_batch[i], first_prefill[i], joined[i])
-            for i, r in enumerate(served)]
+    return [Lived(start[i] - r.dispatch_s, tuple(sorted(at[i].items())), prefill[i], first_batch[i], first_prefill[i], joined[i],
+                  mid_step[i]) for i, r in enumerate(served)]

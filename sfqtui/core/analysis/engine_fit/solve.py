@@ -18,8 +18,9 @@ which pins ``f`` where prompts alone would leave it loose.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served
 
@@ -28,6 +29,7 @@ SLOWDOWN_GRID = (0.0, *(0.001 * 2.0**k for k in range(14)))
 NARROWING_STEPS = 30  # golden-section steps between the best grid point's neighbours: to a millionth of that span
 _GOLDEN = (math.sqrt(5) - 1) / 2
 STEP_UNDER_WAY = 0.5  # of a step: how long on average a request waits for the step running when it came
+Found = TypeVar("Found")
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Solution:
 def steps(served: Served, lived: Lived) -> float:
     """The steps a request spends in the batch: one per output token, and half the step under way
     when it came (the batch admits only between steps), when the batch was running."""
-    return served.output_tokens + (STEP_UNDER_WAY if lived.joined else 0.0)
+    return served.output_tokens + _under_way(lived)
 
 
 def unslowed(lived: Lived, slowdown: float) -> float:
@@ -72,7 +74,7 @@ def predicted_ttft(lived: Lived, times: StepTimes) -> float:
 
 
 def _under_way(lived: Lived) -> float:
-    return STEP_UNDER_WAY if lived.joined else 0.0
+    return STEP_UNDER_WAY if lived.mid_step else 0.0
 
 
 class _Normal:
@@ -140,15 +142,20 @@ class Rows:
         k = min(range(len(tried)), key=lambda j: tried[j].loss)
         low = SLOWDOWN_GRID[max(0, k - 1)]
         high = SLOWDOWN_GRID[min(len(SLOWDOWN_GRID) - 1, k + 1)]
-        x1, x2 = high - _GOLDEN * (high - low), low + _GOLDEN * (high - low)
-        f1, f2 = self.at(x1), self.at(x2)
-        for _ in range(NARROWING_STEPS):
-            if f1.loss <= f2.loss:
-                high, x2, f2 = x2, x1, f1
-                x1 = high - _GOLDEN * (high - low)
-                f1 = self.at(x1)
-            else:
-                low, x1, f1 = x1, x2, f2
-                x2 = low + _GOLDEN * (high - low)
-                f2 = self.at(x2)
-        return min((tried[k], f1, f2), key=lambda s: s.loss)
+        return min((tried[k], narrowed(self.at, lambda s: s.loss, low, high, NARROWING_STEPS)), key=lambda s: s.loss)
+
+
+def narrowed(at: Callable[[float], Found], loss: Callable[[Found], float], low: float, high: float, steps: int) -> Found:
+    """A golden-section search of ``steps`` for the least ``loss(at(x))`` between ``low`` and ``high``: what ``at`` gave there."""
+    x1, x2 = high - _GOLDEN * (high - low), low + _GOLDEN * (high - low)
+    f1, f2 = at(x1), at(x2)
+    for _ in range(steps):
+        if loss(f1) <= loss(f2):
+            high, x2, f2 = x2, x1, f1
+            x1 = high - _GOLDEN * (high - low)
+            f1 = at(x1)
+        else:
+            low, x1, f1 = x1, x2, f2
+            x2 = low + _GOLDEN * (high - low)
+            f2 = at(x2)
+    return min((f1, f2), key=loss)

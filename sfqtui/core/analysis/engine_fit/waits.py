@@ -7,7 +7,9 @@ held it (a proxy's recording measures it) and the time it waited in the engine's
 answer, measured whole. The replay runs every request on the fitted model (the fitted
 requests' arrivals and tokens, never their times), so both figures are predictions.
 A wait error is relative to the recorded wait, so only requests that waited count: a
-request that did not wait has no relative error to give.
+request that did not wait has no relative error to give. The API server's time
+(request_overhead_ms) is part of every wait, but no queue: a request waited when it waited
+beyond it.
 """
 
 from __future__ import annotations
@@ -38,14 +40,14 @@ class ReplayedErrors:
 
 
 def replayed_errors(served: Sequence[Served], lived: Sequence[Lived], first_held_out: int,
-                    start_s: Sequence[float], end_s: Sequence[float]) -> ReplayedErrors:
+                    start_s: Sequence[float], end_s: Sequence[float], overhead_s: float = 0.0) -> ReplayedErrors:
     """The errors of a replay's predicted starts and ends (``start_s``, ``end_s``, by request in
-    ``served`` order) on the requests from ``first_held_out`` on."""
+    ``served`` order) on the requests from ``first_held_out`` on; ``overhead_s``: the model's request_overhead_ms."""
     waits, latencies = [], []
     for k in range(first_held_out, len(served)):
         request, life = served[k], lived[k]
         waited = request.dispatch_s + life.queued_s - request.arrival_s
-        if waited >= WAITED_S:
+        if waited - overhead_s >= WAITED_S:
             waits.append(abs(start_s[k] - request.arrival_s - waited) / waited)
         took = request.end_s - request.arrival_s
         latencies.append(abs(end_s[k] - request.arrival_s - took) / took)
