@@ -52,7 +52,7 @@ def calibrate(
     if loaded.trace.output_tokens is None:
         raise fail(f"{trace}: calibration needs actual outputs, and this trace has no output_tokens column "
                    "(record one through the proxy, or import a log that has them; semantics §10)")
-    config = replay.config(scheduler, loaded.suggested_slots)
+    config = replay.config(scheduler, loaded.suggested_slots, loaded.recorded_limits)
     references = reference_runs(str(trace), config)
     charges_ratio = not config.estimator.oracle and loaded.trace.cost is None  # else no ratio prices anything
     alternatives = ratio_alternatives(str(trace), loaded.trace, config) if charges_ratio else []

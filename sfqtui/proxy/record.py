@@ -21,7 +21,10 @@ Each flush rewrites the whole file atomically, so the file on disk is always a
 complete trace, even after a crash. Rows are kept in memory as compact Arrow columns;
 the time between flushes grows with the time a write takes, so writing never takes
 more than about a tenth of the proxy's time. A group replica's metadata also lists the
-changes of its bound (``bound``: each ``bound`` event of its stream, docs/protocol.md).
+changes of its bound (``bound``: each ``bound`` event of its stream, docs/protocol.md), and a
+recording under ``--slots auto`` the capacity in force as it changed (``capacity``: each
+``limit`` event's time, timed as the operations are, seq, upstream, limit and reason; the slots
+are the limits' sum), so that a replay follows it (docs/semantics.md §13).
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 # Apart in time, the events of one store call in the recording: well under the store clock's
 # microsecond, so they never pass an event of another call.
 OP_SPACING_S = 1e-9
-_OPS = ("arrive", "complete", "cancel")
+# What a dispatch follows: an arrival, a completion, a cancel, or a limit's change (a rise lets requests go).
+_OPS = ("arrive", "complete", "cancel", "limit")
 
 
 class Decisions:
@@ -66,6 +70,8 @@ class Decisions:
         self._ops = 0
         self.op_t = 0.0  # the time of the last arrival, completion or cancel: what a dispatch now follows
         self.requests: dict[str, dict[str, Any]] = {}  # request id -> what its events said, until its row is written
+        # --slots auto: each limit's change, as the metadata's capacity table keeps it (docs/traces.md).
+        self.capacity: dict[str, list[Any]] = {"t": [], "seq": [], "upstream": [], "limit": [], "reason": []}
 
     def see(self, event: Event) -> str | None:
         """Take one event; returns the request id when it completed one of this recording's requests."""
@@ -77,6 +83,11 @@ class Decisions:
             else:
                 self._t, self._ops = t, 0
             self.op_t = t + self._ops * OP_SPACING_S
+        if kind == "limit":
+            for column, value in zip(self.capacity, (self.op_t, event["seq"], event.get("upstream"), event.get("limit"), event.get("reason")),
+                                     strict=True):
+                self.capacity[column].append(value)
+            return None
         rid = event.get("request_id")
         if rid is None or not self._mine(event):
             return None
@@ -140,6 +151,8 @@ class TraceRecorder:
 
     def see(self, event: Event) -> None:
         rid = self.decisions.see(event)
+        if event["kind"] == "limit":
+            self._changed = True
         if rid is not None and rid in self._ended:
             self._pending.append(self._ended.pop(rid) | self.decisions.requests.pop(rid))
 
@@ -159,6 +172,8 @@ class TraceRecorder:
         metadata = self._metadata()
         if self._bounds:
             metadata["bound"] = list(self._bounds)
+        if "capacity" in metadata:
+            metadata["capacity"] |= {column: list(values) for column, values in self.decisions.capacity.items()}
         await asyncio.to_thread(write_trace, frame, self.path, metadata)
         return time.perf_counter() - started
 
@@ -181,11 +196,14 @@ def recorder_of(path: Path, settings: ProxySettings, group: Group | None) -> Tra
     what a replay needs (semantics §1), never a key or a token."""
 
     def metadata() -> dict[str, Any]:
-        found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
+        slots: int | str = settings.slots if settings.limits is None else f"auto:{settings.limits.maximum}"
+        found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": slots,
                                  "weights": dict(settings.keys.weights), "estimator": settings.estimator.as_dict(),
                                  "costs": "charged at dispatch"}
+        if settings.limits is not None:  # the slots followed the upstreams: their limits as they changed (the recorder adds them)
+            found["capacity"] = {"slots": slots, "limit_from": settings.limit_from}
         if group is not None:
-            found["group"] = {"replica": group.replica, "replicas": len(group.replicas), "share": "global", "slots": settings.slots}
+            found["group"] = {"replica": group.replica, "replicas": len(group.replicas), "share": "global", "slots": slots}
         return found
 
     def held(event: Event) -> bool:

@@ -1,0 +1,103 @@
+"""A recording under `--slots auto` replays to what happened (issue 31 §1): the proxy in front of
+the emulated engine (`sfqtui engine`) records each upstream's limit as it changed, and a replay
+follows that capacity, so `simulate`, `explain` and `compare` find the live dispatches at every
+position, charged the same, as a recording on fixed slots does (tests/proxy/test_recording.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from sfqtui.cli.app import app
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.limits import LimitSettings
+from sfqtui.emulator.server import EngineServer
+from sfqtui.protocol import LIMIT
+from sfqtui.trace.write import read_metadata
+from tests.fake_upstream import ServerThread
+from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy
+from tests.recording_traffic import send_uneven, write_keys
+
+MODEL = "m"  # the model tests/recording_traffic.py asks for
+
+
+@contextlib.contextmanager
+def running_engine() -> Iterator[ServerThread]:
+    """An engine of 4 places, 4 ms a token: the limit grows from 2 while requests queue at the proxy."""
+    with ServerThread(EngineServer(EngineModel(max_num_seqs=4, decode_ms_per_token=4.0, batch_slowdown=0.0), MODEL)) as server:
+        yield server
+
+
+def run(cli: CliRunner, *args: str) -> str:
+    result = cli.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def dispatches(events: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    return [(e["request_id"], e["cost"]) for e in events if e["kind"] == "dispatch"]
+
+
+def replayed(cli: CliRunner, out: Path, *args: str) -> tuple[list[tuple[str, float]], pl.DataFrame, str]:
+    said = run(cli, "simulate", *args, "-o", str(out))
+    log = pl.read_parquet(out)
+    return dispatches(log.to_dicts()), log, said
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """One proxy under --slots auto (from 2) recording 120 requests of four users, and its stream."""
+    folder = tmp_path_factory.mktemp("auto-record")
+    record = folder / "record.parquet"
+    with running_engine() as engine, running_proxy(engine.url, write_keys(folder / "keys.toml"), slots=2, limits=LimitSettings(),
+                                                   record=record, events_token=EVENTS_TOKEN) as proxy:
+        asyncio.run(send_uneven([proxy.url], 120, seed=5, pause_s=0.02))
+        events = read_events(proxy.url, EVENTS_TOKEN, also=(LIMIT,))
+    return record, events
+
+
+def test_the_recording_keeps_the_capacity_as_it_changed(recorded: tuple[Path, list[dict[str, Any]]]) -> None:
+    record, events = recorded
+    limits = [e for e in events if e["kind"] == "limit"]
+    metadata = read_metadata(record)
+    assert metadata["slots"] == "auto:256"
+    capacity = metadata["capacity"]
+    assert capacity["slots"] == "auto:256" and capacity["limit_from"] == "auto"
+    assert capacity["seq"] == [e["seq"] for e in limits]
+    assert capacity["limit"] == [e["limit"] for e in limits] and capacity["reason"] == [e["reason"] for e in limits]
+    assert capacity["upstream"] == [e["upstream"] for e in limits]
+    assert capacity["reason"][0] == "start" and capacity["limit"][0] == 2
+    assert len(set(capacity["limit"])) > 1, "the limit never moved: the test could not tell a recorded capacity from fixed slots"
+    assert capacity["t"] == sorted(capacity["t"])
+
+
+def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(recorded: tuple[Path, list[dict[str, Any]]], tmp_path: Path,
+                                                                             cli: CliRunner) -> None:
+    record, events = recorded
+    live = dispatches(events)
+    assert len(live) == 120 and [rid for rid, _ in live] != [e["request_id"] for e in events if e["kind"] == "arrive"]
+
+    again, log, said = replayed(cli, tmp_path / "log.parquet", str(record))
+    assert again == live  # the same request at every position, charged the same to the last bit
+    assert "slots as recorded (auto:256: 2 to " in said
+    limits = [e for e in events if e["kind"] == "limit"]
+    assert log.filter(pl.col("kind") == "limit")["limit"].to_list() == [e["limit"] for e in limits]
+    assert read_metadata(tmp_path / "log.parquet")["capacity"]["most"] == max(e["limit"] for e in limits)
+    run(cli, "check", str(tmp_path / "log.parquet"))
+
+    fixed, _, _ = replayed(cli, tmp_path / "fixed.parquet", str(record), "--slots", "2")
+    assert fixed != live  # the starting limit alone does not make the same run
+
+    rid, cost = live[80]
+    explained = json.loads(run(cli, "explain", str(record), rid, "--json"))
+    assert (explained["position"], explained["cost"]) == (81, cost)
+    header = " ".join(run(cli, "compare", str(record), "--schedulers", "sfq").split("\nsfq:")[0].split())
+    assert "slots as recorded" in header
