@@ -112,7 +112,7 @@ class Proxy:
                         "limit": limit, "reason": reason}
         # The change first, then the dispatches a rise lets go: a recording times them by it (proxy/record.py).
         self.scheduling.publish(event)
-        self.scheduling.limit_changed(self.upstreams.labels[index], limit, self.limits.total)
+        self.scheduling.limit_changed(self.upstreams.labels[index], limit, self.limits.total, reason)
 
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
         self.live.discard(exchange)

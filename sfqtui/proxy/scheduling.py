@@ -40,8 +40,8 @@ class Scheduling(Protocol):
         """The events' clock: seconds since the run started."""
         ...
 
-    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
-        """``--slots auto``: the upstream's limit is now ``limit``, and the limits' sum ``total``."""
+    def limit_changed(self, upstream: str, limit: int, total: int, reason: str) -> None:
+        """``--slots auto``: the upstream's limit is now ``limit`` (because of ``reason``), and the limits' sum ``total``."""
         ...
 
     def publish(self, event: Event) -> None:
@@ -98,7 +98,7 @@ class Alone:
     def now(self) -> float:
         return self.dispatcher.now()
 
-    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+    def limit_changed(self, upstream: str, limit: int, total: int, reason: str) -> None:
         self.dispatcher.resize(total)
 
     def publish(self, event: Event) -> None:

@@ -21,9 +21,10 @@ from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import LIMIT
+from sfqtui.proxy.server import ProxyServer
 from sfqtui.trace.write import read_metadata
 from tests.fake_upstream import ServerThread
-from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy
+from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait_for
 from tests.recording_traffic import send_uneven, write_keys
 
 MODEL = "m"  # the model tests/recording_traffic.py asks for
@@ -101,3 +102,33 @@ def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(rec
     assert (explained["position"], explained["cost"]) == (81, cost)
     header = " ".join(run(cli, "compare", str(record), "--schedulers", "sfq").split("\nsfq:")[0].split())
     assert "slots as recorded" in header
+
+
+def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: Any, tmp_path: Path, cli: CliRunner) -> None:
+    keys = write_keys(tmp_path / "keys.toml")
+    records = [tmp_path / f"replica-{k}.parquet" for k in range(2)]
+    with running_engine() as engine, \
+            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="auto/0",
+                          record=records[0]) as first, \
+            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="auto/1",
+                          record=records[1]) as second:
+        replicas = [first, second]
+        asyncio.run(send_uneven([r.url for r in replicas], 100, seed=13, pause_s=0.02))
+        last = state(first.url)["seq"]
+        rings = [r.server.proxy.ring for r in replicas if isinstance(r.server, ProxyServer)]
+        wait_for(lambda: all(ring.next_seq == last + 1 for ring in rings), what="every replica to read the whole stream")
+        events = read_events(first.url, also=(LIMIT,))
+    live = dispatches(events)
+    limits = [e for e in events if e["kind"] == "limit"]
+    assert len(live) == 100 and {e["replica"] for e in events if e["kind"] == "dispatch"} == {0, 1}
+    assert [rid for rid, _ in live] != [e["request_id"] for e in events if e["kind"] == "arrive"]
+    assert [e["reason"] for e in limits[:2]] == ["start", "start"] and len({e["limit"] for e in limits}) > 1
+    assert all(read_metadata(r)["group"]["slots"] == "auto:256" for r in records)
+
+    again, log, said = replayed(cli, tmp_path / "log.parquet", *map(str, records))
+    assert again == live  # the group's dispatches at every position, charged the same
+    assert log.filter(pl.col("kind") == "limit")["limit"].to_list() == [e["limit"] for e in limits]
+    assert "slots as recorded" in said
+    rid, cost = live[60]
+    explained = json.loads(run(cli, "explain", *map(str, records), rid, "--json"))
+    assert (explained["position"], explained["cost"]) == (61, cost)

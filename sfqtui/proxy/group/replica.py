@@ -143,14 +143,15 @@ class Group(Membership, Following, Suspension):
 
     # Limits (--slots auto)
 
-    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
-        """The group's pool is the sum of its upstreams' limits, in the store (a replica that has
-        not joined yet writes them once it has); a suspended replica's local SFQ takes its share at once."""
+    def limit_changed(self, upstream: str, limit: int, total: int, reason: str) -> None:
+        """The group's pool is the sum of its upstreams' limits, in the store, whose stream has
+        the change as a limit event (a replica that has not joined yet writes them once it has);
+        a suspended replica's local SFQ takes its share at once."""
         self.slots = total
         if self.local is not None:
             self.local.resize(share_of(total, self.replicas, self.replica))
         if self.mode == GLOBAL and self.replica and not self.closing:
-            self.batch.add("l", upstream, limit).add_done_callback(self._failed)
+            self.batch.add("l", upstream, limit, reason).add_done_callback(self._failed)
 
     def publish(self, event: Event) -> None:
         """A group's stream is the store's, numbered there: a replica's own events are not in it."""
