@@ -17,11 +17,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
+from sfqtui.cli.replay import _opening
+from sfqtui.cli.replay_options import NO_CHOICES
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import LIMIT
 from sfqtui.proxy.server import ProxyServer
+from sfqtui.runs.run import Run
 from sfqtui.trace.write import read_metadata
 from tests.fake_upstream import ServerThread
 from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait_for
@@ -100,6 +103,9 @@ def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(rec
     rid, cost = live[80]
     explained = json.loads(run(cli, "explain", str(record), rid, "--json"))
     assert (explained["position"], explained["cost"]) == (81, cost)
+    assert explained["capacity"]["most"] == max(e["limit"] for e in limits)
+    table = Run(_opening(record, "sfq", NO_CHOICES)).load_all().table  # what `sfqtui replay` opens
+    assert [(table.request_id(k), table.cost_at(k)) for k in table.dispatches] == live
     header = " ".join(run(cli, "compare", str(record), "--schedulers", "sfq").split("\nsfq:")[0].split())
     assert "slots as recorded" in header
 
