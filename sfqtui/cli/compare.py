@@ -147,13 +147,15 @@ def compare(
     if as_json:
         payload = _payload(named(traces), slots, reports, measures, replay)
         payload["repriced"] = bool(replay.repriced(loaded.trace.columns))
+        payload["capacity_ignored"] = bool(replay.capacity_ignored(loaded.recorded_limits))
         typer.echo(json.dumps(payload, indent=2))
         return
     console = report_console()
     where = f", {replay.replicas.describe()}" if replicated else ""
     priced = f", {REPRICED}{note}" if (note := replay.repriced(loaded.trace.columns)) else ""
     users = counted(len(loaded.trace.users), 'user')
-    console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {slots_said(configs[0])}{where}{priced}")
+    slots_were = f"{slots_said(configs[0])}{replay.capacity_ignored(loaded.recorded_limits)}"
+    console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {slots_were}{where}{priced}")
     if replay.engine is not None:
         console.print(f"engines: {replay.engine.describe()}; the slots bound what is dispatched and not complete", markup=False)
     elif loaded.measured_service:

@@ -20,7 +20,7 @@ from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import TIME, WAIT, Fixed, amount, count, counted, seconds
-from sfqtui.core.replay.config import REPRICED
+from sfqtui.core.replay.config import NOT_RECORDED_CAPACITY, REPRICED
 from sfqtui.core.replay.recorded import capacity_said
 from sfqtui.core.replay.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.replicas.settings import ReplicaSettings
@@ -65,7 +65,8 @@ def _why(run: Run, code: int) -> dict[str, Any]:
     wait = explain_wait(table, code, split=replicas is not None and replicas.split)
     assert wait is not None
     found: dict[str, Any] = {"request_id": wait.request, "user": wait.user, "scheduler": table.scheduler, "slots": run.slots,
-                             "repriced": bool(run.metadata.get("repriced")), **_sent(table, code)}
+                             "repriced": bool(run.metadata.get("repriced")), "capacity_ignored": bool(run.metadata.get("capacity_ignored")),
+                             **_sent(table, code)}
     if isinstance(run.metadata.get("capacity"), dict):  # the slots followed a recording's limits
         found["capacity"] = run.metadata["capacity"]
     if replicas is not None:
@@ -125,6 +126,7 @@ def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
     replicas = found.get("replicas")
     where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
     priced = f", {REPRICED}: the trace's costs ignored" if found["repriced"] else ""
+    priced += f", {NOT_RECORDED_CAPACITY}" if found["capacity_ignored"] else ""
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
                   f"{'' if slots is None else ', ' + _slots_said(found)}{where}{priced} ({path})")
     console.print(f"  arrived     t {seconds(found['arrived'])}")

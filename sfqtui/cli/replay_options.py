@@ -94,6 +94,17 @@ class ReplayChoices:
         """The slots the options set (None: the trace's suggestion decides); with the engine model, the engines' places by default."""
         return self.slots if self.engine is None else self.slots or self.engine.places
 
+    def capacity_ignored(self, recorded: RecordedLimits | None) -> str:
+        """What a replay's header says after its slots when the trace recorded its capacity
+        (--slots auto) and the options replay it on other slots or the engine model (a what-if), else nothing."""
+        if recorded is None or (self.slots is None and self.engine is None):
+            return ""
+        if self.engine is None:
+            asked = f"--slots {self.slots}"
+        else:
+            asked = "--slots auto on the engine model" if self.engine.auto is not None else "the engine model"
+        return f" ({asked}: the recorded capacity ignored)"
+
     def repriced(self, columns: frozenset[str]) -> str:
         """What a replay's header says after its costs' source when the trace has a cost column
         the estimator was asked to ignore (a what-if), else nothing."""

@@ -51,9 +51,10 @@ def simulate(
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     cost += replay.repriced(result.requests.columns)
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
+    ignored = replay.capacity_ignored(source.recorded_limits)
     typer.echo(
         f"wrote {output}: {counted(result.log.start, 'event')}, {counted(result.dispatched, 'dispatch', 'dispatches')} "
-        f"({config.scheduler}, {slots_said(config)}{_replicas(config)}{quantum}, cost: {cost}{_engines(config)}) in {elapsed:.2f} s"
+        f"({config.scheduler}, {slots_said(config)}{ignored}{_replicas(config)}{quantum}, cost: {cost}{_engines(config)}) in {elapsed:.2f} s"
     )
 
 

@@ -126,6 +126,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
     }
     if repriced(replay):
         meta["repriced"] = True
+    if source.recorded_limits is not None and config.capacity is None:
+        meta["capacity_ignored"] = True  # a what-if: other slots, or the engine model, than the recording's
     if replay.quantum is not None:
         meta["quantum"] = replay.quantum
     if replay.cost_source == "estimator":

@@ -228,6 +228,7 @@ class SfqApp(App[str]):
             speed=self.player.speed,
             options=self.options,
             replicas=run.replicas, limits=run.limits, bound=run.bound(), repriced=bool(run.metadata.get("repriced")),
+            capacity_ignored=bool(run.metadata.get("capacity_ignored")),
         )
 
     def refresh_views(self) -> None:

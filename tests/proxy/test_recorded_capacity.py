@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,11 @@ def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(rec
     assert read_metadata(tmp_path / "log.parquet")["capacity"]["most"] == max(e["limit"] for e in limits)
     run(cli, "check", str(tmp_path / "log.parquet"))
 
-    fixed, _, _ = replayed(cli, tmp_path / "fixed.parquet", str(record), "--slots", "2")
+    fixed, _, said = replayed(cli, tmp_path / "fixed.parquet", str(record), "--slots", "2")
     assert fixed != live  # the starting limit alone does not make the same run
+    assert "2 slots (--slots 2: the recorded capacity ignored)" in said
+    assert read_metadata(tmp_path / "fixed.parquet")["capacity_ignored"] is True
+    assert "capacity_ignored" not in read_metadata(tmp_path / "log.parquet")
 
     rid, cost = live[80]
     explained = json.loads(run(cli, "explain", str(record), rid, "--json"))
@@ -107,7 +111,27 @@ def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(rec
     table = Run(_opening(record, "sfq", NO_CHOICES)).load_all().table  # what `sfqtui replay` opens
     assert [(table.request_id(k), table.cost_at(k)) for k in table.dispatches] == live
     header = " ".join(run(cli, "compare", str(record), "--schedulers", "sfq").split("\nsfq:")[0].split())
-    assert "slots as recorded" in header
+    assert "slots as recorded" in header and "ignored" not in header
+
+
+def test_other_slots_or_the_engine_model_on_a_recorded_capacity_are_what_ifs_and_say_so(recorded: tuple[Path, list[dict[str, Any]]],
+                                                                                      tmp_path: Path, cli: CliRunner) -> None:
+    record, _ = recorded
+    _, _, said = replayed(cli, tmp_path / "engine.parquet", str(record), "--engines", "1", "--slots", "auto")
+    assert "(--slots auto on the engine model: the recorded capacity ignored)" in said
+    assert read_metadata(tmp_path / "engine.parquet")["capacity_ignored"] is True
+    header = " ".join(run(cli, "compare", str(record), "--schedulers", "sfq", "--slots", "3").split("\nsfq:")[0].split())
+    assert "3 slots (--slots 3: the recorded capacity ignored)" in header
+    assert json.loads(run(cli, "compare", str(record), "--schedulers", "sfq", "--slots", "3", "--json"))["capacity_ignored"] is True
+    assert json.loads(run(cli, "compare", str(record), "--schedulers", "sfq", "--json"))["capacity_ignored"] is False
+    explained = run(cli, "explain", str(record), "r3", "--slots", "3")
+    assert "not the recorded capacity" in explained.splitlines()[0]
+    assert json.loads(run(cli, "explain", str(record), "r3", "--engines", "1", "--json"))["capacity_ignored"] is True
+    title = _opening(record, "sfq", replace(NO_CHOICES, slots=3)).source().title  # the dashboard's title
+    assert title.endswith(", 3 slots, not the recorded capacity")
+    followed = _opening(record, "sfq", NO_CHOICES)
+    assert "slots as recorded" in followed.source().title
+    assert followed.rerun(slots=4).source().title.endswith(", 4 slots, not the recorded capacity")  # the palette's re-run
 
 
 def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: Any, tmp_path: Path, cli: CliRunner) -> None:

@@ -14,6 +14,8 @@ from sfqtui.core.schedulers import traits
 from sfqtui.errors import InputError
 
 REPRICED = "repriced by the estimator"  # how a run of ReplayConfig.reprice over a trace's cost column is named on screen
+# How a replay of a recording under --slots auto on other slots (or the engine model) is named on screen: a what-if.
+NOT_RECORDED_CAPACITY = "not the recorded capacity"
 
 
 @dataclass(frozen=True)
