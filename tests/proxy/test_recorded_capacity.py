@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +27,7 @@ from sfqtui.emulator.server import EngineServer
 from sfqtui.protocol import LIMIT
 from sfqtui.proxy.server import ProxyServer
 from sfqtui.runs.run import Run
-from sfqtui.trace.write import read_metadata
+from sfqtui.trace.write import read_metadata, write_trace
 from tests.fake_upstream import ServerThread
 from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait_for
 from tests.recording_traffic import send_uneven, write_keys
@@ -162,3 +163,32 @@ def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: A
     rid, cost = live[60]
     explained = json.loads(run(cli, "explain", *map(str, records), rid, "--json"))
     assert (explained["position"], explained["cost"]) == (61, cost)
+
+
+def test_fit_finds_the_places_from_the_recorded_capacity(recorded: tuple[Path, list[dict[str, Any]]], tmp_path: Path,
+                                                         cli: CliRunner) -> None:
+    record, events = recorded
+    most = max(e["limit"] for e in events if e["kind"] == "limit")
+    said = " ".join(run(cli, "fit", str(record), "--out", str(tmp_path / "model.json")).split())
+    assert f"sent when a replay of the recording on its recorded capacity (auto:256: 2 to {most} slots) dispatches them" in said
+    fitted = json.loads((tmp_path / "model.json").read_text())
+    # The places searched run to the most the recorded capacity let through, not the 2 it started at.
+    found = re.search(rf"max_num_seqs \S? ?{fitted['max_num_seqs']} \S? ?the best fit of 1\.\.(\d+) \(most in flight\)", said)
+    assert found is not None and 2 < int(found[1]) <= most, said
+    assert 3 <= fitted["max_num_seqs"] <= int(found[1])
+
+
+def test_fit_refuses_a_recording_whose_slots_followed_several_upstreams(tmp_path: Path, cli: CliRunner) -> None:
+    path = tmp_path / "two.parquet"
+    frame = pl.DataFrame({"request_id": [f"r{k}" for k in range(12)], "user": ["a", "b"] * 6, "arrival_s": [k * 0.1 for k in range(12)],
+                          "input_tokens": [10] * 12, "output_tokens": [5] * 12, "cost": [1.0] * 12, "service_s": [0.5] * 12})
+    capacity = {"slots": "auto:256", "limit_from": "auto", "t": [0.0, 0.0], "seq": [0, 1], "upstream": ["e:1", "e:2"], "limit": [2, 2],
+                "reason": ["start", "start"]}
+    write_trace(frame, path, {"source": "sfqtui proxy", "slots": "auto:256", "capacity": capacity})
+    refused = cli.invoke(app, ["fit", str(path)])
+    assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1
+    assert "followed 2 upstreams (--slots auto)" in refused.output
+    del capacity["t"]
+    write_trace(frame, path, {"source": "sfqtui proxy", "slots": "auto:256", "capacity": capacity})
+    refused = cli.invoke(app, ["fit", str(path)])
+    assert refused.exit_code == 2 and "must hold the lists" in refused.output
