@@ -131,9 +131,7 @@ class Proxy:
                                          self.settings.estimator.scope))
 
     def started(self, exchange: Exchange, engine_t: float, upstream: str) -> None:
-        # A group's events are numbered by its store, which keeps no starts: only a lone proxy publishes them.
-        if isinstance(self.scheduling, Alone):
-            self.scheduling.started(exchange.ticket, engine_t, upstream)
+        self.scheduling.engine_started(exchange.ticket, engine_t, upstream)
 
     def state(self) -> ProxyState:
         """The §8 snapshot without waiting: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now."""

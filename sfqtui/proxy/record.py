@@ -5,7 +5,9 @@ its ``input_tokens`` (the upstream's ``usage`` when it reported one, else the pr
 approximation), ``max_tokens``, ``output_tokens``, ``model`` and ``weight``, and what the
 scheduler decided with: ``cost``, the charge it was dispatched with, and beside it the
 estimator's figures at that dispatch (``ratio``, ``est_output``, ``ratio_scope``: extra
-columns a replay does not read). Requests cancelled while queued never ran and have no row.
+columns a replay does not read), and ``engine_start_s``, when its engine began running it where
+the upstream said so (the time of its ``start`` event; null otherwise). Requests cancelled while
+queued never ran and have no row.
 
 The times come from the decisions the proxy published (``/v1/sfq/events``, the ring's
 events), so that a replay of the recording meets the same events in the same order and
@@ -52,7 +54,9 @@ if TYPE_CHECKING:
 COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "weight", "model"]
 # What priced each request at its dispatch: not §1 columns, so a replay leaves them unread.
 ESTIMATOR_COLUMNS: dict[str, pl.DataType] = {"ratio": pl.Float64(), "est_output": pl.Float64(), "ratio_scope": pl.String()}
-SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS})
+# When its engine began running it, where the upstream said (its start event): on arrival_s's clock, else null.
+ENGINE_COLUMNS: dict[str, pl.DataType] = {"engine_start_s": pl.Float64()}
+SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS, **ENGINE_COLUMNS})
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 # Apart in time, the events of one store call in the recording: well under the store clock's
 # microsecond, so they never pass an event of another call.
@@ -98,6 +102,8 @@ class Decisions:
         elif (seen := self.requests.get(rid)) is not None:
             if kind == "dispatch":
                 seen.update(dispatched=self.op_t, cost=event["cost"], ratio=event.get("ratio"), est_output=event.get("est_output"))
+            elif kind == "start":
+                seen.setdefault("engine_start_s", event["t"])
             elif kind == "complete" and "dispatched" in seen:
                 seen["service_s"] = max(OP_SPACING_S, self.op_t - seen.pop("dispatched"))  # > 0, as §1 asks
                 return str(rid)

@@ -24,7 +24,7 @@ from sfqtui.cli.replay_options import NO_CHOICES
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
-from sfqtui.protocol import LIMIT
+from sfqtui.protocol import LIMIT, START
 from sfqtui.proxy.server import ProxyServer
 from sfqtui.runs.run import Run
 from sfqtui.trace.write import read_metadata, write_trace
@@ -66,7 +66,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     with running_engine() as engine, running_proxy(engine.url, write_keys(folder / "keys.toml"), slots=2, limits=LimitSettings(),
                                                    record=record, events_token=EVENTS_TOKEN) as proxy:
         asyncio.run(send_uneven([proxy.url], 120, seed=5, pause_s=0.02))
-        events = read_events(proxy.url, EVENTS_TOKEN, also=(LIMIT,))
+        events = read_events(proxy.url, EVENTS_TOKEN, also=(LIMIT, START))
     return record, events
 
 
@@ -83,6 +83,15 @@ def test_the_recording_keeps_the_capacity_as_it_changed(recorded: tuple[Path, li
     assert capacity["reason"][0] == "start" and capacity["limit"][0] == 2
     assert len(set(capacity["limit"])) > 1, "the limit never moved: the test could not tell a recorded capacity from fixed slots"
     assert capacity["t"] == sorted(capacity["t"])
+
+
+def test_the_recording_keeps_each_request_s_engine_start(recorded: tuple[Path, list[dict[str, Any]]]) -> None:
+    record, events = recorded
+    started = {e["request_id"]: e["t"] for e in events if e["kind"] == "start"}
+    rows = pl.read_parquet(record)
+    assert len(started) == rows.height == 120  # the emulator says when each request starts running
+    assert dict(zip(rows["request_id"].to_list(), rows["engine_start_s"].to_list())) == started
+    assert (rows["engine_start_s"] >= rows["arrival_s"]).all()
 
 
 def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(recorded: tuple[Path, list[dict[str, Any]]], tmp_path: Path,
@@ -148,13 +157,21 @@ def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: A
         last = state(first.url)["seq"]
         rings = [r.server.proxy.ring for r in replicas if isinstance(r.server, ProxyServer)]
         wait_for(lambda: all(ring.next_seq == last + 1 for ring in rings), what="every replica to read the whole stream")
-        events = read_events(first.url, also=(LIMIT,))
+        events = read_events(first.url, also=(LIMIT, START))
     live = dispatches(events)
     limits = [e for e in events if e["kind"] == "limit"]
     assert len(live) == 100 and {e["replica"] for e in events if e["kind"] == "dispatch"} == {0, 1}
     assert [rid for rid, _ in live] != [e["request_id"] for e in events if e["kind"] == "arrive"]
     assert [e["reason"] for e in limits[:2]] == ["start", "start"] and len({e["limit"] for e in limits}) > 1
     assert all(read_metadata(r)["group"]["slots"] == "auto:256" for r in records)
+    # Each replica publishes its requests' starts in the group's stream, and records them.
+    starts = {e["request_id"]: e for e in events if e["kind"] == "start"}
+    dispatched = {e["request_id"]: e for e in events if e["kind"] == "dispatch"}
+    assert starts.keys() == dispatched.keys() and all(starts[r]["replica"] == dispatched[r]["replica"] for r in starts)
+    assert all(starts[r]["t"] >= dispatched[r]["t"] and starts[r]["upstream"] == engine.url.removeprefix("http://") for r in starts)
+    for path in records:
+        rows = pl.read_parquet(path)
+        assert dict(zip(rows["request_id"].to_list(), rows["engine_start_s"].to_list())) == {r: starts[r]["t"] for r in rows["request_id"]}
 
     again, log, said = replayed(cli, tmp_path / "log.parquet", *map(str, records))
     assert again == live  # the group's dispatches at every position, charged the same

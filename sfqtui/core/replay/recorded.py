@@ -44,7 +44,7 @@ class RecordedLimits:
         if len({len(c) for c in columns}) != 1 or not columns[0]:
             raise InputError("the trace's metadata 'capacity' must hold lists of one length, at least one change")
         upstreams: dict[str, int] = {}
-        changes = []
+        changes: list[tuple[float, int, int, str]] = []
         last = -INF
         for t, _seq, upstream, limit, reason in zip(*columns, strict=True):
             if not (isinstance(t, int | float) and t >= last and isinstance(upstream, str)

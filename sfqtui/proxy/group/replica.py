@@ -141,6 +141,14 @@ class Group(Membership, Following, Suspension):
         elif exc is not None:
             raise exc
 
+    def engine_started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
+        """The upstream's engine reported that the request began running: a start event in the
+        group's stream, timed when the store takes the report (a stream entry has one time);
+        none while the replica serves on its own."""
+        assert isinstance(ticket, GroupTicket)
+        if self.mode == GLOBAL and ticket.local is None and not ticket.held and ticket.stage is Stage.RUNNING and not self.closing:
+            self.batch.add("s", ticket.packed, upstream).add_done_callback(self._failed)
+
     # Limits (--slots auto)
 
     def limit_changed(self, upstream: str, limit: int, total: int, reason: str) -> None:
