@@ -134,6 +134,8 @@ def test_other_slots_or_the_engine_model_on_a_recorded_capacity_are_what_ifs_and
     assert "3 slots (--slots 3: the recorded capacity ignored)" in header
     assert json.loads(run(cli, "compare", str(record), "--schedulers", "sfq", "--slots", "3", "--json"))["capacity_ignored"] is True
     assert json.loads(run(cli, "compare", str(record), "--schedulers", "sfq", "--json"))["capacity_ignored"] is False
+    assert "3 slots (--slots 3: the recorded capacity ignored)" in " ".join(run(cli, "calibrate", str(record), "--slots", "3").split())
+    assert "sfq, slots as recorded (auto:256: 2 to" in " ".join(run(cli, "calibrate", str(record)).split())
     explained = run(cli, "explain", str(record), "r3", "--slots", "3")
     assert "not the recorded capacity" in explained.splitlines()[0]
     assert json.loads(run(cli, "explain", str(record), "r3", "--engines", "1", "--json"))["capacity_ignored"] is True
