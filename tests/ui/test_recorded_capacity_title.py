@@ -52,3 +52,14 @@ async def test_side_by_side_the_what_if_panes_title_says_so(monkeypatch: pytest.
         await pilot.press("right")
         titles = [str(pane.border_title) for pane in app.query(RunPane)]
     assert [SAID in title for title in titles] == [False, True], titles
+
+
+async def test_the_status_line_has_the_recorded_slots_at_the_cursor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    without_audit(monkeypatch)
+    app = SfqApp(recording(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, analysed=False)
+        await pilot.press("end")  # after the rise at t 1: 3 slots
+        await pilot.pause()
+        said = text_of(app.query_one(StatusLine))
+    assert "/3 slots auto" in said or "slots auto 0/3" in said, said

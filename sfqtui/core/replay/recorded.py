@@ -11,6 +11,7 @@ enough requests complete), as the proxy's dispatcher did.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,13 @@ class RecordedLimits:
 
     def describe(self) -> str:
         return capacity_said(self.metadata())
+
+    def at(self, t: float) -> dict[str, int]:
+        """Each upstream's limit in force at time ``t`` (after the changes made then), the upstreams seen so far."""
+        limits: dict[str, int] = {}
+        for _, upstream, limit, _ in self.changes[:bisect_right(self.changes, t, key=lambda change: change[0])]:
+            limits[self.upstreams[upstream]] = limit
+        return limits
 
     def metadata(self) -> dict[str, Any]:
         """What a log replayed on this capacity records of it."""
