@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from sfqtui.cli.app import app
 from sfqtui.cli.replay import _opening
 from sfqtui.cli.replay_options import NO_CHOICES
+from sfqtui.core.analysis.fairness import fairness
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.limits import LimitSettings
 from sfqtui.emulator.server import EngineServer
@@ -29,6 +30,7 @@ from sfqtui.proxy.server import ProxyServer
 from sfqtui.runs.run import Run
 from sfqtui.trace.write import read_metadata, write_trace
 from tests.fake_upstream import ServerThread
+from tests.proxy.test_proxy import log_rows
 from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, state, wait_for
 from tests.recording_traffic import send_uneven, write_keys
 
@@ -174,6 +176,8 @@ def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: A
     for path in records:
         rows = pl.read_parquet(path)
         assert dict(zip(rows["request_id"].to_list(), rows["engine_start_s"].to_list())) == {r: starts[r]["t"] for r in rows["request_id"]}
+    at_start = fairness(log_rows(events), at_engine_start=True).at_engine_start  # what check measures on the group's stream
+    assert at_start is not None and sum(u.dispatched for u in at_start.users.values()) == 100  # each start counted as its service
 
     again, log, said = replayed(cli, tmp_path / "log.parquet", *map(str, records))
     assert again == live  # the group's dispatches at every position, charged the same
