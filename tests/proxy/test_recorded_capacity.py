@@ -38,9 +38,9 @@ MODEL = "m"  # the model tests/recording_traffic.py asks for
 
 
 @contextlib.contextmanager
-def running_engine() -> Iterator[ServerThread]:
+def running_engine(decode_ms_per_token: float = 4.0) -> Iterator[ServerThread]:
     """An engine of 4 places, 4 ms a token: the limit grows from 2 while requests queue at the proxy."""
-    with ServerThread(EngineServer(EngineModel(max_num_seqs=4, decode_ms_per_token=4.0, batch_slowdown=0.0), MODEL)) as server:
+    with ServerThread(EngineServer(EngineModel(max_num_seqs=4, decode_ms_per_token=decode_ms_per_token, batch_slowdown=0.0), MODEL)) as server:
         yield server
 
 
@@ -148,10 +148,11 @@ def test_other_slots_or_the_engine_model_on_a_recorded_capacity_are_what_ifs_and
     assert followed.rerun(slots=4).source().title.endswith(", 4 slots, not the recorded capacity")  # the palette's re-run
 
 
+@pytest.mark.both_servers  # the store's limit and start records: on Redis 6.2's cached scripts and on Functions
 def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: Any, tmp_path: Path, cli: CliRunner) -> None:
     keys = write_keys(tmp_path / "keys.toml")
     records = [tmp_path / f"replica-{k}.parquet" for k in range(2)]
-    with running_engine() as engine, \
+    with running_engine(decode_ms_per_token=10.0) as engine, \
             running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="auto/0",
                           record=records[0]) as first, \
             running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="auto/1",
