@@ -159,6 +159,8 @@ def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: A
                           record=records[1]) as second:
         replicas = [first, second]
         asyncio.run(send_uneven([r.url for r in replicas], 100, seed=13, pause_s=0.02))
+        # A client has its answer before its replica tells the store (its start, then its completion): wait for the store.
+        wait_for(lambda: sum(e["kind"] == "complete" for e in read_events(first.url)) == 100, what="every completion in the stream")
         last = state(first.url)["seq"]
         rings = [r.server.proxy.ring for r in replicas if isinstance(r.server, ProxyServer)]
         wait_for(lambda: all(ring.next_seq == last + 1 for ring in rings), what="every replica to read the whole stream")
@@ -172,7 +174,8 @@ def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: A
     # Each replica publishes its requests' starts in the group's stream, and records them.
     starts = {e["request_id"]: e for e in events if e["kind"] == "start"}
     dispatched = {e["request_id"]: e for e in events if e["kind"] == "dispatch"}
-    assert starts.keys() == dispatched.keys() and all(starts[r]["replica"] == dispatched[r]["replica"] for r in starts)
+    assert starts.keys() == dispatched.keys(), dispatched.keys() - starts.keys()
+    assert all(starts[r]["replica"] == dispatched[r]["replica"] for r in starts)
     assert all(starts[r]["t"] >= dispatched[r]["t"] and starts[r]["upstream"] == engine.url.removeprefix("http://") for r in starts)
     for path in records:
         rows = pl.read_parquet(path)

@@ -126,6 +126,10 @@ class Group(Membership, Following, Suspension):
         self.batch.add("x", request).add_done_callback(cancelled)
 
     def _complete(self, rid: str, request: bytes, output_tokens: int | None, held: bool) -> None:
+        if (reporting := self.reporting.get(rid)) is not None:  # its start first: calls in flight may land in any order
+            reporting.add_done_callback(lambda _call: self._complete(rid, request, output_tokens, held))
+            return
+
         def completed(call: asyncio.Future[Any]) -> None:
             if isinstance(call.exception(), StoreAway) and not held:
                 self.finished[rid] = (output_tokens, request)
@@ -147,7 +151,10 @@ class Group(Membership, Following, Suspension):
         none while the replica serves on its own."""
         assert isinstance(ticket, GroupTicket)
         if self.mode == GLOBAL and ticket.local is None and not ticket.held and ticket.stage is Stage.RUNNING and not self.closing:
-            self.batch.add("s", ticket.packed, upstream).add_done_callback(self._failed)
+            rid, call = ticket.request_id, self.batch.add("s", ticket.packed, upstream)
+            self.reporting[rid] = call
+            call.add_done_callback(lambda _call: self.reporting.pop(rid, None))
+            call.add_done_callback(self._failed)
 
     # Limits (--slots auto)
 
