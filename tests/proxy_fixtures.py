@@ -69,8 +69,9 @@ def state(url: str, token: str | None = None) -> dict[str, Any]:
     return response.json()
 
 
-def read_events(url: str, token: str | None = None, last_event_id: int | None = None) -> list[dict[str, Any]]:
-    """Every event the proxy holds after ``last_event_id``, up to its current state's seq."""
+def read_events(url: str, token: str | None = None, last_event_id: int | None = None, also: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Every event the proxy holds after ``last_event_id``, up to its current state's seq (the §7
+    events, merges, and the SSE types ``also`` names, such as limit)."""
     headers = {"authorization": f"Bearer {token}"} if token else {}
     upto = state(url, token)["seq"]
     if last_event_id is not None:
@@ -80,7 +81,7 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
         return events
     with httpx.Client(verify=TLS, headers=headers, timeout=10) as client, connect_sse(client, "GET", f"{url}/v1/sfq/events") as source:
         for sse in source.iter_sse():
-            if sse.event not in ("message", MERGE):  # a merge is a §7 event of its own SSE type
+            if sse.event not in ("message", MERGE, *also):  # a merge is a §7 event of its own SSE type
                 continue
             event = sse.json()
             assert str(event["seq"]) == sse.id

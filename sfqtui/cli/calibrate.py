@@ -16,6 +16,7 @@ from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
 from sfqtui.core.numbers import Fixed, amount, count, counted, percent, ratio, span
+from sfqtui.core.replay.config import slots_said
 from sfqtui.core.schedulers.registry import ESTIMATING, check_schedulers
 from sfqtui.sweep.alternatives import MIN_CUT, actual_gap, ratio_alternatives, reference_runs, run_alternatives, suggestion
 from sfqtui.sweep.runs import Row
@@ -52,7 +53,7 @@ def calibrate(
     if loaded.trace.output_tokens is None:
         raise fail(f"{trace}: calibration needs actual outputs, and this trace has no output_tokens column "
                    "(record one through the proxy, or import a log that has them; semantics §10)")
-    config = replay.config(scheduler, loaded.suggested_slots)
+    config = replay.config(scheduler, loaded.suggested_slots, loaded.recorded_limits)
     references = reference_runs(str(trace), config)
     charges_ratio = not config.estimator.oracle and loaded.trace.cost is None  # else no ratio prices anything
     alternatives = ratio_alternatives(str(trace), loaded.trace, config) if charges_ratio else []
@@ -68,7 +69,8 @@ def calibrate(
     if as_json:
         typer.echo(json.dumps(_payload(trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where), indent=2))
         return
-    _print(report_console(), trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where)
+    slots = f"{slots_said(config)}{replay.capacity_ignored(loaded.recorded_limits)}"
+    _print(report_console(), trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where, slots)
 
 
 def _gap_of(figure: GapFigure) -> float | None:
@@ -204,12 +206,12 @@ def _alternatives_table(alternatives: list[Row], where: str) -> Table:
 
 
 def _print(console: Console, trace: Path, requests: int, report: CalibrationReport, references: dict[str, Row],
-           alternatives: list[Row], suggested: Row | None, where: str) -> None:
+           alternatives: list[Row], suggested: Row | None, where: str, slots: str) -> None:
     p = report.estimator
     estimator = "oracle" if p.oracle else f"ratio, scope {p.scope}, update {p.update}"
     if report.cost_source == "column":
         estimator = "the trace's cost column"
-    console.print(f"{trace}: {counted(requests, 'request')}; {report.scheduler}, {counted(report.slots, 'slot')}; charged: {estimator} "
+    console.print(f"{trace}: {counted(requests, 'request')}; {report.scheduler}, {slots}; charged: {estimator} "
                   f"(a = {amount(p.input_weight)}, b = {amount(p.output_weight)})")
     if report.ratios:
         print_table(console, _ratio_table(report))

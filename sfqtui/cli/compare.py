@@ -18,9 +18,8 @@ from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.engine_waits import QUANTILES, EngineWaits, quantile
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
 from sfqtui.core.analysis.replication_cost import ReplicaMeasures, replica_measures
-from sfqtui.core.engines.settings import slots_named
 from sfqtui.core.numbers import SECONDS_DECIMALS, WAIT, Fixed, amount, count, counted, percent, ratio, seconds, span
-from sfqtui.core.replay.config import REPRICED
+from sfqtui.core.replay.config import REPRICED, slots_said
 from sfqtui.core.schedulers.registry import SYNCABLE, check_schedulers
 from sfqtui.trace.joined import TRACES_HELP, joined_trace, named
 from sfqtui.trace.load import load_trace
@@ -128,7 +127,7 @@ def compare(
     check_schedulers(names)
     trace = joined_trace(traces)
     loaded = load_trace(trace)
-    configs = [replay.config(name, loaded.suggested_slots) for name in names]
+    configs = [replay.config(name, loaded.suggested_slots, loaded.recorded_limits) for name in names]
     replicated = replay.replicas.replicated
     runs = 2 if replicated else 1  # a replicated run and its reference
     total = runs * len(names) * len(loaded.trace)
@@ -148,13 +147,15 @@ def compare(
     if as_json:
         payload = _payload(named(traces), slots, reports, measures, replay)
         payload["repriced"] = bool(replay.repriced(loaded.trace.columns))
+        payload["capacity_ignored"] = bool(replay.capacity_ignored(loaded.recorded_limits))
         typer.echo(json.dumps(payload, indent=2))
         return
     console = report_console()
     where = f", {replay.replicas.describe()}" if replicated else ""
     priced = f", {REPRICED}{note}" if (note := replay.repriced(loaded.trace.columns)) else ""
     users = counted(len(loaded.trace.users), 'user')
-    console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {slots_named(slots, replay.engine)}{where}{priced}")
+    slots_were = f"{slots_said(configs[0])}{replay.capacity_ignored(loaded.recorded_limits)}"
+    console.print(f"{named(traces)}: {counted(len(loaded.trace), 'request')}, {users}, {slots_were}{where}{priced}")
     if replay.engine is not None:
         console.print(f"engines: {replay.engine.describe()}; the slots bound what is dispatched and not complete", markup=False)
     elif loaded.measured_service:

@@ -20,14 +20,15 @@ from sfqtui.core.analysis.narrate import narrate
 from sfqtui.core.log.shadow import Shadow, ShadowMismatch
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import TIME, WAIT, Fixed, amount, count, counted, seconds
-from sfqtui.core.replay.config import REPRICED
+from sfqtui.core.replay.config import NOT_RECORDED_CAPACITY, REPRICED
+from sfqtui.core.replay.recorded import capacity_said
 from sfqtui.core.replay.run_spec import RunSpec, parse_run_specs
 from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.runs.run import Run
 from sfqtui.trace.joined import named
-from sfqtui.trace.load import suggested_slots
+from sfqtui.trace.load import recorded_limits, suggested_slots
 from sfqtui.trace.write import read_metadata
 
 
@@ -64,7 +65,10 @@ def _why(run: Run, code: int) -> dict[str, Any]:
     wait = explain_wait(table, code, split=replicas is not None and replicas.split)
     assert wait is not None
     found: dict[str, Any] = {"request_id": wait.request, "user": wait.user, "scheduler": table.scheduler, "slots": run.slots,
-                             "repriced": bool(run.metadata.get("repriced")), **_sent(table, code)}
+                             "repriced": bool(run.metadata.get("repriced")), "capacity_ignored": bool(run.metadata.get("capacity_ignored")),
+                             **_sent(table, code)}
+    if isinstance(run.metadata.get("capacity"), dict):  # the slots followed a recording's limits
+        found["capacity"] = run.metadata["capacity"]
     if replicas is not None:
         found["replica"] = wait.replica
         found["replicas"] = run.metadata.get("replicas")
@@ -111,6 +115,10 @@ def _compared(opening: Opening, specs: list[RunSpec], request_id: str) -> dict[s
     return compared
 
 
+def _slots_said(found: dict[str, Any]) -> str:
+    return capacity_said(found["capacity"]) if "capacity" in found else counted(found["slots"], "slot")
+
+
 def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
     """``value_name``: the scheduler's own per-user number (None: it has none)."""
     console = report_console()
@@ -118,8 +126,9 @@ def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
     replicas = found.get("replicas")
     where = "" if not replicas else f", {ReplicaSettings.from_metadata(replicas).describe()}, held on replica {found['replica']}"
     priced = f", {REPRICED}: the trace's costs ignored" if found["repriced"] else ""
+    priced += f", {NOT_RECORDED_CAPACITY}" if found["capacity_ignored"] else ""
     console.print(f"[bold]{found['request_id']}[/] of [bold]{found['user']}[/] under {found['scheduler']}"
-                  f"{'' if slots is None else ', ' + counted(slots, 'slot')}{where}{priced} ({path})")
+                  f"{'' if slots is None else ', ' + _slots_said(found)}{where}{priced} ({path})")
     console.print(f"  arrived     t {seconds(found['arrived'])}")
     if found["dispatched"] is None:
         console.print(f"  not dispatched: {found['reason']}")
@@ -235,8 +244,8 @@ def explain(
         raise fail(f"--compare replays a trace under other schedulers, and {path} is an event log: give the trace it was made from")
     if is_log:
         refuse_trace_options(ctx, path, _OWN_OPTIONS)
-    suggested = None if is_log else suggested_slots(read_metadata(path))  # settings checked against the slots (--replicas) see it
-    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested),
+    metadata = {} if is_log else read_metadata(path)  # settings checked against the slots (--replicas) see the trace's suggestion
+    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested_slots(metadata), recorded_limits(metadata)),
                       slots_given=replay.slots_chosen is not None)
     for trace, source in check_openings([opening]).items():
         note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.trace.offered_load import duration, one_slot
+from sfqtui.trace.write import read_metadata
 
 
 def note_one_slot(path: Path, suggested: int | None, slots: int | None, service: TokenServiceModel | None = None) -> None:
     """Print the note on stderr when ``path`` replays on one slot by default (``suggested``:
     the trace's own slot count; ``slots``: the --slots given) and one slot cannot keep up."""
-    if slots is not None or suggested is not None:
+    if slots is not None or suggested is not None or "capacity" in read_metadata(path):  # a recording's limits set the slots
         return
     found = one_slot(path, service or TokenServiceModel())
     enough = found.suggested

@@ -23,6 +23,7 @@ from sfqtui.core.limits.slots import parse_slots
 from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.replicas.settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.errors import InputError
 
@@ -66,11 +67,15 @@ class ReplayChoices:
     reprice: str | None = None  # why the estimator prices even a trace with a cost column: the option that asked
     engine: EngineSettings | None = None  # run the engine model (None: fixed service times)
 
-    def config(self, scheduler: str, suggested_slots: int | None) -> ReplayConfig:
-        """With the engine model, the slots default to the engines' places (a trace's suggestion is for fixed service times)."""
+    def config(self, scheduler: str, suggested_slots: int | None, recorded: RecordedLimits | None = None) -> ReplayConfig:
+        """With the engine model, the slots default to the engines' places (a trace's suggestion is for fixed service times).
+        A recording's capacity (``recorded``) is followed unless the slots or the engine model are given (then a what-if)."""
         default = self.engine.places if self.engine is not None else suggested_slots or 1
         if self.engine is not None and self.engine.auto is not None:
             default = self.engine.engines * self.engine.auto.first  # where the limits start: they follow the engines from there
+        capacity = recorded if self.slots is None and self.engine is None else None
+        if capacity is not None:
+            default = capacity.first
         return ReplayConfig(
             scheduler=scheduler,
             slots=self.slots or default,
@@ -81,12 +86,24 @@ class ReplayChoices:
             replicas=self.replicas,
             reprice=self.reprice is not None,
             engine=self.engine,
+            capacity=capacity,
         )
 
     @property
     def slots_chosen(self) -> int | None:
         """The slots the options set (None: the trace's suggestion decides); with the engine model, the engines' places by default."""
         return self.slots if self.engine is None else self.slots or self.engine.places
+
+    def capacity_ignored(self, recorded: RecordedLimits | None) -> str:
+        """What a replay's header says after its slots when the trace recorded its capacity
+        (--slots auto) and the options replay it on other slots or the engine model (a what-if), else nothing."""
+        if recorded is None or (self.slots is None and self.engine is None):
+            return ""
+        if self.engine is None:
+            asked = f"--slots {self.slots}"
+        else:
+            asked = "--slots auto on the engine model" if self.engine.auto is not None else "the engine model"
+        return f" ({asked}: the recorded capacity ignored)"
 
     def repriced(self, columns: frozenset[str]) -> str:
         """What a replay's header says after its costs' source when the trace has a cost column

@@ -10,9 +10,8 @@ from sfqtui.cli.errors import refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
-from sfqtui.core.engines.settings import slots_named
 from sfqtui.core.numbers import amount, counted
-from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.config import ReplayConfig, slots_said
 from sfqtui.core.schedulers import SCHEDULERS
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.paths import check_output
@@ -44,7 +43,7 @@ def simulate(
     check_output(output, not_one_of=traces)
     trace = joined_trace(traces)
     source = open_trace(trace)
-    config = replay.config(scheduler, source.suggested_slots)
+    config = replay.config(scheduler, source.suggested_slots, source.recorded_limits)
     with progress_bar("replaying", len(source)) as update:
         result = run_simulation(source, config, output, progress=update)
     note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)
@@ -52,9 +51,10 @@ def simulate(
     cost = "the cost column" if result.cost_source == "column" else result.cost_source
     cost += replay.repriced(result.requests.columns)
     quantum = f", quantum {amount(result.quantum)}" if result.quantum is not None else ""
+    ignored = replay.capacity_ignored(source.recorded_limits)
     typer.echo(
         f"wrote {output}: {counted(result.log.start, 'event')}, {counted(result.dispatched, 'dispatch', 'dispatches')} "
-        f"({config.scheduler}, {slots_named(config.slots, config.engine)}{_replicas(config)}{quantum}, cost: {cost}{_engines(config)}) in {elapsed:.2f} s"
+        f"({config.scheduler}, {slots_said(config)}{ignored}{_replicas(config)}{quantum}, cost: {cost}{_engines(config)}) in {elapsed:.2f} s"
     )
 
 

@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
+from sfqtui.core.limits.settings import START
 from sfqtui.protocol import LIMIT, SCHEDULER, Event, ProxyState
 from sfqtui.proxy.auth import ApiKeys, EventsToken, authenticated
 from sfqtui.proxy.dispatcher import Stage, Ticket
@@ -117,11 +118,12 @@ class Proxy:
     def _limit_changed(self, index: int, limit: int, reason: str) -> None:
         """An upstream's limit changed: the slots follow the limits' sum, and the stream says so."""
         assert self.limits is not None
-        self.scheduling.limit_changed(self.upstreams.labels[index], limit, self.limits.total)
         event: Event = {"seq": None, "t": self.scheduling.now(), "kind": LIMIT, "scheduler": SCHEDULER, "request_id": None, "user": None,
                         "cost": None, "v": None, "meter": None, "deficit": None, "upstream": self.upstreams.labels[index],
                         "limit": limit, "reason": reason}
+        # The change first, then the dispatches a rise lets go: a recording times them by it (proxy/record.py).
         self.scheduling.publish(event)
+        self.scheduling.limit_changed(self.upstreams.labels[index], limit, self.limits.total, reason)
 
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
         self.live.discard(exchange)
@@ -147,9 +149,7 @@ class Proxy:
             self.recorder.add(row)
 
     def started(self, exchange: Exchange, engine_t: float, upstream: str) -> None:
-        # A group's events are numbered by its store, which keeps no starts: only a lone proxy publishes them.
-        if isinstance(self.scheduling, Alone):
-            self.scheduling.started(exchange.ticket, engine_t, upstream)
+        self.scheduling.engine_started(exchange.ticket, engine_t, upstream)
 
     def state(self) -> ProxyState:
         """The §8 snapshot without waiting: a lone proxy's own; a group replica's as last read from the store, with its bound as it is now."""
@@ -167,8 +167,8 @@ class Proxy:
         await self.scheduling.start()
         self._probing = asyncio.create_task(self.upstreams.probe())  # off the start's path: serving begins at once
         if self.limits is not None:
-            for index, label in enumerate(self.upstreams.labels):  # the first limits (a group's pool starts from them)
-                self.scheduling.limit_changed(label, self.limits.limit_of(index), self.limits.total)
+            for index in range(len(self.upstreams.labels)):  # the first limits, as events (a group's pool starts from them)
+                self._limit_changed(index, self.limits.limit_of(index), START)
             self.limits.start()
         if self.recorder is not None:
             self._recording = asyncio.create_task(self.recorder.run())

@@ -7,7 +7,8 @@ scheduler decided with: ``cost``, the charge it was dispatched with, and beside 
 estimator's figures at that dispatch (``ratio``, ``est_output``, ``ratio_scope``: extra
 columns a replay does not read), and ``cached_tokens``, the prompt tokens the upstream's
 prefix cache held (its usage's ``prompt_tokens_details.cached_tokens``; null when it did not
-say). ``prefix_blocks`` are the chained hashes of the prompt's whole blocks of ``block_tokens``
+say), and ``engine_start_s``, when its engine began running it where the upstream said so (the
+time of its ``start`` event; null otherwise). ``prefix_blocks`` are the chained hashes of the prompt's whole blocks of ``block_tokens``
 (a metadata key) tokens as the proxy counts them without a tokenizer (4 characters a token,
 ``sfqtui.core.engines.prompt_blocks``), as many as the row's ``input_tokens`` holds; ``upstream``, where it was sent (as /metrics names
 it), and with ``--placement prefix`` ``predicted_cached_tokens``, the blocks of its prompt the
@@ -28,7 +29,10 @@ Each flush rewrites the whole file atomically, so the file on disk is always a
 complete trace, even after a crash. Rows are kept in memory as compact Arrow columns;
 the time between flushes grows with the time a write takes, so writing never takes
 more than about a tenth of the proxy's time. A group replica's metadata also lists the
-changes of its bound (``bound``: each ``bound`` event of its stream, docs/protocol.md).
+changes of its bound (``bound``: each ``bound`` event of its stream, docs/protocol.md), and a
+recording under ``--slots auto`` the capacity in force as it changed (``capacity``: each
+``limit`` event's time, timed as the operations are, seq, upstream, limit and reason; the slots
+are the limits' sum), so that a replay follows it (docs/semantics.md §13).
 """
 
 from __future__ import annotations
@@ -56,17 +60,19 @@ if TYPE_CHECKING:
 COLUMNS = ["request_id", "user", "arrival_s", "input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "weight", "model"]
 # What priced each request at its dispatch: not §1 columns, so a replay leaves them unread.
 ESTIMATOR_COLUMNS: dict[str, pl.DataType] = {"ratio": pl.Float64(), "est_output": pl.Float64(), "ratio_scope": pl.String()}
-# What the upstream's engine said of the request: the prompt tokens its prefix cache held (null when it did not say).
+# What the upstream's engine said of the request: the prompt tokens its prefix cache held (null when it did not say),
+# and when it began running it (its start event, on arrival_s's clock; else null).
 # And the prompt's blocks as the proxy named them (semantics §14, sfqtui.core.engines.prompt_blocks).
 # Where it went: the upstream, and with --placement prefix the tokens its index said that upstream held.
-ENGINE_COLUMNS: dict[str, pl.DataType] = {"cached_tokens": pl.Int64(), "prefix_blocks": pl.List(pl.UInt64()), "upstream": pl.String(),
-                                          "predicted_cached_tokens": pl.Int64()}
+ENGINE_COLUMNS: dict[str, pl.DataType] = {"cached_tokens": pl.Int64(), "engine_start_s": pl.Float64(), "prefix_blocks": pl.List(pl.UInt64()),
+                                          "upstream": pl.String(), "predicted_cached_tokens": pl.Int64()}
 SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS, **ENGINE_COLUMNS})
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 # Apart in time, the events of one store call in the recording: well under the store clock's
 # microsecond, so they never pass an event of another call.
 OP_SPACING_S = 1e-9
-_OPS = ("arrive", "complete", "cancel")
+# What a dispatch follows: an arrival, a completion, a cancel, or a limit's change (a rise lets requests go).
+_OPS = ("arrive", "complete", "cancel", "limit")
 
 
 class Decisions:
@@ -78,6 +84,8 @@ class Decisions:
         self._ops = 0
         self.op_t = 0.0  # the time of the last arrival, completion or cancel: what a dispatch now follows
         self.requests: dict[str, dict[str, Any]] = {}  # request id -> what its events said, until its row is written
+        # --slots auto: each limit's change, as the metadata's capacity table keeps it (docs/traces.md).
+        self.capacity: dict[str, list[Any]] = {"t": [], "seq": [], "upstream": [], "limit": [], "reason": []}
 
     def see(self, event: Event) -> str | None:
         """Take one event; returns the request id when it completed one of this recording's requests."""
@@ -89,6 +97,11 @@ class Decisions:
             else:
                 self._t, self._ops = t, 0
             self.op_t = t + self._ops * OP_SPACING_S
+        if kind == "limit":
+            for column, value in zip(self.capacity, (self.op_t, event["seq"], event.get("upstream"), event.get("limit"), event.get("reason")),
+                                     strict=True):
+                self.capacity[column].append(value)
+            return None
         rid = event.get("request_id")
         if rid is None or not self._mine(event):
             return None
@@ -99,6 +112,8 @@ class Decisions:
         elif (seen := self.requests.get(rid)) is not None:
             if kind == "dispatch":
                 seen.update(dispatched=self.op_t, cost=event["cost"], ratio=event.get("ratio"), est_output=event.get("est_output"))
+            elif kind == "start":
+                seen.setdefault("engine_start_s", event["t"])
             elif kind == "complete" and "dispatched" in seen:
                 seen["service_s"] = max(OP_SPACING_S, self.op_t - seen.pop("dispatched"))  # > 0, as §1 asks
                 return str(rid)
@@ -152,6 +167,8 @@ class TraceRecorder:
 
     def see(self, event: Event) -> None:
         rid = self.decisions.see(event)
+        if event["kind"] == "limit":
+            self._changed = True
         if rid is not None and rid in self._ended:
             self._pending.append(self._ended.pop(rid) | self.decisions.requests.pop(rid))
 
@@ -171,6 +188,8 @@ class TraceRecorder:
         metadata = self._metadata()
         if self._bounds:
             metadata["bound"] = list(self._bounds)
+        if "capacity" in metadata:
+            metadata["capacity"] |= {column: list(values) for column, values in self.decisions.capacity.items()}
         await asyncio.to_thread(write_trace, frame, self.path, metadata)
         return time.perf_counter() - started
 
@@ -193,12 +212,15 @@ def recorder_of(path: Path, settings: ProxySettings, group: Group | None) -> Tra
     what a replay needs (semantics §1), never a key or a token."""
 
     def metadata() -> dict[str, Any]:
-        found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": settings.slots,
+        slots: int | str = settings.slots if settings.limits is None else f"auto:{settings.limits.maximum}"
+        found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": slots,
                                  "weights": dict(settings.keys.weights), "estimator": settings.estimator.as_dict(),
                                  "costs": "charged at dispatch", "block_tokens": settings.block_tokens,
                                  "placement": settings.placement}
+        if settings.limits is not None:  # the slots followed the upstreams: their limits as they changed (the recorder adds them)
+            found["capacity"] = {"slots": slots, "limit_from": settings.limit_from}
         if group is not None:
-            found["group"] = {"replica": group.replica, "replicas": len(group.replicas), "share": "global", "slots": settings.slots}
+            found["group"] = {"replica": group.replica, "replicas": len(group.replicas), "share": "global", "slots": slots}
         return found
 
     def held(event: Event) -> bool:

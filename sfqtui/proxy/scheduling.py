@@ -40,8 +40,12 @@ class Scheduling(Protocol):
         """The events' clock: seconds since the run started."""
         ...
 
-    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
-        """``--slots auto``: the upstream's limit is now ``limit``, and the limits' sum ``total``."""
+    def engine_started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
+        """The upstream's engine reported when the request began running (Unix seconds): a start event."""
+        ...
+
+    def limit_changed(self, upstream: str, limit: int, total: int, reason: str) -> None:
+        """``--slots auto``: the upstream's limit is now ``limit`` (because of ``reason``), and the limits' sum ``total``."""
         ...
 
     def publish(self, event: Event) -> None:
@@ -91,14 +95,14 @@ class Alone:
     def weight(self, user: str) -> float:
         return self.dispatcher.weight(user)
 
-    def started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
+    def engine_started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
         """The upstream's engine reported when the request began running (Unix seconds)."""
         self.dispatcher.started(ticket, engine_t, upstream, self.ring.last_t)
 
     def now(self) -> float:
         return self.dispatcher.now()
 
-    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
+    def limit_changed(self, upstream: str, limit: int, total: int, reason: str) -> None:
         self.dispatcher.resize(total)
 
     def publish(self, event: Event) -> None:

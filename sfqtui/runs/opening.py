@@ -53,7 +53,7 @@ class Opening:
             return LogFileSource(self.path)
         loaded = load_trace(self.path)
         config = self.config
-        if not self.slots_given and loaded.suggested_slots:
+        if not self.slots_given and config.capacity is None and loaded.suggested_slots:
             config = replace(config, slots=loaded.suggested_slots)
         return ReplaySource(loaded, config)
 
@@ -77,6 +77,8 @@ class Opening:
         """The same trace under other settings (``changes``: ReplayConfig fields); another
         estimator prices even a trace's recorded costs anew (a what-if)."""
         slots_given = self.slots_given or "slots" in changes
+        if "slots" in changes or "engine" in changes:
+            changes = {"capacity": None, **changes}  # a recording's capacity gives way to the slots asked for: a what-if
         if "estimator" in changes:
             changes = {"reprice": True, **changes}
         return replace(self, config=replace(self.config, **changes), slots_given=slots_given)

@@ -17,6 +17,7 @@ from sfqtui.core.log.table import EventBatch, EventTable
 from sfqtui.core.log.timeline import CheckpointBuilder, State, Timeline
 from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.core.schedulers import REGISTRY
+from sfqtui.runs.opening import rerunnable
 from sfqtui.runs.protocols import RunOpening
 from sfqtui.runs.stream_opening import LiveState, start_window
 from sfqtui.trace.notices import WindowStarts
@@ -108,8 +109,12 @@ class Run:
 
     @property
     def limits(self) -> dict[str, int] | None:
-        """Each upstream's limit as last heard (a live run of a proxy with --slots auto)."""
-        return None
+        """Each upstream's limit: at the cursor in a replay that follows a recording's capacity
+        (a live run of a proxy with --slots auto: as last heard)."""
+        trace = rerunnable(self.opening)
+        if trace is None or trace.config.capacity is None or self.cursor.k < 0:
+            return None
+        return trace.config.capacity.at(self.table.t[self.cursor.k])
 
     def bound(self) -> Bound | None:
         """Whether a group's bound holds at the cursor, as the log records it."""

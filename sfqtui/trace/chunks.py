@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.requests.trace import OPTIONAL_COLUMNS, Trace
 from sfqtui.trace.load import (
     LOG_WRITER_COLUMNS,
@@ -17,6 +18,7 @@ from sfqtui.trace.load import (
     normalise,
     read_batches,
     read_parquet,
+    recorded_limits,
     suggested_slots,
     to_core,
     validate,
@@ -61,6 +63,10 @@ class TraceSource:
     @property
     def suggested_slots(self) -> int | None:
         return suggested_slots(self.metadata)
+
+    @property
+    def recorded_limits(self) -> RecordedLimits | None:
+        return recorded_limits(self.metadata)
 
     def __len__(self) -> int:
         return self.summary.rows

@@ -1,8 +1,9 @@
 """The fitted model replayed over the whole recording, for the held-out requests' waits.
 
 The replay runs the recording's arrivals and tokens (never its times) through its balancer,
-the proxy's slots as it recorded (a gateway's log: as many as requests, since a gateway held
-nothing back), in front of one engine of the fitted model (docs/semantics.md, "The engine
+the proxy's slots as it recorded (under ``--slots auto``, the proxy's controller on the fitted
+engine, at most the recorded maximum an upstream; a gateway's log: as many as requests, since
+a gateway held nothing back), in front of one engine of the fitted model (docs/semantics.md, "The engine
 model in a replay"): each request's start and end are predictions, which the core compares
 with the recorded ones (core/analysis/engine_fit/waits.py). Where the recording says what the
 engine's prefix cache held (``cached_tokens``), each request prefills only the rest, as the
@@ -18,6 +19,8 @@ from sfqtui.core.analysis.engine_fit.fit import EngineFit
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors, replayed_errors
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import COMPLETE, START
+from sfqtui.core.limits import LimitSettings
+from sfqtui.core.limits.slots import parse_slots
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
@@ -27,8 +30,11 @@ from sfqtui.trace.served import ServedTrace
 def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
     """The held-out requests' wait and latency errors, when the fitted model is replayed."""
     trace = _computed(found)
-    slots = found.slots if found.slots is not None else len(trace)
-    events = Replay(trace, ReplayConfig(slots=slots, engine=EngineSettings(fitted.model))).run_all()
+    engine, slots = EngineSettings(fitted.model), found.slots if found.slots is not None else len(trace)
+    if found.capacity is not None:  # the slots followed the engine: the same controller follows the fitted one
+        auto = parse_slots(found.capacity.slots)[1] or LimitSettings()
+        engine, slots = EngineSettings(fitted.model, auto=auto), auto.first
+    events = Replay(trace, ReplayConfig(slots=slots, engine=engine)).run_all()
     start = [0.0] * len(trace)
     end = [0.0] * len(trace)
     for t, kind, req in zip(events.t, events.kind, events.req):

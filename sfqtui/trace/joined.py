@@ -86,5 +86,17 @@ def _joined_metadata(paths: Sequence[Path]) -> dict[str, Any]:
     groups = [m["group"] for m in each if isinstance(m.get("group"), dict)]
     if groups:
         agreed["group"] = {"replicas": [g.get("replica") for g in groups], "share": "global", "slots": groups[0].get("slots")}
+    tables = [m["capacity"] for m in each if isinstance(m.get("capacity"), dict)]
+    if tables:
+        agreed["capacity"] = _one_capacity(tables)
     agreed["joined"] = [str(path) for path in paths]
     return agreed
+
+
+def _one_capacity(tables: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A group's recordings' capacity tables (docs/traces.md) as one: every replica saw the
+    group's limit events, each from when it joined to when it stopped, so their union by seq."""
+    columns = ("t", "seq", "upstream", "limit", "reason")
+    rows = {row[1]: row for table in tables for row in zip(*(table.get(c, []) for c in columns), strict=True)}
+    merged = [rows[seq] for seq in sorted(rows)]
+    return {**tables[0], **{c: [row[k] for row in merged] for k, c in enumerate(columns)}}

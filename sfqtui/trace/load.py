@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.requests.trace import NULL, Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.schema import REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
@@ -41,6 +42,10 @@ class LoadedTrace:
         return suggested_slots(self.metadata)
 
     @property
+    def recorded_limits(self) -> RecordedLimits | None:
+        return recorded_limits(self.metadata)
+
+    @property
     def measured_service(self) -> bool:
         """Its service_s is how long each request took: imported from a gateway's log
         (sfqtui.importers.gateway) or recorded by the proxy, not set by a scenario or by hand."""
@@ -59,6 +64,11 @@ def suggested_slots(metadata: dict[str, Any]) -> int | None:
     """The slot count a trace was made for (scenarios and importers record one)."""
     slots = metadata.get("slots")
     return int(slots) if isinstance(slots, int) and slots > 0 else None
+
+
+def recorded_limits(metadata: dict[str, Any]) -> RecordedLimits | None:
+    """The capacity a proxy's recording under ``--slots auto`` kept (None: fixed slots, or not a recording)."""
+    return RecordedLimits.from_metadata(metadata.get("capacity"))
 
 
 @dataclass(frozen=True)

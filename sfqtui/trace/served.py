@@ -4,7 +4,8 @@ Each request needs its prompt and output tokens, when it was sent to the engine 
 long it took there (``service_s``). A proxy's recording (``sfqtui proxy --record``) keeps
 the time each request arrived at the proxy; when the proxy sent it is what a replay of
 the recording says, since the recording replays to the proxy's own dispatches (docs/proxy.md),
-with its slots. A gateway's log (``sfqtui import litellm|otel|envoy-ai-gateway``) starts each
+with its slots, or under ``--slots auto`` the capacity it recorded as it changed (docs/semantics.md
+§13): never a slot count that never was. A gateway's log (``sfqtui import litellm|otel|envoy-ai-gateway``) starts each
 row when the gateway called the engine, so there a request was sent when it arrived.
 ``ttft_s``, where the log has it, is counted from the same instant. ``cached_tokens``, where
 a recording has it (the engine's usage said what its prefix cache held, docs/proxy.md), is
@@ -22,6 +23,7 @@ from sfqtui.core.analysis.engine_fit.lived import Served
 from sfqtui.core.events import DISPATCH
 from sfqtui.core.numbers import count, counted, percent
 from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 from sfqtui.errors import InputError
@@ -35,10 +37,11 @@ class ServedTrace:
     served: list[Served]
     index: list[int]  # each served request's index in the trace
     trace: Trace
-    slots: int | None  # the proxy's slots when it recorded (None: a gateway's log, which held nothing back)
+    slots: int | None  # the proxy's slots when it recorded (None: a gateway's log, which held nothing back, or --slots auto)
     dispatched: str  # how the dispatch times were found, for the report
     left_out: str | None  # the requests left out and why, or None
     cached: str | None = None  # what the prefix cache held, for the report; None: the trace does not say
+    capacity: RecordedLimits | None = None  # --slots auto: the limits the proxy recorded (the slots followed them)
 
 
 def served_requests(path: Path) -> ServedTrace:
@@ -52,13 +55,21 @@ def served_requests(path: Path) -> ServedTrace:
         if getattr(trace, column) is None:
             raise InputError(f"{path}: no {column} column: fitting needs each request's prompt and output tokens")
     assert trace.input_tokens is not None and trace.output_tokens is not None
-    slots = None
-    if loaded.metadata.get("source") == RECORDED_BY_PROXY:
+    slots, capacity = None, loaded.recorded_limits
+    if loaded.metadata.get("source") == RECORDED_BY_PROXY and capacity is not None:
+        if len(capacity.upstreams) > 1:
+            raise InputError(f"{path}: a recording whose slots followed {len(capacity.upstreams)} upstreams (--slots auto): "
+                             "the engine model is one engine, and which request each upstream ran is not recorded; record one upstream")
+        dispatch = _dispatch_times(loaded.trace, ReplayConfig(slots=capacity.first, capacity=capacity))
+        least, most = min(capacity.totals()), max(capacity.totals())
+        dispatched = (f"sent when a replay of the recording on its recorded capacity ({capacity.slots}: {count(least)} to "
+                      f"{counted(most, 'slot')}) dispatches them")
+    elif loaded.metadata.get("source") == RECORDED_BY_PROXY:
         slots = loaded.suggested_slots
         if slots is None:
-            raise InputError(f"{path}: a proxy's recording without a fixed slot count in its metadata: when each request "
-                             "was sent cannot be rebuilt")
-        dispatch = _dispatch_times(loaded.trace, slots)
+            raise InputError(f"{path}: a proxy's recording with neither a fixed slot count nor a recorded capacity in its "
+                             "metadata: when each request was sent cannot be rebuilt")
+        dispatch = _dispatch_times(loaded.trace, ReplayConfig(slots=slots))
         dispatched = f"sent when a replay of the recording with its {counted(slots, 'slot')} dispatches them"
     else:
         dispatch = list(trace.arrival_s)
@@ -76,7 +87,7 @@ def served_requests(path: Path) -> ServedTrace:
     left_out = None if not missing else f"{counted(missing, 'request')} without input or output tokens left out"
     if not served:
         raise InputError(f"{path}: no request has both input and output tokens ({count(len(trace))} rows)")
-    return ServedTrace(served, index, trace, slots, dispatched, left_out, _cached_said(served, len(cached)))
+    return ServedTrace(served, index, trace, slots, dispatched, left_out, _cached_said(served, len(cached)), capacity)
 
 
 def _cached_said(served: list[Served], said: int) -> str | None:
@@ -88,8 +99,8 @@ def _cached_said(served: list[Served], said: int) -> str | None:
             f"{count(held)} of {count(prompts)} prompt tokens ({percent(held / prompts if prompts else 0.0)})")
 
 
-def _dispatch_times(trace: Trace, slots: int) -> list[float]:
-    events = Replay(trace, ReplayConfig(slots=slots)).run_all()
+def _dispatch_times(trace: Trace, config: ReplayConfig) -> list[float]:
+    events = Replay(trace, config).run_all()
     dispatch = [0.0] * len(trace)
     for t, kind, req in zip(events.t, events.kind, events.req):
         if kind == DISPATCH:

@@ -115,7 +115,7 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
     replicated = config.replicas.replicated
     meta: dict[str, Any] = {
         "sfqtui_version": __version__,
-        "format": ENGINE_LOG_FORMAT if config.engine is not None else REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
+        "format": ENGINE_LOG_FORMAT if config.engine is not None or config.capacity is not None else REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
         "trace": str(source.path),
         "requests": len(replay.requests),
         "scheduler": config.scheduler,
@@ -126,6 +126,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
     }
     if repriced(replay):
         meta["repriced"] = True
+    if source.recorded_limits is not None and config.capacity is None:
+        meta["capacity_ignored"] = True  # a what-if: other slots, or the engine model, than the recording's
     if replay.quantum is not None:
         meta["quantum"] = replay.quantum
     if replay.cost_source == "estimator":
@@ -136,6 +138,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
         meta["replicas"] = config.replicas.metadata(config.slots)
     if config.engine is not None:
         meta["engine"] = config.engine.metadata()
+    if config.capacity is not None:
+        meta["capacity"] = config.capacity.metadata()
     return meta
 
 

@@ -22,11 +22,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.analysis.audit import Replicas, Violation, audit
-from sfqtui.core.engines.settings import slots_named
 from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
 from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.log.table import EventBatch
-from sfqtui.core.replay.config import REPRICED, ReplayConfig
+from sfqtui.core.replay.config import NOT_RECORDED_CAPACITY, REPRICED, ReplayConfig, slots_said
 from sfqtui.core.replay.replay import Replay
 from sfqtui.core.replicas.settings import ReplicaSettings
 from sfqtui.core.schedulers.registry import REGISTRY
@@ -231,8 +230,9 @@ class ReplaySource:
         where = f", {replicas.describe()}" if replicas.replicated else ""
         self.metadata = replay_metadata(self.replay, self.loaded)
         priced = f", {REPRICED}" if self.metadata.get("repriced") else ""
+        priced += f", {NOT_RECORDED_CAPACITY}" if self.metadata.get("capacity_ignored") else ""
         engines = f", on {self.config.engine.describe()}" if self.config.engine is not None else ""
-        self.title = f"{self.loaded.path.name}, {self.scheduler}, {slots_named(self.config.slots, self.config.engine)}{where}{priced}{engines}"
+        self.title = f"{self.loaded.path.name}, {self.scheduler}, {slots_said(self.config)}{where}{priced}{engines}"
 
     def batches(self) -> Iterator[tuple[EventBatch, float | None]]:
         yield from replay_batches(self.replay, self.loaded, value_column(self.scheduler), self.chunk)

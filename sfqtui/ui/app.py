@@ -215,19 +215,21 @@ class SfqApp(App[str]):
         return list(self.main.query(EventLog))
 
     def frame_of(self, run: Run) -> Frame:
+        limits = run.limits
         return Frame(
             table=run.table,
             state=run.state(),
             k=run.cursor.k,
             title=run.title,
-            slots=run.slots,
+            slots=sum(limits.values()) if limits else run.slots,
             loaded=run.loaded,
             loading=run.loading,
             playing=self.player.playing or run.following,
             connection=self.open_runs.link_of(run),
             speed=self.player.speed,
             options=self.options,
-            replicas=run.replicas, limits=run.limits, bound=run.bound(), repriced=bool(run.metadata.get("repriced")),
+            replicas=run.replicas, limits=limits, bound=run.bound(), repriced=bool(run.metadata.get("repriced")),
+            capacity_ignored=bool(run.metadata.get("capacity_ignored")),
         )
 
     def refresh_views(self) -> None:

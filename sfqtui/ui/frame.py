@@ -47,8 +47,9 @@ class Frame:
     options: ViewOptions = ViewOptions()
     replicas: ReplicaStates | None = None  # each replica's state, in a run of several replicas
     bound: Bound | None = None  # a group's bound: as last heard (live), or at the cursor (a recording)
-    limits: dict[str, int] | None = None  # a live proxy with --slots auto: each upstream's limit, as last heard
+    limits: dict[str, int] | None = None  # --slots auto: each upstream's limit, as a live proxy said last or a recording at the cursor
     repriced: bool = False  # a replay priced by the estimator instead of the trace's recorded costs: a what-if
+    capacity_ignored: bool = False  # a replay of a recording under --slots auto on other slots or the engine model: a what-if
 
     @property
     def picked(self) -> int | None:

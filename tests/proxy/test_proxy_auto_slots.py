@@ -148,7 +148,8 @@ def test_the_limit_settles_one_over_the_engine_s_places_and_shows_everywhere(set
 
 @SETTLED
 def test_limit_events_say_why(settled: Settled) -> None:
-    events = settled.events
+    first, *events = settled.events
+    assert first["limit"] == 2 and first["reason"] == "start"  # the first limit is an event too, before any request
     assert events[0]["limit"] == 4 and events[0]["reason"] == "room"  # from 2: room, doubled
     assert {e["reason"] for e in events} <= {"room", "queue"} and events[-1]["limit"] == 5
     assert all(e["upstream"] == settled.upstream and e["request_id"] is None and e["user"] is None for e in events)
@@ -183,7 +184,7 @@ def test_a_full_engine_queue_backs_off_and_the_requests_still_get_answers(keys_p
         events = limit_events(proxy.url)
         errors = http_get(f"{proxy.url}/metrics").text
     assert all(isinstance(a, openai.types.Completion) for a in answers)
-    assert events[0]["reason"] == "backoff" and events[0]["limit"] == 3
+    assert [(e["reason"], e["limit"]) for e in events[:2]] == [("start", 6), ("backoff", 3)]
     assert 'sfqtui_upstream_errors_total{code="busy"' in errors
 
 

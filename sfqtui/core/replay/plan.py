@@ -17,6 +17,7 @@ from sfqtui.core.events import EventLayout, EventLog
 from sfqtui.core.pricing.estimator import CostEstimator
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.operations import PoolOperations
+from sfqtui.core.replay.recorded import RecordedCapacity
 from sfqtui.core.replay.servers import FixedService, Servers
 from sfqtui.core.replicas.group import ReplicaGroup
 from sfqtui.core.requests.chunks import RequestChunks, WholeTrace
@@ -76,13 +77,18 @@ class ReplayPlan:
             self._check_renormalisable()
         self.operations = PoolOperations.of(self.schedulers, self.estimators, complete_charge, renormalise)
         self.layout = EventLayout.of(found.virtual_time, found.reading, "credit" in found.extra_columns, replicas.replicated,
-                                     engines=config.engine is not None)
+                                     engines=config.engine is not None or config.capacity is not None)
         self.log = EventLog(self.layout)
         # Several replicas: the layer that routes, names replicas and exchanges charges (None: one scheduler).
         self.group = ReplicaGroup(replicas, self.requests.users, weights, self.schedulers, self.log) if replicas.replicated else None
         self.split = self.group is None or self.group.split  # each replica has a pool of its own
-        self.servers: Servers = (FixedService(config.service, self.window) if config.engine is None
-                                 else EngineServers(config.engine, self.window))
+        self.servers: Servers
+        if config.engine is not None:
+            self.servers = EngineServers(config.engine, self.window)
+        else:
+            self.servers = fixed = FixedService(config.service, self.window)
+            if config.capacity is not None:
+                fixed.capacity = RecordedCapacity(config.capacity)
 
     def largest_cost(self) -> float:
         """c_max of the trace: the explicit costs, or the most the estimator can charge."""

@@ -71,7 +71,8 @@ class Replay:
         at the end), with the rows since the last yield in ``log``: whoever drains it must also
         take the requests and the pricing (``drained()`` does all three)."""
         servers = self.plan.servers
-        loop = run_fixed(self.plan, servers, chunk) if isinstance(servers, FixedService) else run_served(self.plan, servers, chunk)
+        loop = (run_fixed(self.plan, servers, chunk) if isinstance(servers, FixedService) and servers.capacity is None
+                else run_served(self.plan, servers, chunk))  # a recorded capacity: the loop of servers whose slots change
         for arrived, dispatched in loop:
             self.dispatched = dispatched
             yield arrived

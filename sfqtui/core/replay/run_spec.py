@@ -102,7 +102,9 @@ class RunSpec:
     def config(self, base: ReplayConfig) -> ReplayConfig:
         """The replay of ``base`` under this spec's scheduler, replica, slot and engine settings;
         InputError when they do not fit its slots (fewer than the replicas) or its scheduler."""
-        engine, slots = base.engine, base.slots
+        engine, slots, capacity = base.engine, base.slots, base.capacity
+        if self.engines is not None or self.slots is not None:
+            capacity = None  # other slots, or engines, than the recording's: a what-if
         if self.engines is not None:
             engine = EngineSettings(EngineModel(), self.engines) if engine is None else replace(engine, engines=self.engines)
         if self.slots is not None:
@@ -113,7 +115,8 @@ class RunSpec:
                 engine = replace(engine, auto=auto)
             slots = count if count is not None else engine.engines * auto.first  # type: ignore[union-attr]  # auto is set when count is not
         try:
-            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas), slots=slots, engine=engine)
+            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas), slots=slots, engine=engine,
+                           capacity=capacity)
         except ValueError as exc:
             raise InputError(f"run spec {self}: {exc}") from None
 
@@ -126,6 +129,7 @@ class RunSpec:
             changed["slots"] = config.slots
         if self.engines is not None or self.slots is not None:
             changed["engine"] = config.engine
+            changed["capacity"] = config.capacity
         return changed
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Hashable
+from typing import Any
 
 from sfqtui.core.pricing.estimator import EstimatorParams
 from sfqtui.protocol import GLOBAL, BoundFields, ProxyState
@@ -68,6 +69,7 @@ class GroupBase(ABC):
         self.local: Dispatcher | None = None
         # Ran on a store slot and ended while the store was away: output tokens, and the request as the store keeps it.
         self.finished: dict[str, tuple[int | None, bytes]] = {}
+        self.reporting: dict[str, asyncio.Future[Any]] = {}  # request id -> the call reporting its start, while in flight
         self.charges: defaultdict[str, float] = defaultdict(float)  # c / w charged on the local SFQ
         self.last_state: ProxyState | None = None
         self._next_n = 0

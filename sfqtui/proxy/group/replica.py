@@ -126,6 +126,10 @@ class Group(Membership, Following, Suspension):
         self.batch.add("x", request).add_done_callback(cancelled)
 
     def _complete(self, rid: str, request: bytes, output_tokens: int | None, held: bool) -> None:
+        if (reporting := self.reporting.get(rid)) is not None:  # its start first: calls in flight may land in any order
+            reporting.add_done_callback(lambda _call: self._complete(rid, request, output_tokens, held))
+            return
+
         def completed(call: asyncio.Future[Any]) -> None:
             if isinstance(call.exception(), StoreAway) and not held:
                 self.finished[rid] = (output_tokens, request)
@@ -141,16 +145,28 @@ class Group(Membership, Following, Suspension):
         elif exc is not None:
             raise exc
 
+    def engine_started(self, ticket: Ticket, engine_t: float, upstream: str) -> None:
+        """The upstream's engine reported that the request began running: a start event in the
+        group's stream, timed when the store takes the report (a stream entry has one time);
+        none while the replica serves on its own."""
+        assert isinstance(ticket, GroupTicket)
+        if self.mode == GLOBAL and ticket.local is None and not ticket.held and ticket.stage is Stage.RUNNING and not self.closing:
+            rid, call = ticket.request_id, self.batch.add("s", ticket.packed, upstream)
+            self.reporting[rid] = call
+            call.add_done_callback(lambda _call: self.reporting.pop(rid, None))
+            call.add_done_callback(self._failed)
+
     # Limits (--slots auto)
 
-    def limit_changed(self, upstream: str, limit: int, total: int) -> None:
-        """The group's pool is the sum of its upstreams' limits, in the store (a replica that has
-        not joined yet writes them once it has); a suspended replica's local SFQ takes its share at once."""
+    def limit_changed(self, upstream: str, limit: int, total: int, reason: str) -> None:
+        """The group's pool is the sum of its upstreams' limits, in the store, whose stream has
+        the change as a limit event (a replica that has not joined yet writes them once it has);
+        a suspended replica's local SFQ takes its share at once."""
         self.slots = total
         if self.local is not None:
             self.local.resize(share_of(total, self.replicas, self.replica))
         if self.mode == GLOBAL and self.replica and not self.closing:
-            self.batch.add("l", upstream, limit).add_done_callback(self._failed)
+            self.batch.add("l", upstream, limit, reason).add_done_callback(self._failed)
 
     def publish(self, event: Event) -> None:
         """A group's stream is the store's, numbered there: a replica's own events are not in it."""

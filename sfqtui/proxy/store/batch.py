@@ -7,8 +7,8 @@ an arrival still waits on the store exactly once for its decision, while concurr
 and completions share one round trip, one pass through redis-py and the script's fixed cost
 (reading the run, the membership check, the clock, writing the run, the stream entry). An
 operation never depends on one in flight: a request is completed or cancelled only after the
-reply (or stream entry) that queued or dispatched it, so the order of concurrent calls does
-not matter.
+reply (or stream entry) that queued or dispatched it, and after the call that reported its
+start (``Group.engine_started``), so the order of concurrent calls does not matter.
 """
 
 from __future__ import annotations

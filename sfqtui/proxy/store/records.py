@@ -9,7 +9,8 @@ its 8 bytes and comes back bit for bit. The layouts are ``REQ`` and ``EVENT`` in
 - An event (``F.emit``): its kind's code, the length of its request, v, the meter and the
   kind's own numbers (``_NUMBERS_OF``), NaN where a field is null, then the request it is about
   as the store keeps it (a merge's names only its user, weight and replica; an idle reset has
-  none). A stream entry's field ``e`` is its events' records one after the other (and ``t``
+  none; a limit's is its reason and upstream, a space between; a start's, its request and then
+  its upstream, the request's length its number). A stream entry's field ``e`` is its events' records one after the other (and ``t``
   their t, one double); a reply gives the dispatches of the caller's requests the same way, in
   one string. ``event`` reads a record as the §7 event it stands for (the group's stream,
   ``group.wire``), ``dispatched`` a reply's dispatches."""
@@ -25,15 +26,16 @@ from sfqtui.protocol import SCHEDULER, Event
 
 _NUMBERS, _LENGTH = struct.Struct("<ddd"), struct.Struct("<H")
 _WEIGHT = 2  # the weight's place among a request's numbers
-KINDS = ("", "arrive", "dispatch", "complete", "cancel", "idle_reset", "merge")
-ARRIVE, DISPATCH, COMPLETE, CANCEL, IDLE_RESET, MERGE = range(1, 7)
+KINDS = ("", "arrive", "dispatch", "complete", "cancel", "idle_reset", "merge", "limit", "start")
+ARRIVE, DISPATCH, COMPLETE, CANCEL, IDLE_RESET, MERGE, LIMIT, START = range(1, 9)
 OUTCOMES = (None, "lost", "abandoned")
 # After each kind's code and its request's length (lib.lua's EVENT): v and the meter, then a
 # dispatch's cost, ratio and est_output, a completion's output tokens and outcome, a merge's charge
 # and since_seq (an idle reset has only v).
 _HEAD = struct.Struct("<BH")
 _NUMBERS_OF = {kind: struct.Struct(layout) for kind, layout in
-               ((ARRIVE, "<dd"), (DISPATCH, "<ddddd"), (COMPLETE, "<dddB"), (CANCEL, "<dd"), (IDLE_RESET, "<d"), (MERGE, "<dddd"))}
+               ((ARRIVE, "<dd"), (DISPATCH, "<ddddd"), (COMPLETE, "<dddB"), (CANCEL, "<dd"), (IDLE_RESET, "<d"), (MERGE, "<dddd"),
+                (LIMIT, "<ddd"), (START, "<ddd"))}
 
 
 def pack_request(rid: str, replica: str, input_tokens: int, cap: int | None, weight: float, user: str, scope: str) -> bytes:
@@ -70,7 +72,8 @@ def _whole(x: float) -> int | None:
 
 class Record(NamedTuple):
     """One event record: its kind, the numbers it carries (v, the meter, then its kind's own:
-    ``a``, ``b``, ``c``; NaN where absent) and its request (None for an idle reset)."""
+    ``a``, ``b``, ``c``; NaN where absent) and its request (None for an idle reset and a limit;
+    a limit's reason and upstream are its ``words``, a start's upstream its one word)."""
 
     kind: int
     v: float
@@ -79,6 +82,7 @@ class Record(NamedTuple):
     b: float
     c: float
     request: Request | None
+    words: tuple[str, ...] | None = None
 
 
 def records(data: bytes) -> Iterator[Record]:
@@ -94,13 +98,29 @@ def _record(data: bytes, offset: int) -> tuple[Record, int]:
     layout = _NUMBERS_OF[kind]
     numbers = (*layout.unpack_from(data, offset + _HEAD.size), math.nan, math.nan, math.nan, math.nan)
     start = offset + _HEAD.size + layout.size
-    request = unpack_request(data[start:start + length]) if length else None
     v, meter, a, b, c = numbers[:5]
+    if kind == LIMIT:
+        reason, _, upstream = data[start:start + length].decode().partition(" ")
+        return Record(kind, v, meter, a, b, c, None, (reason, upstream)), start + length
+    if kind == START:  # its request, then its upstream
+        cut = start + int(a)
+        return Record(kind, v, meter, a, b, c, unpack_request(data[start:cut]), (data[cut:start + length].decode(),)), start + length
+    request = unpack_request(data[start:start + length]) if length else None
     return Record(kind, v, meter, a, b, c, request), start + length
 
 
 def event(seq: int, t: float, record: Record) -> Event:
     """The §7 event a record stands for, its fields in the order the stream has always sent them."""
+    if record.kind == START and record.request is not None:  # as a lone proxy publishes it, with the replica
+        started = record.request
+        return cast(Event, {"seq": seq, "t": t, "kind": KINDS[record.kind], "scheduler": SCHEDULER, "request_id": started.rid,
+                            "user": started.user, "cost": None, "v": None, "meter": None, "deficit": None, "weight": started.weight,
+                            "replica": int(started.replica), "upstream": record.words[0] if record.words else None})
+    if record.words is not None:  # a limit: as a lone proxy publishes it
+        reason, upstream = record.words
+        return cast(Event, {"seq": seq, "t": t, "kind": KINDS[record.kind], "scheduler": SCHEDULER, "request_id": None, "user": None,
+                            "cost": None, "v": None, "meter": None, "deficit": None, "upstream": upstream, "limit": _whole(record.a),
+                            "reason": reason})
     request = record.request
     about: dict[str, Any] = {"request_id": None, "user": None}
     tail: dict[str, Any] = {}

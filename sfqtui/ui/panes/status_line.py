@@ -1,7 +1,8 @@
 """One line: scheduler (and, for a run of replicas, the one shown: k cycles), time, v, c_max, the seq of the current
 event (and the last seq) and its kind, slots, play state, for a live stream its connection (sfqtui.ui.stream.connection),
 and, while a group's bound is suspended, since when and why. A replay repriced by the estimator (a what-if, not the
-trace's recorded charges) says so after the scheduler's name."""
+trace's recorded charges), or of a recording under --slots auto on other slots (not the recorded capacity), says so
+after the scheduler's name."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from rich.text import Text
 
 from sfqtui.core.numbers import amount, count, percent, seconds
-from sfqtui.core.replay.config import REPRICED
+from sfqtui.core.replay.config import NOT_RECORDED_CAPACITY, REPRICED
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.replicas import status_text
 from sfqtui.ui.stream.connection import bound_part, connection_part
@@ -58,6 +59,8 @@ class StatusLine(TextView):
         parts = [
             always(Text(table.scheduler, "bold")),
             *((part(10, Text(f"  {REPRICED}", "bold yellow"), Text("  repriced", "bold yellow")),) if frame.repriced else ()),
+            *((part(10, Text(f"  {NOT_RECORDED_CAPACITY}", "bold yellow"), Text("  what-if slots", "bold yellow")),)
+              if frame.capacity_ignored else ()),
             *self._connection(frame),
             *bound_part(frame.bound),
             *status_text(frame),  # a run of several replicas: the one shown (or all) first

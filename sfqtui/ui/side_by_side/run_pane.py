@@ -18,7 +18,7 @@ from textual.containers import Vertical
 
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import SECONDS_DECIMALS, Fixed, amount, count, percent, seconds
-from sfqtui.core.replay.config import REPRICED
+from sfqtui.core.replay.config import NOT_RECORDED_CAPACITY, REPRICED
 from sfqtui.ui.frame import Frame
 from sfqtui.ui.panes.event_log import EventLog, EventLogHeader
 from sfqtui.ui.panes.meter_band import MeterBand, MeterHeader
@@ -144,6 +144,8 @@ class RunPane(Vertical):
             title += f", {frame.replicas.settings.describe()}"
         if frame.repriced:
             title += f", {REPRICED}"
+        if frame.capacity_ignored:
+            title += f", {NOT_RECORDED_CAPACITY}"
         if title != self.border_title:  # setting it repaints the whole pane, even to the same text
             self.border_title = title
         self.head.show(frame, narration, differs)

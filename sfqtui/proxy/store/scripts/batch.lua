@@ -8,8 +8,11 @@
 --        given back (the request may be '');
 --   'x', request: its client went away while it was queued (or the replica is draining); if a
 --        dispatch got there first it is completed as abandoned, charged; if it had ended, nothing;
---   'l', upstream, limit: --slots auto: the upstream's limit is now this (the group's slots are the
---        limits' sum; the replicas in front of one upstream read the same engine, the last word stands).
+--   'l', upstream, limit, reason: --slots auto: the upstream's limit is now this (the group's slots are the
+--        limits' sum; the replicas in front of one upstream read the same engine, the last word stands);
+--        a limit event, before the dispatches a rise lets go;
+--   's', request, upstream: a request dispatched for this replica began running in its engine (the
+--        upstream said so): a start event, at this call's time, if it still runs.
 -- Reply: {'ok', the dispatches made for this replica: each its record (F.emit) and its request, in
 -- one string}, or {'run'} / {'gone'}.
 local ok, refusal = F.enter(ARGV[1], ARGV[2])
@@ -31,10 +34,16 @@ while a <= #ARGV do
       if redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, tonumber(ARGV[a + 2]), nil) end
     end
     a = a + 4
+  elseif op == 's' then
+    if redis.call('HEXISTS', S.RR .. rep, F.unpack_req(ARGV[a + 1]).rid) == 1 then
+      F.emit(8, {packed = ARGV[a + 1] .. ARGV[a + 2]}, nil, #ARGV[a + 1])
+    end
+    a = a + 3
   elseif op == 'l' then
     redis.call('HSET', S.POOL, ARGV[a + 1], ARGV[a + 2])
     F.pool_slots()
-    a = a + 3
+    F.emit(7, {packed = ARGV[a + 3] .. ' ' .. ARGV[a + 1]}, nil, tonumber(ARGV[a + 2]))
+    a = a + 4
   else
     local req = F.unpack_req(ARGV[a + 1])
     if not F.cancel(req) and redis.call('HDEL', S.RR .. rep, req.rid) == 1 then F.complete(req, nil, 2) end

@@ -27,7 +27,7 @@ local NULL = 0 / 0
 -- run's 'c' and 's', RATIO a scope key's ratio, REQ a request, METER a meter, EVENT an event of
 -- each kind (F.emit).
 local CONSTANTS, STATE, RATIO, REQ, METER = '<dddddddddHc0', '<diiddd', '<ddd', '<dddHc0Hc0Hc0Hc0Hc0', '<d'
-local EVENT = {'<BHdd', '<BHddddd', '<BHdddB', '<BHdd', '<BHd', '<BHdddd'}
+local EVENT = {'<BHdd', '<BHddddd', '<BHdddB', '<BHdd', '<BHd', '<BHdddd', '<BHddd', '<BHddd'}
 
 -- keys: the run, the users, the backlog, the replicas, the events, the addresses; then the
 -- prefixes of the keys named after a user, a replica or a scope key (keys.py, SCRIPT_KEYS).
@@ -88,10 +88,12 @@ end
 
 -- One §7 event (its seq from the run) as a binary record, kept for the stream entry ``finish``
 -- writes (records.py writes its JSON): EVENT[kind] (kind: 1 arrive, 2 dispatch, 3 complete, 4
--- cancel, 5 idle reset, 6 merge; records.py's KINDS), the length of the request it is about, v,
+-- cancel, 5 idle reset, 6 merge, 7 limit, 8 start; records.py's KINDS), the length of the request it is about, v,
 -- the meter, and the kind's own numbers, ``a``, ``b``, ``c``: a dispatch's cost, ratio and
 -- est_output, a completion's output tokens and outcome (0, 1 lost, 2 abandoned), a merge's charge
--- and since_seq; then the request (``req``; a merge's names only its user, weight and replica),
+-- and since_seq, a limit's new limit, a start's request length (its upstream follows the request); then the
+-- request (``req``; a merge's names only its user, weight and replica; a limit's is its reason and upstream, a
+-- space between),
 -- as the store keeps it: the record is only numbers, the request's string goes in as it is. A
 -- nil number is written NaN: null. Returns the record.
 function F.emit(kind, req, meter, a, b, c)
