@@ -21,6 +21,12 @@ TRACE_SCHEMA = pa.schema(
     ]
 )
 TRACE_COLUMNS = tuple(TRACE_SCHEMA.names)
+# Semantics §14: each prompt's chained block hashes, with the trace metadata key saying how
+# many tokens a block holds. Optional and beside the columns above (a trace without it reads
+# and replays exactly as before).
+PREFIX_BLOCKS = "prefix_blocks"
+PREFIX_BLOCKS_TYPE = pa.list_(pa.uint64())
+BLOCK_TOKENS_KEY = "block_tokens"
 
 LOG_SCHEMA = pa.schema(
     [
