@@ -23,16 +23,18 @@ from heapq import heappop, heappush
 from math import ceil
 
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.prefix_cache import PrefixCache
 from sfqtui.core.engines.settings import EngineSettings
-from sfqtui.core.requests.trace import Trace
+from sfqtui.core.requests.trace import PrefixBlocks, Trace
 from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
 
 INF = float("inf")
 
-# A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens).
-Held = tuple[int, User, int, int, int, int]
+# A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens,
+# its prompt's blocks when the trace has them, semantics §14).
+Held = tuple[int, User, int, int, int, int, Sequence[int] | None]
 
 
 def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[int]]:
@@ -78,6 +80,8 @@ class ModelledEngine:
         self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
         self.next_step = -1  # that step's index
         self.touched = False  # sent a request or ended a step since its limit last read it (EngineLimits)
+        self.cache: PrefixCache | None = None  # its prefix cache, when the trace has blocks (semantics §14)
+        self.cached: dict[int, int] = {}  # the cached prompt tokens of each request that started, until taken
 
     @property
     def running(self) -> int:
@@ -100,6 +104,14 @@ class ModelledEngine:
                 used += held[4] + made
         return used / self.kv_tokens
 
+    @staticmethod
+    def _admitted(cache: PrefixCache, held: Held) -> int:
+        """The cached prompt tokens of a request joining the batch: its longest held prefix, but
+        never the whole prompt (the last token is computed again to make the first output, as
+        vLLM does)."""
+        prompt = held[4]
+        return min(cache.admit(held[6] or (), prompt + held[5]) * cache.block_tokens, max(0, prompt - 1))
+
     def end_of(self, s: int) -> float:
         """When step ``s`` of the current run ends."""
         return self.first_end + (s - self.first) * self.step
@@ -121,7 +133,10 @@ class ModelledEngine:
         return s + 1 if self.end_of(s) <= now else s
 
     def _fits(self, held: Held) -> bool:
-        return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
+        cache = self.cache
+        if cache is None:
+            return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
+        return len(self.batch) < self.model.max_num_seqs and cache.fits(held[6] or (), held[4] + held[5])
 
     def submit(self, now: float, held: Held) -> bool:
         """A request sent at ``now`` joins the queue; True when the engine is between steps at
@@ -153,6 +168,8 @@ class ModelledEngine:
             held = heappop(batch)[2]
             finished.append(held)
             self.reserved -= held[4] + held[5]
+            if self.cache is not None:
+                self.cache.release(held[6] or (), held[4] + held[5])
         self.outstanding -= len(finished)
         self.steps = s + 1
         self.resting = True
@@ -162,7 +179,7 @@ class ModelledEngine:
     def settle(self, now: float) -> list[Held]:
         """Between steps at ``now``: the queue's heads join the batch while they fit, and the
         next run of steps starts; the requests that joined, in order."""
-        queue, batch = self.queue, self.batch
+        queue, batch, cache = self.queue, self.batch, self.cache
         joined: list[Held] = []
         prefill = 0
         while queue and self._fits(queue[0]):
@@ -170,7 +187,12 @@ class ModelledEngine:
             heappush(batch, (self.steps + held[5] - 1, self.joined, held))
             self.joined += 1
             self.reserved += held[4] + held[5]
-            prefill += held[4]
+            if cache is None:
+                prefill += held[4]
+            else:
+                cached = self._admitted(cache, held)
+                prefill += held[4] - cached
+                self.cached[held[0]] = cached
             joined.append(held)
         if not batch:
             self.first_end = INF
@@ -196,6 +218,7 @@ class EnginePool:
         self.model = settings.model
         self.window = window
         self.tokens: list[tuple[list[int], list[int]] | None] = []
+        self.blocks: list[PrefixBlocks | None] = []  # each held chunk's prompt blocks (None: none, or retired)
         self.engines = [ModelledEngine(settings.model, e) for e in range(settings.engines)]
         self.next_done = INF  # the earliest next_t of the engines
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
@@ -211,11 +234,32 @@ class EnginePool:
     def entering(self, trace: Trace) -> Sequence[float]:
         """The engines time each request: they keep the chunk's tokens, the window no service times."""
         self.tokens.append(request_tokens(trace, self.model))
+        blocks = trace.prefix_blocks
+        self.blocks.append(blocks)
+        if blocks is not None and self.engines[0].cache is None:
+            for engine in self.engines:
+                engine.cache = PrefixCache(self.model.kv_tokens, blocks.block_tokens)
         return ()
 
     def retired(self, chunks: range) -> None:
         for k in chunks:
             self.tokens[k] = None
+            self.blocks[k] = None
+
+    @property
+    def caching(self) -> bool:
+        """Whether the engines model their prefix caches (the trace has blocks)."""
+        return self.engines[0].cache is not None
+
+    def take_cached(self) -> dict[int, int] | None:
+        """The cached prompt tokens of each request that started since the last call (None: no caches)."""
+        if not self.caching:
+            return None
+        taken: dict[int, int] = {}
+        for engine in self.engines:
+            taken.update(engine.cached)
+            engine.cached = {}
+        return taken
 
     def unfinished(self) -> Iterator[int]:
         """The requests sent to an engine and not finished (queued or running there)."""
@@ -243,7 +287,8 @@ class EnginePool:
         size = self.window.size
         prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # the chunk of a request just dispatched is not retired
         r = req % size
-        held = (req, user, pool, rep, prompts[r], outputs[r])
+        blocks = self.blocks[req // size]
+        held = (req, user, pool, rep, prompts[r], outputs[r], None if blocks is None else blocks.of(r))
         engine = self.route()
         self._moved = self.touched = engine.touched = True
         if engine.submit(now, held) and engine not in self._ready:
