@@ -153,6 +153,9 @@ _REPLICA_PARAMS = [
             "to the engines' places.", _PANEL_ENG, "--engine-model"),
     _option("engines", int | None, None, "Engines (servers) behind the balancer, each running the engine model; giving it "
             "without --engine-model runs `sfqtui engine`'s default model. Default: 1 with --engine-model.", _PANEL_ENG, "--engines"),
+    _option("placement", str, "room", "Which engine a dispatched request goes to: room (the most room), prefix (on a trace with "
+            "prefix_blocks: the longest prefix the balancer believes an engine holds, among engines with a free place), affinity "
+            "(the longest prefix wherever, load ignored: a reference). Never changes the scheduler's order.", _PANEL_ENG, "--placement"),
 ]
 
 
@@ -198,21 +201,23 @@ def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
     engine = None
     if "replicas" in values:
         replicas = ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
-        engine = _engine(values["engine_model"], values["engines"], auto)
+        engine = _engine(values["engine_model"], values["engines"], auto, values["placement"].strip())
     elif auto is not None:
         raise InputError(f"--slots {values['slots']}: this command replays on a fixed number of slots")
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context),
                          engine)
 
 
-def _engine(path: Path | None, engines: int | None, auto: LimitSettings | None) -> EngineSettings | None:
+def _engine(path: Path | None, engines: int | None, auto: LimitSettings | None, placement: str = "room") -> EngineSettings | None:
     """The engine model the options ask for (None: neither --engine-model nor --engines)."""
     if path is None and engines is None:
         if auto is not None:
             raise InputError("--slots auto follows the engines' metrics: give --engine-model FILE or --engines N (the default model)")
+        if placement != "room":
+            raise InputError(f"--placement {placement} places requests among engines: give --engines N or --engine-model FILE")
         return None
     model, fit = EngineModel.load_fitted(path, "--engine-model") if path is not None else (EngineModel(), None)
-    return EngineSettings(model, 1 if engines is None else engines, None if path is None else str(path), fit, auto)
+    return EngineSettings(model, 1 if engines is None else engines, None if path is None else str(path), fit, auto, placement)
 
 
 def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any], typer.Context], Any]) -> F:

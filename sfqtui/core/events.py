@@ -159,6 +159,7 @@ class EventColumns:
     limit: Sequence[int] | None = None
     reason: Sequence[int] | None = None
     cached_tokens: Sequence[int | None] | None = None  # on start rows, when the engines model prefix caches (semantics §14)
+    first_token_t: Sequence[float | None] | None = None  # on those start rows: when the request made its first token
 
     def __len__(self) -> int:
         return len(self.kind)

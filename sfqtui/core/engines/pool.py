@@ -24,6 +24,7 @@ from math import ceil
 
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.prefix_cache import PrefixCache
+from sfqtui.core.engines.prefix_index import PrefixIndex
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.requests.trace import PrefixBlocks, Trace
 from sfqtui.core.requests.window import RequestWindow
@@ -82,6 +83,7 @@ class ModelledEngine:
         self.touched = False  # sent a request or ended a step since its limit last read it (EngineLimits)
         self.cache: PrefixCache | None = None  # its prefix cache, when the trace has blocks (semantics §14)
         self.cached: dict[int, int] = {}  # the cached prompt tokens of each request that started, until taken
+        self.first_token: dict[int, float] = {}  # when each request that started makes its first token, until taken
 
     @property
     def running(self) -> int:
@@ -201,6 +203,9 @@ class ModelledEngine:
         self.resting = False
         self.first = self.steps
         self.first_end = now + model.step_s(n, prefill)
+        if cache is not None:
+            for held in joined:
+                self.first_token[held[0]] = self.first_end
         self.step = model.step_s(n, 0)
         self.next_step = batch[0][0]
         self.next_t = self.end_of(self.next_step)
@@ -208,11 +213,14 @@ class ModelledEngine:
 
 
 class EnginePool:
-    """The engines behind the balancer, and how it picks one for a request: the fewest in
-    flight (with limits that follow the engines: the most room under its limit), ties in
-    turns, as ``sfqtui proxy`` picks an upstream. It serves a replay's loop directly (the
-    servers of ``sfqtui.core.replay.servers``, but for the capacity: ``servers.EngineServers``),
-    with each held chunk's prompt and output tokens (None: retired)."""
+    """The engines behind the balancer, and how it picks one for a request (its placement):
+    ``room``, the fewest in flight (with limits that follow the engines: the most room under
+    its limit), ties in turns, as ``sfqtui proxy`` picks an upstream; on a trace with blocks
+    (semantics §14) also ``prefix``, the engine its own index believes holds the longest prefix
+    among those with a free place (the room rule when none has one, and between equals), or
+    ``affinity``, the longest prefix wherever it is (load ignored: a reference). It serves a
+    replay's loop directly (the servers of ``sfqtui.core.replay.servers``, but for the capacity:
+    ``servers.EngineServers``), with each held chunk's prompt and output tokens (None: retired)."""
 
     def __init__(self, settings: EngineSettings, window: RequestWindow) -> None:
         self.model = settings.model
@@ -226,6 +234,10 @@ class EnginePool:
         self.limits: list[int] | None = None  # each engine's limit under --slots auto (kept by EngineLimits)
         self._moved = False  # an engine was sent a request or ended a step since the last settle
         self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
+        self.placement = settings.placement
+        self.index: list[PrefixIndex] | None = None  # the balancer's index of each engine's blocks (a trace with blocks)
+        self._planned: tuple[int, ModelledEngine] | None = None  # the engine predicted() chose for a request about to be sent
+        self.block_tokens = 0  # the trace's, once a chunk with blocks entered
 
     @property
     def busy(self) -> bool:
@@ -236,9 +248,11 @@ class EnginePool:
         self.tokens.append(request_tokens(trace, self.model))
         blocks = trace.prefix_blocks
         self.blocks.append(blocks)
-        if blocks is not None and self.engines[0].cache is None:
+        if blocks is not None and self.index is None:
             for engine in self.engines:
                 engine.cache = PrefixCache(self.model.kv_tokens, blocks.block_tokens)
+            self.index = [PrefixIndex(self.model.kv_tokens // blocks.block_tokens) for _ in self.engines]
+            self.block_tokens = blocks.block_tokens
         return ()
 
     def retired(self, chunks: range) -> None:
@@ -251,15 +265,18 @@ class EnginePool:
         """Whether the engines model their prefix caches (the trace has blocks)."""
         return self.engines[0].cache is not None
 
-    def take_cached(self) -> dict[int, int] | None:
-        """The cached prompt tokens of each request that started since the last call (None: no caches)."""
+    def take_cached(self) -> tuple[dict[int, int], dict[int, float]] | None:
+        """The cached prompt tokens of each request that started since the last call, and when
+        each makes its first token (None: no caches)."""
         if not self.caching:
             return None
-        taken: dict[int, int] = {}
+        cached: dict[int, int] = {}
+        first_token: dict[int, float] = {}
         for engine in self.engines:
-            taken.update(engine.cached)
-            engine.cached = {}
-        return taken
+            cached.update(engine.cached)
+            first_token.update(engine.first_token)
+            engine.cached, engine.first_token = {}, {}
+        return cached, first_token
 
     def unfinished(self) -> Iterator[int]:
         """The requests sent to an engine and not finished (queued or running there)."""
@@ -267,14 +284,16 @@ class EnginePool:
             yield from (held[0] for held in engine.queue)
             yield from (held[0] for _finish, _turn, held in engine.batch)
 
-    def route(self) -> ModelledEngine:
-        """The engine the next request goes to."""
+    def route(self, blocks: Sequence[int] | None = None) -> ModelledEngine:
+        """The engine the next request (with its prompt's ``blocks``) goes to."""
         engines = self.engines
         n = len(engines)
         if n == 1:
             return engines[0]
         turn = self._turn = (self._turn + 1) % n
         limits = self.limits
+        if blocks is not None and self.placement != "room" and self.index is not None:
+            return self._by_prefix(blocks, turn)
         best, best_key = engines[0], (INF, n)
         for e, engine in enumerate(engines):
             key = (engine.outstanding - (0 if limits is None else limits[e]), (e - turn) % n)
@@ -282,14 +301,54 @@ class EnginePool:
                 best, best_key = engine, key
         return best
 
+    def _by_prefix(self, blocks: Sequence[int], turn: int) -> ModelledEngine:
+        """The engine believed to hold the longest prefix of ``blocks``: under ``prefix`` among
+        the engines with a free place (a place under its limit, and no queue), under ``affinity``
+        among all; then the room rule."""
+        assert self.index is not None
+        engines, limits, n = self.engines, self.limits, len(self.engines)
+        places = self.model.max_num_seqs
+        bounded = self.placement == "prefix"
+        best, best_key = engines[0], (True, 0, INF, n)
+        for e, engine in enumerate(engines):
+            room = (places if limits is None else limits[e]) - engine.outstanding
+            full = bounded and (room <= 0 or bool(engine.queue))  # an engine that queues has no place to give now
+            held = 0 if full else self.index[e].lookup(blocks)
+            key = (full, -held, -room, (e - turn) % n)
+            if key < best_key:
+                best, best_key = engine, key
+        return best
+
+    def predicted(self, req: int) -> int:
+        """The prompt tokens of request ``req`` the balancer's index believes cached at the engine
+        it is about to be sent to (which ``send`` then takes): 0 without blocks."""
+        blocks = self._blocks_of(req)
+        if blocks is None or self.index is None:
+            return 0
+        engine = self.route(blocks)
+        self._planned = (req, engine)
+        return self.index[engine.index].lookup(blocks) * self.block_tokens
+
+    def _blocks_of(self, req: int) -> Sequence[int] | None:
+        size = self.window.size
+        blocks = self.blocks[req // size]
+        return None if blocks is None else blocks.of(req % size)
+
     def send(self, now: float, req: int, user: User, pool: int, rep: int) -> int:
         """Send a request at ``now``: the engine it went to."""
         size = self.window.size
         prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # the chunk of a request just dispatched is not retired
         r = req % size
-        blocks = self.blocks[req // size]
-        held = (req, user, pool, rep, prompts[r], outputs[r], None if blocks is None else blocks.of(r))
-        engine = self.route()
+        blocks = self._blocks_of(req)
+        held = (req, user, pool, rep, prompts[r], outputs[r], blocks)
+        planned = self._planned
+        if planned is not None and planned[0] == req:
+            engine = planned[1]
+            self._planned = None
+        else:
+            engine = self.route(blocks)
+        if blocks is not None and self.index is not None:
+            self.index[engine.index].sent(blocks)
         self._moved = self.touched = engine.touched = True
         if engine.submit(now, held) and engine not in self._ready:
             self._ready.append(engine)

@@ -60,6 +60,9 @@ class ReplayPlan:
             self.cost_source = "oracle" if config.estimator.oracle else "estimator"
         self.charges_actual = complete_charge is not None
         self.service_source = "engine model" if config.engine is not None else "column" if "service_s" in columns else "model"
+        if config.engine is not None and config.engine.placement != "room" and "prefix_blocks" not in columns:
+            raise InputError(f"--placement {config.engine.placement} places requests by the prefixes engines hold: it needs a trace "
+                             "with prefix_blocks (semantics §14); this trace has none")
         self.quantum = config.quantum
         if found.needs_quantum and self.quantum is None:
             self.quantum = self.largest_cost()

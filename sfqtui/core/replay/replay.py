@@ -28,13 +28,14 @@ class Drained:
     """Rows handed over by a replay: the ``rows`` drained from its log, the request chunks they can
     mention (``requests``, in order), what priced their dispatches (None: no estimator), the
     number of requests arrived so far, and the cached prompt tokens of the requests that started
-    (None: the engines model no prefix cache, semantics §14)."""
+    and when each made its first token (None: the engines model no prefix cache, semantics §14)."""
 
     rows: EventRows
     requests: list[RequestChunk]
     pricing: Pricing | None
     arrived: int
     cached: dict[int, int] | None = None
+    first_token: dict[int, float] | None = None
 
     def columns(self) -> EventColumns:
         """The rows as columns, with the ratio and estimated output that priced each dispatch when an estimator did."""
@@ -42,6 +43,9 @@ class Drained:
         if self.cached is not None:
             cached = self.cached
             columns.cached_tokens = [cached.get(req) if kind == START else None for kind, req in zip(columns.kind, columns.req)]
+        if self.first_token is not None:
+            first = self.first_token
+            columns.first_token_t = [first.get(req) if kind == START else None for kind, req in zip(columns.kind, columns.req)]
         pricing = self.pricing
         if pricing is None:
             return columns
@@ -86,7 +90,8 @@ class Replay:
         """Replay to the end, handing over the rows every ``chunk`` events (and the last ones, even
         none) with what they need; nothing is kept after it is handed over."""
         for arrived in self.run(chunk):
-            yield Drained(self.log.drain(), self.take_requests(), self.take_pricing(), arrived, self.take_cached())
+            cached, first_token = self.take_cached() or (None, None)
+            yield Drained(self.log.drain(), self.take_requests(), self.take_pricing(), arrived, cached, first_token)
 
     def chunks(self, chunk: int = CHUNK) -> Iterator[tuple[EventColumns, int]]:
         """The drained rows as columns, with the number of requests arrived so far; empty hand-overs left out."""
@@ -103,8 +108,9 @@ class Replay:
         """The request chunks that the rows drained since the last call can mention, in order."""
         return self.window.held()
 
-    def take_cached(self) -> dict[int, int] | None:
-        """The cached prompt tokens of the requests started since the last call (None: no prefix caches)."""
+    def take_cached(self) -> tuple[dict[int, int], dict[int, float]] | None:
+        """The cached prompt tokens of the requests started since the last call and when each
+        made its first token (None: no prefix caches)."""
         servers = self.plan.servers
         return servers.take_cached() if isinstance(servers, EnginePool) else None
 
