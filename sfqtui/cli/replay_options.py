@@ -133,6 +133,9 @@ _PARAMS = [
     _option("ratio_alpha", float, _D_EST.alpha, "Weight of each completion in the exponential average.", _PANEL_EST, "--ratio-alpha"),
     _option("ratio_start", float, _D_EST.start_ratio, "Ratio used before any completion is seen.", _PANEL_EST, "--ratio-start"),
     _option("default_output", int, _D_EST.default_output_tokens, "Estimated output tokens for a request without max_tokens.", _PANEL_EST, "--default-output"),
+    _option("cache_aware", bool, False, "Charge the input the engine will compute, max(1, input - cached), cached predicted at "
+            "dispatch from the balancer's index of what each engine holds (needs the engine model and a trace with prefix_blocks; "
+            "docs/semantics.md §14).", _PANEL_EST, "--cache-aware"),
     _option("overhead_s", float, _D_SVC.overhead_s, "Fixed seconds per request.", _PANEL_SVC, "--overhead"),
     _option("prefill_tps", float, _D_SVC.prefill_tps, "Input tokens per second (prefill).", _PANEL_SVC, "--prefill-rate"),
     _option("decode_tps", float, _D_SVC.decode_tps, "Output tokens per second per request (decode).", _PANEL_SVC, "--decode-rate"),
@@ -173,6 +176,7 @@ def _estimator_params(values: dict[str, Any], oracle: bool = False) -> Estimator
         start_ratio=values["ratio_start"],
         default_output_tokens=values["default_output"],
         oracle=oracle,
+        cache_aware=values.get("cache_aware", False),
     )
 
 
@@ -182,7 +186,7 @@ def _reprice_reason(values: dict[str, Any], context: typer.Context) -> str | Non
     if values["reprice"]:
         return "--reprice"
     for parameter in context.command.params:
-        source = context.get_parameter_source(parameter.name) if parameter.name in ("estimator", *_ESTIMATOR_NAMES) else None
+        source = context.get_parameter_source(parameter.name) if parameter.name in ("estimator", "cache_aware", *_ESTIMATOR_NAMES) else None
         if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
             return f"{parameter.opts[0]} implies --reprice"
     return None

@@ -57,3 +57,18 @@ def test_compare_prints_the_prefix_figures(cli: CliRunner) -> None:
 def test_a_placement_that_cannot_work_is_refused(args: list[str], said: str, tmp_path: Path, cli: CliRunner) -> None:
     result = cli.invoke(app, ["simulate", str(ROOT / "traces" / args[0]), *args[1:], "-o", str(tmp_path / "log.parquet")])
     assert result.exit_code == 2 and said in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_calibrate_sets_predicted_against_found_cached_tokens(cli: CliRunner) -> None:
+    trace = str(ROOT / "traces" / "multi-turn.parquet")
+    result = cli.invoke(app, ["calibrate", trace, "--engines", "2", "--placement", "prefix", "--json"])
+    assert result.exit_code == 0, result.stderr
+    caches = json.loads(result.stdout)["prefix_cache"]
+    assert set(caches) == {"chat-0", "chat-1", "chat-2", "oneshot-0", "oneshot-1", "oneshot-2"}
+    # the chat users resend their history: cache-blind pricing charges them most for input never computed
+    assert min(caches[u]["blind_overcharge_tokens"] for u in ("chat-0", "chat-1", "chat-2")) > \
+        max(caches[u]["blind_overcharge_tokens"] for u in ("oneshot-0", "oneshot-1", "oneshot-2"))
+    plain = cli.invoke(app, ["calibrate", trace, "--json"])
+    assert plain.exit_code == 0 and "prefix_cache" not in json.loads(plain.stdout)
+    refused = cli.invoke(app, ["calibrate", trace, "--replicas", "2"])
+    assert refused.exit_code == 2 and "--replicas is not supported" in refused.stderr

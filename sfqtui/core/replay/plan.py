@@ -60,6 +60,9 @@ class ReplayPlan:
             self.cost_source = "oracle" if config.estimator.oracle else "estimator"
         self.charges_actual = complete_charge is not None
         self.service_source = "engine model" if config.engine is not None else "column" if "service_s" in columns else "model"
+        if config.estimator.cache_aware and (config.engine is None or "prefix_blocks" not in columns or self.estimator is None):
+            raise InputError("--cache-aware charges the input an engine will compute: it needs the engine model (--engines N or "
+                             "--engine-model FILE) and a trace with prefix_blocks (semantics §14)")
         if config.engine is not None and config.engine.placement != "room" and "prefix_blocks" not in columns:
             raise InputError(f"--placement {config.engine.placement} places requests by the prefixes engines hold: it needs a trace "
                              "with prefix_blocks (semantics §14); this trace has none")
@@ -86,6 +89,10 @@ class ReplayPlan:
         self.split = self.group is None or self.group.split  # each replica has a pool of its own
         self.servers: Servers = (FixedService(config.service, self.window) if config.engine is None
                                  else EngineServers(config.engine, self.window))
+        if config.estimator.cache_aware and isinstance(self.servers, EngineServers):
+            for estimator in self.estimators:
+                if estimator is not None:
+                    estimator.cached_of = self.servers.predicted
 
     def largest_cost(self) -> float:
         """c_max of the trace: the explicit costs, or the most the estimator can charge."""

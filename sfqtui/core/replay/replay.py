@@ -120,10 +120,12 @@ class Replay:
             return None
         if len(self.estimators) == 1:
             return self.estimator.take_pricing()
-        merged = Pricing({}, {})
+        merged = Pricing({}, {}, {} if self.config.estimator.cache_aware else None)
         for estimator in self.estimators:
             assert estimator is not None  # every pool has one when the first has
             taken = estimator.take_pricing()
             merged.ratio.update(taken.ratio)
             merged.est_output.update(taken.est_output)
+            if merged.cached is not None and taken.cached is not None:
+                merged.cached.update(taken.cached)
         return merged
