@@ -11,6 +11,7 @@ from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import KINDS
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
+from sfqtui.core.replay.run_spec import RunSpec
 from sfqtui.core.requests.trace import PrefixBlocks, Trace
 from sfqtui.errors import InputError
 
@@ -69,3 +70,15 @@ def test_placement_by_prefix_needs_blocks() -> None:
         Replay(plain, ReplayConfig(slots=1, engine=EngineSettings(MODEL, 2, placement="prefix")))
     with pytest.raises(InputError, match="--placement 'nearest': choose one of room, prefix, affinity"):
         EngineSettings(MODEL, 2, placement="nearest")
+
+
+def test_run_specs_take_placement_and_pricing() -> None:
+    spec = RunSpec.parse("sfq@engines=2,placement=prefix,pricing=cache-aware")
+    config = spec.config(ReplayConfig(slots=4))
+    assert config.engine is not None and config.engine.placement == "prefix" and config.estimator.cache_aware
+    assert str(spec) == "sfq@engines=2,placement=prefix,pricing=cache-aware" and not spec.plain
+    assert set(spec.changes(ReplayConfig(slots=4))) == {"scheduler", "replicas", "engine", "estimator"}
+    with pytest.raises(InputError, match="pricing=free: choose one of cache-blind, cache-aware"):
+        RunSpec.parse("sfq@pricing=free")
+    with pytest.raises(InputError, match="placement places requests among engines"):
+        RunSpec.parse("sfq@placement=prefix").config(ReplayConfig(slots=4))
