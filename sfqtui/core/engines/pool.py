@@ -339,16 +339,21 @@ class EnginePool:
         size = self.window.size
         prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # the chunk of a request just dispatched is not retired
         r = req % size
-        blocks = self._blocks_of(req)
-        held = (req, user, pool, rep, prompts[r], outputs[r], blocks)
-        planned = self._planned
-        if planned is not None and planned[0] == req:
-            engine = planned[1]
-            self._planned = None
+        index = self.index
+        if index is None:  # a trace without blocks: today's placement, nothing more per request
+            held: Held = (req, user, pool, rep, prompts[r], outputs[r], None)
+            engine = self.route()
         else:
-            engine = self.route(blocks)
-        if blocks is not None and self.index is not None:
-            self.index[engine.index].sent(blocks)
+            blocks = self._blocks_of(req)
+            held = (req, user, pool, rep, prompts[r], outputs[r], blocks)
+            planned = self._planned
+            if planned is not None and planned[0] == req:
+                engine = planned[1]
+                self._planned = None
+            else:
+                engine = self.route(blocks)
+            if blocks is not None:
+                index[engine.index].sent(blocks)
         self._moved = self.touched = engine.touched = True
         if engine.submit(now, held) and engine not in self._ready:
             self._ready.append(engine)
