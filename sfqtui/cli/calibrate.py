@@ -11,8 +11,9 @@ from rich.table import Table
 from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
-from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replay_options
+from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated_replay_options
 from sfqtui.cli.tables import print_table, report_console
+from sfqtui.core.analysis.cache_calibration import UserCache, cache_calibration
 from sfqtui.core.analysis.calibration import CalibrationReport, GapFigure, RatioTrack
 from sfqtui.core.analysis.calibration import calibrate as measure_calibration
 from sfqtui.core.numbers import Fixed, amount, count, counted, percent, ratio, span
@@ -29,7 +30,7 @@ SPARK_WIDTH = 40
 
 
 @refuses_bad_input
-@with_replay_options
+@with_replicated_replay_options
 def calibrate(
     traces: Annotated[list[Path], typer.Argument(metavar="TRACE", help="Trace Parquet file with output_tokens (semantics §1); several files "
                                                  "are read as one (a group's recordings, one a replica).", show_default=False)],
@@ -46,6 +47,10 @@ def calibrate(
     actual cost at dispatch) and under vtc (charges actual output after the fact).
     Every other ratio scope and update rule is replayed too (docs/calibration.md); when
     one cuts the worst gap in actual cost, it is suggested with its figure.
+
+    On the engine model (--engines, --engine-model) and a trace with prefix_blocks, also each
+    user's cached input tokens predicted at dispatch against those the engines found, and what
+    cache-blind pricing charged for input the engines did not compute (semantics §14).
     """
     check_schedulers([scheduler], ESTIMATING)
     trace = joined_trace(traces)
@@ -53,7 +58,10 @@ def calibrate(
     if loaded.trace.output_tokens is None:
         raise fail(f"{trace}: calibration needs actual outputs, and this trace has no output_tokens column "
                    "(record one through the proxy, or import a log that has them; semantics §10)")
+    if replay.replicas.replicated:
+        raise fail("calibrate measures one scheduler's estimator: --replicas is not supported")
     config = replay.config(scheduler, loaded.suggested_slots, loaded.recorded_limits)
+    caches = cache_calibration(loaded.trace, config) if replay.engine is not None and loaded.trace.prefix_blocks is not None else None
     references = reference_runs(str(trace), config)
     charges_ratio = not config.estimator.oracle and loaded.trace.cost is None  # else no ratio prices anything
     alternatives = ratio_alternatives(str(trace), loaded.trace, config) if charges_ratio else []
@@ -67,10 +75,34 @@ def calibrate(
     alternative_rows = rows[len(references):]
     suggested = suggestion(_gap_of(report.gap_actual), alternative_rows)
     if as_json:
-        typer.echo(json.dumps(_payload(trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where), indent=2))
+        payload = _payload(trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where)
+        if caches is not None:
+            payload["prefix_cache"] = {u.user: u.as_dict() for u in caches}
+        typer.echo(json.dumps(payload, indent=2))
         return
     slots = f"{slots_said(config)}{replay.capacity_ignored(loaded.recorded_limits)}"
-    _print(report_console(), trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where, slots)
+    console = report_console()
+    _print(console, trace, len(loaded.trace), report, reference_rows, alternative_rows, suggested, where, slots)
+    if caches is not None:
+        print_table(console, _cache_table(caches))
+
+
+def _cache_table(caches: list[UserCache]) -> Table:
+    """Per user: the cached input predicted at dispatch against the cached input found, in tokens."""
+    table = Table(title="Cached input tokens per user: predicted at dispatch (cache-aware pricing) vs found by the engine; "
+                        "cache-blind pricing charges the cached ones too", title_justify="left", expand=True)
+    for header in ("user", "requests", "input", "predicted cached", "cached", "blind overcharge", "aware error"):
+        table.add_column(header, justify="left" if header == "user" else "right")
+    shown = caches[:SHOWN_ROWS]
+    tokens = Fixed(0)
+    error = Fixed(0, sign=True)
+    for u in shown:
+        table.add_row(u.user, count(u.requests), tokens(u.input_tokens), tokens(u.predicted), tokens(u.cached),
+                      f"{tokens(u.blind_overcharge)} ({percent(u.cached / u.input_tokens if u.input_tokens else None)})",
+                      error(u.aware_error))
+    if len(caches) > SHOWN_ROWS:
+        table.caption = f"{counted(len(caches) - SHOWN_ROWS, 'more user')} in --json"
+    return table
 
 
 def _gap_of(figure: GapFigure) -> float | None:

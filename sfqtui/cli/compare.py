@@ -17,6 +17,7 @@ from sfqtui.cli.replay_options import NO_CHOICES, ReplayChoices, with_replicated
 from sfqtui.cli.tables import print_table, report_console
 from sfqtui.core.analysis.engine_waits import QUANTILES, EngineWaits, quantile
 from sfqtui.core.analysis.fairness import FairnessReport, fairness_of_replay
+from sfqtui.core.analysis.prefix_figures import PrefixFigures, ttft_quantile
 from sfqtui.core.analysis.replication_cost import ReplicaMeasures, replica_measures
 from sfqtui.core.numbers import SECONDS_DECIMALS, WAIT, Fixed, amount, count, counted, percent, ratio, seconds, span
 from sfqtui.core.replay.config import REPRICED, slots_said
@@ -36,7 +37,22 @@ def _headline(report: FairnessReport) -> list[str]:
                      f"t {span(gain.start_t, gain.end_t)}), {within} 2 c_max = {amount(gain.bound)}")
     if report.at_engine_start is not None:  # a replay with the engine model: where requests started running
         lines += [f"  {line}" for line in engine_start_lines(report)]
+    prefix = report.prefix
+    if prefix is not None:  # engines that model their prefix caches (semantics §14)
+        lines.append(f"  prefix cache: hit rate {percent(prefix.hit_rate)} of {counted(prefix.prompt_tokens, 'prompt token')}, "
+                     f"prefill saved {counted(prefix.cached_tokens, 'token')}; an engine idle while another queued "
+                     f"{seconds(prefix.idle_while_queued_s)} s")
     return lines
+
+
+def _ttft_table(prefix: PrefixFigures) -> Table:
+    """Each user's predicted time to first token (engines that model their prefix caches)."""
+    table = Table()
+    for header in ("user", "requests started", "TTFT p50 s", "TTFT p99 s"):
+        table.add_column(header, justify="left" if header == "user" else "right")
+    for user, ttft in sorted(prefix.ttft.items()):
+        table.add_row(user, count(len(ttft)), WAIT(ttft_quantile(ttft, 0.5)), WAIT(ttft_quantile(ttft, 0.99)))
+    return table
 
 
 def _table(report: FairnessReport, measures: ReplicaMeasures | None = None) -> Table:
@@ -166,6 +182,8 @@ def compare(
         print_table(console, _table(report, measured))
         if report.waits is not None:
             print_table(console, _waits_table(report.waits))
+        if report.prefix is not None:
+            print_table(console, _ttft_table(report.prefix))
         if measured is not None:
             print_table(console, _replicas_table(measured, report.scheduler, replay.replicas.describe()))
 

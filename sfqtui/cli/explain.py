@@ -80,6 +80,8 @@ def _why(run: Run, code: int) -> dict[str, Any]:
                      reason="it was cancelled before dispatch" if found["cancelled"] is not None else "it was still waiting when the log ends")
         return found
     found["cost"] = dispatch.cost
+    if table.cached is not None:  # engines that model their prefix caches (semantics §14)
+        found["cached_tokens"] = table.cached.get(code)
     found["candidates"] = [
         {"user": c.user, "value": c.value, "queued": c.queued, "weight": c.weight, "head_request": c.head_request, "head_cost": c.head_cost}
         for c in dispatch.candidates
@@ -134,6 +136,8 @@ def _print(found: dict[str, Any], path: str, value_name: str | None) -> None:
         console.print(f"  not dispatched: {found['reason']}")
     else:
         console.print(f"  dispatched  t {seconds(found['dispatched'])}, dispatch #{count(found['position'])}, cost {amount(found['cost'])}")
+    if found.get("cached_tokens") is not None:
+        console.print(f"  cached      {counted(found['cached_tokens'], 'prompt token')} found in its engine's prefix cache")
     if found["completed"] is not None:
         console.print(f"  completed   t {seconds(found['completed'])}")
     if found["waited"] is not None:

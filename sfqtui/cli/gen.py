@@ -42,7 +42,8 @@ def gen(
             service_s=service_seconds(TokenServiceModel(), frame.columns),
         )
     info = SCENARIOS[scenario]
-    write_trace(frame, output, {"scenario": scenario, "seed": seed, "slots": info.slots, "section": info.section})
+    blocks = {} if info.block_tokens is None else {"block_tokens": info.block_tokens}
+    write_trace(frame, output, {"scenario": scenario, "seed": seed, "slots": info.slots, "section": info.section, **blocks})
     users_seen = frame["user"].n_unique()
     typer.echo(f"wrote {output}: {counted(frame.height, 'request')} from {counted(users_seen, 'user')} "
                f"({scenario}, seed {seed}; made for --slots {info.slots})")

@@ -150,6 +150,9 @@ _PARAMS = [
     _option("ratio_alpha", float, _D_EST.alpha, "Weight of each completion in the exponential average.", _PANEL_EST, "--ratio-alpha"),
     _option("ratio_start", float, _D_EST.start_ratio, "Ratio used before any completion is seen.", _PANEL_EST, "--ratio-start"),
     _option("default_output", int, _D_EST.default_output_tokens, "Estimated output tokens for a request without max_tokens.", _PANEL_EST, "--default-output"),
+    _option("cache_aware", bool, False, "Charge the input the engine will compute, max(1, input - cached), cached predicted at "
+            "dispatch from the balancer's index of what each engine holds (needs the engine model and a trace with prefix_blocks; "
+            "docs/semantics.md §14).", _PANEL_EST, "--cache-aware"),
     _option("overhead_s", float, _D_SVC.overhead_s, "Fixed seconds per request.", _PANEL_SVC, "--overhead"),
     _option("prefill_tps", float, _D_SVC.prefill_tps, "Input tokens per second (prefill).", _PANEL_SVC, "--prefill-rate"),
     _option("decode_tps", float, _D_SVC.decode_tps, "Output tokens per second per request (decode).", _PANEL_SVC, "--decode-rate"),
@@ -170,6 +173,9 @@ _REPLICA_PARAMS = [
             "to the engines' places.", _PANEL_ENG, "--engine-model"),
     _option("engines", int | None, None, "Engines (servers) behind the balancer, each running the engine model; giving it "
             "without --engine-model runs `sfqtui engine`'s default model. Default: 1 with --engine-model.", _PANEL_ENG, "--engines"),
+    _option("placement", str, "room", "Which engine a dispatched request goes to: room (the most room), prefix (on a trace with "
+            "prefix_blocks: the longest prefix the balancer believes an engine holds, among engines with a free place), affinity "
+            "(the longest prefix wherever, load ignored: a reference). Never changes the scheduler's order.", _PANEL_ENG, "--placement"),
 ]
 
 
@@ -187,6 +193,7 @@ def _estimator_params(values: dict[str, Any], oracle: bool = False) -> Estimator
         start_ratio=values["ratio_start"],
         default_output_tokens=values["default_output"],
         oracle=oracle,
+        cache_aware=values.get("cache_aware", False),
     )
 
 
@@ -196,7 +203,7 @@ def _reprice_reason(values: dict[str, Any], context: typer.Context) -> str | Non
     if values["reprice"]:
         return "--reprice"
     for parameter in context.command.params:
-        source = context.get_parameter_source(parameter.name) if parameter.name in ("estimator", *_ESTIMATOR_NAMES) else None
+        source = context.get_parameter_source(parameter.name) if parameter.name in ("estimator", "cache_aware", *_ESTIMATOR_NAMES) else None
         if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
             return f"{parameter.opts[0]} implies --reprice"
     return None
@@ -215,21 +222,23 @@ def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
     engine = None
     if "replicas" in values:
         replicas = ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
-        engine = _engine(values["engine_model"], values["engines"], auto)
+        engine = _engine(values["engine_model"], values["engines"], auto, values["placement"].strip())
     elif auto is not None:
         raise InputError(f"--slots {values['slots']}: this command replays on a fixed number of slots")
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context),
                          engine)
 
 
-def _engine(path: Path | None, engines: int | None, auto: LimitSettings | None) -> EngineSettings | None:
+def _engine(path: Path | None, engines: int | None, auto: LimitSettings | None, placement: str = "room") -> EngineSettings | None:
     """The engine model the options ask for (None: neither --engine-model nor --engines)."""
     if path is None and engines is None:
         if auto is not None:
             raise InputError("--slots auto follows the engines' metrics: give --engine-model FILE or --engines N (the default model)")
+        if placement != "room":
+            raise InputError(f"--placement {placement} places requests among engines: give --engines N or --engine-model FILE")
         return None
     model, fit = EngineModel.load_fitted(path, "--engine-model") if path is not None else (EngineModel(), None)
-    return EngineSettings(model, 1 if engines is None else engines, None if path is None else str(path), fit, auto)
+    return EngineSettings(model, 1 if engines is None else engines, None if path is None else str(path), fit, auto, placement)
 
 
 def _adding_options(func: F, argument: str, options: list[inspect.Parameter], build: Callable[[dict[str, Any], typer.Context], Any]) -> F:

@@ -15,6 +15,8 @@ from sfqtui.cli.errors import fail, refuses_bad_input, stops_on_ctrl_c
 from sfqtui.cli.one_slot import note_one_slot
 from sfqtui.cli.progress import progress_bar
 from sfqtui.cli.tables import print_table, report_console
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.numbers import count, counted, percent, ratio
 from sfqtui.paths import check_output
 from sfqtui.sweep.measures import fairness_figures
@@ -71,6 +73,14 @@ def sweep(
         str, typer.Option("--share", help="Comma-separated share modes: none, global, sync:T or sync:T,D (a number after sync:T is its delay).")
     ] = "none",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random router.")] = 0,
+    engines: Annotated[
+        int | None,
+        typer.Option("--engines", help="Run each replay on this many engines of sfqtui engine's default model, as compare --engines "
+                     "(docs/engine.md); the rows then add the prefix cache's figures on a trace with prefix_blocks.", show_default=False),
+    ] = None,
+    placement: Annotated[
+        str, typer.Option("--placement", help="Comma-separated placements among the engines: room, prefix, affinity (docs/semantics.md §14).")
+    ] = "room",
     workers: Annotated[
         int | None,
         typer.Option("--workers", "-w", help="Worker processes of the local Dask cluster started for this sweep. Default: one per CPU.", show_default=False),
@@ -114,7 +124,9 @@ def sweep(
     loaded = {str(path): load_trace(path) for path in traces}
     for path, trace in loaded.items() if slot_counts is None else ():
         note_one_slot(Path(path), trace.suggested_slots, None)
-    runs = plan_runs({name: trace.suggested_slots for name, trace in loaded.items()}, scheduler_names, slot_counts, scopes, updates, grid)
+    engine = None if engines is None else EngineSettings(EngineModel(), engines)
+    runs = plan_runs({name: trace.suggested_slots for name, trace in loaded.items()}, scheduler_names, slot_counts, scopes, updates, grid,
+                     engine, _names(placement))
     cores = {name: trace.trace for name, trace in loaded.items()}
     from sfqtui.sweep.cluster import dask_client, run_on_dask  # see its docstring: imported only when needed
 
@@ -138,7 +150,7 @@ def sweep(
 
 
 SETTINGS = {"trace": "trace", "scheduler": "scheduler", "slots": "slots", "ratio_scope": "scope", "ratio_update": "update",
-            "replicas": "K", "router": "router", "share": "share"}
+            "replicas": "K", "router": "router", "share": "share", "placement": "placement"}
 
 
 def _table(rows: list[Row]) -> Table:
@@ -147,9 +159,11 @@ def _table(rows: list[Row]) -> Table:
     fixed = [f"{SETTINGS[key]} {_setting(rows[0], key)}" for key in SETTINGS if key not in varying]
     table = Table(title="; ".join([f"sweep: {counted(len(rows), 'run')}", *fixed]), title_justify="left", box=box.SIMPLE_HEAD)
     replicated = any(row["replicas"] != 1 for row in rows)
+    cached = any(row["prefix_hit_rate"] is not None for row in rows)
     for key in varying:
         table.add_column(SETTINGS[key], justify="right" if key in ("slots", "replicas") else "left")
-    for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded") if replicated else ()), "run s"):
+    for header in ("Jain", "worst gap", "who", *(("gap c_max", "drift c_max", "stranded") if replicated else ()),
+                   *(("hit rate", "gap at start") if cached else ()), "run s"):
         table.add_column(header, justify="left" if header == "who" else "right")
     for number, row in enumerate(rows, 1):
         figures: list[str | Text]
@@ -161,6 +175,9 @@ def _table(rows: list[Row]) -> Table:
             figures = [_fixed(row["jain"], 3), f"{row['worst_gap']:,.0f}", f"{row['worst_gap_ahead']} over {row['worst_gap_behind']}"]
         if replicated:
             figures += _replica_figures(row)
+        if cached:
+            start = _number(row["worst_gap_at_start"])
+            figures += [percent(_number(row["prefix_hit_rate"])), "-" if start is None else f"{start:,.0f}"]
         table.add_row(*(_setting(row, key) for key in varying), *figures, _fixed(row["seconds"], 1))
     return table
 

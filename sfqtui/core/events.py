@@ -137,7 +137,9 @@ class EventColumns:
     dispatches; so are ``ratio`` and ``est_output`` (what the estimator priced a dispatch
     with), which are ``None`` altogether when no estimator priced the replay. ``replica``
     and ``user`` (codes, -1: none) only in a replay of several replicas. ``upstream``,
-    ``limit`` and ``reason`` (ENGINE_FIELDS, -1: none) only in a replay with the engine model.
+    ``limit`` and ``reason`` (ENGINE_FIELDS, -1: none) only in a replay with the engine model;
+    ``cached_tokens`` (the prompt tokens found in the engine's prefix cache, on start rows) only
+    when its engines model their caches (a trace with blocks, semantics §14).
     """
 
     start: int
@@ -156,6 +158,8 @@ class EventColumns:
     upstream: Sequence[int] | None = None
     limit: Sequence[int] | None = None
     reason: Sequence[int] | None = None
+    cached_tokens: Sequence[int | None] | None = None  # on start rows, when the engines model prefix caches (semantics §14)
+    first_token_t: Sequence[float | None] | None = None  # on those start rows: when the request made its first token
 
     def __len__(self) -> int:
         return len(self.kind)

@@ -19,10 +19,10 @@ import polars as pl
 from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.errors import InputError
 from sfqtui.importers.options import ImportOptions, Users
-from sfqtui.importers.readers import RAW_TIME, READERS, unit_interval, unreadable_file
+from sfqtui.importers.readers import MOONCAKE_BLOCK_TOKENS, RAW_TIME, READERS, unit_interval, unreadable_file
 from sfqtui.paths import atomic_output
 from sfqtui.trace.offered_load import service_seconds, suggested_slots_for
-from sfqtui.trace.schema import METADATA_KEY
+from sfqtui.trace.schema import BLOCK_TOKENS_KEY, METADATA_KEY, PREFIX_BLOCKS
 
 FORMATS = tuple(READERS)
 TIME_COLUMN = {"azure": "TIMESTAMP", "burstgpt": "Timestamp", "mooncake": "timestamp"}
@@ -203,9 +203,13 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
         if column in shared:
             selected.append(pl.col(column).cast(dtype))
     selected.append(pl.col("source"))
+    if PREFIX_BLOCKS in shared:
+        selected.append(pl.col(PREFIX_BLOCKS).cast(pl.List(pl.UInt64)))
     lazy = combined.select(selected)
 
     metadata: dict[str, object] = {"format": fmt, "sources": [str(p) for p in sources], "options": _options_dict(options)}
+    if PREFIX_BLOCKS in shared:
+        metadata[BLOCK_TOKENS_KEY] = MOONCAKE_BLOCK_TOKENS
     if slots is not None:  # what replays use when --slots is not given
         metadata.update(slots=slots, offered_load=service / span)
     say(f"writing {out.name}")

@@ -20,6 +20,7 @@ from sfqtui.importers.records import first_bad_json_line
 
 RAW_TIME = "__arrival"  # the mapped arrival column as read, for errors (the column may itself be named t)
 JSON_LINES = ("mooncake", "jsonl")
+MOONCAKE_BLOCK_TOKENS = 512  # the tokens of one of a Mooncake trace's hash_ids
 
 _NAIVE = ("%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S")
 _AWARE = ("%Y-%m-%d %H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%:z", "%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M:%S%:z")
@@ -99,20 +100,28 @@ def burstgpt(path: Path, options: ImportOptions) -> pl.LazyFrame:
 
 
 def mooncake(path: Path, options: ImportOptions) -> pl.LazyFrame:
-    """Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids."""
+    """Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids.
+
+    ``hash_ids`` name the prompt's blocks of 512 tokens, the last one partial; they are kept
+    as ``prefix_blocks``, the full blocks only (an engine caches no partial block)."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     frame = pl.scan_ndjson(path, infer_schema_length=10_000).with_row_index("line", offset=1)
-    _require(path, frame, ("timestamp", "input_length", "output_length"), "mooncake")
+    names = _require(path, frame, ("timestamp", "input_length", "output_length"), "mooncake")
     t = pl.col("timestamp").cast(pl.Float64, strict=False) / 1000.0
     if options.jitter_s > 0:
         spread = pl.col("line").map_batches(lambda lines: pl.Series(unit_interval(lines.to_numpy(), options.seed)), return_dtype=pl.Float64)
         t = t + spread * options.jitter_s
+    blocks = {}
+    if "hash_ids" in names:
+        full = pl.col("input_length").cast(pl.Int64, strict=False).fill_null(0) // MOONCAKE_BLOCK_TOKENS
+        blocks["prefix_blocks"] = pl.col("hash_ids").list.head(full).cast(pl.List(pl.UInt64))
     return frame.with_columns(
         source=pl.lit(path.name),
         t=t,
         input_tokens=pl.col("input_length"),
         output_tokens=pl.col("output_length"),
+        **blocks,
     )
 
 

@@ -15,6 +15,7 @@ import polars as pl
 
 from sfqtui.errors import InputError
 from sfqtui.scenarios.frame import backlog, concat, trace_frame, user_names
+from sfqtui.scenarios.multi_turn import BLOCK_TOKENS, multi_turn
 from sfqtui.scenarios.production import production
 
 Generator = Callable[[np.random.Generator, int | None, int | None], pl.DataFrame]
@@ -27,6 +28,7 @@ class Scenario:
     summary: str
     slots: int
     build: Generator
+    block_tokens: int | None = None  # the tokens of a prompt block, for a scenario with prefix_blocks (semantics §14)
 
 
 def _poisson_times(rng: np.random.Generator, rate: float, count: int, start: float = 0.0) -> np.ndarray:
@@ -191,6 +193,8 @@ SCENARIOS: dict[str, Scenario] = {
                  "4:1 under one SFQ; with --replicas 2 --router hash each lands on a replica of its own (ai-dynamo/dynamo#15187's shape)", 4, premium_regular),
         Scenario("calibration", "§5.1, §7.4", "users whose real output is 90%, 50% and 8% of max_tokens (no cost column)", 8, calibration),
         Scenario("production", "§1, §7.1", "hundreds of users, Zipf volumes, bursty arrivals, heavy-tailed tokens; sized for 64 slots", 64, production),
+        Scenario("multi-turn", "§14", "chat users resending their history each turn, one-shot users beside them, one system prompt "
+                 "for all (prefix_blocks of 64 tokens): what an engine's prefix cache does to costs and placement", 8, multi_turn, BLOCK_TOKENS),
         Scenario("demo", "§2–§3", "the dashboard's demo: contention, a heavy batch user, an idle user returning, a global idle reset", 4, demo),
     )
 }

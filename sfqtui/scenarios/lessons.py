@@ -27,7 +27,7 @@ from sfqtui.core.replay.replay import Replay
 from sfqtui.core.replay.run_spec import RunSpec
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers import traits
-from sfqtui.scenarios.catalogue import generate
+from sfqtui.scenarios.catalogue import SCENARIOS, generate
 from sfqtui.trace.load import normalise, to_core
 from sfqtui.trace.write import write_trace
 
@@ -40,7 +40,8 @@ class Lesson:
     replica settings after @). ``quantum`` is DRR's (None: the largest cost in the trace);
     ``in_actual_cost`` adds each scheduler's worst gap measured in actual cost (§10), for
     lessons about estimated against actual cost; ``first_dispatches`` counts each user's
-    among the first N dispatches, for lessons across replicas."""
+    among the first N dispatches, for lessons across replicas; ``charges`` adds each user's
+    charge under each run and who gains, for lessons about pricing the cached input."""
 
     name: str
     title: str
@@ -57,6 +58,7 @@ class Lesson:
     quantum: float | None = None
     in_actual_cost: bool = False
     first_dispatches: int | None = None
+    charges: bool = False
 
     @property
     def schedulers(self) -> tuple[str, ...]:
@@ -72,12 +74,13 @@ class Lesson:
         return generate(self.scenario, seed=self.seed, users=self.users, requests=self.requests)
 
     def trace(self) -> Trace:
-        return to_core(normalise(self.frame()))
+        return to_core(normalise(self.frame()), block_tokens=SCENARIOS[self.scenario].block_tokens)
 
     def write(self, path: Path) -> None:
         """The lesson's trace as a Parquet file, recording the slots it is meant for."""
+        blocks = SCENARIOS[self.scenario].block_tokens
         write_trace(self.frame(), path, {"scenario": self.scenario, "seed": self.seed, "slots": self.slots,
-                                         "section": self.section, "lesson": self.name})
+                                         "section": self.section, "lesson": self.name, **({} if blocks is None else {"block_tokens": blocks})})
 
     def config(self, spec: str) -> ReplayConfig:
         """The replay of one of its run specs."""
@@ -94,6 +97,8 @@ class Lesson:
                    if value is not None]
         gen = " ".join(["sfqtui gen", self.scenario, "-o", trace, *options])
         compare = f"sfqtui compare {trace} --slots {self.slots}"
+        if not any(RunSpec.parse(spec).plain for spec in self.schedulers):  # each run its own command, with its options
+            return [gen, *(f"{compare} --schedulers {RunSpec.parse(spec).scheduler}{_options(RunSpec.parse(spec))}" for spec in self.schedulers)]
         if not self.across_replicas:
             quantum = f" --quantum {amount(self.quantum)}" if self.quantum is not None else ""
             actual = [f"sfqtui calibrate {trace} --slots {self.slots}"] if self.in_actual_cost else []
@@ -117,14 +122,44 @@ class Lesson:
     def _figures(self, trace: Trace) -> list[str]:
         if self.across_replicas:
             return [line for spec in self.schedulers for line in _across_replicas(trace, self.config(spec), self.first_dispatches)]
-        lines = []
+        lines: list[str] = []
+        reports: list[FairnessReport] = []
         for scheduler in self.schedulers:
             config = self.config(scheduler)
             report = fairness_of_replay(trace, config, gains=True)
-            lines += [_shares(report), _waits(report), _worst_gap(report)]
+            lines += [_shares(scheduler, report), _waits(scheduler, report), _worst_gap(scheduler, report)]
             if self.in_actual_cost:
                 lines[-1] += f"; in actual cost {_gap(worst_gap_in_actual_cost(trace, config).gap)}"
+            if self.charges:
+                lines.append(_charges(scheduler, report))
+                reports.append(report)
+        if self.charges and len(reports) == 2:
+            lines.append(_who_gains(self.schedulers, reports))
         return lines
+
+
+def _options(spec: RunSpec) -> str:
+    """The command-line options of a run spec's engine and pricing settings."""
+    options = [f"--engines {spec.engines}" if spec.engines is not None else "",
+               f"--placement {spec.placement}" if spec.placement is not None else "",
+               "--cache-aware" if spec.pricing == "cache-aware" else ""]
+    return "".join(f" {option}" for option in options if option)
+
+
+def _charges(spec: str, report: FairnessReport) -> str:
+    users = sorted(report.users.items())
+    charged = Fixed.of(f.charged for _, f in users)
+    return f"{spec}: charged in all: {', '.join(f'{user} {charged(f.charged)}' for user, f in users)}"
+
+
+def _who_gains(specs: tuple[str, ...], reports: list[FairnessReport]) -> str:
+    """Whose share of the charges the second run lowers against the first: who gains by it."""
+    first, second = reports
+    total = [sum(f.charged for f in r.users.values()) or 1.0 for r in reports]
+    change = {user: second.users[user].charged / total[1] - first.users[user].charged / total[0] for user in first.users if user in second.users}
+    gain = Fixed(1, sign=True)
+    moved = ", ".join(f"{user} {gain(100 * d)} pp" for user, d in sorted(change.items(), key=lambda item: item[1]))
+    return f"share of all charges, {specs[1]} against {specs[0]}: {moved}"
 
 
 def _across_replicas(trace: Trace, config: ReplayConfig, first: int | None) -> list[str]:
@@ -175,19 +210,19 @@ def _charged(report: FairnessReport) -> str:
     return "the input charged at dispatch" if traits(report.scheduler).charges == "actual" else "charged cost"
 
 
-def _shares(report: FairnessReport) -> str:
+def _shares(spec: str, report: FairnessReport) -> str:
     shares = ", ".join(f"{user} {percent(report.share(user))}" for user in sorted(report.users))
-    return f"{report.scheduler}: shares of {_charged(report)} while congested: {shares}"
+    return f"{spec}: shares of {_charged(report)} while congested: {shares}"
 
 
-def _waits(report: FairnessReport) -> str:
+def _waits(spec: str, report: FairnessReport) -> str:
     waits = ", ".join(f"{user} {TENTHS(f.wait_quantile(0.5))} / {TENTHS(f.wait_quantile(0.99))} s"
                       for user, f in sorted(report.users.items()))
-    return f"{report.scheduler}: waits p50 / p99: {waits}"
+    return f"{spec}: waits p50 / p99: {waits}"
 
 
-def _worst_gap(report: FairnessReport) -> str:
-    line = f"{report.scheduler}: worst |W_i - W_j| in {_charged(report)} {_gap(report.worst_gap)}"
+def _worst_gap(spec: str, report: FairnessReport) -> str:
+    line = f"{spec}: worst |W_i - W_j| in {_charged(report)} {_gap(report.worst_gap)}"
     gain = report.worst_gain
     if gain is not None:  # §3.3: the loophole shows here, not in the gap between two backlogged users
         line += (f"; of any user over a backlogged one (§3.3) {amount(gain.gain)} ({gain.ahead} over {gain.behind}), "
@@ -268,6 +303,16 @@ LESSONS: dict[str, Lesson] = {
             "limit, as in ai-dynamo/dynamo#15187). With share global the replicas are one SFQ again: 4 : 1 comes back.",
             "premium-regular", "sfq", ("sfq@replicas=2,router=hash,share=none", "sfq@replicas=2,router=hash,share=global"),
             slots=4, lockstep="dispatch", first_dispatches=320,
+        ),
+        Lesson(
+            "multi-turn", "The multi-turn user", "§14",
+            "Chat users resend their whole conversation each turn and one-shot users send fresh prompts, all behind one "
+            "system prompt, on 2 engines that cache prompt prefixes, with requests sent where their prefix is held. "
+            "Cache-blind pricing charges every input token, so a chat user pays again each turn for history its engine "
+            "does not compute. Cache-aware pricing charges max(1, input - cached), the cached tokens predicted at dispatch: "
+            "watch the chat users' meters grow slower and their share of the dispatches rise.",
+            "multi-turn", "sfq@engines=2,placement=prefix,pricing=cache-aware", ("sfq@engines=2,placement=prefix",),
+            slots=2, lockstep="time", charges=True,
         ),
     )
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sfqtui.core.analysis.calibration import worst_gap_in_actual_cost
+from sfqtui.core.analysis.fairness import fairness_of_replay
 from sfqtui.core.analysis.replication_cost import replica_measures, tally_replay
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.requests.trace import Trace
@@ -30,7 +31,7 @@ def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
     users = report.as_dict()["users"]
     assert isinstance(users, dict)
     gap = report.worst_gap
-    return {
+    return _on_engines(trace, config) | {
         "requests": len(trace),
         "jain": report.jain,
         "worst_gap": None if gap is None else gap.gap,
@@ -43,6 +44,23 @@ def fairness_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:
         "users": [{"user": user, **values} for user, values in users.items()],
         **{key: replicas[key] for key in ("worst_gap_cmax", "drift_cmax", "stranded", "makespan_ratio")},
     }
+
+
+def _on_engines(trace: Trace, config: ReplayConfig) -> dict[str, object]:
+    """On the engine model: the worst gap at engine start and, on a trace with blocks, the prefix
+    cache's figures (what `compare` prints for them), from a replay of its own."""
+    if config.engine is None or config.replicas.replicated:
+        return {}
+    report = fairness_of_replay(trace, config)
+    started = report.at_engine_start
+    start_gap = None if started is None or started.worst_gap is None else started.worst_gap.gap
+    prefix = report.prefix
+    if prefix is None:
+        return {"worst_gap_at_start": start_gap}
+    users = prefix.as_dict()["users"]
+    assert isinstance(users, dict)
+    return {"worst_gap_at_start": start_gap, "prefix_hit_rate": prefix.hit_rate, "prefill_saved_tokens": prefix.cached_tokens,
+            "idle_while_queued_s": prefix.idle_while_queued_s, "ttft": [{"user": user, **values} for user, values in users.items()]}
 
 
 def actual_gap_figures(trace: Trace, config: ReplayConfig) -> dict[str, object]:

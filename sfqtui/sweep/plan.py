@@ -5,9 +5,10 @@ router and share)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 
+from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.pricing.estimator import SCOPES, UPDATES, EstimatorParams
 from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.core.replay.config import ReplayConfig
@@ -26,10 +27,11 @@ class RunSettings:
     estimator: EstimatorParams = field(default_factory=EstimatorParams)
     service: TokenServiceModel = field(default_factory=TokenServiceModel)
     replicas: ReplicaSettings = ONE_REPLICA
+    engine: EngineSettings | None = None  # the engine model behind the slots (None: fixed service times)
 
     def config(self) -> ReplayConfig:
         return ReplayConfig(scheduler=self.scheduler, slots=self.slots, estimator=self.estimator, service=self.service,
-                            replicas=self.replicas)
+                            replicas=self.replicas, engine=self.engine)
 
     def as_row(self) -> dict[str, object]:
         replicated = self.replicas.replicated
@@ -44,6 +46,8 @@ class RunSettings:
             "router": self.replicas.router if replicated else None,
             "share": str(self.replicas.share) if replicated else None,
             "seed": self.replicas.seed if replicated and self.replicas.router == "random" else None,
+            "engines": None if self.engine is None else self.engine.engines,
+            "placement": None if self.engine is None else self.engine.placement,
         }
 
 
@@ -91,18 +95,26 @@ def plan_runs(
     scopes: Sequence[str] = ("global",),
     updates: Sequence[str] = ("window",),
     replicas: ReplicaGrid = ReplicaGrid(),
+    engine: EngineSettings | None = None,
+    placements: Sequence[str] = ("room",),
 ) -> list[RunSettings]:
     """Every combination, in the order of the arguments, each trace's runs together.
 
     ``suggested_slots`` maps each trace to the slot count it was made for, used when
     ``slots`` is None (as `compare` does). Every other setting is its default, as in
-    `compare` without options (docs/estimator.md).
+    `compare` without options (docs/estimator.md). ``engine``: the engine model behind every
+    run, each of ``placements`` in turn (docs/semantics.md §14); None: fixed service times.
     """
     check_settings(schedulers, slots, scopes, updates, replicas)
     if not suggested_slots:
         raise InputError("a sweep needs at least one trace")
+    if engine is None and list(placements) != ["room"]:
+        raise InputError("--placement places requests among engines: give --engines N")
+    engines = [None] if engine is None else [replace(engine, placement=p) for p in placements]
     return [
-        RunSettings(trace, scheduler, n, EstimatorParams(scope=scope, update=update), replicas=settings)  # type: ignore[arg-type]  # check_settings refused other names
+        RunSettings(trace, scheduler, n if slots or engine is None else engine.places, EstimatorParams(scope=scope, update=update),  # type: ignore[arg-type]  # check_settings refused other names
+                    replicas=settings, engine=on)
         for trace, suggested in suggested_slots.items()
-        for scheduler, n, scope, update, settings in product(schedulers, slots or [suggested or 1], scopes, updates, replicas.settings())
+        for scheduler, n, scope, update, settings, on in product(schedulers, slots or [suggested or 1], scopes, updates, replicas.settings(),
+                                                                 engines)
     ]

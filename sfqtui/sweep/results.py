@@ -14,6 +14,7 @@ USER_FIGURES = pl.Struct({
     "user": pl.String, "dispatched": pl.Int64, "charged": pl.Float64, "share_congested": pl.Float64,
     "wait_p50": pl.Float64, "wait_p99": pl.Float64,
 })
+TTFT_FIGURES = pl.Struct({"user": pl.String, "ttft_p50": pl.Float64, "ttft_p99": pl.Float64, "ttft_mean": pl.Float64})
 SCHEMA: dict[str, pl.DataType] = {
     "trace": pl.String(), "scheduler": pl.String(), "slots": pl.Int64(), "estimator": pl.String(),
     "ratio_scope": pl.String(), "ratio_update": pl.String(), "replicas": pl.Int64(), "router": pl.String(),
@@ -21,7 +22,11 @@ SCHEMA: dict[str, pl.DataType] = {
     "worst_gap": pl.Float64(), "worst_gap_ahead": pl.String(), "worst_gap_behind": pl.String(),
     "worst_gap_start_t": pl.Float64(), "worst_gap_end_t": pl.Float64(), "worst_gap_exact": pl.Boolean(),
     "congested_dispatches": pl.Int64(), "users": pl.List(USER_FIGURES), "worst_gap_cmax": pl.Float64(),
-    "drift_cmax": pl.Float64(), "stranded": pl.Float64(), "makespan_ratio": pl.Float64(), "seconds": pl.Float64(), "error": pl.String(),
+    "drift_cmax": pl.Float64(), "stranded": pl.Float64(), "makespan_ratio": pl.Float64(),
+    # on the engine model (--engines): the placement, the worst gap at engine start and the prefix cache's figures (semantics §14)
+    "engines": pl.Int64(), "placement": pl.String(), "worst_gap_at_start": pl.Float64(), "prefix_hit_rate": pl.Float64(),
+    "prefill_saved_tokens": pl.Int64(), "idle_while_queued_s": pl.Float64(), "ttft": pl.List(TTFT_FIGURES),
+    "seconds": pl.Float64(), "error": pl.String(),
 }
 
 

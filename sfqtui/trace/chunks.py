@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.requests.trace import OPTIONAL_COLUMNS, Trace
+from sfqtui.trace.blocks import block_tokens
 from sfqtui.trace.load import (
     LOG_WRITER_COLUMNS,
     TraceSummary,
@@ -80,7 +81,7 @@ class TraceSource:
         summary = self.summary
         start = 0
         for table in self._tables(self.chunk_rows):
-            trace = to_core(table, summary.users, summary.models, summary.weights)
+            trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(self.metadata))
             yield TraceChunk(start, trace, table.select([c for c in LOG_WRITER_COLUMNS if c in table.column_names]))
             start += table.num_rows
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.events import CHARGES, COMPLETE, DISPATCH, KINDS, REASONS, EventRows
+from sfqtui.core.events import CHARGES, COMPLETE, DISPATCH, KINDS, REASONS, START, EventRows
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.pricing.estimator import Pricing
 from sfqtui.errors import InputError
@@ -123,7 +123,8 @@ class ChunkEncoder:
     was charged for), both when an estimator was in use, and ``credit`` (the DRR deficit
     it was sent against); on completions, ``output_tokens`` (the actual output, when the
     trace has it). A replay with the engine model adds ``upstream`` (the engine, "0", "1",
-    ...: on dispatch, start and complete rows), ``limit`` and ``reason`` (on limit rows).
+    ...: on dispatch, start and complete rows), ``limit`` and ``reason`` (on limit rows), and
+    ``cached_tokens`` on start rows when its engines model their prefix caches (semantics §14).
     """
 
     def __init__(self, scheduler: str, users: Sequence[str], credit: bool = False) -> None:
@@ -132,10 +133,12 @@ class ChunkEncoder:
         self._scheduler = pa.array([scheduler], pa.string())
         self._users = pa.array(users, pa.string())
 
-    def encode(self, rows: EventRows, parts: Sequence[RequestColumns], pricing: Pricing | None) -> pa.Table:
+    def encode(self, rows: EventRows, parts: Sequence[RequestColumns], pricing: Pricing | None,
+               cached: dict[int, int] | None = None) -> pa.Table:
         """The engine's packed rows as a table, each field viewed as a column (no Python
         object per event); ``parts``: columns covering every request the rows mention, in
-        order; ``pricing``: what priced their dispatches (None: no estimator)."""
+        order; ``pricing``: what priced their dispatches (None: no estimator); ``cached``: the
+        cached prompt tokens of the requests that started (None: the engines model no prefix cache)."""
         layout, n = rows.layout, len(rows)
         packed = packed_columns(rows)
 
@@ -174,7 +177,18 @@ class ChunkEncoder:
             columns["upstream"] = _null_below_0(pa.array(packed["upstream"])).cast(pa.string())
             columns["limit"] = _null_below_0(pa.array(packed["limit"]))
             columns["reason"] = pa.DictionaryArray.from_arrays(_null_below_0(pa.array(packed["reason"])), REASON_NAMES)
+        if cached is not None:
+            columns["cached_tokens"] = _on_starts(kinds, req, cached)
         return pa.table(columns)
+
+
+def _on_starts(kind: np.ndarray, req: np.ndarray, by_request: dict[int, int]) -> pa.Array:
+    """On start rows the value ``by_request`` holds for the request; null elsewhere."""
+    values = np.full(len(kind), -1, dtype=np.int64)
+    starts = kind == START
+    reqs = req[starts].tolist()
+    values[starts] = np.fromiter(map(by_request.get, reqs, repeat(-1)), dtype=np.int64, count=len(reqs))
+    return buffer_array(values, pa.int64(), -1)
 
 
 # The columns with few distinct values, which Parquet dictionary-encodes. Every other column

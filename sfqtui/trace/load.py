@@ -21,10 +21,12 @@ import pyarrow.parquet as pq
 from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.requests.trace import NULL, Trace
 from sfqtui.errors import InputError
-from sfqtui.trace.schema import REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
+from sfqtui.trace.blocks import block_rules, block_tokens, checked_block_tokens, prefix_blocks_of
+from sfqtui.trace.schema import PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
 from sfqtui.trace.write import read_metadata
 
 _STRING_TYPES = (pl.String, pl.Categorical, pl.Enum)
+KNOWN_COLUMNS = (*TRACE_COLUMNS, PREFIX_BLOCKS)  # what a trace file's reader reads of it, in this order
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,9 @@ def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> N
     elif column in TOKEN_COLUMNS:
         ok = dtype.is_integer() or dtype.is_float()
         rule = "must be whole numbers (int64)"
+    elif column == PREFIX_BLOCKS:
+        ok = isinstance(dtype, pl.List) and dtype.inner.is_integer()
+        rule = "must be lists of integers (the prompt's block hashes, uint64)"
     else:
         ok = dtype.is_numeric()
         rule = "must be numbers (float64)"
@@ -146,7 +151,15 @@ def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> N
         values = pl.read_parquet(path, columns=[column])[column]
         present = values.is_not_null().arg_true()
         row = int(present[0]) if len(present) else 0
-        raise InputError(f"{_where(path, column, row)}: value {values[row]!r} has type {dtype}; {column} {rule}")
+        raise InputError(f"{_where(path, column, row)}: value {_shown(values[row])} has type {dtype}; {column} {rule}")
+
+
+def _shown(value: Any) -> str:
+    """A value for a one-line error: a list cell as a short list."""
+    if isinstance(value, pl.Series):
+        listed = value.to_list()
+        return repr(listed) if len(listed) <= 6 else f"[{', '.join(map(repr, listed[:4]))}, ... ({len(listed):,} items)]"
+    return "null" if value is None else repr(value)
 
 
 class Rule(NamedTuple):
@@ -162,8 +175,9 @@ class Rule(NamedTuple):
 _FIRST_WEIGHT = "__first_weight"  # per row, the weight on its user's first row in the file
 
 
-def _rules(schema: Mapping[str, pl.DataType]) -> list[Rule]:
-    """The rules that apply to a file with this schema, in the order they are reported."""
+def _rules(schema: Mapping[str, pl.DataType], block_tokens: int | None = None) -> list[Rule]:
+    """The rules that apply to a file with this schema (and, with prefix_blocks, its
+    ``block_tokens``), in the order they are reported."""
     has_cost = "cost" in schema
     rules: list[Rule] = []
     for column in ("request_id", "user"):
@@ -202,6 +216,8 @@ def _rules(schema: Mapping[str, pl.DataType]) -> list[Rule]:
     if "weight" in schema:
         rules.append(Rule("weight", pl.col("weight").cast(pl.Float64) != pl.col(_FIRST_WEIGHT),
                           "a user's weight must be the same on all of its rows"))
+    if block_tokens is not None:
+        rules += [Rule(PREFIX_BLOCKS, mask, text) for mask, text in block_rules(block_tokens)]
     return rules
 
 
@@ -278,14 +294,15 @@ def validate(path: Path, batch_rows: int = 1 << 17) -> TraceSummary:
     except (pa.ArrowInvalid, OSError, pl.exceptions.ComputeError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
     batches = (frame_of(batch) for batch in read_batches(path, _present(schema), batch_rows) if batch.num_rows)
-    return _surveyed(path, schema, rows, batches)
+    return _surveyed(path, schema, rows, batches, read_metadata(path))
 
 
 def _present(schema: Mapping[str, pl.DataType]) -> tuple[str, ...]:
-    return tuple(c for c in TRACE_COLUMNS if c in schema)
+    return tuple(c for c in KNOWN_COLUMNS if c in schema)
 
 
-def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches: Iterable[pl.DataFrame]) -> TraceSummary:
+def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches: Iterable[pl.DataFrame],
+              metadata: dict[str, Any]) -> TraceSummary:
     """Check a trace given as consecutive batches of its rows (of the columns it has of ours)."""
     if rows == 0:
         raise InputError(f"{path}: the trace has no rows")
@@ -297,7 +314,7 @@ def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches:
     columns = _present(schema)
     for column in columns:
         _check_type(path, schema, column)
-    rules = _rules(schema)
+    rules = _rules(schema, checked_block_tokens(path, schema, metadata))
     survey = _Survey(rules, rows, columns)
     for batch in batches:
         survey.add(batch)
@@ -305,21 +322,20 @@ def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches:
         found = survey.first_duplicate(path, mask) if whole else survey.found.get(k)
         if found is not None:
             row, value = found
-            shown = "null" if value is None else repr(value)
-            raise InputError(f"{_where(path, column, row)}: value {shown}; {rule}")
+            raise InputError(f"{_where(path, column, row)}: value {_shown(value)}; {rule}")
     return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), survey.weights, survey.in_order)
 
 
-_TYPES = {
+_TYPES: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String, "user": pl.String, "model": pl.String,
     "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
-    "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64,
+    "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64, PREFIX_BLOCKS: pl.List(pl.UInt64),
 }
 
 
 def with_schema_types(df: pl.DataFrame) -> pl.DataFrame:
     """The known columns of a validated frame, in their schema types."""
-    return df.select([pl.col(c).cast(_TYPES[c]) for c in TRACE_COLUMNS if c in df.columns])
+    return df.select([pl.col(c).cast(_TYPES[c]) for c in KNOWN_COLUMNS if c in df.columns])
 
 
 def normalise(df: pl.DataFrame) -> pl.DataFrame:
@@ -359,11 +375,12 @@ def _typed(typecode: str, values: np.ndarray) -> array:
 
 
 def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, models: list[str] | None = None,
-            weights: dict[str, float] | None = None) -> Trace:
+            weights: dict[str, float] | None = None, block_tokens: int | None = None) -> Trace:
     """The core's compact Trace from a validated table in schema types and replay order.
 
     ``users``, ``models`` and ``weights`` are those of the whole trace when the table is a
     chunk of it (so that codes mean the same in every chunk); by default, the table's own.
+    ``block_tokens``: the trace's (semantics §14), needed when the table has prefix_blocks.
     """
     if isinstance(table, pl.DataFrame):
         table = table.to_arrow()
@@ -400,6 +417,7 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
         model=model,
         models=models,
         weights=weights,
+        prefix_blocks=prefix_blocks_of(table, block_tokens),
     )
 
 
@@ -410,9 +428,10 @@ def load_trace(path: Path | str) -> LoadedTrace:
     """Validate a trace file and hold it whole, in replay order (extra columns are not read)."""
     path = Path(path)
     df = read_parquet(path, trace_columns=True)
-    summary = _surveyed(path, df.schema, df.height, [df.select(_present(df.schema))])
+    metadata = read_metadata(path)
+    summary = _surveyed(path, df.schema, df.height, [df.select(_present(df.schema))], metadata)
     table = normalise(df).to_arrow()
     del df
-    trace = to_core(table, summary.users, summary.models, summary.weights)
+    trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(metadata))
     kept = [c for c in LOG_WRITER_COLUMNS if c in table.column_names]
-    return LoadedTrace(path=path, trace=trace, table=table.select(kept), metadata=read_metadata(path))
+    return LoadedTrace(path=path, trace=trace, table=table.select(kept), metadata=metadata)

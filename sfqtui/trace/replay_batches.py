@@ -16,7 +16,7 @@ from itertools import repeat
 
 import numpy as np
 
-from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, EventRows
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, START, EventRows
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.pricing.estimator import Pricing
 from sfqtui.core.replay.replay import Replay
@@ -47,7 +47,7 @@ class ReplayBatcher:
         self._events = 0
         self._dispatches = 0
 
-    def convert(self, rows: EventRows, pricing: Pricing | None) -> EventBatch:
+    def convert(self, rows: EventRows, pricing: Pricing | None, cached: dict[int, int] | None = None) -> EventBatch:
         n = len(rows)
         columns = packed_columns(rows)
         kinds, req = columns["kind"], columns["req"]
@@ -95,6 +95,7 @@ class ReplayBatcher:
             idle_events=_typed("q", positions[kinds == IDLE_RESET]),
             outputs=outputs,
             replica=_typed("i", columns["replica"]) if "replica" in columns else None,
+            cached=None if cached is None else [(r, cached[r]) for r in req[kinds == START].tolist() if r in cached],
         )
         self._events += n
         self._dispatches += len(dispatched)
@@ -123,4 +124,4 @@ def replay_batches(replay: Replay, loaded: LoadedTrace, value_column: str, chunk
     total = max(1, len(loaded.trace))
     for drained in replay.drained(chunk=chunk):
         if len(drained.rows):  # rows name requests by trace index: no request chunk is needed
-            yield batcher.convert(drained.rows, drained.pricing), drained.arrived / total
+            yield batcher.convert(drained.rows, drained.pricing, drained.cached), drained.arrived / total

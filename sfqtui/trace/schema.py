@@ -21,6 +21,12 @@ TRACE_SCHEMA = pa.schema(
     ]
 )
 TRACE_COLUMNS = tuple(TRACE_SCHEMA.names)
+# Semantics §14: each prompt's chained block hashes, with the trace metadata key saying how
+# many tokens a block holds. Optional and beside the columns above (a trace without it reads
+# and replays exactly as before).
+PREFIX_BLOCKS = "prefix_blocks"
+PREFIX_BLOCKS_TYPE = pa.list_(pa.uint64())
+BLOCK_TOKENS_KEY = "block_tokens"
 
 LOG_SCHEMA = pa.schema(
     [
@@ -50,6 +56,7 @@ LOG_EXTRAS = pa.schema(
         ("upstream", pa.string()),  # start and limit rows: which engine ("0", "1", ... in a replay; the upstream's name in a proxy)
         ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
         ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, room, latency, backoff, maximum)
+        ("cached_tokens", pa.int64()),  # start rows of a replay whose engines model prefix caches: the prompt tokens found cached (§14)
     ]
 )
 # The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);

@@ -88,7 +88,7 @@ class ReplayEncoder:
 
     def encode(self, drained: Drained) -> pa.Table:
         requests = [self._columns_of(chunk) for chunk in drained.requests]
-        return self._encoder.encode(drained.rows, requests, drained.pricing)
+        return self._encoder.encode(drained.rows, requests, drained.pricing, drained.cached)
 
 
 def encoder_for(replay: Replay, source: LoadedTrace | TraceSource) -> ReplayEncoder:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sfqtui.core.analysis.audit import Replicas, Violation, audit
-from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS
+from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS, START
 from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.replay.config import NOT_RECORDED_CAPACITY, REPRICED, ReplayConfig, slots_said
@@ -130,6 +130,11 @@ class ArrowBatcher:
             tokens = pc.fill_null(table["output_tokens"].cast(pa.int64()), -1).to_numpy(zero_copy_only=False)
             known = (kinds == COMPLETE) & (tokens >= 0) & (req >= 0)
             outputs = list(zip(req[known].tolist(), tokens[known].tolist()))
+        cached = None
+        if "cached_tokens" in columns:
+            tokens = pc.fill_null(table["cached_tokens"].cast(pa.int64()), -1).to_numpy(zero_copy_only=False)
+            known = (kinds == START) & (tokens >= 0) & (req >= 0)
+            cached = list(zip(req[known].tolist(), tokens[known].tolist()))
         value = self.value_column if self.value_column in columns else "meter"
         batch = EventBatch(
             start=start,
@@ -153,6 +158,7 @@ class ArrowBatcher:
             idle_events=_typed("q", positions[kinds == IDLE_RESET]),
             outputs=outputs,
             replica=_typed("i", pc.fill_null(table["replica"].cast(pa.int32()), -1).to_numpy(zero_copy_only=False)) if "replica" in columns else None,
+            cached=cached,
         )
         self._events += n
         self._dispatches += int(is_dispatch.sum())

@@ -108,9 +108,9 @@ def test_bad_engine_options_get_one_line(tmp_path: Path, args: tuple[str, ...], 
     assert code == 2 and message in output and len(output.strip().splitlines()) == 1, output
 
 
-def test_a_command_without_the_engine_model_refuses_auto_slots() -> None:
+def test_auto_slots_without_the_engine_model_are_refused() -> None:
     code, output = run("calibrate", TRACE, "--slots", "auto")
-    assert code == 2 and "--slots auto: this command replays on a fixed number of slots" in output
+    assert code == 2 and "--slots auto follows the engines' metrics: give --engine-model FILE or --engines N" in output
 
 
 async def test_the_dashboard_replays_on_the_engine_model_beside_a_higher_limit() -> None:

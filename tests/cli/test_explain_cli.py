@@ -91,3 +91,24 @@ def test_compare_needs_a_trace_not_a_log(tmp_path: Path, cli: CliRunner) -> None
     assert code == 2 and "is an event log" in err
     code, _, err = invoke(cli, "explain", str(TRACES / "seed-example.parquet"), "r000005", "--compare", "wfq")
     assert code == 2 and "unknown scheduler(s) wfq" in err
+
+
+def test_explain_and_the_log_carry_the_cached_prompt_tokens(tmp_path: Path, cli: CliRunner) -> None:
+    """Engines that model their prefix caches (a trace with blocks, semantics §14): the start row's
+    cached_tokens, explain from the log and explain of the replayed trace all say the same."""
+    trace, log = TRACES / "multi-turn.parquet", tmp_path / "log.parquet"
+    assert invoke(cli, "simulate", str(trace), "-o", str(log), "--engines", "2")[0] == 0
+    starts = pl.read_parquet(log).filter(pl.col("kind") == "start")
+    cached = dict(zip(starts["request_id"].to_list(), starts["cached_tokens"].to_list()))
+    assert cached["r000001"] == 0 and max(cached.values()) > 512  # the system prompt, then whole conversations
+    for request_id in ("r000001", "r000100", "r000400"):
+        assert explained(cli, str(log), request_id)["cached_tokens"] == cached[request_id]
+        assert explained(cli, str(trace), request_id, "--engines", "2")["cached_tokens"] == cached[request_id]
+    assert f"cached      {cached['r000100']:,} prompt tokens" in invoke(cli, "explain", str(log), "r000100")[1]
+
+
+def test_a_log_without_blocks_has_no_cached_tokens(tmp_path: Path, cli: CliRunner) -> None:
+    log = tmp_path / "log.parquet"
+    assert invoke(cli, "simulate", str(TRACES / "demo.parquet"), "-o", str(log), "--engines", "2")[0] == 0
+    assert "cached_tokens" not in pl.read_parquet(log).columns
+    assert "cached_tokens" not in explained(cli, str(log), "r000010")

@@ -51,6 +51,13 @@ def test_a_lessons_commands_print_its_figures(lesson: Lesson, cli: CliRunner, tm
                 assert f"stranded capacity {percent(replicas['stranded'])}, makespan {TENTHS(replicas['makespan_s'])} s" in measures
                 assert f"worst |W_i - W_j| {TENTHS(replicas['worst_gap_cmax'])} c_max" in measures
         return
+    if lesson.charges:  # one command a run, each with its engine and pricing options
+        for spec, command, (line, waits, _gap, charged) in zip(lesson.schedulers, commands, zip(*[iter(outcome)] * 4)):
+            report = figures(cli, command)["schedulers"][RunSpec.parse(spec).scheduler]
+            assert line.endswith(f" while congested: {shares(report)}")
+            assert waits.endswith(", ".join(f"{user} {TENTHS(f['wait_p50'])} / {TENTHS(f['wait_p99'])} s" for user, f in report["users"].items()))
+            assert [part.rsplit(" ", 1)[0] for part in charged.split(": charged in all: ")[1].split(", ")] == list(report["users"])
+        return
     compare, *actual = commands
     printed = figures(cli, compare)["schedulers"]
     assert list(printed) == list(lesson.schedulers)

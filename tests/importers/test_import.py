@@ -216,3 +216,23 @@ def test_options_are_checked(tmp_path: Path, cli: CliRunner) -> None:
     assert "not both" in run(cli, "mooncake", src, "-o", out, "--users", "3", "--user-from", "x")[2]
     assert "no such column" in run(cli, "mooncake", src, "-o", out, "--user-from", "tenant")[2]
     assert "NAME=COLUMN" in run(cli, "csv", src, "-o", out, "--map", "arrival_s")[2]
+
+
+def test_mooncake_keeps_its_full_blocks_as_prefix_blocks(tmp_path: Path, cli: CliRunner) -> None:
+    src = tmp_path / "m.jsonl"
+    rows = [(0, 1024, [7, 8]), (1000, 1500, [7, 8, 9]), (2000, 511, [10])]  # 1500 tokens: 2 full blocks and a partial one
+    src.write_text("".join(json.dumps({"timestamp": t, "input_length": i, "output_length": 5, "hash_ids": h}) + "\n" for t, i, h in rows))
+    out = tmp_path / "t.parquet"
+    assert run(cli, "mooncake", src, "-o", out)[0] == 0
+    loaded = load_trace(out)
+    assert loaded.metadata["block_tokens"] == 512
+    blocks = loaded.trace.prefix_blocks
+    assert blocks is not None and [list(blocks.of(r)) for r in range(3)] == [[7, 8], [7, 8], []]
+
+
+def test_the_bundled_mooncake_slice_imports_with_its_blocks(tmp_path: Path, cli: CliRunner) -> None:
+    out = tmp_path / "t.parquet"
+    assert run(cli, "mooncake", REAL / "mooncake" / "conversation_trace_first2000.jsonl", "-o", out, "--users", "16")[0] == 0
+    trace = load_trace(out).trace
+    assert len(trace) == 2000 and trace.prefix_blocks is not None
+    assert all(trace.prefix_blocks.of(r)[:1].tolist() == [0] for r in range(len(trace)) if len(trace.prefix_blocks.of(r)))  # the shared system prompt

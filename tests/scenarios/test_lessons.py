@@ -15,7 +15,7 @@ from sfqtui.trace.load import load_trace
 
 def test_the_issues_lessons_in_order() -> None:
     assert list(LESSONS) == ["worked-example", "heavy-vs-light", "idle-return", "trickle", "global-idle", "weights", "estimate-vs-actual",
-                             "replicas"]
+                             "replicas", "multi-turn"]
     assert [LESSONS[n].schedulers for n in ("worked-example", "trickle", "estimate-vs-actual")] == [("sfq", "drr"), ("sfq-reset", "sfq"), ("sfq", "vtc")]
 
 
@@ -43,8 +43,12 @@ def test_each_lessons_trace_opens_and_its_outcome_is_measured(lesson: Lesson, tm
             assert shares.startswith(label) and ": shares while congested " in shares and "%" in shares
             assert measures.startswith(label) and " c_max, stranded capacity " in measures and measures.count(" s") >= 1
         return
-    assert len(lines) == 3 * len(lesson.schedulers)
-    for scheduler, (shares, waits, gap) in zip(lesson.schedulers, zip(*[iter(lines)] * 3), strict=True):
+    per_run = 4 if lesson.charges else 3
+    if lesson.charges:  # each run's charges, then who gains
+        assert lines.pop().startswith(f"share of all charges, {lesson.schedulers[1]} against {lesson.schedulers[0]}: ")
+    assert len(lines) == per_run * len(lesson.schedulers)
+    for scheduler, (shares, waits, gap, *charged) in zip(lesson.schedulers, zip(*[iter(lines)] * per_run), strict=True):
+        assert charged == [] or charged[0].startswith(f"{scheduler}: charged in all: ")
         assert shares.startswith(f"{scheduler}: shares of ") and "%" in shares
         assert waits.startswith(f"{scheduler}: waits p50 / p99: ") and " s" in waits
         assert gap.startswith(f"{scheduler}: worst |W_i - W_j| in ")

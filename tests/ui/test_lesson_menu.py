@@ -8,8 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli_app
+from sfqtui.runs.opening import Opening
+from sfqtui.scenarios.lessons import LESSONS
 from sfqtui.ui.app import BACK_TO_LESSONS, SfqApp
 from sfqtui.ui.commands.palette import palette_commands
+from sfqtui.ui.panes.explain_panel import ExplainPanel
 from sfqtui.ui.side_by_side.lesson import LessonMenu, LessonPanel
 from tests.dashboard import dashboard, lesson_dashboard, settle
 
@@ -65,3 +68,18 @@ def test_teach_goes_from_a_lesson_to_the_menu_and_back_until_quit(monkeypatch: p
     result = CliRunner().invoke(cli_app, ["teach", "worked-example"])
     assert result.exit_code == 0, result.output
     assert lessons == ["worked-example", "trickle"] and menus == ["worked-example"]
+
+
+async def test_the_multi_turn_lesson_opens_and_the_why_panel_says_what_was_cached(tmp_path: Path) -> None:
+    async with lesson_dashboard(tmp_path, "multi-turn").run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "Chat users resend their whole conversation" in pilot.app.query_one(LessonPanel).text
+    lesson = LESSONS["multi-turn"]  # one of its runs on its own: the why panel of a dispatch that started
+    app = SfqApp([Opening(tmp_path / "multi-turn.parquet", is_log=False, config=lesson.config(lesson.main), slots_given=True)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for _ in range(2):  # the first arrival, its dispatch
+            await pilot.press("right")
+        await pilot.pause()
+        said = " ".join(app.query_one(ExplainPanel).text.split())
+    assert "prefix cache: charged " in said and ("tokens of its prompt cached" in said or "not started yet" in said)

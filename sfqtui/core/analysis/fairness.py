@@ -29,6 +29,7 @@ from sfqtui.core.analysis.audit import GrowingAudit
 from sfqtui.core.analysis.engine_starts import Passing, StartView
 from sfqtui.core.analysis.engine_waits import EngineWaits
 from sfqtui.core.analysis.gaps import DispatchHistory, Episodes, Ranked
+from sfqtui.core.analysis.prefix_figures import PrefixFigures, PrefixTally
 from sfqtui.core.log.rows import LogRows, chunks_of, rows_from_replay
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
@@ -94,13 +95,14 @@ class FairnessReport:
     at_engine_start: FairnessReport | None = None
     out_of_dispatch_order: Passing | None = None
     waits: EngineWaits | None = None  # a replay on the engine model: each user's waits to dispatch and in the engines' queues
+    prefix: PrefixFigures | None = None  # a replay whose engines model their prefix caches (semantics §14)
 
     def share(self, user: str) -> float:
         total = sum(f.congested_charged for f in self.users.values())
         return self.users[user].congested_charged / total if total else 0.0
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        figures: dict[str, object] = {
             "congested_dispatches": self.congested_dispatches,
             "jain": self.jain,
             "worst_gap": self._gap(),
@@ -108,6 +110,9 @@ class FairnessReport:
             "at_engine_start": self._at_engine_start(),
             "users": self._users("dispatched"),
         }
+        if self.prefix is not None:
+            figures["prefix"] = self.prefix.as_dict()
+        return figures
 
     def _gap(self) -> dict[str, object] | None:
         gap = self.worst_gap
@@ -328,13 +333,17 @@ def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[i
     measured = gains and traits(config.scheduler).audit == "sfq"
     tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None, at_engine_start=config.engine is not None)
     waits = EngineWaits() if config.engine is not None else None
+    prefix = PrefixTally(trace, config.engine.engines) if config.engine is not None and trace.prefix_blocks is not None else None
     for columns, arrived in run.chunks():
         rows = rows_from_replay(columns, trace, config.scheduler)
         tally.feed(rows)
+        if prefix is not None:
+            prefix.feed(columns)
         if waits is not None:
             waits.feed(rows)
         if progress is not None:
             progress(arrived)
     report = tally.report(config.scheduler)
     report.waits = waits
+    report.prefix = None if prefix is None else prefix.figures
     return report

@@ -29,8 +29,10 @@ from math import ceil
 from operator import attrgetter
 
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.prefix_cache import PrefixCache
+from sfqtui.core.engines.prefix_index import PrefixIndex
 from sfqtui.core.engines.settings import EngineSettings
-from sfqtui.core.requests.trace import Trace
+from sfqtui.core.requests.trace import PrefixBlocks, Trace
 from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
@@ -38,8 +40,9 @@ from sfqtui.errors import InputError
 INF = float("inf")
 _index = attrgetter("index")  # engines in engine order
 
-# A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens).
-Held = tuple[int, User, int, int, int, int]
+# A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens,
+# its prompt's blocks when the trace has them, semantics §14).
+Held = tuple[int, User, int, int, int, int, Sequence[int] | None]
 
 
 def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[int]]:
@@ -90,6 +93,9 @@ class ModelledEngine:
         self._decode_s, self._prefill_s = model.decode_ms_per_token / 1e3, model.prefill_us_per_token / 1e6
         self._slowed = [1 + model.batch_slowdown * max(0, n - 1) for n in range(model.max_num_seqs + 1)]
         self._plain = [self._decode_s * slowed for slowed in self._slowed]
+        self.cache: PrefixCache | None = None  # its prefix cache, when the trace has blocks (semantics §14)
+        self.cached: dict[int, int] = {}  # the cached prompt tokens of each request that started, until taken
+        self.first_token: dict[int, float] = {}  # when each request that started makes its first token, until taken
 
     @property
     def running(self) -> int:
@@ -112,6 +118,14 @@ class ModelledEngine:
                 used += held[4] + made
         return used / self.kv_tokens
 
+    @staticmethod
+    def _admitted(cache: PrefixCache, held: Held) -> int:
+        """The cached prompt tokens of a request joining the batch: its longest held prefix, but
+        never the whole prompt (the last token is computed again to make the first output, as
+        vLLM does)."""
+        prompt = held[4]
+        return min(cache.admit(held[6] or (), prompt + held[5]) * cache.block_tokens, max(0, prompt - 1))
+
     def end_of(self, s: int) -> float:
         """When step ``s`` of the current run ends."""
         return self.first_end + (s - self.first) * self.step
@@ -133,7 +147,10 @@ class ModelledEngine:
         return s + 1 if self.end_of(s) <= now else s
 
     def _fits(self, held: Held) -> bool:
-        return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
+        cache = self.cache
+        if cache is None:
+            return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
+        return len(self.batch) < self.model.max_num_seqs and cache.fits(held[6] or (), held[4] + held[5])
 
     def submit(self, now: float, held: Held) -> bool:
         """A request sent at ``now`` joins the queue; True when the engine is between steps at
@@ -164,6 +181,8 @@ class ModelledEngine:
             held = heappop(batch)[2]
             finished.append(held)
             self.reserved -= held[4] + held[5]
+            if self.cache is not None:
+                self.cache.release(held[6] or (), held[4] + held[5])
         self.outstanding -= len(finished)
         self.steps = s + 1
         self.resting = True
@@ -173,7 +192,7 @@ class ModelledEngine:
     def settle(self, now: float) -> list[Held]:
         """Between steps at ``now``: the queue's heads join the batch while they fit, and the
         next run of steps starts; the requests that joined, in order."""
-        queue, batch = self.queue, self.batch
+        queue, batch, cache = self.queue, self.batch, self.cache
         joined: list[Held] = []
         prefill = 0
         while queue and self._fits(queue[0]):
@@ -181,7 +200,12 @@ class ModelledEngine:
             heappush(batch, (self.steps + held[5] - 1, self.joined, held))
             self.joined += 1
             self.reserved += held[4] + held[5]
-            prefill += held[4]
+            if cache is None:
+                prefill += held[4]
+            else:
+                cached = self._admitted(cache, held)
+                prefill += held[4] - cached
+                self.cached[held[0]] = cached
             joined.append(held)
         if not batch:
             self.first_end = INF
@@ -190,6 +214,9 @@ class ModelledEngine:
         self.resting = False
         self.first = self.steps
         self.first_end = now + (self._decode_s + self._prefill_s * prefill) * self._slowed[n]
+        if cache is not None:
+            for held in joined:
+                self.first_token[held[0]] = self.first_end
         self.step = self._plain[n]
         self.next_step = batch[0][0]
         self.next_t = self.end_of(self.next_step)
@@ -197,16 +224,20 @@ class ModelledEngine:
 
 
 class EnginePool:
-    """The engines behind the balancer, and how it picks one for a request: the fewest in
-    flight (with limits that follow the engines: the most room under its limit), ties in
-    turns, as ``sfqtui proxy`` picks an upstream. It serves a replay's loop directly (the
-    servers of ``sfqtui.core.replay.servers``, but for the capacity: ``servers.EngineServers``),
-    with each held chunk's prompt and output tokens (None: retired)."""
+    """The engines behind the balancer, and how it picks one for a request (its placement):
+    ``room``, the fewest in flight (with limits that follow the engines: the most room under
+    its limit), ties in turns, as ``sfqtui proxy`` picks an upstream; on a trace with blocks
+    (semantics §14) also ``prefix``, the engine its own index believes holds the longest prefix
+    among those with a free place (the room rule when none has one, and between equals), or
+    ``affinity``, the longest prefix wherever it is (load ignored: a reference). It serves a
+    replay's loop directly (the servers of ``sfqtui.core.replay.servers``, but for the capacity:
+    ``servers.EngineServers``), with each held chunk's prompt and output tokens (None: retired)."""
 
     def __init__(self, settings: EngineSettings, window: RequestWindow) -> None:
         self.model = settings.model
         self.window = window
         self.tokens: list[tuple[list[int], list[int]] | None] = []
+        self.blocks: list[PrefixBlocks | None] = []  # each held chunk's prompt blocks (None: none, or retired)
         self.engines = [ModelledEngine(settings.model, e) for e in range(settings.engines)]
         self.next_done = INF  # the earliest next_t of the engines
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
@@ -219,6 +250,10 @@ class EnginePool:
         self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
         self.overhead = settings.model.overhead_s
         self._sent: deque[tuple[float, ModelledEngine, Held]] = deque()  # on their way to their engines' queues
+        self.placement = settings.placement
+        self.index: list[PrefixIndex] | None = None  # the balancer's index of each engine's blocks (a trace with blocks)
+        self._planned: tuple[int, ModelledEngine] | None = None  # the engine predicted() chose for a request about to be sent
+        self.block_tokens = 0  # the trace's, once a chunk with blocks entered
 
     @property
     def limits(self) -> list[int] | None:
@@ -237,11 +272,37 @@ class EnginePool:
     def entering(self, trace: Trace) -> Sequence[float]:
         """The engines time each request: they keep the chunk's tokens, the window no service times."""
         self.tokens.append(request_tokens(trace, self.model))
+        blocks = trace.prefix_blocks
+        self.blocks.append(blocks)
+        if blocks is not None and self.index is None:
+            for engine in self.engines:
+                engine.cache = PrefixCache(self.model.kv_tokens, blocks.block_tokens)
+            self.index = [PrefixIndex(self.model.kv_tokens // blocks.block_tokens) for _ in self.engines]
+            self.block_tokens = blocks.block_tokens
         return ()
 
     def retired(self, chunks: range) -> None:
         for k in chunks:
             self.tokens[k] = None
+            self.blocks[k] = None
+
+    @property
+    def caching(self) -> bool:
+        """Whether the engines model their prefix caches (the trace has blocks)."""
+        return self.engines[0].cache is not None
+
+    def take_cached(self) -> tuple[dict[int, int], dict[int, float]] | None:
+        """The cached prompt tokens of each request that started since the last call, and when
+        each makes its first token (None: no caches)."""
+        if not self.caching:
+            return None
+        cached: dict[int, int] = {}
+        first_token: dict[int, float] = {}
+        for engine in self.engines:
+            cached.update(engine.cached)
+            first_token.update(engine.first_token)
+            engine.cached, engine.first_token = {}, {}
+        return cached, first_token
 
     def unfinished(self) -> Iterator[int]:
         """The requests sent to an engine and not finished (on their way, queued or running there)."""
@@ -259,24 +320,73 @@ class EnginePool:
             n += to is engine
         return n
 
-    def route(self) -> ModelledEngine:
-        """The engine the next request goes to: the least (in flight less limit, (index - turn) mod n)."""
+    def route(self, blocks: Sequence[int] | None = None) -> ModelledEngine:
+        """The engine the next request (with its prompt's ``blocks``) goes to: by its prefix under
+        --placement prefix or affinity, else the least (in flight less limit, (index - turn) mod n)."""
         engines = self.engines
         n = len(engines)
         if n == 1:
             return engines[0]
         turn = self._turn = (self._turn + 1) % n
+        if blocks is not None and self.placement != "room" and self.index is not None:
+            return self._by_prefix(blocks, turn)
         load = self._load
         turned = load[turn:] + load[:turn]  # from the engine whose turn it is: the first of the least is the one
         return engines[(turn + turned.index(min(turned))) % n]
+
+    def _by_prefix(self, blocks: Sequence[int], turn: int) -> ModelledEngine:
+        """The engine believed to hold the longest prefix of ``blocks``: under ``prefix`` among
+        the engines with a free place (a place under its limit, and no queue), under ``affinity``
+        among all; then the room rule."""
+        assert self.index is not None
+        engines, limits, n = self.engines, self.limits, len(self.engines)
+        places = self.model.max_num_seqs
+        bounded = self.placement == "prefix"
+        best, best_key = engines[0], (True, 0, INF, n)
+        for e, engine in enumerate(engines):
+            room = (places if limits is None else limits[e]) - engine.outstanding
+            full = bounded and (room <= 0 or bool(engine.queue))  # an engine that queues has no place to give now
+            held = 0 if full else self.index[e].lookup(blocks)
+            key = (full, -held, -room, (e - turn) % n)
+            if key < best_key:
+                best, best_key = engine, key
+        return best
+
+    def predicted(self, req: int) -> int:
+        """The prompt tokens of request ``req`` the balancer's index believes cached at the engine
+        it is about to be sent to (which ``send`` then takes): 0 without blocks."""
+        blocks = self._blocks_of(req)
+        if blocks is None or self.index is None:
+            return 0
+        engine = self.route(blocks)
+        self._planned = (req, engine)
+        return self.index[engine.index].lookup(blocks) * self.block_tokens
+
+    def _blocks_of(self, req: int) -> Sequence[int] | None:
+        size = self.window.size
+        blocks = self.blocks[req // size]
+        return None if blocks is None else blocks.of(req % size)
 
     def send(self, now: float, req: int, user: User, pool: int, rep: int) -> int:
         """Send a request at ``now``: the engine it went to."""
         size = self.window.size
         prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # the chunk of a request just dispatched is not retired
         r = req % size
-        held = (req, user, pool, rep, prompts[r], outputs[r])
-        engine = self.route()
+        index = self.index
+        if index is None:  # a trace without blocks: today's placement, nothing more per request
+            held: Held = (req, user, pool, rep, prompts[r], outputs[r], None)
+            engine = self.route()
+        else:
+            blocks = self._blocks_of(req)
+            held = (req, user, pool, rep, prompts[r], outputs[r], blocks)
+            planned = self._planned
+            if planned is not None and planned[0] == req:
+                engine = planned[1]
+                self._planned = None
+            else:
+                engine = self.route(blocks)
+            if blocks is not None:
+                index[engine.index].sent(blocks)
         self._moved = self.touched = engine.touched = True
         engine.outstanding += 1
         self._load[engine.index] += 1

@@ -11,6 +11,7 @@ from sfqtui.core.limits import LimitSettings
 from sfqtui.core.numbers import amount, count, counted
 from sfqtui.errors import InputError
 
+PLACEMENTS = ("room", "prefix", "affinity")  # where a dispatched request goes among the engines (docs/semantics.md §14)
 FIT_SAID = 3  # the most of a fit's figures a description names (a fit opens with its source, requests and held-out error)
 
 
@@ -26,8 +27,11 @@ class EngineSettings:
     source: str | None = None  # the file the model was read from (None: given in code)
     fit: dict[str, Any] | None = None  # the fit the file records ("fit" in EngineModel's JSON), if any
     auto: LimitSettings | None = None
+    placement: str = "room"  # room: the most room; prefix: the longest held prefix among engines with room; affinity: the longest held prefix
 
     def __post_init__(self) -> None:
+        if self.placement not in PLACEMENTS:
+            raise InputError(f"--placement {self.placement!r}: choose one of {', '.join(PLACEMENTS)}")
         if isinstance(self.engines, bool) or not isinstance(self.engines, int) or self.engines < 1:
             raise InputError(f"--engines {self.engines!r}: must be a whole number of at least 1")
         if not self.model.decode_ms_per_token > 0:
@@ -46,12 +50,14 @@ class EngineSettings:
                 if isinstance(value, str | int | float) and not isinstance(value, bool)]
         fit = f" (fit: {', '.join(said[:FIT_SAID])})" if said else " (fitted)" if self.fit is not None else ""
         limits = "" if self.auto is None else f", slots auto (at most {self.auto.maximum:,} an engine)"
-        return f"{engines} of {self.model.max_num_seqs:,} places, {self.model.kv_tokens:,} KV tokens, {model}{fit}{limits}"
+        placed = "" if self.placement == "room" else f", placement {self.placement}"
+        return f"{engines} of {self.model.max_num_seqs:,} places, {self.model.kv_tokens:,} KV tokens, {model}{fit}{limits}{placed}"
 
     def metadata(self) -> dict[str, Any]:
         """What a log records about its engines."""
         auto = None if self.auto is None else asdict(self.auto)
-        return {"engines": self.engines, "model": self.model.as_dict(), "source": self.source, "fit": self.fit, "auto": auto}
+        placed = {} if self.placement == "room" else {"placement": self.placement}  # the default unsaid: older logs stay as they were
+        return {"engines": self.engines, "model": self.model.as_dict(), "source": self.source, "fit": self.fit, "auto": auto, **placed}
 
 
 def slots_named(slots: int, engine: EngineSettings | None) -> str:

@@ -55,6 +55,8 @@ class EventBatch:
     ``finish_events`` (completions and cancellations) and ``idle_events`` are the event
     indices of those kinds, found by the source in bulk. ``replica``: the replica each
     event names (-1: none), for a log of several replicas (semantics §11); None otherwise.
+    ``cached``: pairs (request code, cached prompt tokens) from start rows, when the log has
+    them (engines that model their prefix caches, semantics §14); None otherwise.
     """
 
     start: int
@@ -78,6 +80,7 @@ class EventBatch:
     idle_events: Sequence[int]
     outputs: Sequence[tuple[int, int]] = ()
     replica: Sequence[int] | None = None
+    cached: Sequence[tuple[int, int]] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -116,6 +119,7 @@ class EventTable:
         self.dispatch_at = array("i")
         self.finish_at = array("i")  # its complete or cancel event
         self.output = array("d")  # per request code: actual output tokens (NaN: unknown)
+        self.cached: dict[int, int] | None = None  # per request code that started: its cached prompt tokens (None: not in the log)
         self.size = 0
         self._by_name: list[int] = []
 
@@ -190,6 +194,10 @@ class EventTable:
             waited[u].append(total + (t[k] - t[arrived] if arrived >= 0 else 0.0))
         for code, tokens in batch.outputs:
             self.output[code] = tokens
+        if batch.cached is not None:
+            if self.cached is None:
+                self.cached = {}
+            self.cached.update(batch.cached)
         self.size = len(self.kind)
 
     # Per-event lookups

@@ -14,7 +14,7 @@ request is dispatched and never corrected.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
@@ -41,6 +41,7 @@ class EstimatorParams:
     start_ratio: float = 1.0
     default_output_tokens: int = 256
     oracle: bool = False
+    cache_aware: bool = False  # charge max(1, input - cached), cached predicted at dispatch (semantics §14)
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -61,7 +62,10 @@ class EstimatorParams:
             raise InputError("estimator default output tokens must be >= 0")
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        values = asdict(self)
+        if not self.cache_aware:  # unsaid when off: the logs of cache-blind pricing stay as they were
+            del values["cache_aware"]
+        return values
 
 
 class _RatioOfSums:
@@ -100,10 +104,12 @@ class _ExponentialAverage:
 
 
 class Pricing(NamedTuple):
-    """What priced each request, by request index: the ratio (when one was involved) and the estimated output tokens."""
+    """What priced each request, by request index: the ratio (when one was involved), the estimated
+    output tokens, and under cache-aware pricing the cached input tokens predicted at dispatch."""
 
     ratio: dict[int, float]
     est_output: dict[int, float]
+    cached: dict[int, int] | None = None
 
 
 class CostEstimator:
@@ -118,7 +124,10 @@ class CostEstimator:
     def __init__(self, params: EstimatorParams, requests: RequestWindow | None = None, columns: frozenset[str] = frozenset()) -> None:
         self.params = params
         self._ratios: dict[Hashable, _RatioOfSums | _ExponentialAverage] = {}
-        self._pricing = Pricing({}, {})
+        self._pricing = self._empty_pricing()
+        # Cache-aware pricing: the cached input tokens of a request about to be dispatched, as the
+        # balancer predicts them (set by the replay's plan from its engines).
+        self.cached_of: Callable[[int], int] | None = None
         if requests is None:
             return
         if "input_tokens" not in columns:
@@ -174,8 +183,11 @@ class CostEstimator:
     def take_pricing(self) -> Pricing:
         """What priced the requests priced since the last call (a request priced twice, as
         DRR may, keeps the later values: the ones its dispatch was charged with)."""
-        pricing, self._pricing = self._pricing, Pricing({}, {})
+        pricing, self._pricing = self._pricing, self._empty_pricing()
         return pricing
+
+    def _empty_pricing(self) -> Pricing:
+        return Pricing({}, {}, {} if self.params.cache_aware else None)
 
     def _row(self, req: int) -> tuple[Trace, int]:
         """The chunk holding a request, and its row there (the engine's hot paths inline this)."""
@@ -192,8 +204,17 @@ class CostEstimator:
         cap = caps[j] if caps is not None else -1
         output = outputs[j] if outputs is not None else -1
         n_in = trace.input_tokens[j]
+        if n_in < 0:
+            n_in = 0
+        cached_of = self.cached_of
+        if cached_of is not None:
+            cached = cached_of(req)
+            predictions = self._pricing.cached
+            assert predictions is not None  # cache-aware pricing keeps its predictions
+            predictions[req] = cached
+            n_in = max(1, n_in - cached)
         key = trace.user[j] if self._by_user else models[j] if self._by_model and models is not None else None
-        cost, ratio, est_output = self.price(n_in if n_in > 0 else 0, None if cap < 0 else cap, key, None if output < 0 else output)
+        cost, ratio, est_output = self.price(n_in, None if cap < 0 else cap, key, None if output < 0 else output)
         if ratio is not None:
             self._pricing.ratio[req] = ratio
         self._pricing.est_output[req] = float(est_output)

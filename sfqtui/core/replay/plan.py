@@ -61,6 +61,12 @@ class ReplayPlan:
             self.cost_source = "oracle" if config.estimator.oracle else "estimator"
         self.charges_actual = complete_charge is not None
         self.service_source = "engine model" if config.engine is not None else "column" if "service_s" in columns else "model"
+        if config.estimator.cache_aware and (config.engine is None or "prefix_blocks" not in columns or self.estimator is None):
+            raise InputError("--cache-aware charges the input an engine will compute: it needs the engine model (--engines N or "
+                             "--engine-model FILE) and a trace with prefix_blocks (semantics §14)")
+        if config.engine is not None and config.engine.placement != "room" and "prefix_blocks" not in columns:
+            raise InputError(f"--placement {config.engine.placement} places requests by the prefixes engines hold: it needs a trace "
+                             "with prefix_blocks (semantics §14); this trace has none")
         self.quantum = config.quantum
         if found.needs_quantum and self.quantum is None:
             self.quantum = self.largest_cost()
@@ -84,7 +90,11 @@ class ReplayPlan:
         self.split = self.group is None or self.group.split  # each replica has a pool of its own
         self.servers: Servers
         if config.engine is not None:
-            self.servers = EngineServers(config.engine, self.window)
+            self.servers = engines = EngineServers(config.engine, self.window)
+            if config.estimator.cache_aware:
+                for estimator in self.estimators:
+                    if estimator is not None:
+                        estimator.cached_of = engines.predicted
         else:
             self.servers = fixed = FixedService(config.service, self.window)
             if config.capacity is not None:

@@ -10,7 +10,8 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from sfqtui.core.events import DISPATCH, EventColumns, EventRows
+from sfqtui.core.engines.pool import EnginePool
+from sfqtui.core.events import DISPATCH, START, EventColumns, EventRows
 from sfqtui.core.pricing.estimator import Pricing
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.loop import run_fixed, run_served
@@ -25,17 +26,26 @@ CHUNK = 1 << 16
 @dataclass(frozen=True)
 class Drained:
     """Rows handed over by a replay: the ``rows`` drained from its log, the request chunks they can
-    mention (``requests``, in order), what priced their dispatches (None: no estimator), and the
-    number of requests arrived so far."""
+    mention (``requests``, in order), what priced their dispatches (None: no estimator), the
+    number of requests arrived so far, and the cached prompt tokens of the requests that started
+    and when each made its first token (None: the engines model no prefix cache, semantics §14)."""
 
     rows: EventRows
     requests: list[RequestChunk]
     pricing: Pricing | None
     arrived: int
+    cached: dict[int, int] | None = None
+    first_token: dict[int, float] | None = None
 
     def columns(self) -> EventColumns:
         """The rows as columns, with the ratio and estimated output that priced each dispatch when an estimator did."""
         columns = self.rows.columns()
+        if self.cached is not None:
+            cached = self.cached
+            columns.cached_tokens = [cached.get(req) if kind == START else None for kind, req in zip(columns.kind, columns.req)]
+        if self.first_token is not None:
+            first = self.first_token
+            columns.first_token_t = [first.get(req) if kind == START else None for kind, req in zip(columns.kind, columns.req)]
         pricing = self.pricing
         if pricing is None:
             return columns
@@ -81,7 +91,8 @@ class Replay:
         """Replay to the end, handing over the rows every ``chunk`` events (and the last ones, even
         none) with what they need; nothing is kept after it is handed over."""
         for arrived in self.run(chunk):
-            yield Drained(self.log.drain(), self.take_requests(), self.take_pricing(), arrived)
+            cached, first_token = self.take_cached() or (None, None)
+            yield Drained(self.log.drain(), self.take_requests(), self.take_pricing(), arrived, cached, first_token)
 
     def chunks(self, chunk: int = CHUNK) -> Iterator[tuple[EventColumns, int]]:
         """The drained rows as columns, with the number of requests arrived so far; empty hand-overs left out."""
@@ -98,16 +109,24 @@ class Replay:
         """The request chunks that the rows drained since the last call can mention, in order."""
         return self.window.held()
 
+    def take_cached(self) -> tuple[dict[int, int], dict[int, float]] | None:
+        """The cached prompt tokens of the requests started since the last call and when each
+        made its first token (None: no prefix caches)."""
+        servers = self.plan.servers
+        return servers.take_cached() if isinstance(servers, EnginePool) else None
+
     def take_pricing(self) -> Pricing | None:
         """What priced the dispatches drained since the last call, over every pool's estimator (None: no estimator)."""
         if self.estimator is None:
             return None
         if len(self.estimators) == 1:
             return self.estimator.take_pricing()
-        merged = Pricing({}, {})
+        merged = Pricing({}, {}, {} if self.config.estimator.cache_aware else None)
         for estimator in self.estimators:
             assert estimator is not None  # every pool has one when the first has
             taken = estimator.take_pricing()
             merged.ratio.update(taken.ratio)
             merged.est_output.update(taken.est_output)
+            if merged.cached is not None and taken.cached is not None:
+                merged.cached.update(taken.cached)
         return merged

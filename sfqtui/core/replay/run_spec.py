@@ -7,9 +7,10 @@ lessons take, so one SFQ can be stepped beside a replicated run:
 
 Settings: ``replicas=K`` (also ``k=K``), ``router=hash|random|round-robin|least-loaded``,
 ``share=none|global|sync:T[,D]``, ``seed=N``, ``slots=N|auto|auto:MAX`` (auto: limits that
-follow the engines, on the engine model), and ``engines=N`` (a replay on
+follow the engines, on the engine model), ``engines=N`` (a replay on
 the engine model: N engines of the compared run's model, or of `sfqtui engine`'s default
-model when that run has none). A spec says what differs from the run it is
+model when that run has none), and on the engine model ``placement=room|prefix|affinity`` and
+``pricing=cache-blind|cache-aware`` (docs/semantics.md §14). A spec says what differs from the run it is
 compared with: a setting it does not give is that run's. Several specs are separated
 by commas: after an ``@``, a part with ``=`` is one more setting of the same spec, a bare
 number right after ``share=sync:T`` is its delay D, and any other part starts the next
@@ -29,7 +30,8 @@ from sfqtui.core.replicas.settings import ReplicaSettings, Share
 from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 
-SETTINGS = ("replicas", "router", "share", "seed", "slots", "engines")
+SETTINGS = ("replicas", "router", "share", "seed", "slots", "engines", "placement", "pricing")
+PRICINGS = ("cache-blind", "cache-aware")
 _ALIASES = {"k": "replicas"}
 
 
@@ -44,6 +46,8 @@ class RunSpec:
     seed: int | None = None
     slots: str | None = None  # as given: a count, auto or auto:MAX (checked by parse_slots)
     engines: int | None = None
+    placement: str | None = None
+    pricing: str | None = None  # cache-blind or cache-aware
 
     @classmethod
     def parse(cls, text: str) -> RunSpec:
@@ -71,6 +75,8 @@ class RunSpec:
                 seed=_whole(given["seed"], "seed", text) if "seed" in given else None,
                 slots=_slots(given["slots"], text) if "slots" in given else None,
                 engines=_whole(given["engines"], "engines", text) if "engines" in given else None,
+                placement=given.get("placement"),
+                pricing=_pricing(given["pricing"], text) if "pricing" in given else None,
             )
             spec.replica_settings(ReplicaSettings())  # the router name and the count, checked now
         except ValueError as exc:
@@ -88,7 +94,8 @@ class RunSpec:
     @property
     def plain(self) -> bool:
         """Only a scheduler: no replica setting of its own."""
-        return all(value is None for value in (self.replicas, self.router, self.share, self.seed, self.slots, self.engines))
+        return all(value is None for value in (self.replicas, self.router, self.share, self.seed, self.slots, self.engines,
+                                               self.placement, self.pricing))
 
     def replica_settings(self, base: ReplicaSettings) -> ReplicaSettings:
         """``base`` with the settings this spec gives."""
@@ -114,9 +121,14 @@ class RunSpec:
             if engine is not None:
                 engine = replace(engine, auto=auto)
             slots = count if count is not None else engine.engines * auto.first  # type: ignore[union-attr]  # auto is set when count is not
+        if self.placement is not None:
+            if engine is None:
+                raise InputError(f"run spec {self}: placement places requests among engines: give --engine-model or engines=N")
+            engine = replace(engine, placement=self.placement)
+        estimator = base.estimator if self.pricing is None else replace(base.estimator, cache_aware=self.pricing == "cache-aware")
         try:
             return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas), slots=slots, engine=engine,
-                           capacity=capacity)
+                           capacity=capacity, estimator=estimator)
         except ValueError as exc:
             raise InputError(f"run spec {self}: {exc}") from None
 
@@ -127,14 +139,17 @@ class RunSpec:
         changed: dict[str, object] = {"scheduler": config.scheduler, "replicas": config.replicas}
         if self.slots is not None:
             changed["slots"] = config.slots
-        if self.engines is not None or self.slots is not None:
+        if self.engines is not None or self.slots is not None or self.placement is not None:
             changed["engine"] = config.engine
             changed["capacity"] = config.capacity
+        if self.pricing is not None:
+            changed["estimator"] = config.estimator
         return changed
 
     def __str__(self) -> str:
         settings = [f"{key}={value}" for key, value in (("replicas", self.replicas), ("router", self.router), ("share", self.share),
-                                                        ("seed", self.seed), ("slots", self.slots), ("engines", self.engines))
+                                                        ("seed", self.seed), ("slots", self.slots), ("engines", self.engines),
+                                                        ("placement", self.placement), ("pricing", self.pricing))
                     if value is not None]
         return self.scheduler + ("@" + ",".join(settings) if settings else "")
 
@@ -184,6 +199,12 @@ def _is_delay(before: str, part: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _pricing(value: str, text: str) -> str:
+    if value not in PRICINGS:
+        raise InputError(f"run spec {text.strip()!r}: pricing={value}: choose one of {', '.join(PRICINGS)}")
+    return value
 
 
 def _slots(value: str, text: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import cast
 
 NULL = -1  # a missing token count
-OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model")
+OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model", "prefix_blocks")
 
 
 def int_column(values: Sequence[int | None]) -> array[int]:
@@ -37,13 +37,36 @@ def codes_of(names: Sequence[str | None]) -> tuple[array, list[str]]:
     return array("i", (-1 if n is None else code[n] for n in names)), distinct
 
 
+@dataclass(frozen=True)
+class PrefixBlocks:
+    """Each request's prompt blocks (semantics §14): the chained hashes of its consecutive full
+    blocks of ``block_tokens`` tokens, request r's being ``hashes[offsets[r]:offsets[r + 1]]``
+    (a request without blocks has none)."""
+
+    hashes: array[int]  # typecode 'Q'
+    offsets: array[int]  # typecode 'q', one more than there are requests
+    block_tokens: int
+
+    @classmethod
+    def of_lists(cls, blocks: Sequence[Sequence[int] | None], block_tokens: int) -> PrefixBlocks:
+        hashes, offsets = array("Q"), array("q", [0])
+        for listed in blocks:
+            hashes.extend(listed or ())
+            offsets.append(len(hashes))
+        return cls(hashes, offsets, block_tokens)
+
+    def of(self, req: int) -> array[int]:
+        """Request ``req``'s blocks."""
+        return self.hashes[self.offsets[req]:self.offsets[req + 1]]
+
+
 @dataclass(frozen=True, init=False)
 class Trace:
     """Requests sorted by (arrival_s, row order); index i is request i everywhere in the core.
 
     ``user`` may be given as names; it is then coded, with ``users`` the names by code.
     ``model`` likewise, with ``models``. Optional columns are ``None`` when the file did not
-    have them. ``weights`` maps user names to weights. The constructor takes the columns as
+    have them; ``prefix_blocks`` likewise. ``weights`` maps user names to weights. The constructor takes the columns as
     given; the attributes hold them as stored (codes, typed arrays, -1 for a null count).
     """
 
@@ -56,6 +79,7 @@ class Trace:
     cost: array[float] | None
     service_s: array[float] | None
     model: Sequence[int] | None
+    prefix_blocks: PrefixBlocks | None
     weights: dict[str, float]
     users: Sequence[str]
     models: Sequence[str]
@@ -74,6 +98,7 @@ class Trace:
         weights: dict[str, float] | None = None,
         users: Sequence[str] = (),
         models: Sequence[str] = (),
+        prefix_blocks: PrefixBlocks | None = None,
     ) -> None:
         put = object.__setattr__
         put(self, "request_id", request_id)
@@ -94,6 +119,7 @@ class Trace:
             put(self, name, None if ints is None else int_column(ints))
         for name, floats in (("cost", cost), ("service_s", service_s)):
             put(self, name, None if floats is None else float_column(floats))
+        put(self, "prefix_blocks", prefix_blocks)
         put(self, "weights", {} if weights is None else weights)
 
     def __len__(self) -> int:

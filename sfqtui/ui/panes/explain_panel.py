@@ -94,6 +94,11 @@ def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | Non
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
         parts.append(Text(f"charge: v ← S_{e.user} = {amount(e.v)}; S_{e.user} ← {amount(e.v)} + {amount(e.cost)}/w = {amount(e.value_after)}{where}"))
+    cached = frame.table.cached
+    if cached is not None:  # engines that model their prefix caches (docs/semantics.md §14)
+        found = cached.get(frame.table.req[frame.k])
+        parts.append(Text(f"prefix cache: charged {amount(e.cost)}; " + ("not started yet: its engine has not looked up its prompt"
+                          if found is None else f"its engine found {count(found)} tokens of its prompt cached"), style="cyan"))
     if e.visit is not None:
         parts += [Text(f"first {user}'s head ({amount(cost)}) > its deficit {amount(credit)}: the visit ends, {user} goes to the tail", "dim")
                   for user, cost, credit in e.visit.ended[:CANDIDATE_ROWS]]
