@@ -95,7 +95,7 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     rows = iter_log_rows(log)
     report = audit(rows if starts is None else _feeding(rows, starts), output_weight=output_weight_of(metadata),
                    replicas=Replicas(replicas, slots if isinstance(slots, int) else None),
-                   snapshot=Snapshot.from_metadata(metadata.get("snapshot")))
+                   snapshot=Snapshot.from_metadata(metadata.get("snapshot")), flows_are_users="flow" not in metadata.get("policy_columns", ()))
     typer.echo(render(report, log, replicas, None if starts is None else engine_start_lines(starts.report(scheduler))))
     if not report.ok:
         raise typer.Exit(1)

@@ -123,9 +123,12 @@ def readable(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
 
 def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> None:
     dtype = schema[column]
-    if column in ("request_id", "user", "model"):
+    if column in ("request_id", "user", "model", "flow", "class"):
         ok = isinstance(dtype, _STRING_TYPES) or dtype in _STRING_TYPES
         rule = "must be strings"
+    elif column == "priority":
+        ok = dtype.is_integer() or dtype.is_float()
+        rule = "must be integers (int64)"
     elif column in TOKEN_COLUMNS:
         ok = dtype.is_integer() or dtype.is_float()
         rule = "must be whole numbers (int64)"
@@ -188,6 +191,16 @@ def _rules(schema: Mapping[str, pl.DataType]) -> list[Rule]:
             Rule(column, values.is_null(), f"{column} must be given on every row when the column is present"),
             Rule(column, values.is_nan() | values.is_infinite(), f"{column} must be finite"),
             Rule(column, values <= 0, rule),
+        ]
+    if "priority" in schema and schema["priority"].is_float():
+        values = pl.col("priority")
+        rules.append(Rule("priority", values.is_nan() | values.is_infinite() | (values != values.floor()),
+                          "priority must be an integer (int64)"))
+    if "deadline_s" in schema:
+        values = pl.col("deadline_s").cast(pl.Float64)
+        rules += [
+            Rule("deadline_s", values.is_nan() | values.is_infinite(), "deadline_s must be finite (leave it null for no deadline)"),
+            Rule("deadline_s", values <= 0, "deadline_s must be > 0 seconds after arrival (leave it null for no deadline)"),
         ]
     if "weight" in schema:
         rules.append(Rule("weight", pl.col("weight").cast(pl.Float64) != pl.col(_FIRST_WEIGHT),
@@ -304,6 +317,7 @@ _TYPES = {
     "request_id": pl.String, "user": pl.String, "model": pl.String,
     "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
     "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64,
+    "priority": pl.Int64, "flow": pl.String, "class": pl.String, "deadline_s": pl.Float64,
 }
 
 
@@ -377,6 +391,10 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
             weights = dict(zip(per_user["user"].to_list(), per_user["weight"].to_list()))
     arrival_s = floats("arrival_s")
     assert arrival_s is not None, "a validated trace has arrival_s"
+    priority = None
+    if "priority" in table.column_names:
+        priority = _typed("q", pc.fill_null(table["priority"].combine_chunks(), 0).to_numpy(zero_copy_only=False).astype(np.int64))
+    strings = {name: ArrowStrings(table[name].combine_chunks()) for name in ("flow", "class") if name in table.column_names}
     return Trace(
         request_id=ArrowStrings(table["request_id"].combine_chunks()),
         user=user,
@@ -390,6 +408,10 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
         model=model,
         models=models,
         weights=weights,
+        priority=priority,
+        flow=strings.get("flow"),
+        policy_class=strings.get("class"),
+        deadline_s=floats("deadline_s"),
     )
 
 

@@ -126,6 +126,9 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
     }
     if repriced(replay):
         meta["repriced"] = True
+    policy_columns = sorted(c for c in ("priority", "flow", "class", "deadline_s") if c in replay.requests.columns)
+    if policy_columns:
+        meta["policy_columns"] = policy_columns  # semantics §15: what the policies read (llm-d's turns are per user without flow)
     if replay.quantum is not None:
         meta["quantum"] = replay.quantum
     if replay.cost_source == "estimator":
