@@ -49,7 +49,7 @@ class LAS(Scheduler):
 
     def attained(self, user: User) -> float:
         """The user's attained service at ``now``."""
-        return self._scaled.get(user, 0.0) / 2.0 ** ((self.now - self._base) / self.half_life_s)
+        return self._scaled.get(user, 0.0) / self._scale()
 
     def arrive(self, req: int, user: User) -> UserReading:
         at = self._arrival(req)
