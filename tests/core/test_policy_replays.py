@@ -3,6 +3,7 @@ promise holds on the bundled traces, and the figures issue 33 asks for."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -110,3 +111,24 @@ def test_the_audit_finds_a_flow_skipped_in_its_turn() -> None:
     rows = rows_from_replay(Replay(trace, ReplayConfig("litellm", 1)).run_all(), trace, "llm-d")
     assert {v.rule for v in audit(rows).violations} == {"turns"}
     assert audit(rows, flows_are_users=False).ok
+
+
+TRACES = sorted((Path(__file__).resolve().parents[2] / "traces").glob("*.parquet"))
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=lambda path: path.stem)
+def test_compare_runs_the_policies_on_every_bundled_trace(trace: Path, cli: CliRunner) -> None:
+    result = cli.invoke(app, ["compare", str(trace), "--schedulers", "sfq,llm-d,dynamo,litellm,las", "--json"])
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)["schedulers"]) == ["sfq", "llm-d", "dynamo", "litellm", "las"]
+
+
+def test_explain_words_each_rule(tmp_path: Path, cli: CliRunner) -> None:
+    # hi (band 10) and lo (band 0) wait from t = 0; mid joins band 10 while h1 is served, and takes the next turn there.
+    path = tmp_path / "bands.parquet"
+    pl.DataFrame({"request_id": ["h1", "h2", "l1", "m1"], "user": ["hi", "hi", "lo", "mid"], "arrival_s": [0.0, 0.0, 0.0, 0.5],
+                  "input_tokens": [10, 10, 10, 10], "service_s": [1.0] * 4, "priority": [10, 10, 0, 10]}).write_parquet(path)
+    said = {rid: cli.invoke(app, ["explain", str(path), rid, "-s", "llm-d"]).stdout for rid in ("h1", "m1", "l1")}
+    assert "round-robin: flow mid's turn in band 10" in said["m1"]
+    assert "band 10 before band 0: hi holds the highest band waiting" in said["h1"]
+    assert "why:" in said["l1"]
