@@ -68,9 +68,10 @@ def test_the_audit_finds_a_priority_served_out_of_turn() -> None:
     assert not report.ok and {v.rule for v in report.violations} == {"priorities"}
 
 
-def write(tmp_path: Path, **extra: list[object]) -> Path:
+def write(tmp_path: Path, **extra: list[str | None]) -> Path:
     data: dict[str, list[object]] = {"request_id": ["r1", "r2", "r3"], "user": ["a", "b", "a"], "arrival_s": [0.0, 0.0, 1.0],
-                                     "input_tokens": [10, 20, 30], **extra}
+                                     "input_tokens": [10, 20, 30]}
+    data.update(extra)
     path = tmp_path / "trace.parquet"
     pl.DataFrame(data).write_parquet(path)
     return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -26,6 +27,10 @@ async def send(client: httpx.AsyncClient, url: str, user: str, prompt: str, **ex
     return response.status_code
 
 
+def queued_are(url: str, n: int) -> bool:
+    return sum(u["queued"] for u in state(url)["users"]) == n
+
+
 async def test_litellm_on_the_proxy_serves_the_lowest_priority_first(fake, keys_path: Path) -> None:
     upstream, upstream_url = fake
     with running_proxy(upstream_url, keys_path, slots=1, scheduler="litellm") as px:
@@ -35,8 +40,7 @@ async def test_litellm_on_the_proxy_serves_the_lowest_priority_first(fake, keys_
             queued = []
             for n, (prompt, priority) in enumerate((("late five", 5), ("urgent zero", 0), ("middle three", 3)), 1):
                 queued.append(asyncio.create_task(send(client, px.url, "bob", prompt, priority=priority)))
-                await asyncio.to_thread(wait_for, lambda n=n: sum(u["queued"] for u in state(px.url)["users"]) == n,
-                                        what="the request to queue")
+                await asyncio.to_thread(wait_for, partial(queued_are, px.url, n), what="the request to queue")
             upstream.release("[held] blocker")
             assert await asyncio.gather(blocker, *queued) == [200] * 4
         events = read_events(px.url)
