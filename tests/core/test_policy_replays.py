@@ -4,6 +4,7 @@ promise holds on the bundled traces, and the figures issue 33 asks for."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -69,7 +70,7 @@ def test_the_audit_finds_a_priority_served_out_of_turn() -> None:
 
 
 def write(tmp_path: Path, **extra: list[str | None]) -> Path:
-    data: dict[str, list[object]] = {"request_id": ["r1", "r2", "r3"], "user": ["a", "b", "a"], "arrival_s": [0.0, 0.0, 1.0],
+    data: dict[str, Sequence[object]] = {"request_id": ["r1", "r2", "r3"], "user": ["a", "b", "a"], "arrival_s": [0.0, 0.0, 1.0],
                                      "input_tokens": [10, 20, 30]}
     data.update(extra)
     path = tmp_path / "trace.parquet"
