@@ -107,8 +107,8 @@ def run_fixed(plan: ReplayPlan, servers: FixedService, chunk: int) -> Iterator[P
                 continue  # no slot to dispatch to
             for pool in pools:
                 sched = scheds[pool]
-                if clocked:
-                    sched.now = now
+                if clocked and free[pool] and sched.backlogged:
+                    sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
                 while free[pool] and sched.backlogged:
                     req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
                     if group is not None:
@@ -179,8 +179,8 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
         put = log.data.extend
         for pool in pools:
             sched = scheds[pool]
-            if clocked:
-                sched.now = now
+            if clocked and free[pool] > 0 and sched.backlogged:
+                sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
             while free[pool] > 0 and sched.backlogged:
                 req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
                 rep = pool if group is None else group.dispatched(pool, req, user, cost)
