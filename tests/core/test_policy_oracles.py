@@ -15,6 +15,7 @@ import pytest
 
 from sfqtui.core.schedulers import make_scheduler
 from sfqtui.core.schedulers.base import Scheduler, User
+from sfqtui.core.schedulers.dynamo import Dynamo
 from sfqtui.core.schedulers.policy import Flow, PolicyOptions, RequestAttributes
 
 
@@ -243,3 +244,21 @@ def test_las_forgets_over_half_lives_without_overflow() -> None:
                 oracle.waiting.remove(want)
                 assert sched.dispatch(cost_of)[0] == want.n
     assert math.isfinite(sched.reading("a")[1])  # type: ignore[arg-type]  # las always reads a meter
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_dynamo_class_keeps_less_than_its_quantum(seed: int) -> None:
+    # After every dispatch each class's deficit is in [0, its quantum + the largest cost): DRR's bound, fast-forward
+    # included (a candidate that earned the rounds but came later in the ring keeps them for its head).
+    rng = random.Random(seed)
+    table = Table()
+    sched = make_scheduler("dynamo", attributes=table, options=PolicyOptions(class_weights=(("gold", 3.0),), class_quantum=64.0))
+    assert isinstance(sched, Dynamo)
+    for n in range(400):
+        table.rows[n] = Req(n, rng.choice("ab"), rng.choice([0, 1]), "f", rng.choice(["gold", "free"]), math.inf,
+                            rng.choice([0, 10, 100, 1_000]), 0.0)
+        sched.arrive(n, table.rows[n].user)
+        if n % 3 == 0:
+            _, _, _, _, _, _, credit = sched.dispatch(cost_of)
+            assert credit is not None and credit >= 1
+            assert all(0 <= sched.deficit(k) < sched.class_quantum(k) + 1_000 for k in ("gold", "free"))
