@@ -95,6 +95,8 @@ def test_bad_combinations_get_one_line_and_exit_2(tmp_path: Path, cli: CliRunner
     assert "share sync" in refused(cli, "simulate", str(trace), "-o", out, "-s", "llm-d", "--replicas", "2", "--share", "sync:5")
     assert "CLASS=WEIGHT" in refused(cli, "simulate", str(trace), "-o", out, "-s", "dynamo", "--class-weights", "gold")
     assert "half-life" in refused(cli, "simulate", str(trace), "-o", out, "-s", "las", "--half-life", "0")
+    assert "--ordering edf is llm-d's option" in refused(cli, "simulate", str(trace), "-o", out, "-s", "sfq", "--ordering", "edf")
+    assert "--class-weights is dynamo's option" in refused(cli, "compare", str(trace), "--schedulers", "sfq,llm-d", "--class-weights", "gold=2")
 
 
 def test_dynamo_weights_share_tokens_between_classes() -> None:

@@ -90,6 +90,14 @@ class PolicyOptions:
             pairs.append((name.strip(), weight))
         return tuple(pairs)
 
+    def check_used_by(self, schedulers: Iterable[str]) -> None:
+        """InputError for an option given for none of ``schedulers`` (--ordering edf without llm-d, ...)."""
+        names = set(schedulers)
+        for option, given, users in (("--ordering edf", self.ordering == "edf", "llm-d"), ("--class-weights", bool(self.class_weights), "dynamo"),
+                                     (f"--half-life {self.half_life_s:g}", self.half_life_s != HALF_LIFE_S, "las")):
+            if given and users not in names:
+                raise InputError(f"{option} is {users}'s option, and {users} is not among the schedulers run ({', '.join(sorted(names))})")
+
     def check_classes(self, classes: Iterable[str]) -> None:
         """InputError when a weight names a class the trace does not have."""
         present = set(classes)
