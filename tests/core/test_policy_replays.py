@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
-from sfqtui.core.analysis.audit import audit
+from sfqtui.core.analysis.audit import PolicyLog, audit
 from sfqtui.core.analysis.fairness import fairness_of_replay
 from sfqtui.core.events import DISPATCH
 from sfqtui.core.log.rows import rows_from_replay
@@ -58,7 +58,7 @@ def test_priorities_are_strict_in_the_direction_each_project_documents(scheduler
 @pytest.mark.parametrize("scheduler", POLICIES)
 def test_a_replay_with_policy_columns_passes_its_audit(scheduler: str) -> None:
     trace = priorities()
-    report = audit(rows_from_replay(Replay(trace, ReplayConfig(scheduler, 3)).run_all(), trace, scheduler), flows_are_users=False)
+    report = audit(rows_from_replay(Replay(trace, ReplayConfig(scheduler, 3)).run_all(), trace, scheduler), policy=PolicyLog(flows_are_users=False))
     assert report.ok, report.violations
 
 
@@ -114,7 +114,7 @@ def test_the_audit_finds_a_flow_skipped_in_its_turn() -> None:
     trace = Trace(request_id=["a1", "a2", "a3", "b1"], user=["a", "a", "a", "b"], arrival_s=[0.0, 0.0, 0.0, 0.0], input_tokens=[10] * 4)
     rows = rows_from_replay(Replay(trace, ReplayConfig("litellm", 1)).run_all(), trace, "llm-d")
     assert {v.rule for v in audit(rows).violations} == {"turns"}
-    assert audit(rows, flows_are_users=False).ok
+    assert audit(rows, policy=PolicyLog(flows_are_users=False)).ok
 
 
 TRACES = sorted((Path(__file__).resolve().parents[2] / "traces").glob("*.parquet"))
@@ -136,3 +136,14 @@ def test_explain_words_each_rule(tmp_path: Path, cli: CliRunner) -> None:
     assert "round-robin: flow mid's turn in band 10" in said["m1"]
     assert "band 10 before band 0: hi holds the highest band waiting" in said["h1"]
     assert "why:" in said["l1"]
+
+
+def test_the_audit_bounds_a_dynamo_class_s_credit() -> None:
+    # A replay holds the bound it records; the same log against a bound it passes is refused.
+    trace = priorities()
+    replay = Replay(trace, ReplayConfig("dynamo", 2))
+    rows = rows_from_replay(replay.run_all(), trace, "dynamo")
+    assert replay.plan.credit_bound == 1024 + 100
+    assert audit(rows, policy=PolicyLog(credit_bound=replay.plan.credit_bound)).ok
+    report = audit(rows, policy=PolicyLog(credit_bound=100))
+    assert {v.rule for v in report.violations} == {"credit"} and "not below the bound 100" in report.violations[0].message

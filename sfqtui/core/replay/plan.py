@@ -73,6 +73,7 @@ class ReplayPlan:
             attributes = self._policy_attributes()
             self.schedulers = [make_scheduler(config.scheduler, weights, self.quantum, attributes, config.policy) for _ in self.pool_slots]
         self.clocked = self.schedulers[0].clocked  # the loop tells it the time before it dispatches
+        self.credit_bound = self._credit_bound() if config.scheduler == "dynamo" else None
         self.scheduler = self.schedulers[0]
         self.estimators: list[CostEstimator | None] = [self.estimator] + [
             None if self.estimator is None else CostEstimator(config.estimator, self.window, columns) for _ in self.pool_slots[1:]
@@ -100,6 +101,17 @@ class ReplayPlan:
                 raise InputError("dynamo --class-weights weighs policy classes and needs the trace column 'class'; this trace has none")
             config.policy.check_classes({name for chunk in self.requests.chunks() for name in chunk.trace.policy_class or () if name is not None})
         return WindowAttributes(self.window, self.requests.users, columns, tokens="input_tokens" in columns)
+
+    def _credit_bound(self) -> float:
+        """The most a Dynamo class can hold (its deficit's DRR bound): the largest class quantum plus the
+        largest request cost, max(1, input tokens) (the dispatch's cost without them); the log records it for `check`."""
+        policy = self.config.policy
+        largest_weight = max([1.0, *(weight for _, weight in policy.class_weights)])
+        if "input_tokens" in self.requests.columns:
+            largest = max(1.0, *(max(chunk.trace.input_tokens) for chunk in self.requests.chunks()))  # type: ignore[arg-type]  # the trace has the column
+        else:
+            largest = self.largest_cost()
+        return policy.class_quantum * largest_weight + largest
 
     def largest_cost(self) -> float:
         """c_max of the trace: the explicit costs, or the most the estimator can charge."""

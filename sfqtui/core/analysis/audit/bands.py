@@ -7,17 +7,37 @@ which levels were waiting:
 - levels strict: the dispatched user held a request at the most important level waiting;
 - llm-d, when flows are users: no flow skipped in its turn: while a user waits in a band, no
   other user is served twice in that band (round-robin gives each waiting flow one turn);
-- dynamo: every request was sent against a class credit of at least 1 (its cost, max(1, tokens)).
+- dynamo: a class's deficit is bounded: every request was sent against a class credit of at
+  least 1 (its cost, max(1, tokens)) and, when the log records it, below the largest class
+  quantum plus the largest cost.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from sfqtui.core.analysis.audit.report import Checks, RuleSet
 from sfqtui.core.log.rows import LogRows
 from sfqtui.core.numbers import count
+
+
+@dataclass(frozen=True)
+class PolicyLog:
+    """What a policy's log records of how it was made, for its audit: whether llm-d's flows
+    were its users (the trace had no flow column), and the most a Dynamo class can hold
+    (its largest quantum plus the largest request cost, in tokens; None: not recorded)."""
+
+    flows_are_users: bool = True
+    credit_bound: float | None = None
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> PolicyLog:
+        bound = metadata.get("credit_bound")
+        return cls("flow" not in metadata.get("policy_columns", ()), float(bound) if isinstance(bound, (int, float)) else None)
 
 
 class BandRules(RuleSet):
@@ -25,9 +45,11 @@ class BandRules(RuleSet):
     (LiteLLM); ``word``: what a level is called; ``round_robin``: check llm-d's turns;
     ``credits``: check Dynamo's credits."""
 
-    def __init__(self, word: str, higher_first: bool, round_robin: bool = False, credits: bool = False) -> None:
+    def __init__(self, word: str, higher_first: bool, round_robin: bool = False, credits: bool = False,
+                 credit_bound: float | None = None) -> None:
         super().__init__()
         self.word, self.higher_first, self.round_robin, self.credits = word, higher_first, round_robin, credits
+        self.credit_bound = credit_bound
         self.words = word[:-1] + "ies" if word.endswith("y") else word + "s"
         self.level: dict[str, float] = {}  # users with something queued: their most important level
         self.at_level: dict[float, int] = {}  # level -> users whose most important level it is
@@ -42,7 +64,8 @@ class BandRules(RuleSet):
         if self.round_robin:
             checks.append((("turns",), "round-robin: while a flow waits in a band, no other flow is served twice in it (flows are users)"))
         if self.credits:
-            checks.append((("credit",), "each request was sent against a class credit of at least 1 token"))
+            below = "" if self.credit_bound is None else f" and below the largest quantum plus the largest cost, {self.credit_bound:,.0f}"
+            checks.append((("credit",), f"a class's deficit is bounded: each request was sent against a credit of at least 1 token{below}"))
         return checks
 
     def _feed(self, rows: LogRows, first: int) -> None:
@@ -53,8 +76,12 @@ class BandRules(RuleSet):
                 continue
             if kind == "dispatch":
                 self._dispatched(seq, user)
-                if self.credits and credits is not None and (credits[k] is None or not credits[k] >= 1):  # type: ignore[operator]  # None is tested first
-                    add("credit", seq, f"{user}'s request was sent against a class credit of {credits[k]}, below one token")
+                credit = None if credits is None else credits[k]
+                if self.credits and (credit is None or not credit >= 1):
+                    add("credit", seq, f"{user}'s request was sent against a class credit of {credit}, below one token")
+                elif self.credits and self.credit_bound is not None and credit is not None and not credit < self.credit_bound:
+                    add("credit", seq, f"{user}'s request was sent against a class credit of {credit:,.0f}, "
+                                       f"not below the bound {self.credit_bound:,.0f}")
             self._set_level(user, None if meter is None or math.isnan(meter) else meter)
 
     def _dispatched(self, seq: int, user: str) -> None:
