@@ -108,7 +108,7 @@ class ReplayPlan:
         policy = self.config.policy
         largest_weight = max([1.0, *(weight for _, weight in policy.class_weights)])
         if "input_tokens" in self.requests.columns:
-            largest = max(1.0, *(max(chunk.trace.input_tokens) for chunk in self.requests.chunks()))  # type: ignore[arg-type]  # the trace has the column
+            largest = max([1.0, *(max(chunk.trace.input_tokens) for chunk in self.requests.chunks())])  # type: ignore[arg-type]  # the trace has the column
         else:
             largest = self.largest_cost()
         return policy.class_quantum * largest_weight + largest
