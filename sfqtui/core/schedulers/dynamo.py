@@ -40,7 +40,6 @@ class Dynamo(Scheduler):
         self._after: str | None = None  # the ring pass starts after this class (the one served last)
         self._carry: str | None = None  # the class that kept credit after its last dispatch
         self._held: dict[User, dict[int, int]] = {}  # per user: tier -> requests queued in it
-        self.last_class: str | None = None  # the class of the last dispatch, for the why panel
 
     def clone(self) -> Dynamo:
         return clone_keeping(self, self._attributes)
@@ -100,7 +99,7 @@ class Dynamo(Scheduler):
         self._deficits[name] = 0.0 if not heap else max(0.0, credit - self.cost(req, cost_of))
         if heap and self._deficits[name] > 0:
             self._carry = name
-        self._after = self.last_class = name
+        self._after = name
         self._take(req, user, -minus_tier)
         return req, user, cost_of(req), None, self.reading(user)[1], None, credit
 

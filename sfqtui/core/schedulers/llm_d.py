@@ -32,7 +32,6 @@ class LlmD(Scheduler):
         self._waiting: dict[tuple[int, Flow], deque[Entry] | list[Entry]] = {}  # (band, flow) -> FIFO, or heap under EDF
         self._cursor: dict[int, Flow] = {}  # band -> the flow it served last
         self._held: dict[User, dict[int, int]] = {}  # per user: band -> requests queued in it
-        self.last_turn: tuple[int, Flow] | None = None  # (band, flow) of the last dispatch, for the why panel
 
     def clone(self) -> LlmD:
         return clone_keeping(self, self._attributes)
@@ -63,7 +62,6 @@ class LlmD(Scheduler):
         i = 0 if last is None else bisect_right(flows, last)
         flow = flows[i if i < len(flows) else 0]
         self._cursor[band] = flow
-        self.last_turn = (band, flow)
         waiting = self._waiting[band, flow]
         _, req, user = heappop(waiting) if self.edf else waiting.popleft()  # type: ignore[arg-type,union-attr]  # a heap under EDF, else a deque
         if not waiting:

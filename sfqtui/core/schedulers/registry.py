@@ -65,14 +65,13 @@ class SchedulerTraits:
     virtual_time: bool = False  # fills v and has global idle resets (§2.5)
     needs_quantum: bool = False
     renormalisable: bool = False
-    audit: Literal["sfq", "drr", "vtc", "bands", "dynamo"] | None = None
+    audit: Literal["sfq", "drr", "vtc", "bands"] | None = None
     reset_join: bool = False
     picks_smallest: bool = False  # picks the smallest (value, user id)
     extra_columns: tuple[str, ...] = ()  # log columns beyond §7 that its rows fill
     # A policy of semantics §15: built with the requests' attributes and the policy options
     # (``build`` then builds it without them: every request priority 0, its user's flow, one class).
     build_policy: PolicyBuild | None = None
-    reads: tuple[str, ...] = ()  # the trace's policy columns it reads when present (semantics §15)
     why: Reason | None = None  # its own wording of a pick, instead of the generic one
     higher_first: bool = True  # its meter is a priority level: the higher served first (else the lower)
 
@@ -111,7 +110,6 @@ _SFQ_RESET = replace(_SFQ, name="sfq-reset", title="SFQ with the reset join (the
                      join_words="a user whose queue was empty joins at v, forgetting what it was charged", join_symbols="S_i ← v", reset_join=True)
 
 
-
 def _policy(name: str, title: str, build: PolicyBuild, **traits: object) -> SchedulerTraits:
     """A policy of semantics §15: built without attributes, it sees every request at priority 0, in its user's flow and one class."""
     return SchedulerTraits(name, title, "§15", lambda w, q: build(w, q, NO_ATTRIBUTES, PolicyOptions()), build_policy=build,
@@ -123,18 +121,17 @@ _POLICIES = (
     _policy("llm-d", "llm-d flow control (priority bands, round-robin across flows)", build_llm_d, **_BANDS,
             value_name="band", value_symbol="band",
             join_words="a request joins its flow's queue in its priority band; a flow with a request waiting is in its band's rotation",
-            join_symbols="band = priority, rotation by flow id", pick_words="highest band, then the next flow in turn",
-            reads=("priority", "flow", "deadline_s"), why=LLM_D_REASON),
+            join_symbols="band = priority, rotation by flow id", pick_words="highest band, then the next flow in turn", why=LLM_D_REASON),
     _policy("dynamo", "NVIDIA Dynamo router queue (strict tiers, weighted DRR across classes)", build_dynamo, **_BANDS,
             value_name="tier", value_symbol="tier",
             join_words="a request joins its policy class's queue; classes share by deficit round-robin, tiers strictly",
             join_symbols="tier = priority, DRR by class", pick_words="highest tier, then the next class with credit",
-            extra_columns=("credit",), reads=("priority", "class"), why=DYNAMO_REASON),
+            extra_columns=("credit",), why=DYNAMO_REASON),
     _policy("litellm", "LiteLLM priority queue (lower priority first)", build_litellm, **_BANDS,
             value_name="priority", value_symbol="priority",
             join_words="a request joins one queue ordered by its priority, then its arrival",
             join_symbols="(priority, arrival)", pick_words="lowest priority number, then the oldest",
-            reads=("priority",), why=LITELLM_REASON, higher_first=False),
+            why=LITELLM_REASON, higher_first=False),
     _policy("las", "Least attained service (decaying)", build_las, reading="meter", band="lowest",
             value_name="attained service", value_symbol="A_i",
             join_words="a user keeps what it attained, decaying by half every half-life",

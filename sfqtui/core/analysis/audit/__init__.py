@@ -102,7 +102,7 @@ def _own_rules(scheduler: str, output_weight: float | None, published: Published
         return SFQRules(traits.reset_join, published, snapshot)
     if traits.audit == "drr":
         return DRRRules()
-    if traits.audit in ("bands", "dynamo"):
+    if traits.audit == "bands":
         return BandRules(traits.value_name, traits.higher_first, round_robin=traits.name == "llm-d" and policy.flows_are_users,
                          credits="credit" in traits.extra_columns, credit_bound=policy.credit_bound)
     return VTCRules(output_weight)
