@@ -58,7 +58,7 @@ def test_priorities_are_strict_in_the_direction_each_project_documents(scheduler
 @pytest.mark.parametrize("scheduler", POLICIES)
 def test_a_replay_with_policy_columns_passes_its_audit(scheduler: str) -> None:
     trace = priorities()
-    report = audit(rows_from_replay(Replay(trace, ReplayConfig(scheduler, 3)).run_all(), trace, scheduler), policy=PolicyLog(flows_are_users=False))
+    report = audit(rows_from_replay(Replay(trace, ReplayConfig(scheduler, 3)).run_all(), trace, scheduler))
     assert report.ok, report.violations
 
 
@@ -113,8 +113,8 @@ def test_the_audit_finds_a_flow_skipped_in_its_turn() -> None:
     # LiteLLM's log (first come, first served, one priority) read as llm-d's: a's three requests went before b's first.
     trace = Trace(request_id=["a1", "a2", "a3", "b1"], user=["a", "a", "a", "b"], arrival_s=[0.0, 0.0, 0.0, 0.0], input_tokens=[10] * 4)
     rows = rows_from_replay(Replay(trace, ReplayConfig("litellm", 1)).run_all(), trace, "llm-d")
-    assert {v.rule for v in audit(rows).violations} == {"turns"}
-    assert audit(rows, policy=PolicyLog(flows_are_users=False)).ok
+    assert {v.rule for v in audit(rows, policy=PolicyLog(flows_are_users=True)).violations} == {"turns"}
+    assert audit(rows).ok  # flows not known to be users: turns are not checked
 
 
 TRACES = sorted((Path(__file__).resolve().parents[2] / "traces").glob("*.parquet"))

@@ -28,16 +28,19 @@ from sfqtui.core.numbers import count
 @dataclass(frozen=True)
 class PolicyLog:
     """What a policy's log records of how it was made, for its audit: whether llm-d's flows
-    were its users (the trace had no flow column), and the most a Dynamo class can hold
-    (its largest quantum plus the largest request cost, in tokens; None: not recorded)."""
+    are known to be its users (a replay of a trace without a flow column; a proxy's flows come
+    from headers the log does not keep), and the most a Dynamo class can hold (its largest
+    quantum plus the largest request cost, in tokens; None: not recorded)."""
 
-    flows_are_users: bool = True
+    flows_are_users: bool = False
     credit_bound: float | None = None
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any]) -> PolicyLog:
+        """A saved log's: a replay's log names its trace and the policy columns the trace had."""
         bound = metadata.get("credit_bound")
-        return cls("flow" not in metadata.get("policy_columns", ()), float(bound) if isinstance(bound, (int, float)) else None)
+        flows_are_users = "trace" in metadata and "flow" not in metadata.get("policy_columns", ())
+        return cls(flows_are_users, float(bound) if isinstance(bound, (int, float)) else None)
 
 
 class BandRules(RuleSet):
