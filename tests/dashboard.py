@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 
 from sfqtui.core.replay.config import ReplayConfig
+from sfqtui.core.schedulers import REGISTRY
 from sfqtui.runs.opening import Opening
 from sfqtui.runs.run import Run
 from sfqtui.scenarios.lessons import LESSONS
@@ -109,7 +110,7 @@ async def settle(pilot: Pilot, analysed: bool = True) -> None:
     """Wait until the log is loaded (and audited), then let the screen catch up; fails the test if it never is."""
     app = pilot.app
     assert isinstance(app, SfqApp)
-    await until(pilot, lambda: not app.loading and (app.checked or not analysed or app.table.scheduler in ("fifo", "rr")),
+    await until(pilot, lambda: not app.loading and (app.checked or not analysed or REGISTRY[app.table.scheduler].audit is None),
                 "the dashboard to load" + (" and audit its log" if analysed else ""))
     await pilot.pause()
 

@@ -10,7 +10,7 @@ import typer
 
 from sfqtui.cli.engine_start import engine_start_lines
 from sfqtui.cli.errors import refuses_bad_input
-from sfqtui.core.analysis.audit import AuditReport, Replicas, Snapshot, audit
+from sfqtui.core.analysis.audit import AuditReport, PolicyLog, Replicas, Snapshot, audit
 from sfqtui.core.analysis.audit.report import Suspension
 from sfqtui.core.analysis.fairness import FairnessTally
 from sfqtui.core.log.rows import LogRows
@@ -95,7 +95,7 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     rows = iter_log_rows(log)
     report = audit(rows if starts is None else _feeding(rows, starts), output_weight=output_weight_of(metadata),
                    replicas=Replicas(replicas, slots if isinstance(slots, int) else None),
-                   snapshot=Snapshot.from_metadata(metadata.get("snapshot")))
+                   snapshot=Snapshot.from_metadata(metadata.get("snapshot")), policy=PolicyLog.from_metadata(metadata))
     typer.echo(render(report, log, replicas, None if starts is None else engine_start_lines(starts.report(scheduler))))
     if not report.ok:
         raise typer.Exit(1)

@@ -141,6 +141,7 @@ def compare(
         schedulers = SYNC_SCHEDULERS if syncing else DEFAULT_SCHEDULERS
     names = [s.strip() for s in schedulers.split(",") if s.strip()]
     check_schedulers(names)
+    replay.policy.check_used_by(names)
     trace = joined_trace(traces)
     loaded = load_trace(trace)
     configs = [replay.config(name, loaded.suggested_slots, loaded.recorded_limits) for name in names]

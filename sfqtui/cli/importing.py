@@ -11,7 +11,8 @@ from sfqtui.cli.errors import fail, refuses_bad_input
 from sfqtui.core.numbers import Fixed, counted
 from sfqtui.importers.formats import IMPORT_FORMATS, importer
 from sfqtui.importers.gateway import LogSummary
-from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping
+from sfqtui.importers.logs import LOG_FORMATS
+from sfqtui.importers.options import ASSIGNS, TIME_UNITS, ImportOptions, MaxTokens, Users, parse_mapping, parse_policy_from
 from sfqtui.paths import check_output
 from sfqtui.trace.offered_load import HEADROOM, duration
 
@@ -46,6 +47,13 @@ def import_command(
         typer.Option("--map", help="csv/jsonl: the trace's columns from the source's, as comma-separated NAME=COLUMN pairs (an example above)."),
     ] = None,
     time_unit: Annotated[str, typer.Option("--time-unit", help=f"csv/jsonl: the arrival column's unit: {', '.join(TIME_UNITS)}.")] = "s",
+    policy_from: Annotated[str | None, typer.Option(
+        "--policy-from",
+        help="litellm, otel, envoy-ai-gateway: the trace's priority, flow and class (semantics §15) as COLUMN=KEY pairs, e.g. "
+             "priority=x-priority,flow=x-tenant. litellm: a row's field or FIELD.KEY inside its JSON (default priority="
+             "proxy_server_request.priority, LiteLLM's request priority); otel: a request header (http.request.header.KEY) or "
+             "an attribute; envoy-ai-gateway: a field the access log writes (%REQ(X-PRIORITY)% as x-priority). "
+             "csv/jsonl map them with --map.")] = None,
 ) -> None:
     """Convert real traces (Azure LLM inference, BurstGPT, Mooncake, any CSV/JSONL) and
     gateways' request logs (LiteLLM, OpenTelemetry, Envoy AI Gateway) to a trace every
@@ -81,6 +89,8 @@ def import_command(
         raise fail(f"--time-unit must be one of {', '.join(TIME_UNITS)}")
     if jitter < 0:
         raise fail("--jitter must be >= 0")
+    if policy_from and fmt not in LOG_FORMATS:
+        raise fail(f"--policy-from reads gateway logs ({', '.join(LOG_FORMATS)}); for {fmt}, map the columns with --map priority=COLUMN,...")
     check_output(output, not_one_of=sources)
     options = ImportOptions(
         users=Users(column=user_from, count=users, assign=assign, seed=seed),  # type: ignore[arg-type]  # Users refuses any other name
@@ -90,6 +100,7 @@ def import_command(
         seed=seed,
         mapping=parse_mapping(mapping),
         time_unit=time_unit,
+        policy_from=parse_policy_from(policy_from),
     )
     console = Console(file=sys.stderr)
     with console.status("importing") as status:

@@ -183,6 +183,20 @@ def proxy(
             rich_help_panel=_PANEL,
         ),
     ] = 32_768,
+    scheduler: Annotated[
+        str,
+        typer.Option(
+            "--scheduler",
+            "-s",
+            help=(
+                "What picks the next request on a lone proxy: sfq, or a policy operators run today (llm-d, dynamo, litellm, las; "
+                "fifo, rr) to A/B it live; a request's priority is its body's `priority` (LiteLLM's) or the header "
+                "x-sfqtui-priority, its flow the header x-gateway-inference-fairness-id (llm-d's), its class x-sfqtui-class "
+                "(semantics §15). A group (--state) shares one SFQ."
+            ),
+            rich_help_panel=_PANEL,
+        ),
+    ] = "sfq",
     estimator: EstimatorParams = DEFAULT_ESTIMATOR,  # with_estimator_options puts the options given here
 ) -> None:
     """Put Start-time Fair Queueing in front of OpenAI-compatible servers, and publish every decision.
@@ -203,5 +217,6 @@ def proxy(
         upstream=upstream, keys=keys, slots=slots, listen=listen, limit_from=limit_from, events_token=events_token, ring_size=ring,
         record=record, metrics_users=metrics_users, estimator=estimator, upstream_timeout_s=upstream_timeout,
         shutdown_grace_s=shutdown_grace, state_url=state, lease_s=lease, store_timeout_s=store_timeout,
-        block_tokens=block_tokens, placement=placement, prefix_index_blocks=prefix_index_blocks)
+        block_tokens=block_tokens, placement=placement, prefix_index_blocks=prefix_index_blocks,
+        scheduler=scheduler)
     launch(settings, say=lambda line: typer.echo(line, err=True))

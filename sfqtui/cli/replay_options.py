@@ -9,7 +9,7 @@ a ready ``ReplayChoices`` as its ``replay`` argument, so each command declares t
 import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
@@ -25,6 +25,7 @@ from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.replicas.settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
+from sfqtui.core.schedulers.policy import HALF_LIFE_S, PolicyOptions
 from sfqtui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,6 +33,7 @@ _PANEL_EST = ("Cost estimator (prices each request from its tokens, unless a tra
               "then --reprice or any of these options; docs/estimator.md)")
 _PANEL_SVC = "Service model (used when the trace has no service_s column)"
 _PANEL_RUN = "Replay"
+_PANEL_POL = "Policies operators run today (semantics §15: llm-d, dynamo, las)"
 _PANEL_REP = "Replicas of the balancer (semantics §11; docs/semantics.md)"
 _PANEL_ENG = ("Engine model (docs/engine.md): the slots send requests to modelled engines, each with its own FCFS queue, "
               "places and KV, instead of holding each for a fixed service time")
@@ -66,6 +68,7 @@ class ReplayChoices:
     replicas: ReplicaSettings = ONE_REPLICA
     reprice: str | None = None  # why the estimator prices even a trace with a cost column: the option that asked
     engine: EngineSettings | None = None  # run the engine model (None: fixed service times)
+    policy: PolicyOptions = field(default_factory=PolicyOptions)  # the options of the policies of semantics §15
 
     def config(self, scheduler: str, suggested_slots: int | None, recorded: RecordedLimits | None = None) -> ReplayConfig:
         """With the engine model, the slots default to the engines' places (a trace's suggestion is for fixed service times).
@@ -87,6 +90,7 @@ class ReplayChoices:
             reprice=self.reprice is not None,
             engine=self.engine,
             capacity=capacity,
+            policy=self.policy,
         )
 
     @property
@@ -153,6 +157,11 @@ _PARAMS = [
     _option("cache_aware", bool, False, "Charge the input the engine will compute, max(1, input - cached), cached predicted at "
             "dispatch from the balancer's index of what each engine holds (needs the engine model and a trace with prefix_blocks; "
             "docs/semantics.md §14).", _PANEL_EST, "--cache-aware"),
+    _option("ordering", str, "fcfs", "llm-d: the order within a flow, fcfs or edf (earliest deadline first: needs the trace column "
+            "deadline_s; requests without one go last).", _PANEL_POL, "--ordering"),
+    _option("class_weights", str, "", "dynamo: CLASS=WEIGHT,... for the trace's policy classes (its class column): a class's DRR quantum "
+            "is 1,024 uncached tokens times its weight (default 1).", _PANEL_POL, "--class-weights"),
+    _option("half_life", float, HALF_LIFE_S, "las: seconds for a user's attained service to decay by half.", _PANEL_POL, "--half-life"),
     _option("overhead_s", float, _D_SVC.overhead_s, "Fixed seconds per request.", _PANEL_SVC, "--overhead"),
     _option("prefill_tps", float, _D_SVC.prefill_tps, "Input tokens per second (prefill).", _PANEL_SVC, "--prefill-rate"),
     _option("decode_tps", float, _D_SVC.decode_tps, "Output tokens per second per request (decode).", _PANEL_SVC, "--decode-rate"),
@@ -225,8 +234,9 @@ def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
         engine = _engine(values["engine_model"], values["engines"], auto, values["placement"].strip())
     elif auto is not None:
         raise InputError(f"--slots {values['slots']}: this command replays on a fixed number of slots")
+    policy = PolicyOptions(values["ordering"].strip(), PolicyOptions.parse_weights(values["class_weights"]), values["half_life"])
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context),
-                         engine)
+                         engine, policy)
 
 
 def _engine(path: Path | None, engines: int | None, auto: LimitSettings | None, placement: str = "room") -> EngineSettings | None:

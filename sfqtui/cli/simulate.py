@@ -40,6 +40,7 @@ def simulate(
     """
     started = time.perf_counter()
     check_schedulers([scheduler])
+    replay.policy.check_used_by([scheduler])
     check_output(output, not_one_of=traces)
     trace = joined_trace(traces)
     source = open_trace(trace)

@@ -199,7 +199,9 @@ def import_trace(fmt: str, sources: list[Path], out: Path, options: ImportOption
         selected.append(pl.col("max_tokens").cast(pl.Int64))
     elif max_tokens is not None:
         selected.append(max_tokens.alias("max_tokens"))
-    for column, dtype in (("cost", pl.Float64), ("service_s", pl.Float64), ("weight", pl.Float64), ("model", pl.String)):
+    for column, dtype in (("cost", pl.Float64), ("service_s", pl.Float64), ("weight", pl.Float64), ("model", pl.String),
+                          # semantics §15's policy columns; a priority that is not a whole number is refused by the loader
+                          ("priority", pl.Float64), ("flow", pl.String), ("class", pl.String), ("deadline_s", pl.Float64)):
         if column in shared:
             selected.append(pl.col(column).cast(dtype))
     selected.append(pl.col("source"))

@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from sfqtui.errors import InputError
-from sfqtui.importers.gateway import LogOptions, LogRows, Skip, first_bad, missing, whole_numbers
+from sfqtui.importers.gateway import LogOptions, LogRows, Skip, first_bad, missing, policy_columns, whole_numbers
 from sfqtui.importers.readers import parse_datetime
 from sfqtui.importers.records import read_records
 
@@ -36,7 +36,9 @@ ONE_USER = "all"
 
 def read_envoy(path: Path, options: LogOptions) -> LogRows:
     user = options.user_from
-    frame = read_records(path, (*FIELDS, *([user] if user and user not in FIELDS else [])), "envoy-ai-gateway")
+    policy = dict(options.policy_from)  # trace column -> the field the access log writes it in (%REQ(X-PRIORITY)% as x-priority)
+    extra = {name for name in (user, *policy.values()) if name and name not in FIELDS}
+    frame = read_records(path, (*FIELDS, *sorted(extra)), "envoy-ai-gateway")
     if frame["start_time"].is_null().all():
         raise InputError(f"{path}: no line has a start_time: is this an Envoy access log in JSON (%START_TIME% as start_time)?")
     if user is not None and frame[user].is_null().all():
@@ -80,6 +82,7 @@ def read_envoy(path: Path, options: LogOptions) -> LogRows:
         "model",
         pl.lit(path.name).alias("source"),
         "where",
+        *policy_columns(frame, path, {column: pl.col(key) for column, key in policy.items()}),
     )
     return LogRows(rows, read, +skipped)
 

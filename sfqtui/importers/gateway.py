@@ -38,6 +38,7 @@ COLUMNS: dict[str, pl.DataType] = {
     "source": pl.String(),
     "where": pl.String(),  # "line 12", "record 3", "row 5": for the duplicate-id message
 }
+POLICY_TYPES: dict[str, pl.DataType] = {"priority": pl.Int64(), "flow": pl.String(), "class": pl.String()}  # semantics §15, where a log has them
 RESOLUTION_S = 0.001  # the coarsest clock a log has (Envoy's whole milliseconds): a 0 s call took less than this
 
 
@@ -64,6 +65,7 @@ class LogOptions:
 
     user_from: str | None = None
     keep_failed: bool = False
+    policy_from: tuple[tuple[str, str], ...] = ()  # (trace column, the field or header holding it), from --policy-from
 
 
 @dataclass(frozen=True)
@@ -94,12 +96,15 @@ def log_options(options: ImportOptions) -> LogOptions:
     ) if unused]
     if given:
         raise InputError(f"{', '.join(given)}: not read from a gateway log (its users come from --user-from, its times are logged)")
-    return LogOptions(user_from=options.users.column, keep_failed=options.keep_failed)
+    return LogOptions(user_from=options.users.column, keep_failed=options.keep_failed, policy_from=tuple(options.policy_from.items()))
 
 
 def write_log_trace(fmt: str, parts: list[LogRows], sources: list[Path], out: Path, settings: LogOptions) -> LogSummary:
     """Put every file's calls on one clock (0 = the first call) and write the trace."""
-    frame = pl.concat([part.frame.select([pl.col(c).cast(t) for c, t in COLUMNS.items()]) for part in parts])
+    frame = pl.concat([part.frame.select([*(pl.col(c).cast(t) for c, t in COLUMNS.items()),
+                                          *(pl.col(c).cast(t) if c in part.frame.columns else pl.lit(None, t).alias(c)
+                                            for c, t in POLICY_TYPES.items())])
+                       for part in parts])
     skipped: Counter[Skip] = Counter()
     for part in parts:
         skipped.update(part.skipped)
@@ -116,7 +121,7 @@ def write_log_trace(fmt: str, parts: list[LogRows], sources: list[Path], out: Pa
     assert isinstance(t0, datetime) and isinstance(t_end, datetime)  # the frame has rows
     span = (t_end - t0).total_seconds()
     service = float(frame["service_s"].sum())
-    optional = [c for c in ("max_tokens", "ttft_s") if frame[c].is_not_null().any()]
+    optional = [c for c in ("max_tokens", "ttft_s", *POLICY_TYPES) if frame[c].is_not_null().any()]
     trace = frame.select(
         "request_id", "user",
         pl.Series("arrival_s", _since_first(frame)),
@@ -174,3 +179,18 @@ def missing(column: str) -> pl.Expr:
 
 def seconds_between(start: pl.Expr, end: pl.Expr) -> pl.Expr:
     return (end - start).dt.total_nanoseconds().cast(pl.Float64) / 1e9
+
+
+def policy_columns(frame: pl.DataFrame, path: Path, fields: dict[str, pl.Expr]) -> list[pl.Expr]:
+    """The trace's policy columns (semantics §15) from the text values ``fields`` gives each; a
+    priority that is not an integer is refused, naming where it is."""
+    columns = []
+    for column, value in fields.items():
+        if column == "priority":
+            number = value.cast(pl.Float64, strict=False)
+            bad = value.is_not_null() & (number.is_null() | number.is_nan() | number.is_infinite() | (number != number.floor()))
+            first_bad(frame.with_columns(value.alias("priority")), path, bad, "priority", "is not an integer", shown="priority")
+            columns.append(number.cast(pl.Int64, strict=False).alias(column))
+        else:
+            columns.append(value.alias(column))
+    return columns

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from sfqtui.errors import InputError
-from sfqtui.importers.gateway import LogOptions, LogRows, Skip, first_bad, seconds_between, whole_numbers
+from sfqtui.importers.gateway import LogOptions, LogRows, Skip, first_bad, policy_columns, seconds_between, whole_numbers
 from sfqtui.importers.readers import parse_datetime
 from sfqtui.importers.records import read_records
 
@@ -32,13 +32,16 @@ FIELDS = (
     "completion_tokens", "model", "model_group", "status", "call_type", "mcp_namespaced_tool_name", *USER_FIELDS,
 )
 NO_USER = "(none)"
+# LiteLLM's request priority (the `priority` parameter, lower served first) is in the request body the row keeps
+DEFAULT_POLICY = {"priority": "proxy_server_request.priority"}
 
 
 def read_litellm(path: Path, options: LogOptions) -> LogRows:
     user_field = options.user_from or DEFAULT_USER
     if user_field not in USER_FIELDS:
         raise InputError(f"--user-from {user_field!r}: a LiteLLM spend log names its users by {', '.join(USER_FIELDS)}")
-    frame = read_records(path, FIELDS, "litellm")
+    policy = {**DEFAULT_POLICY, **dict(options.policy_from)}
+    frame = read_records(path, (*FIELDS, *{key.partition(".")[0] for key in policy.values()} - set(FIELDS)), "litellm")
     if frame["startTime"].is_null().all():
         raise InputError(f"{path}: no record has a startTime: is this LiteLLM's spend log (LiteLLM_SpendLogs rows)?")
     read, skipped = frame.height, Counter[Skip]()
@@ -85,8 +88,15 @@ def read_litellm(path: Path, options: LogOptions) -> LogRows:
         pl.coalesce("model_group", "model").alias("model"),
         pl.lit(path.name).alias("source"),
         "where",
+        *policy_columns(frame, path, {column: _field(key) for column, key in policy.items()}),
     )
     return LogRows(rows, read, +skipped)
+
+
+def _field(key: str) -> pl.Expr:
+    """A row's field, or with ``FIELD.KEY`` a key inside a JSON field (metadata, proxy_server_request)."""
+    field, dot, inner = key.partition(".")
+    return pl.col(field).str.json_path_match(f"$.{inner}") if dot else pl.col(field)
 
 
 def _users(frame: pl.DataFrame, field: str) -> pl.Expr:

@@ -11,7 +11,9 @@ from sfqtui.errors import InputError
 Assign = Literal["zipf", "uniform", "round-robin"]
 ASSIGNS: tuple[str, ...] = ("zipf", "uniform", "round-robin")
 TIME_UNITS: tuple[str, ...] = ("s", "ms", "us", "datetime")
-MAPPABLE = ("arrival_s", "request_id", "user", "input_tokens", "output_tokens", "max_tokens", "model", "cost", "service_s", "weight")
+MAPPABLE = ("arrival_s", "request_id", "user", "input_tokens", "output_tokens", "max_tokens", "model", "cost", "service_s", "weight",
+            "priority", "flow", "class", "deadline_s")
+POLICY_FROM = ("priority", "flow", "class")  # what --policy-from maps from a gateway log (semantics §15)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,18 @@ class ImportOptions:
     seed: int = 0
     mapping: dict[str, str] = field(default_factory=dict)
     time_unit: str = "s"
+    policy_from: dict[str, str] = field(default_factory=dict)  # gateway logs: trace column -> the field or header holding it
+
+
+def parse_policy_from(text: str | None) -> dict[str, str]:
+    """``priority=KEY,flow=KEY,class=KEY`` to a dict, checking the column names."""
+    found: dict[str, str] = {}
+    for part in (p for p in (text or "").split(",") if p.strip()):
+        column, sep, key = (x.strip() for x in part.partition("="))
+        if not sep or not key or column not in POLICY_FROM:
+            raise InputError(f"--policy-from: {part.strip()!r} is not COLUMN=KEY with COLUMN one of {', '.join(POLICY_FROM)}")
+        found[column] = key
+    return found
 
 
 def parse_mapping(text: str | None) -> dict[str, str]:

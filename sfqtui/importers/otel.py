@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from sfqtui.errors import InputError
-from sfqtui.importers.gateway import LogOptions, LogRows, Skip
+from sfqtui.importers.gateway import LogOptions, LogRows, Skip, policy_columns
 
 INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
 OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
@@ -86,9 +86,12 @@ def read_otel(paths: list[Path], options: LogOptions) -> list[LogRows]:
             elif _first(span.attributes, INPUT) is None:
                 skipped[NO_INPUT] += 1
             else:
-                rows.append(_row(span, path, _user(spans, span, options.user_from)))
-        frame = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
-        frame = frame.with_columns(pl.from_epoch("start_ns", time_unit="ns").alias("start"), pl.lit(path.name).alias("source"))
+                rows.append((*_row(span, path, _user(spans, span, options.user_from)),
+                             *(_header(spans, span, key) for _, key in options.policy_from)))
+        schema = {**_SCHEMA, **{f"policy {column}": pl.String for column, _ in options.policy_from}}
+        frame = pl.DataFrame(rows, schema=schema, orient="row")
+        frame = frame.with_columns(pl.from_epoch("start_ns", time_unit="ns").alias("start"), pl.lit(path.name).alias("source"),
+                                   *policy_columns(frame, path, {column: pl.col(f"policy {column}") for column, _ in options.policy_from}))
         parts.append(LogRows(frame, len(found), +skipped))
     return parts
 
@@ -115,6 +118,20 @@ def _user(spans: dict[tuple[str, str], _Span], span: _Span, attribute: str | Non
             return str(found)
     found = _first(span.resource, names)
     return NO_USER if found is None else str(found)
+
+
+def _header(spans: dict[tuple[str, str], _Span], span: _Span, key: str) -> str | None:
+    """A request header the gateway recorded (``http.request.header.<key>``, OTel's convention, a
+    list of values: the first), or an attribute of that name, on the span or its nearest ancestor."""
+    names = (key, f"http.request.header.{key.lower()}")
+    for holder in (span, *_ancestors(spans, span.key)):
+        found = _first(holder.attributes, names)
+        if isinstance(found, str) and found.startswith('{"arrayValue"'):  # kept as JSON text by _attributes
+            values = json.loads(found)["arrayValue"].get("values") or [{}]
+            found = next(iter(_attributes([{"key": key, "value": values[0]}]).values()), None)
+        if found is not None:
+            return str(found)
+    return None
 
 
 def _row(span: _Span, path: Path, user: str) -> tuple[object, ...]:

@@ -17,7 +17,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
 from sfqtui.core.limits.settings import START
-from sfqtui.protocol import LIMIT, SCHEDULER, Event, ProxyState
+from sfqtui.protocol import LIMIT, Event, ProxyState
+from sfqtui.proxy.attributes import request_policy
 from sfqtui.proxy.auth import ApiKeys, EventsToken, authenticated
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
@@ -75,7 +76,8 @@ class Proxy:
         self.metrics = ProxyMetrics(settings.metrics_users, self.state, in_group=settings.state_url is not None)
         group: Group | None = None
         if settings.state_url is None:
-            self.scheduling = Alone(settings.slots, dict(settings.keys.weights), settings.estimator, self.ring, sinks=(self.metrics.see,))
+            self.scheduling = Alone(settings.slots, dict(settings.keys.weights), settings.estimator, self.ring, sinks=(self.metrics.see,),
+                                    scheduler=settings.scheduler)
         else:
             from sfqtui.proxy.group import Group  # the redis client loads only for a group
 
@@ -118,7 +120,7 @@ class Proxy:
     def _limit_changed(self, index: int, limit: int, reason: str) -> None:
         """An upstream's limit changed: the slots follow the limits' sum, and the stream says so."""
         assert self.limits is not None
-        event: Event = {"seq": None, "t": self.scheduling.now(), "kind": LIMIT, "scheduler": SCHEDULER, "request_id": None, "user": None,
+        event: Event = {"seq": None, "t": self.scheduling.now(), "kind": LIMIT, "scheduler": self.settings.scheduler, "request_id": None, "user": None,
                         "cost": None, "v": None, "meter": None, "deficit": None, "upstream": self.upstreams.labels[index],
                         "limit": limit, "reason": reason}
         # The change first, then the dispatches a rise lets go: a recording times them by it (proxy/record.py).
@@ -242,7 +244,7 @@ class Proxy:
         scope = self.settings.estimator.scope
         key = user if scope == "user" else model if scope == "model" else None
         try:
-            ticket = await self.scheduling.arrive(user, prompt_tokens(body), output_cap(body), key)
+            ticket = await self.scheduling.arrive(user, prompt_tokens(body), output_cap(body), key, request_policy(request.headers, body))
         except Closing:
             self.metrics.ended(user, "refused")
             return shutting_down()

@@ -22,6 +22,7 @@ from sfqtui.core.pricing.estimator import CostEstimator
 from sfqtui.core.schedulers import make_scheduler
 from sfqtui.errors import InputError
 from sfqtui.protocol import SCHEDULER, Event, SchedulerState
+from sfqtui.proxy.attributes import NO_POLICY, LiveAttributes, RequestPolicy
 from sfqtui.proxy.errors import Closing
 
 
@@ -71,7 +72,8 @@ Sink = Callable[[Event, "Ticket | None"], None]
 
 
 class Dispatcher:
-    def __init__(self, slots: int, weights: dict[str, float], estimator: CostEstimator, sinks: Iterable[Sink]) -> None:
+    def __init__(self, slots: int, weights: dict[str, float], estimator: CostEstimator, sinks: Iterable[Sink],
+                 scheduler: str = SCHEDULER) -> None:
         if slots < 1:
             raise InputError("--slots must be >= 1")
         self.slots = slots
@@ -79,7 +81,9 @@ class Dispatcher:
         self.v = 0.0
         self.closing = False
         self.estimator = estimator
-        self._sched = make_scheduler(SCHEDULER, weights)
+        self.scheduler = scheduler
+        self._attributes = LiveAttributes()  # what a policy of semantics §15 reads of each queued request
+        self._sched = make_scheduler(scheduler, weights, attributes=self._attributes)
         self._sinks = list(sinks)
         self._queued: dict[int, Ticket] = {}
         self._next_req = 0
@@ -95,7 +99,7 @@ class Dispatcher:
         return self._sched.weight(user)
 
     def meter(self, user: str) -> float | None:
-        return self._sched.meter(user)
+        return _number(self._sched.meter(user))
 
     def users(self) -> list[str]:
         """Every user that has sent a request, in id order."""
@@ -111,8 +115,8 @@ class Dispatcher:
               **extras: Unpack[_Extras]) -> None:
         if v is not None:
             self.v = v
-        event: Event = {"seq": None, "t": self.now() if at is None else at, "kind": kind, "scheduler": SCHEDULER,
-                        "request_id": None, "user": None, "cost": None, "v": v, "meter": meter, "deficit": None}
+        event: Event = {"seq": None, "t": self.now() if at is None else at, "kind": kind, "scheduler": self.scheduler,
+                        "request_id": None, "user": None, "cost": None, "v": v, "meter": _number(meter), "deficit": None}
         if ticket is not None:
             event["request_id"] = ticket.request_id
             event["user"] = ticket.user
@@ -121,8 +125,9 @@ class Dispatcher:
         for sink in self._sinks:
             sink(event, ticket)
 
-    def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> Ticket:
-        """Queue a request behind its user's earlier ones and dispatch whatever the free slots allow."""
+    def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable, policy: RequestPolicy = NO_POLICY) -> Ticket:
+        """Queue a request behind its user's earlier ones and dispatch whatever the free slots allow
+        (``policy``: what it says of itself, which a scheduler other than SFQ may read)."""
         if self.closing:
             raise Closing()
         ticket = Ticket(self._next_req, user, input_tokens, max_tokens, scope_key, self.now())
@@ -130,6 +135,7 @@ class Dispatcher:
         self._queued[ticket.req] = ticket
         self._queued_by_user[user] += 1
         self._users.add(user)
+        self._attributes.add(ticket.req, policy, ticket.arrived_t, input_tokens)
         v, meter, _ = self._sched.arrive(ticket.req, user)
         self._emit("arrive", ticket, v, meter)
         self._dispatch_while_free()
@@ -142,8 +148,11 @@ class Dispatcher:
 
     def _dispatch_while_free(self) -> None:
         sched = self._sched
+        if sched.clocked:
+            sched.now = self.now()
         while self.inflight < self.slots and sched.backlogged > 0:
             req, _user, cost, v, meter, _deficit, _credit = sched.dispatch(self._price)
+            self._attributes.forget(req)
             ticket = self._queued.pop(req)
             self._queued_by_user[ticket.user] -= 1
             self._inflight_by_user[ticket.user] += 1
@@ -176,6 +185,7 @@ class Dispatcher:
         self._queued_by_user[ticket.user] -= 1
         ticket.stage = Stage.CANCELLED
         v, meter, _ = self._sched.cancel(ticket.req, ticket.user)
+        self._attributes.forget(ticket.req)
         self._emit("cancel", ticket, v, meter)
         if not ticket.settled.done():
             ticket.settled.set_result(None)
@@ -228,10 +238,15 @@ class Dispatcher:
         return {
             "seq": seq,
             "t": self.now(),
-            "scheduler": SCHEDULER,
+            "scheduler": self.scheduler,
             "v": self.v,
             "slots": self.slots,
             "inflight": self.inflight,
             "users": [{"user": u, "meter": self.meter(u), "weight": self.weight(u), "queued": self.queued(u), "inflight": self.running(u)}
                       for u in self.users()],
         }
+
+
+def _number(value: float | None) -> float | None:
+    """None for NaN, which a policy's meter is when its user has nothing queued (JSON has no NaN)."""
+    return None if value is None or value != value else value

@@ -11,7 +11,8 @@ from collections.abc import Hashable, Iterable
 from typing import Protocol
 
 from sfqtui.core.pricing.estimator import CostEstimator, EstimatorParams
-from sfqtui.protocol import Event, ProxyState
+from sfqtui.protocol import SCHEDULER, Event, ProxyState
+from sfqtui.proxy.attributes import NO_POLICY, RequestPolicy
 from sfqtui.proxy.dispatcher import Dispatcher, Sink, Ticket
 from sfqtui.proxy.ring import EventRing
 
@@ -26,8 +27,10 @@ class Scheduling(Protocol):
 
     async def start(self) -> None: ...
 
-    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> Ticket:
-        """Queue a request (``Closing`` once draining); its ticket's ``settled`` resolves when it is dispatched or cancelled."""
+    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable,
+                     policy: RequestPolicy = NO_POLICY) -> Ticket:
+        """Queue a request (``Closing`` once draining); its ticket's ``settled`` resolves when it is dispatched or cancelled.
+        ``policy``: what the request says of itself (semantics §15), which a lone proxy's scheduler other than SFQ reads."""
         ...
 
     def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
@@ -72,9 +75,10 @@ class Scheduling(Protocol):
 class Alone:
     """A lone proxy's scheduler: one Dispatcher, whose events are numbered into the proxy's ring."""
 
-    def __init__(self, slots: int, weights: dict[str, float], estimator: EstimatorParams, ring: EventRing, sinks: Iterable[Sink]) -> None:
+    def __init__(self, slots: int, weights: dict[str, float], estimator: EstimatorParams, ring: EventRing, sinks: Iterable[Sink],
+                 scheduler: str = SCHEDULER) -> None:
         self.ring = ring
-        self.dispatcher = Dispatcher(slots, weights, CostEstimator(estimator), sinks=(self._publish, *sinks))
+        self.dispatcher = Dispatcher(slots, weights, CostEstimator(estimator), sinks=(self._publish, *sinks), scheduler=scheduler)
 
     def _publish(self, event: Event, _ticket: Ticket | None) -> None:
         self.ring.publish(event)
@@ -86,8 +90,9 @@ class Alone:
     async def start(self) -> None:
         pass
 
-    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> Ticket:
-        return self.dispatcher.arrive(user, input_tokens, max_tokens, scope_key)
+    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable,
+                     policy: RequestPolicy = NO_POLICY) -> Ticket:
+        return self.dispatcher.arrive(user, input_tokens, max_tokens, scope_key, policy)
 
     def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
         self.dispatcher.release(ticket, output_tokens)

@@ -18,6 +18,7 @@ from sfqtui.core.engines.prompt_blocks import DEFAULT_BLOCK_TOKENS
 from sfqtui.core.limits import LimitSettings
 from sfqtui.core.limits.slots import parse_slots
 from sfqtui.core.pricing.estimator import EstimatorParams
+from sfqtui.core.schedulers.registry import REGISTRY, check_schedulers
 from sfqtui.errors import InputError
 from sfqtui.paths import check_output
 from sfqtui.proxy.keys import KeyBook, load_keys
@@ -25,6 +26,9 @@ from sfqtui.proxy.placement import DEFAULT_INDEX_BLOCKS, PLACEMENTS
 from sfqtui.proxy.urls import base_url
 
 LIMIT_SOURCES = ("auto", "metrics", "latency")  # --limit-from
+# What a lone proxy can run: a scheduler that needs no quantum and charges at dispatch (DRR's
+# quantum is a trace's largest cost; VTC charges the output after the fact).
+PROXY_SCHEDULERS = tuple(name for name, t in REGISTRY.items() if not t.needs_quantum and t.charges == "estimate")
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -85,8 +89,13 @@ class ProxySettings:
     block_tokens: int = DEFAULT_BLOCK_TOKENS  # a prompt block of the record's prefix_blocks, in the proxy's estimated tokens
     placement: str = "room"  # --placement: room or prefix (sfqtui.proxy.placement)
     prefix_index_blocks: int = DEFAULT_INDEX_BLOCKS  # --placement prefix: blocks the index keeps per upstream
+    scheduler: str = "sfq"  # a lone proxy's (semantics §15 policies included); a group shares one SFQ
 
     def __post_init__(self) -> None:
+        check_schedulers([self.scheduler], PROXY_SCHEDULERS)
+        if self.state_url is not None and self.scheduler != "sfq":
+            raise InputError(f"--scheduler {self.scheduler}: a group of replicas (--state) shares one SFQ through its store; "
+                             f"run {self.scheduler} on a lone proxy (without --state)")
         if not self.upstreams:
             raise InputError("give at least one --upstream URL")
         for url in self.upstreams:

@@ -125,6 +125,28 @@ def premium_regular(rng: np.random.Generator, users: int | None, requests: int |
     return trace_frame(**parts, input_tokens=[512] * n, weight=[4.0] * premium_n + [1.0] * regular_n)
 
 
+def long_short(rng: np.random.Generator, users: int | None, requests: int | None) -> pl.DataFrame:
+    """Two users backlogged from t = 0 with the same number of requests: 'long' sends 2,000-token
+    prompts, 'short' 100-token ones, each asking for 50 tokens (priced and served by their tokens)."""
+    per_user = max(1, (requests or 800) // 2)
+    user = ["long", "short"] * per_user
+    n = len(user)
+    return trace_frame(user, [0.0] * n, input_tokens=[2000 if u == "long" else 100 for u in user], max_tokens=[50] * n,
+                       output_tokens=[50] * n)
+
+
+def bands(rng: np.random.Generator, users: int | None, requests: int | None) -> pl.DataFrame:
+    """'batch' (priority 0, weight 1) has 200 requests waiting at t = 0; 'interactive' (priority 10,
+    weight 4) sends 2.5 a second for 100 s, more than the 2 slots serve. Every request costs 100 and takes 1 s."""
+    batch_n = max(1, (requests or 450) * 4 // 9)
+    interactive_n = max(1, (requests or 450) - batch_n)
+    batch = backlog("batch", batch_n, 0.0, 100.0, 1.0)
+    interactive = {"user": ["interactive"] * interactive_n, "arrival_s": list(_poisson_times(rng, 2.5, interactive_n)),
+                   "cost": [100.0] * interactive_n, "service_s": [1.0] * interactive_n}
+    return trace_frame(**concat(batch, interactive), priority=[0] * batch_n + [10] * interactive_n,
+                       weight=[1.0] * batch_n + [4.0] * interactive_n)
+
+
 def calibration(rng: np.random.Generator, users: int | None, requests: int | None) -> pl.DataFrame:
     profiles = [("honest", 0.9), ("typical", 0.5), ("padder", 0.08)]
     names = profiles[: max(1, min(users or 3, 3))]
@@ -191,6 +213,10 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("weighted", "§4.4", "backlogged users with weights 1, 2, 4: shares follow the weights", 1, weighted),
         Scenario("premium-regular", "§8", "a premium user (weight 4) and a regular one (weight 1) with equal 512-token requests, all waiting at t=0: "
                  "4:1 under one SFQ; with --replicas 2 --router hash each lands on a replica of its own (ai-dynamo/dynamo#15187's shape)", 4, premium_regular),
+        Scenario("long-short", "§15", "two backlogged users with 2,000- and 100-token prompts: round-robin (llm-d) gives the long one "
+                 "most of the tokens, SFQ about half", 4, long_short),
+        Scenario("bands", "§15", "a batch user (priority 0, weight 1) waiting while an interactive one (priority 10, weight 4) "
+                 "overloads the slots: strict bands starve batch, SFQ with weights gives it a fifth", 2, bands),
         Scenario("calibration", "§5.1, §7.4", "users whose real output is 90%, 50% and 8% of max_tokens (no cost column)", 8, calibration),
         Scenario("production", "§1, §7.1", "hundreds of users, Zipf volumes, bursty arrivals, heavy-tailed tokens; sized for 64 slots", 64, production),
         Scenario("multi-turn", "§14", "chat users resending their history each turn, one-shot users beside them, one system prompt "

@@ -314,5 +314,20 @@ LESSONS: dict[str, Lesson] = {
             "multi-turn", "sfq@engines=2,placement=prefix,pricing=cache-aware", ("sfq@engines=2,placement=prefix",),
             slots=2, lockstep="time", charges=True,
         ),
+        Lesson(
+            "round-robin-tokens", "Round-robin is fair in requests, not in tokens", "§15",
+            "'long' sends 2,000-token prompts and 'short' 100-token ones, both backlogged from t = 0. llm-d's round-robin "
+            "gives each flow one request per turn, whatever it costs, so long gets about nine tenths of the tokens. "
+            "SFQ charges each request its cost and least attained service counts what each user was served: both "
+            "keep the split near half.",
+            "long-short", "llm-d", ("sfq", "las"), slots=4, lockstep="time",
+        ),
+        Lesson(
+            "priority-bands", "Priority bands and who starves", "§15",
+            "'batch' (priority 0, weight 1) has 200 requests waiting when 'interactive' (priority 10, weight 4) starts "
+            "sending more than the 2 slots serve. llm-d serves its bands strictly: while interactive waits, batch gets "
+            "nothing. SFQ with the same 4 : 1 as weights serves both while both wait, batch a fifth, for longer waits of interactive's.",
+            "bands", "llm-d", ("sfq",), slots=2, lockstep="time",
+        ),
     )
 }

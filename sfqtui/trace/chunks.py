@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from sfqtui.core.replay.recorded import RecordedLimits
-from sfqtui.core.requests.trace import OPTIONAL_COLUMNS, Trace
+from sfqtui.core.requests.trace import OPTIONAL_COLUMNS, POLICY_COLUMNS, Trace
 from sfqtui.trace.blocks import block_tokens
 from sfqtui.trace.load import (
     LOG_WRITER_COLUMNS,
@@ -59,7 +59,7 @@ class TraceSource:
 
     @property
     def columns(self) -> frozenset[str]:
-        return frozenset(c for c in self.summary.columns if c in OPTIONAL_COLUMNS)
+        return frozenset(c for c in self.summary.columns if c in OPTIONAL_COLUMNS or c in POLICY_COLUMNS)
 
     @property
     def suggested_slots(self) -> int | None:

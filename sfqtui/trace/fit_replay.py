@@ -49,13 +49,17 @@ def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
 
 
 def _computed(found: ServedTrace) -> Trace:
-    """The trace, with each request's prompt cut to the tokens its engine computed when the recording says what was cached."""
+    """The trace as the fit counted it: each request's prompt cut to the tokens its engine
+    computed where the recording says what was cached, and no prompt blocks. The fit took the
+    hits as measured (none where the engine did not say), so the replayed engines must not find
+    them again in a cache of their own, which would count a saving twice or one never measured."""
+    trace = copy.copy(found.trace)
+    object.__setattr__(trace, "prefix_blocks", None)  # a frozen dataclass: a copy with its columns replaced
     if found.cached is None:
-        return found.trace
+        return trace
     assert found.trace.input_tokens is not None  # served requests have them
     tokens = array(found.trace.input_tokens.typecode, found.trace.input_tokens)
     for i, request in zip(found.index, found.served):
         tokens[i] = request.prefilled_tokens
-    trace = copy.copy(found.trace)
-    object.__setattr__(trace, "input_tokens", tokens)  # a frozen dataclass: a copy with one column replaced
+    object.__setattr__(trace, "input_tokens", tokens)
     return trace

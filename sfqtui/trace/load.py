@@ -10,7 +10,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.requests.trace import NULL, Trace
 from sfqtui.errors import InputError
-from sfqtui.trace.blocks import block_rules, block_tokens, checked_block_tokens, prefix_blocks_of
+from sfqtui.trace.blocks import block_tokens, checked_block_tokens, prefix_blocks_of
+from sfqtui.trace.rules import FIRST_WEIGHT, Rule, rules_for
 from sfqtui.trace.schema import PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
 from sfqtui.trace.write import read_metadata
 
@@ -135,9 +136,12 @@ def readable(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
 
 def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> None:
     dtype = schema[column]
-    if column in ("request_id", "user", "model"):
+    if column in ("request_id", "user", "model", "flow", "class"):
         ok = isinstance(dtype, _STRING_TYPES) or dtype in _STRING_TYPES
         rule = "must be strings"
+    elif column == "priority":
+        ok = dtype.is_integer() or dtype.is_float()
+        rule = "must be integers (int64)"
     elif column in TOKEN_COLUMNS:
         ok = dtype.is_integer() or dtype.is_float()
         rule = "must be whole numbers (int64)"
@@ -160,65 +164,6 @@ def _shown(value: Any) -> str:
         listed = value.to_list()
         return repr(listed) if len(listed) <= 6 else f"[{', '.join(map(repr, listed[:4]))}, ... ({len(listed):,} items)]"
     return "null" if value is None else repr(value)
-
-
-class Rule(NamedTuple):
-    """A rule of semantics §1 and the rows that break it. A ``whole`` rule's mask needs the
-    whole column at once; it is tested another way while the file streams past."""
-
-    column: str
-    mask: pl.Expr
-    text: str
-    whole: bool = False
-
-
-_FIRST_WEIGHT = "__first_weight"  # per row, the weight on its user's first row in the file
-
-
-def _rules(schema: Mapping[str, pl.DataType], block_tokens: int | None = None) -> list[Rule]:
-    """The rules that apply to a file with this schema (and, with prefix_blocks, its
-    ``block_tokens``), in the order they are reported."""
-    has_cost = "cost" in schema
-    rules: list[Rule] = []
-    for column in ("request_id", "user"):
-        rules.append(Rule(column, pl.col(column).is_null(), f"{column} is required on every row"))
-    ids = pl.col("request_id")
-    rules.append(Rule("request_id", ids.is_duplicated() & ~ids.is_first_distinct(),
-                      "request_id must be unique (this id appeared earlier)", whole=True))
-    arrival = pl.col("arrival_s").cast(pl.Float64)
-    rules += [
-        Rule("arrival_s", arrival.is_null(), "arrival_s is required on every row"),
-        Rule("arrival_s", arrival.is_nan() | arrival.is_infinite(), "arrival_s must be finite"),
-        Rule("arrival_s", arrival < 0, "arrival_s must be >= 0"),
-    ]
-    for column in TOKEN_COLUMNS:
-        if column not in schema:
-            continue
-        values = pl.col(column)
-        if schema[column].is_float():
-            rules.append(Rule(column, values.is_nan() | values.is_infinite(), f"{column} must be a finite whole number"))
-            rules.append(Rule(column, values != values.floor(), f"{column} must be a whole number of tokens"))
-        if column == "input_tokens" and not has_cost:
-            rules.append(Rule(column, values.is_null(), "input_tokens is required on every row when there is no cost column"))
-        if column == "max_tokens":
-            rules.append(Rule(column, values <= 0, "max_tokens must be > 0"))
-        else:
-            rules.append(Rule(column, values < 0, f"{column} must be >= 0"))
-    for column, rule in (("cost", "cost must be > 0"), ("service_s", "service_s must be > 0"), ("weight", "weight must be > 0")):
-        if column not in schema:
-            continue
-        values = pl.col(column).cast(pl.Float64)
-        rules += [
-            Rule(column, values.is_null(), f"{column} must be given on every row when the column is present"),
-            Rule(column, values.is_nan() | values.is_infinite(), f"{column} must be finite"),
-            Rule(column, values <= 0, rule),
-        ]
-    if "weight" in schema:
-        rules.append(Rule("weight", pl.col("weight").cast(pl.Float64) != pl.col(_FIRST_WEIGHT),
-                          "a user's weight must be the same on all of its rows"))
-    if block_tokens is not None:
-        rules += [Rule(PREFIX_BLOCKS, mask, text) for mask, text in block_rules(block_tokens)]
-    return rules
 
 
 def request_id_hashes(batch: pl.DataFrame) -> np.ndarray:
@@ -271,7 +216,7 @@ class _Survey:
             if name is not None:
                 self.weights.setdefault(name, weight)
         return batch.with_columns(user.replace_strict(list(self.weights), list(self.weights.values()), default=None,
-                                                      return_dtype=pl.Float64).alias(_FIRST_WEIGHT))
+                                                      return_dtype=pl.Float64).alias(FIRST_WEIGHT))
 
     def first_duplicate(self, path: Path, mask: pl.Expr) -> tuple[int, Any] | None:
         """The first row whose request id appeared earlier. Equal hashes only say there may be
@@ -314,7 +259,7 @@ def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches:
     columns = _present(schema)
     for column in columns:
         _check_type(path, schema, column)
-    rules = _rules(schema, checked_block_tokens(path, schema, metadata))
+    rules = rules_for(schema, checked_block_tokens(path, schema, metadata))
     survey = _Survey(rules, rows, columns)
     for batch in batches:
         survey.add(batch)
@@ -330,6 +275,7 @@ _TYPES: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String, "user": pl.String, "model": pl.String,
     "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
     "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64, PREFIX_BLOCKS: pl.List(pl.UInt64),
+    "priority": pl.Int64, "flow": pl.String, "class": pl.String, "deadline_s": pl.Float64,
 }
 
 
@@ -404,6 +350,10 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
             weights = dict(zip(per_user["user"].to_list(), per_user["weight"].to_list()))
     arrival_s = floats("arrival_s")
     assert arrival_s is not None, "a validated trace has arrival_s"
+    priority = None
+    if "priority" in table.column_names:
+        priority = _typed("q", pc.fill_null(table["priority"].combine_chunks(), 0).to_numpy(zero_copy_only=False).astype(np.int64))
+    strings = {name: ArrowStrings(table[name].combine_chunks()) for name in ("flow", "class") if name in table.column_names}
     return Trace(
         request_id=ArrowStrings(table["request_id"].combine_chunks()),
         user=user,
@@ -418,6 +368,10 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
         models=models,
         weights=weights,
         prefix_blocks=prefix_blocks_of(table, block_tokens),
+        priority=priority,
+        flow=strings.get("flow"),
+        policy_class=strings.get("class"),
+        deadline_s=floats("deadline_s"),
     )
 
 

@@ -18,6 +18,11 @@ TRACE_SCHEMA = pa.schema(
         ("service_s", pa.float64()),
         ("weight", pa.float64()),
         ("model", pa.string()),
+        # Optional policy columns (semantics §15): what today's gateways schedule by.
+        ("priority", pa.int64()),
+        ("flow", pa.string()),
+        ("class", pa.string()),
+        ("deadline_s", pa.float64()),
     ]
 )
 TRACE_COLUMNS = tuple(TRACE_SCHEMA.names)

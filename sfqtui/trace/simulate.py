@@ -128,6 +128,11 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
         meta["repriced"] = True
     if source.recorded_limits is not None and config.capacity is None:
         meta["capacity_ignored"] = True  # a what-if: other slots, or the engine model, than the recording's
+    policy_columns = sorted(c for c in ("priority", "flow", "class", "deadline_s") if c in replay.requests.columns)
+    if policy_columns:
+        meta["policy_columns"] = policy_columns  # semantics §15: what the policies read (llm-d's turns are per user without flow)
+    if replay.plan.credit_bound is not None:
+        meta["credit_bound"] = replay.plan.credit_bound  # Dynamo: the most a class can hold, which `check` audits
     if replay.quantum is not None:
         meta["quantum"] = replay.quantum
     if replay.cost_source == "estimator":

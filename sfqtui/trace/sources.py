@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sfqtui.core.analysis.audit import Replicas, Violation, audit
+from sfqtui.core.analysis.audit import PolicyLog, Replicas, Violation, audit
 from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, KINDS, START
 from sfqtui.core.log.rows import rows_from_replay
 from sfqtui.core.log.table import EventBatch
@@ -250,7 +250,8 @@ class ReplaySource:
         """Where the replay breaks an invariant, and which: the replay run again chunk by chunk
         (it is deterministic), with the estimator and replicas it was set up with."""
         rows = (rows_from_replay(columns, self.loaded.trace, self.scheduler) for columns, _arrived in self.replay.chunks())
-        return audit(rows, self.config.estimator.output_weight, Replicas(self.config.replicas)).violations
+        policy = PolicyLog("flow" not in self.replay.requests.columns, self.replay.plan.credit_bound)
+        return audit(rows, self.config.estimator.output_weight, Replicas(self.config.replicas), policy=policy).violations
 
 
 @dataclass
@@ -271,7 +272,7 @@ class LogFileSource:
     def audit(self) -> list[Violation]:
         """Where the log breaks an invariant, and which, read batch by batch (the audit behind check)."""
         replicas = Replicas(ReplicaSettings.from_metadata(self.metadata.get("replicas")), self.metadata.get("slots"))
-        return audit(iter_log_rows(self.path), output_weight_of(self.metadata), replicas).violations
+        return audit(iter_log_rows(self.path), output_weight_of(self.metadata), replicas, policy=PolicyLog.from_metadata(self.metadata)).violations
 
     def batches(self) -> Iterator[tuple[EventBatch | Notice, float | None]]:
         """The log's events, the first few on their own; InputError for what cannot be shown

@@ -70,4 +70,4 @@ def test_every_command_refuses_an_unknown_scheduler_with_the_same_line(args: lis
 def test_calibrate_names_the_schedulers_it_can_calibrate(cli: CliRunner) -> None:
     code, _, err = invoke(cli, "calibrate", CALIBRATION, "--scheduler", "vtc")
     assert code == 2
-    assert err.splitlines() == ["sfqtui: error: scheduler(s) not available here: vtc; choose from sfq, sfq-reset, drr, fifo, rr"]
+    assert err.splitlines() == ["sfqtui: error: scheduler(s) not available here: vtc; choose from sfq, sfq-reset, drr, fifo, rr, llm-d, dynamo, litellm, las"]

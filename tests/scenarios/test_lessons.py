@@ -15,7 +15,7 @@ from sfqtui.trace.load import load_trace
 
 def test_the_issues_lessons_in_order() -> None:
     assert list(LESSONS) == ["worked-example", "heavy-vs-light", "idle-return", "trickle", "global-idle", "weights", "estimate-vs-actual",
-                             "replicas", "multi-turn"]
+                             "replicas", "multi-turn", "round-robin-tokens", "priority-bands"]
     assert [LESSONS[n].schedulers for n in ("worked-example", "trickle", "estimate-vs-actual")] == [("sfq", "drr"), ("sfq-reset", "sfq"), ("sfq", "vtc")]
 
 
@@ -88,3 +88,15 @@ def test_the_replicas_lesson_reproduces_dynamo_15187() -> None:
     assert shared == one.replace("one balancer", "2 replicas, hash, share global")
     assert shared_measures == ("sfq, 2 replicas, hash, share global: worst |W_i - W_j| 1.0 c_max, stranded capacity 0.0%, "
                                "makespan 150.0 s (1.00 × one balancer's)")
+
+
+def test_the_policy_lessons_show_what_their_introductions_promise() -> None:
+    tokens = LESSONS["round-robin-tokens"]
+    assert [line for line in tokens.outcome(tokens.trace()) if "shares" in line] == [
+        "llm-d: shares of charged cost while congested: long 91.3%, short 8.7%",
+        "sfq: shares of charged cost while congested: long 50.6%, short 49.4%",
+        "las: shares of charged cost while congested: long 50.6%, short 49.4%"]
+    bands = LESSONS["priority-bands"]
+    assert [line for line in bands.outcome(bands.trace()) if "shares" in line] == [
+        "llm-d: shares of charged cost while congested: batch 0.0%, interactive 100.0%",
+        "sfq: shares of charged cost while congested: batch 19.9%, interactive 80.1%"]

@@ -45,6 +45,11 @@ CASES = {
     "max_tokens zero": (with_column(max_tokens=[100, 0, 100]), "max_tokens must be > 0"),
     "output_tokens negative": (with_column(output_tokens=[1, 2, -7]), "output_tokens must be >= 0"),
     "null user": (with_column(user=["a", None, "a"]), "column 'user', row 1"),
+    "fractional priority": (with_column(priority=[1.0, 2.5, 0.0]), "value 2.5; priority must be an integer"),
+    "priority as strings": (with_column(priority=["high", "low", "low"]), "column 'priority', row 0"),
+    "zero deadline": (with_column(deadline_s=[1.0, None, 0.0]), "column 'deadline_s', row 2"),
+    "flow as numbers": (with_column(flow=[1, 2, 3]), "column 'flow', row 0"),
+    "class as numbers": (with_column(**{"class": [1, 2, 3]}), "column 'class', row 0"),
 }
 
 

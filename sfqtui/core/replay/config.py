@@ -11,6 +11,7 @@ from sfqtui.core.pricing.service import TokenServiceModel
 from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.replicas.settings import ONE_REPLICA, ReplicaSettings
 from sfqtui.core.schedulers import traits
+from sfqtui.core.schedulers.policy import PolicyOptions
 from sfqtui.errors import InputError
 
 REPRICED = "repriced by the estimator"  # how a run of ReplayConfig.reprice over a trace's cost column is named on screen
@@ -30,6 +31,7 @@ class ReplayConfig:
     reprice: bool = False  # price with the estimator even when the trace has a cost column (a what-if)
     engine: EngineSettings | None = None  # run the engine model behind the slots instead of fixed service times
     capacity: RecordedLimits | None = None  # the slots follow a recording's limits (docs/semantics.md §13) instead of ``slots``
+    policy: PolicyOptions = field(default_factory=PolicyOptions)  # the options of the policies of semantics §15
 
     def __post_init__(self) -> None:
         found = traits(self.scheduler)

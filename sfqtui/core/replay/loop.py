@@ -37,7 +37,7 @@ def run_fixed(plan: ReplayPlan, servers: FixedService, chunk: int) -> Iterator[P
     ops = plan.operations
     scheds, arrive, reading, dispatch, idle_reset = plan.schedulers, ops.arrive, ops.reading, ops.dispatch, ops.idle_reset
     complete, observe, complete_charge = ops.complete, ops.observe, ops.complete_charge
-    virtual, split = plan.traits.virtual_time, plan.split
+    virtual, split, clocked = plan.traits.virtual_time, plan.split, plan.clocked
     pools = range(len(scheds))
     log = plan.log
     pack, pack_uncharged = log.layout.struct.pack, log.layout.uncharged.pack
@@ -107,6 +107,8 @@ def run_fixed(plan: ReplayPlan, servers: FixedService, chunk: int) -> Iterator[P
                 continue  # no slot to dispatch to
             for pool in pools:
                 sched = scheds[pool]
+                if clocked and free[pool] and sched.backlogged:
+                    sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
                 while free[pool] and sched.backlogged:
                     req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
                     if group is not None:
@@ -158,7 +160,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     ops = plan.operations
     scheds, arrive, reading, dispatch, idle_reset = plan.schedulers, ops.arrive, ops.reading, ops.dispatch, ops.idle_reset
     complete, observe, complete_charge = ops.complete, ops.observe, ops.complete_charge
-    virtual, split = plan.traits.virtual_time, plan.split
+    virtual, split, clocked = plan.traits.virtual_time, plan.split, plan.clocked
     pools = range(len(scheds))
     log = plan.log
     pack, pack_uncharged = log.layout.struct.pack, log.layout.uncharged.pack
@@ -177,6 +179,8 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
         put = log.data.extend
         for pool in pools:
             sched = scheds[pool]
+            if clocked and free[pool] > 0 and sched.backlogged:
+                sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
             while free[pool] > 0 and sched.backlogged:
                 req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
                 rep = pool if group is None else group.dispatched(pool, req, user, cost)

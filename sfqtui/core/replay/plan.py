@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from sfqtui.core.engines.servers import EngineServers
 from sfqtui.core.events import EventLayout, EventLog
 from sfqtui.core.pricing.estimator import CostEstimator
+from sfqtui.core.replay.attributes import WindowAttributes
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.operations import PoolOperations
 from sfqtui.core.replay.recorded import RecordedCapacity
@@ -23,7 +24,7 @@ from sfqtui.core.replicas.group import ReplicaGroup
 from sfqtui.core.requests.chunks import RequestChunks, WholeTrace
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.requests.window import RequestWindow
-from sfqtui.core.schedulers import Scheduler, traits
+from sfqtui.core.schedulers import Scheduler, make_scheduler, traits
 from sfqtui.core.schedulers.base import CostOf, User
 from sfqtui.errors import InputError
 
@@ -73,7 +74,13 @@ class ReplayPlan:
         replicas = config.replicas
         self.pool_slots = replicas.slots(config.slots) if replicas.replicated and replicas.share.splits_slots else [config.slots]
         weights = self.requests.weights_by_code()
-        self.schedulers: list[Scheduler] = [found.build(weights, self.quantum) for _ in self.pool_slots]
+        if found.build_policy is None:
+            self.schedulers: list[Scheduler] = [found.build(weights, self.quantum) for _ in self.pool_slots]
+        else:
+            attributes = self._policy_attributes()
+            self.schedulers = [make_scheduler(config.scheduler, weights, self.quantum, attributes, config.policy) for _ in self.pool_slots]
+        self.clocked = self.schedulers[0].clocked  # the loop tells it the time before it dispatches
+        self.credit_bound = self._credit_bound() if config.scheduler == "dynamo" else None
         self.scheduler = self.schedulers[0]
         self.estimators: list[CostEstimator | None] = [self.estimator] + [
             None if self.estimator is None else CostEstimator(config.estimator, self.window, columns) for _ in self.pool_slots[1:]
@@ -99,6 +106,28 @@ class ReplayPlan:
             self.servers = fixed = FixedService(config.service, self.window)
             if config.capacity is not None:
                 fixed.capacity = RecordedCapacity(config.capacity)
+
+    def _policy_attributes(self) -> WindowAttributes:
+        """The requests' attributes a policy of semantics §15 reads; InputError for an option the trace cannot serve."""
+        config, columns = self.config, self.requests.columns
+        if config.scheduler == "llm-d" and config.policy.ordering == "edf" and "deadline_s" not in columns:
+            raise InputError("llm-d --ordering edf orders each flow by deadline and needs the trace column 'deadline_s'; this trace has none")
+        if config.scheduler == "dynamo" and config.policy.class_weights:
+            if "class" not in columns:
+                raise InputError("dynamo --class-weights weighs policy classes and needs the trace column 'class'; this trace has none")
+            config.policy.check_classes({name for chunk in self.requests.chunks() for name in chunk.trace.policy_class or () if name is not None})
+        return WindowAttributes(self.window, self.requests.users, columns, tokens="input_tokens" in columns)
+
+    def _credit_bound(self) -> float:
+        """The most a Dynamo class can hold (its deficit's DRR bound): the largest class quantum plus the
+        largest request cost, max(1, input tokens) (the dispatch's cost without them); the log records it for `check`."""
+        policy = self.config.policy
+        largest_weight = max([1.0, *(weight for _, weight in policy.class_weights)])
+        if "input_tokens" in self.requests.columns:
+            largest = max([1.0, *(max(chunk.trace.input_tokens) for chunk in self.requests.chunks())])  # type: ignore[arg-type]  # the trace has the column
+        else:
+            largest = self.largest_cost()
+        return policy.class_quantum * largest_weight + largest
 
     def largest_cost(self) -> float:
         """c_max of the trace: the explicit costs, or the most the estimator can charge."""

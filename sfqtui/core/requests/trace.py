@@ -8,6 +8,7 @@ is the tie rule of semantics §3. Token columns use -1 for null.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from typing import cast
 
 NULL = -1  # a missing token count
 OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model", "prefix_blocks")
+# The policy columns of semantics §15, each with the attribute that holds it ("class" is a keyword).
+POLICY_COLUMNS = {"priority": "priority", "flow": "flow", "class": "policy_class", "deadline_s": "deadline_s"}
 
 
 def int_column(values: Sequence[int | None]) -> array[int]:
@@ -83,6 +86,10 @@ class Trace:
     weights: dict[str, float]
     users: Sequence[str]
     models: Sequence[str]
+    priority: array[int] | None  # a null priority is 0
+    flow: Sequence[str | None] | None
+    policy_class: Sequence[str | None] | None
+    deadline_s: array[float] | None  # NaN: no deadline
 
     def __init__(
         self,
@@ -99,6 +106,10 @@ class Trace:
         users: Sequence[str] = (),
         models: Sequence[str] = (),
         prefix_blocks: PrefixBlocks | None = None,
+        priority: Sequence[int | None] | None = None,
+        flow: Sequence[str | None] | None = None,
+        policy_class: Sequence[str | None] | None = None,
+        deadline_s: Sequence[float | None] | None = None,
     ) -> None:
         put = object.__setattr__
         put(self, "request_id", request_id)
@@ -121,6 +132,14 @@ class Trace:
             put(self, name, None if floats is None else float_column(floats))
         put(self, "prefix_blocks", prefix_blocks)
         put(self, "weights", {} if weights is None else weights)
+        if priority is not None and not (isinstance(priority, array) and priority.typecode == "q"):
+            priority = array("q", (0 if p is None else int(p) for p in priority))
+        put(self, "priority", priority)
+        put(self, "flow", flow)
+        put(self, "policy_class", policy_class)
+        if deadline_s is not None and not (isinstance(deadline_s, array) and deadline_s.typecode == "d"):
+            deadline_s = array("d", (math.nan if d is None else float(d) for d in deadline_s))
+        put(self, "deadline_s", deadline_s)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -128,7 +147,8 @@ class Trace:
     @property
     def columns(self) -> frozenset[str]:
         """The optional columns this trace has."""
-        return frozenset(name for name in OPTIONAL_COLUMNS if getattr(self, name) is not None)
+        return frozenset([*(name for name in OPTIONAL_COLUMNS if getattr(self, name) is not None),
+                          *(name for name, field in POLICY_COLUMNS.items() if getattr(self, field) is not None)])
 
     def weight(self, user: str) -> float:
         return self.weights.get(user, 1.0)

@@ -29,6 +29,8 @@ class Scheduler(ABC):
     """
 
     name: str = ""
+    clocked = False  # reads ``now``, which whoever dispatches sets first (LAS's decay)
+    now = 0.0
 
     def __init__(self, weights: Weights | None = None) -> None:
         self._weights = weights or {}

@@ -15,6 +15,18 @@ from sfqtui.core.numbers import amount, distinct
 from sfqtui.core.schedulers.base import Scheduler, Weights
 from sfqtui.core.schedulers.baselines import FIFO, RoundRobin
 from sfqtui.core.schedulers.drr import DRR
+from sfqtui.core.schedulers.policies import (
+    DYNAMO_REASON,
+    LITELLM_REASON,
+    LLM_D_REASON,
+    PolicyBuild,
+    Reason,
+    build_dynamo,
+    build_las,
+    build_litellm,
+    build_llm_d,
+)
+from sfqtui.core.schedulers.policy import NO_ATTRIBUTES, PolicyOptions, RequestAttributes
 from sfqtui.core.schedulers.sfq import SFQ, SFQReset
 from sfqtui.core.schedulers.vtc import VTC
 from sfqtui.errors import InputError
@@ -53,15 +65,22 @@ class SchedulerTraits:
     virtual_time: bool = False  # fills v and has global idle resets (§2.5)
     needs_quantum: bool = False
     renormalisable: bool = False
-    audit: Literal["sfq", "drr", "vtc"] | None = None
+    audit: Literal["sfq", "drr", "vtc", "bands"] | None = None
     reset_join: bool = False
     picks_smallest: bool = False  # picks the smallest (value, user id)
     extra_columns: tuple[str, ...] = ()  # log columns beyond §7 that its rows fill
+    # A policy of semantics §15: built with the requests' attributes and the policy options
+    # (``build`` then builds it without them: every request priority 0, its user's flow, one class).
+    build_policy: PolicyBuild | None = None
+    why: Reason | None = None  # its own wording of a pick, instead of the generic one
+    higher_first: bool = True  # its meter is a priority level: the higher served first (else the lower)
 
     def reason(self, winner: str, ranked: Ranked, cost: float, value_after: float | None) -> str:
         """Why ``winner`` was picked among the ranked candidates, in one sentence."""
         if len(ranked) <= 1:
             return f"{winner} was the only user waiting"
+        if self.why is not None:
+            return self.why(winner, ranked, cost, value_after)
         if self.picks_smallest:
             smallest = ranked[0][1]
             tied = [u for u, value in ranked if value == smallest]
@@ -90,6 +109,35 @@ _SFQ = SchedulerTraits("sfq", "Start-time Fair Queueing", "§2", lambda w, _q: S
 _SFQ_RESET = replace(_SFQ, name="sfq-reset", title="SFQ with the reset join (the §2.4 loophole)", section="§2.4", build=lambda w, _q: SFQReset(w),
                      join_words="a user whose queue was empty joins at v, forgetting what it was charged", join_symbols="S_i ← v", reset_join=True)
 
+
+def _policy(name: str, title: str, build: PolicyBuild, **traits: object) -> SchedulerTraits:
+    """A policy of semantics §15: built without attributes, it sees every request at priority 0, in its user's flow and one class."""
+    return SchedulerTraits(name, title, "§15", lambda w, q: build(w, q, NO_ATTRIBUTES, PolicyOptions()), build_policy=build,
+                           **traits)  # type: ignore[arg-type]  # the traits below, each of its field's type
+
+
+_BANDS = {"reading": "meter", "band": "queue", "audit": "bands"}
+_POLICIES = (
+    _policy("llm-d", "llm-d flow control (priority bands, round-robin across flows)", build_llm_d, **_BANDS,
+            value_name="band", value_symbol="band",
+            join_words="a request joins its flow's queue in its priority band; a flow with a request waiting is in its band's rotation",
+            join_symbols="band = priority, rotation by flow id", pick_words="highest band, then the next flow in turn", why=LLM_D_REASON),
+    _policy("dynamo", "NVIDIA Dynamo router queue (strict tiers, weighted DRR across classes)", build_dynamo, **_BANDS,
+            value_name="tier", value_symbol="tier",
+            join_words="a request joins its policy class's queue; classes share by deficit round-robin, tiers strictly",
+            join_symbols="tier = priority, DRR by class", pick_words="highest tier, then the next class with credit",
+            extra_columns=("credit",), why=DYNAMO_REASON),
+    _policy("litellm", "LiteLLM priority queue (lower priority first)", build_litellm, **_BANDS,
+            value_name="priority", value_symbol="priority",
+            join_words="a request joins one queue ordered by its priority, then its arrival",
+            join_symbols="(priority, arrival)", pick_words="lowest priority number, then the oldest",
+            why=LITELLM_REASON, higher_first=False),
+    _policy("las", "Least attained service (decaying)", build_las, reading="meter", band="lowest",
+            value_name="attained service", value_symbol="A_i",
+            join_words="a user keeps what it attained, decaying by half every half-life",
+            join_symbols="A_i · 2^(-Δt/h)", pick_words="least attained service A_i (ties by user id)", picks_smallest=True),
+)
+
 REGISTRY: dict[str, SchedulerTraits] = {
     t.name: t
     for t in (
@@ -112,6 +160,7 @@ REGISTRY: dict[str, SchedulerTraits] = {
                         band="queue", value_name="queued", value_symbol="queued",
                         join_words="a user whose queue was empty goes to the tail of the turn order",
                         join_symbols="tail of the turns", pick_words="round robin (one request per waiting user in turn)"),
+        *_POLICIES,
     )
 }
 SCHEDULERS: tuple[str, ...] = tuple(REGISTRY)
@@ -143,6 +192,11 @@ def _unknown(names: Sequence[str], choices: Sequence[str]) -> str:
     return f"{what} {', '.join(refused) or '(none given)'}; choose from {', '.join(choices)}"
 
 
-def make_scheduler(name: str, weights: Weights | None = None, quantum: float | None = None) -> Scheduler:
-    """Build a scheduler by its semantics name. DRR needs ``quantum``."""
-    return traits(name).build(weights or {}, quantum)
+def make_scheduler(name: str, weights: Weights | None = None, quantum: float | None = None,
+                   attributes: RequestAttributes = NO_ATTRIBUTES, options: PolicyOptions | None = None) -> Scheduler:
+    """Build a scheduler by its semantics name. DRR needs ``quantum``; a policy of semantics
+    §15 reads its requests' ``attributes`` and its ``options``."""
+    found = traits(name)
+    if found.build_policy is not None:
+        return found.build_policy(weights or {}, quantum, attributes, options or PolicyOptions())
+    return found.build(weights or {}, quantum)

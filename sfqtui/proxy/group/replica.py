@@ -8,6 +8,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, Event, ProxyState
+from sfqtui.proxy.attributes import NO_POLICY, RequestPolicy
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, StoreAway
 from sfqtui.proxy.group.base import GroupTicket
@@ -23,7 +24,8 @@ class Group(Membership, Following, Suspension):
 
     # Requests
 
-    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable) -> GroupTicket:
+    async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable,
+                     policy: RequestPolicy = NO_POLICY) -> GroupTicket:  # a group is SFQ: what a request says of its priority is not read
         if self.closing:
             raise Closing()
         ticket = GroupTicket(0, "", user, input_tokens, max_tokens, scope_key, self.now())

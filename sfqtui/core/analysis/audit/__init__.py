@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sfqtui.core.analysis.audit.bands import BandRules, PolicyLog
 from sfqtui.core.analysis.audit.drr import DRRRules
 from sfqtui.core.analysis.audit.replicated_log import PerReplicaRules, ReplicaColumnRules, Replicas
 from sfqtui.core.analysis.audit.report import MAX_LISTED, AuditReport, RuleSet, Violation, by_seq
@@ -23,19 +24,22 @@ from sfqtui.core.events import ENGINE_KINDS
 from sfqtui.core.log.rows import LogRows, chunks_of, without_kinds
 from sfqtui.core.schedulers.registry import REGISTRY
 
-__all__ = ["AuditReport", "GrowingAudit", "Replicas", "Snapshot", "StructureRules", "Violation", "audit", "by_seq"]
+NO_POLICY_LOG = PolicyLog()
+
+__all__ = ["AuditReport", "GrowingAudit", "PolicyLog", "Replicas", "Snapshot", "StructureRules", "Violation", "audit", "by_seq"]
 
 
 def audit(log: LogRows | Iterable[LogRows], output_weight: float | None = None, replicas: Replicas | None = None,
-          snapshot: Snapshot | None = None) -> AuditReport:
+          snapshot: Snapshot | None = None, policy: PolicyLog = NO_POLICY_LOG) -> AuditReport:
     """Audit a log given whole or as consecutive chunks (seq continuing across them; the
     scheduler is the first chunk's). ``output_weight`` is the b the log was made with
     (VTC's completion charge, recorded in the log's metadata; None: not known, the
     default is assumed). ``replicas``: how a replicated replay's log was made (semantics
     §11, recorded in its metadata); None or one replica: one scheduler's log. ``snapshot``:
-    the state the log starts from (a recording that joined late); None: the empty state at seq 0."""
+    the state the log starts from (a recording that joined late); None: the empty state at seq 0.
+    ``policy``: what a policy's log records for its audit (semantics §15)."""
     scheduler, chunks = chunks_of(log)
-    growing = GrowingAudit(scheduler or "unknown", output_weight, replicas, snapshot)
+    growing = GrowingAudit(scheduler or "unknown", output_weight, replicas, snapshot, policy)
     for rows in chunks:
         growing.feed(rows)
         del rows  # let this chunk go before the next one is read
@@ -48,16 +52,16 @@ class GrowingAudit:
     §3.2/§3.3 needs whole backlog episodes, so it is checked by ``report``, at the end."""
 
     def __init__(self, scheduler: str, output_weight: float | None = None, replicas: Replicas | None = None,
-                 snapshot: Snapshot | None = None) -> None:
+                 snapshot: Snapshot | None = None, policy: PolicyLog = NO_POLICY_LOG) -> None:
         self.scheduler = scheduler
         self.snapshot = snapshot
         self._structure = StructureRules(snapshot)
         self._rule_sets: list[RuleSet] = [self._structure]
-        own = _own_rules(scheduler, output_weight, snapshot=snapshot)
+        own = _own_rules(scheduler, output_weight, snapshot=snapshot, policy=policy)
         if replicas is not None and replicas.settings.replicated:
             self._rule_sets.append(ReplicaColumnRules(replicas))
             if own is not None and replicas.settings.share.splits_slots:
-                own = PerReplicaRules(replicas, lambda published: _own_rules(scheduler, output_weight, published))
+                own = PerReplicaRules(replicas, lambda published: _own_rules(scheduler, output_weight, published, policy=policy))
         if own is not None:
             self._rule_sets.append(own)
 
@@ -87,7 +91,7 @@ class GrowingAudit:
 
 
 def _own_rules(scheduler: str, output_weight: float | None, published: Published | None = None,
-               snapshot: Snapshot | None = None) -> RuleSet | None:
+               snapshot: Snapshot | None = None, policy: PolicyLog = NO_POLICY_LOG) -> RuleSet | None:
     """The scheduler's own rule set, as the registry names it (None: structure only);
     ``published``: what the other replicas published to this one, under share sync;
     ``snapshot``: the state an SFQ log starts from (only a live proxy's, SFQ, has one)."""
@@ -98,4 +102,7 @@ def _own_rules(scheduler: str, output_weight: float | None, published: Published
         return SFQRules(traits.reset_join, published, snapshot)
     if traits.audit == "drr":
         return DRRRules()
+    if traits.audit == "bands":
+        return BandRules(traits.value_name, traits.higher_first, round_robin=traits.name == "llm-d" and policy.flows_are_users,
+                         credits="credit" in traits.extra_columns, credit_bound=policy.credit_bound)
     return VTCRules(output_weight)
