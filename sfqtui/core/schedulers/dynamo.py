@@ -9,13 +9,14 @@ from bisect import bisect_right, insort
 from collections.abc import Mapping
 from heapq import heapify, heappop, heappush
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
-from sfqtui.core.schedulers.policy import NO_ATTRIBUTES, NOTHING_QUEUED, RequestAttributes, clone_keeping
+from sfqtui.core.schedulers.banded import Banded
+from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading, Weights
+from sfqtui.core.schedulers.policy import NO_ATTRIBUTES, RequestAttributes, clone_keeping
 
 Entry = tuple[int, int, User]  # (-tier, request, user): a class's heap serves its highest tier, then its oldest
 
 
-class Dynamo(Scheduler):
+class Dynamo(Banded):
     """Each class has a heap of its requests, a deficit and a quantum (``quantum`` times its
     weight). A dispatch considers the classes whose head is in the highest tier waiting: the
     class that kept credit after its last dispatch goes on if its head still fits; otherwise a
@@ -39,7 +40,6 @@ class Dynamo(Scheduler):
         self._deficits: dict[str, float] = {}
         self._after: str | None = None  # the ring pass starts after this class (the one served last)
         self._carry: str | None = None  # the class that kept credit after its last dispatch
-        self._held: dict[User, dict[int, int]] = {}  # per user: tier -> requests queued in it
 
     def clone(self) -> Dynamo:
         return clone_keeping(self, self._attributes)
@@ -59,8 +59,7 @@ class Dynamo(Scheduler):
             self._deficits[name] = 0.0
             insort(self._ring, name)
         heappush(heap, (-tier, req, user))
-        held = self._held.setdefault(user, {})
-        held[tier] = held.get(tier, 0) + 1
+        self._hold(user, tier)
         return self.reading(user)
 
     def cost(self, req: int, cost_of: CostOf) -> float:
@@ -113,23 +112,6 @@ class Dynamo(Scheduler):
             self._deficits[name] = 0.0
         self._take(req, user, -entry[0])
         return self.reading(user)
-
-    def _take(self, req: int, user: User, tier: int) -> None:
-        queue = self._queues[user]
-        if queue[0] == req:
-            queue.popleft()
-        else:
-            queue.remove(req)
-        if not queue:
-            self.backlogged -= 1
-        held = self._held[user]
-        held[tier] -= 1
-        if not held[tier]:
-            del held[tier]
-
-    def reading(self, user: User) -> UserReading:
-        held = self._held.get(user)
-        return None, (max(held) if held else NOTHING_QUEUED), None
 
     def deficit(self, name: str) -> float:
         return self._deficits.get(name, 0.0)

@@ -5,22 +5,23 @@ from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
-from sfqtui.core.schedulers.policy import NO_ATTRIBUTES, NOTHING_QUEUED, RequestAttributes, clone_keeping
+from sfqtui.core.schedulers.banded import Banded
+from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading, Weights
+from sfqtui.core.schedulers.policy import NO_ATTRIBUTES, RequestAttributes, clone_keeping
 
 
-class LiteLLM(Scheduler):
+class LiteLLM(Banded):
     """One heap of (priority, request) over every user; each row's meter is the user's most
     urgent (lowest) priority still queued, NaN when it has none."""
 
     name = "litellm"
+    lowest_first = True
 
     def __init__(self, weights: Weights | None = None, attributes: RequestAttributes = NO_ATTRIBUTES) -> None:
         super().__init__(weights)
         self._attributes = attributes
         self._priority = attributes.priority
         self._heap: list[tuple[int, int, User]] = []
-        self._held: dict[User, dict[int, int]] = {}  # per user: priority -> requests queued at it
 
     def clone(self) -> LiteLLM:
         return clone_keeping(self, self._attributes)
@@ -32,8 +33,7 @@ class LiteLLM(Scheduler):
             self.backlogged += 1
         queue.append(req)
         heappush(self._heap, (priority, req, user))
-        held = self._held.setdefault(user, {})
-        held[priority] = held.get(priority, 0) + 1
+        self._hold(user, priority)
         return self.reading(user)
 
     def dispatch(self, cost_of: CostOf) -> Dispatch:
@@ -47,23 +47,6 @@ class LiteLLM(Scheduler):
         heapify(self._heap)
         self._take(req, user, entry[0])
         return self.reading(user)
-
-    def _take(self, req: int, user: User, priority: int) -> None:
-        queue = self._queues[user]
-        if queue[0] == req:
-            queue.popleft()
-        else:
-            queue.remove(req)
-        if not queue:
-            self.backlogged -= 1
-        held = self._held[user]
-        held[priority] -= 1
-        if not held[priority]:
-            del held[priority]
-
-    def reading(self, user: User) -> UserReading:
-        held = self._held.get(user)
-        return None, (min(held) if held else NOTHING_QUEUED), None
 
     def serving_order(self) -> list[tuple[User, str]]:
         return [(user, f"priority {priority}") for priority, _req, user in sorted(self._heap)]

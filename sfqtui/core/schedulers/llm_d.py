@@ -8,13 +8,14 @@ from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from heapq import heapify, heappop, heappush
 
-from sfqtui.core.schedulers.base import CostOf, Dispatch, Scheduler, User, UserReading, Weights
-from sfqtui.core.schedulers.policy import NO_ATTRIBUTES, NOTHING_QUEUED, Flow, RequestAttributes, clone_keeping
+from sfqtui.core.schedulers.banded import Banded
+from sfqtui.core.schedulers.base import CostOf, Dispatch, User, UserReading, Weights
+from sfqtui.core.schedulers.policy import NO_ATTRIBUTES, Flow, RequestAttributes, clone_keeping
 
 Entry = tuple[float, int, User]  # (deadline, or 0 under FCFS; request; user)
 
 
-class LlmD(Scheduler):
+class LlmD(Banded):
     """Bands by priority, each with the sorted flows that have a request waiting and a cursor
     (the flow it served last). A dispatch takes the highest band, the first waiting flow after
     its cursor in flow-id order (wrapping), and that flow's oldest request, or under EDF the one
@@ -31,7 +32,6 @@ class LlmD(Scheduler):
         self._bands: dict[int, list[Flow]] = {}  # band -> its flows with a request waiting, sorted
         self._waiting: dict[tuple[int, Flow], deque[Entry] | list[Entry]] = {}  # (band, flow) -> FIFO, or heap under EDF
         self._cursor: dict[int, Flow] = {}  # band -> the flow it served last
-        self._held: dict[User, dict[int, int]] = {}  # per user: band -> requests queued in it
 
     def clone(self) -> LlmD:
         return clone_keeping(self, self._attributes)
@@ -51,8 +51,7 @@ class LlmD(Scheduler):
             heappush(waiting, (self._deadline(req), req, user))  # type: ignore[arg-type]  # a heap (list) under EDF
         else:
             waiting.append((0.0, req, user))
-        held = self._held.setdefault(user, {})
-        held[band] = held.get(band, 0) + 1
+        self._hold(user, band)
         return self.reading(user)
 
     def dispatch(self, cost_of: CostOf) -> Dispatch:
@@ -88,23 +87,6 @@ class LlmD(Scheduler):
         del flows[bisect_left(flows, flow)]
         if not flows:
             del self._bands[band]
-
-    def _take(self, req: int, user: User, band: int) -> None:
-        queue = self._queues[user]
-        if queue[0] == req:
-            queue.popleft()
-        else:
-            queue.remove(req)
-        if not queue:
-            self.backlogged -= 1
-        held = self._held[user]
-        held[band] -= 1
-        if not held[band]:
-            del held[band]
-
-    def reading(self, user: User) -> UserReading:
-        held = self._held.get(user)
-        return None, (max(held) if held else NOTHING_QUEUED), None
 
     def serving_order(self) -> list[tuple[User, str]]:
         """The flows in the order they get their turns: bands from the highest, each from after its cursor."""
