@@ -54,7 +54,7 @@ def fit(
     arrival-to-end latencies.
     """
     if request_overhead_ms is not None and request_overhead_ms < 0:
-        raise InputError(f"--request-overhead-ms {request_overhead_ms:g}: must be a number of at least 0")
+        raise InputError(f"--request-overhead-ms {amount(request_overhead_ms)}: must be a number of at least 0")
     paths = expanded(traces)
     for path in paths:
         if path.exists() and is_event_log(path):

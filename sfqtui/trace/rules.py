@@ -64,7 +64,7 @@ def rules_for(schema: Mapping[str, pl.DataType], block_tokens: int | None = None
         ]
     if "priority" in schema and schema["priority"].is_float():
         values = pl.col("priority")
-        rules.append(Rule("priority", values.is_nan() | values.is_infinite() | (values != values.floor()),
+        rules.append(Rule("priority", values.is_nan() | values.is_infinite() | (values != values.floor()) | (values.abs() >= 2.0**63),
                           "priority must be an integer (int64)"))
     if "deadline_s" in schema:
         values = pl.col("deadline_s").cast(pl.Float64)

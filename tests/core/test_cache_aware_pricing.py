@@ -34,7 +34,7 @@ def charges(requests: Trace, params: EstimatorParams = AWARE) -> dict[str, float
 
 def test_the_cached_input_is_not_charged() -> None:
     rows = trace([("r1", "a", 0.0, 64, [1, 2]), ("r2", "a", 2.0, 80, [1, 2]), ("r3", "b", 3.0, 64, [7, 8]), ("r4", "a", 4.0, 64, [1, 2])])
-    assert charges(rows) == {"r1": 64.0, "r2": 16.0, "r3": 64.0, "r4": 1.0}  # r4: all of it held, still at least 1
+    assert charges(rows) == {"r1": 64.0, "r2": 16.0, "r3": 64.0, "r4": 32.0}  # r4: all held, its last block computed again
     blind = EstimatorParams(input_weight=1.0, output_weight=0.0)
     assert charges(rows, blind) == {"r1": 64.0, "r2": 80.0, "r3": 64.0, "r4": 64.0}
 

@@ -38,9 +38,10 @@ def starts_and_ends(requests: Trace, model: EngineModel = MODEL, engines: int = 
 
 def test_prefill_computes_only_the_tokens_after_the_held_prefix() -> None:
     # r1 prefills 64 tokens: 0.125 + 64/64 = 1.125 s. r2 sends the same 64 tokens: all are held,
-    # but the last is computed again (0.125 + 1/64). r3 has 16 tokens more (0.125 + 16/64).
+    # but as in vLLM a hit is whole blocks of at most the prompt less one token, so its last block
+    # is computed again (0.125 + 32/64). r3 has 16 tokens more (0.125 + 16/64).
     found = starts_and_ends(trace([("r1", 0.0, 64, [1, 2]), ("r2", 2.0, 64, [1, 2]), ("r3", 3.0, 80, [1, 2])]))
-    assert found == {"r1": (0.0, 1.125, 0), "r2": (2.0, 2.140625, 63), "r3": (3.0, 3.375, 64)}
+    assert found == {"r1": (0.0, 1.125, 0), "r2": (2.0, 2.625, 32), "r3": (3.0, 3.375, 64)}
 
 
 def test_a_different_first_block_is_no_prefix() -> None:

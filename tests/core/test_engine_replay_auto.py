@@ -12,7 +12,7 @@ from sfqtui.core.analysis.engine_waits import EngineWaits, quantile
 from sfqtui.core.engines import servers as servers_module
 from sfqtui.core.engines.limits import EngineLimits
 from sfqtui.core.engines.model import EngineModel
-from sfqtui.core.engines.pool import ModelledEngine
+from sfqtui.core.engines.modelled import ModelledEngine
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import KINDS, REASONS, EventColumns
 from sfqtui.core.limits import REASONS as CONTROLLER_REASONS

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from math import ceil
 
-from sfqtui.core.engines.pool import EnginePool, ModelledEngine
+from sfqtui.core.engines.modelled import ModelledEngine
+from sfqtui.core.engines.pool import EnginePool
 from sfqtui.core.limits import EngineSignals, LimitController, LimitSettings
 from sfqtui.core.limits.slots import HELD_AFTER_S, SCRAPE_S
 

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from heapq import heappop, heappush
-from math import ceil
 from operator import attrgetter
 
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.modelled import INF, Held, ModelledEngine
 from sfqtui.core.engines.prefix_cache import PrefixCache
 from sfqtui.core.engines.prefix_index import PrefixIndex
 from sfqtui.core.engines.settings import EngineSettings
@@ -37,12 +36,7 @@ from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers.base import User
 from sfqtui.errors import InputError
 
-INF = float("inf")
 _index = attrgetter("index")  # engines in engine order
-
-# A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens,
-# its prompt's blocks when the trace has them, semantics §14).
-Held = tuple[int, User, int, int, int, int, Sequence[int] | None]
 
 
 def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[int]]:
@@ -66,161 +60,6 @@ def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[in
             raise InputError(f"request {trace.request_id[r]} needs {prompt + output:,} tokens of KV ({prompt:,} of prompt and {output:,} "
                              f"of output); the engine model has {kv:,} (kv_tokens)")
     return prompts, made
-
-
-class ModelledEngine:
-    """One engine: its queue, its batch and its current run of steps (see the module's docstring)."""
-
-    def __init__(self, model: EngineModel, index: int) -> None:
-        self.index = index
-        self.model = model
-        self.kv_tokens = model.kv_tokens
-        self.queue: deque[Held] = deque()
-        self.batch: list[tuple[int, int, Held]] = []  # a heap of (the step it finishes at, its turn joining, the request)
-        self.reserved = 0  # KV reserved by the batch: prompt + output of each running request
-        self.outstanding = 0  # sent here and not finished (queued or running): what the balancer counts in flight
-        self.joined = 0  # requests that joined the batch so far
-        self.steps = 0  # between steps: the steps ended so far (the next step's index)
-        self.first = 0  # the index of the current run's first step
-        self.first_end = INF  # when the current run's first step ends
-        self.step = 0.0  # how long each later step of the run takes
-        self.resting = True  # between steps (idle, or a step just ended): settle() starts the next
-        self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
-        self.next_step = -1  # that step's index
-        self.touched = False  # sent a request or ended a step since its limit last read it (EngineLimits)
-        # EngineModel.step_s by the same floating-point operations, its parts worked out once: a step of n running
-        # takes (decode + prefill x P) x slowed[n], and one that prefills nothing decode x slowed[n] (plain[n]).
-        self._decode_s, self._prefill_s = model.decode_ms_per_token / 1e3, model.prefill_us_per_token / 1e6
-        self._slowed = [1 + model.batch_slowdown * max(0, n - 1) for n in range(model.max_num_seqs + 1)]
-        self._plain = [self._decode_s * slowed for slowed in self._slowed]
-        self.cache: PrefixCache | None = None  # its prefix cache, when the trace has blocks (semantics §14)
-        self.cached: dict[int, int] = {}  # the cached prompt tokens of each request that started, until taken
-        self.first_token: dict[int, float] = {}  # when each request that started makes its first token, until taken
-
-    @property
-    def running(self) -> int:
-        return len(self.batch)
-
-    @property
-    def waiting(self) -> int:
-        return len(self.queue)
-
-    def kv_usage(self, now: float) -> float:
-        """KV in use over ``kv_tokens`` at ``now``, as vLLM counts it: each running request's
-        prompt once prefilled and the tokens it made so far."""
-        if not self.batch:
-            return 0.0
-        done = self.steps if self.resting else self.step_at(now, after=False)
-        used = 0
-        for finish, _turn, held in self.batch:
-            made = held[5] - (finish - done + 1)  # the tokens of the steps ended by now
-            if made > 0:
-                used += held[4] + made
-        return used / self.kv_tokens
-
-    @staticmethod
-    def _admitted(cache: PrefixCache, held: Held) -> int:
-        """The cached prompt tokens of a request joining the batch: its longest held prefix, but
-        never the whole prompt (the last token is computed again to make the first output, as
-        vLLM does)."""
-        prompt = held[4]
-        return min(cache.admit(held[6] or (), prompt + held[5]) * cache.block_tokens, max(0, prompt - 1))
-
-    def end_of(self, s: int) -> float:
-        """When step ``s`` of the current run ends."""
-        return self.first_end + (s - self.first) * self.step
-
-    def step_at(self, now: float, after: bool = True) -> int:
-        """With ``after``: the first step of the current run that ends at or after ``now`` (the
-        one under way); without: the steps of the run ended by ``now`` counted from the first
-        step ever (``steps`` as it would be)."""
-        if now <= self.first_end:
-            s = self.first
-        else:
-            s = self.first + ceil((now - self.first_end) / self.step)
-            while self.end_of(s) < now:
-                s += 1
-            while s > self.first and self.end_of(s - 1) >= now:
-                s -= 1
-        if after:
-            return s
-        return s + 1 if self.end_of(s) <= now else s
-
-    def _fits(self, held: Held) -> bool:
-        cache = self.cache
-        if cache is None:
-            return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
-        return len(self.batch) < self.model.max_num_seqs and cache.fits(held[6] or (), held[4] + held[5])
-
-    def submit(self, now: float, held: Held) -> bool:
-        """A request sent at ``now`` joins the queue; True when the engine is between steps at
-        ``now`` and must settle (it may start the request at once)."""
-        queue = self.queue
-        queue.append(held)
-        if self.resting:
-            return True
-        if len(queue) > 1 or not self._fits(held):
-            return False  # behind another head, or waiting for a place or KV: a finish comes first
-        s = self.step_at(now)
-        end = self.end_of(s)
-        if end == now:  # a step ends right now in which nothing finishes (that would have been handled at now already)
-            self.steps = s + 1
-            self.resting = True
-            self.next_t = INF
-            return True
-        self.next_step = s
-        self.next_t = end
-        return False
-
-    def end_step(self) -> list[Held]:
-        """Step ``next_step`` ends (at ``next_t``): the requests that finish in it, in the order they joined."""
-        s = self.next_step
-        batch = self.batch
-        finished = []
-        while batch and batch[0][0] == s:
-            held = heappop(batch)[2]
-            finished.append(held)
-            self.reserved -= held[4] + held[5]
-            if self.cache is not None:
-                self.cache.release(held[6] or (), held[4] + held[5])
-        self.outstanding -= len(finished)
-        self.steps = s + 1
-        self.resting = True
-        self.next_t = INF
-        return finished
-
-    def settle(self, now: float) -> list[Held]:
-        """Between steps at ``now``: the queue's heads join the batch while they fit, and the
-        next run of steps starts; the requests that joined, in order."""
-        queue, batch, cache = self.queue, self.batch, self.cache
-        joined: list[Held] = []
-        prefill = 0
-        while queue and self._fits(queue[0]):
-            held = queue.popleft()
-            heappush(batch, (self.steps + held[5] - 1, self.joined, held))
-            self.joined += 1
-            self.reserved += held[4] + held[5]
-            if cache is None:
-                prefill += held[4]
-            else:
-                cached = self._admitted(cache, held)
-                prefill += held[4] - cached
-                self.cached[held[0]] = cached
-            joined.append(held)
-        if not batch:
-            self.first_end = INF
-            return joined
-        n = len(batch)
-        self.resting = False
-        self.first = self.steps
-        self.first_end = now + (self._decode_s + self._prefill_s * prefill) * self._slowed[n]
-        if cache is not None:
-            for held in joined:
-                self.first_token[held[0]] = self.first_end
-        self.step = self._plain[n]
-        self.next_step = batch[0][0]
-        self.next_t = self.end_of(self.next_step)
-        return joined
 
 
 class EnginePool:
@@ -358,9 +197,12 @@ class EnginePool:
         blocks = self._blocks_of(req)
         if blocks is None or self.index is None:
             return 0
+        turn = self._turn
         engine = self.route(blocks)
+        self._turn = turn  # the turn moves on when the request is sent: a priced request may wait (DRR)
         self._planned = (req, engine)
-        return self.index[engine.index].lookup(blocks) * self.block_tokens
+        prompt = self.tokens[req // self.window.size][0][req % self.window.size]  # type: ignore[index]  # a request being priced is in a held chunk
+        return min(self.index[engine.index].lookup(blocks), max(0, prompt - 1) // self.block_tokens) * self.block_tokens
 
     def _blocks_of(self, req: int) -> Sequence[int] | None:
         size = self.window.size
@@ -383,6 +225,7 @@ class EnginePool:
             if planned is not None and planned[0] == req:
                 engine = planned[1]
                 self._planned = None
+                self._turn = (self._turn + 1) % len(self.engines)  # as route() would have moved it
             else:
                 engine = self.route(blocks)
             if blocks is not None:

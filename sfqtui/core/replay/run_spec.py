@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, replace
 
 from sfqtui.core.engines.model import EngineModel
-from sfqtui.core.engines.settings import EngineSettings
+from sfqtui.core.engines.settings import PLACEMENTS, EngineSettings
 from sfqtui.core.limits.slots import parse_slots
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replicas.settings import ReplicaSettings, Share
@@ -75,7 +75,7 @@ class RunSpec:
                 seed=_whole(given["seed"], "seed", text) if "seed" in given else None,
                 slots=_slots(given["slots"], text) if "slots" in given else None,
                 engines=_whole(given["engines"], "engines", text) if "engines" in given else None,
-                placement=given.get("placement"),
+                placement=_placement(given["placement"], text) if "placement" in given else None,
                 pricing=_pricing(given["pricing"], text) if "pricing" in given else None,
             )
             spec.replica_settings(ReplicaSettings())  # the router name and the count, checked now
@@ -142,7 +142,7 @@ class RunSpec:
         if self.engines is not None or self.slots is not None or self.placement is not None:
             changed["engine"] = config.engine
             changed["capacity"] = config.capacity
-        if self.pricing is not None:
+        if self.pricing is not None and config.estimator != base.estimator:  # the same pricing is no what-if
             changed["estimator"] = config.estimator
         return changed
 
@@ -199,6 +199,12 @@ def _is_delay(before: str, part: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _placement(value: str, text: str) -> str:
+    if value not in PLACEMENTS:
+        raise InputError(f"run spec {text.strip()!r}: placement={value}: choose one of {', '.join(PLACEMENTS)}")
+    return value
 
 
 def _pricing(value: str, text: str) -> str:

@@ -15,6 +15,7 @@ from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from sfqtui.core.numbers import amount
 from sfqtui.core.schedulers.base import Scheduler, User
 from sfqtui.errors import InputError
 
@@ -94,7 +95,7 @@ class PolicyOptions:
         """InputError for an option given for none of ``schedulers`` (--ordering edf without llm-d, ...)."""
         names = set(schedulers)
         for option, given, users in (("--ordering edf", self.ordering == "edf", "llm-d"), ("--class-weights", bool(self.class_weights), "dynamo"),
-                                     (f"--half-life {self.half_life_s:g}", self.half_life_s != HALF_LIFE_S, "las")):
+                                     (f"--half-life {amount(self.half_life_s)}", self.half_life_s != HALF_LIFE_S, "las")):
             if given and users not in names:
                 raise InputError(f"{option} is {users}'s option, and {users} is not among the schedulers run ({', '.join(sorted(names))})")
 

@@ -30,7 +30,7 @@ from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, 
 from sfqtui.core.analysis.engine_fit.solve import Rows, narrowed, predicted_service, predicted_ttft
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors
 from sfqtui.core.engines.model import EngineModel
-from sfqtui.core.numbers import count, counted, percent, seconds
+from sfqtui.core.numbers import amount, count, counted, percent, seconds
 from sfqtui.errors import InputError
 
 HELD_OUT_SHARE = 0.2
@@ -176,7 +176,7 @@ def fit_engine(served: Sequence[Served], places: int | None = None, share: float
     overhead_s = 0.0 if overhead_ms is None else overhead_ms / 1e3
     tried = _places(served, fitted, most, places, overhead_s)
     if not tried:
-        raise InputError(f"--request-overhead-ms {overhead_ms:g}: longer than this recording's shortest answer")
+        raise InputError(f"--request-overhead-ms {amount(overhead_ms)}: longer than this recording's shortest answer")
     if overhead_ms is None:
         overhead_s = _overhead(served, fitted, _closest(tried))
         if overhead_s > 0:

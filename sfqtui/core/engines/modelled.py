@@ -1,0 +1,190 @@
+"""One engine of the engine model in a replay: a FCFS queue in front of a running batch
+(docs/engine.md "The model", docs/semantics.md "The engine model in a replay").
+
+Before a step, the heads of its queue join the batch while a place (``max_num_seqs``) and KV
+for their whole length (prompt + output) are free; a step runs every request in the batch one
+token further and takes ``EngineModel.step_s``; a request finishes at the end of the step that
+makes its last token. While the batch stays the same, every step takes the same time, so a run
+of steps is kept as the end of its first step and that time (sfqtui.core.engines.pool).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from heapq import heappop, heappush
+from math import ceil
+
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.prefix_cache import PrefixCache
+from sfqtui.core.schedulers.base import User
+
+INF = float("inf")
+
+# A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens,
+# its prompt's blocks when the trace has them, semantics §14).
+Held = tuple[int, User, int, int, int, int, Sequence[int] | None]
+
+
+class ModelledEngine:
+    """One engine: its queue, its batch and its current run of steps (see the module's docstring)."""
+
+    def __init__(self, model: EngineModel, index: int) -> None:
+        self.index = index
+        self.model = model
+        self.kv_tokens = model.kv_tokens
+        self.queue: deque[Held] = deque()
+        self.batch: list[tuple[int, int, Held]] = []  # a heap of (the step it finishes at, its turn joining, the request)
+        self.reserved = 0  # KV reserved by the batch: prompt + output of each running request
+        self.outstanding = 0  # sent here and not finished (queued or running): what the balancer counts in flight
+        self.joined = 0  # requests that joined the batch so far
+        self.steps = 0  # between steps: the steps ended so far (the next step's index)
+        self.first = 0  # the index of the current run's first step
+        self.first_end = INF  # when the current run's first step ends
+        self.step = 0.0  # how long each later step of the run takes
+        self.resting = True  # between steps (idle, or a step just ended): settle() starts the next
+        self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
+        self.next_step = -1  # that step's index
+        self.touched = False  # sent a request or ended a step since its limit last read it (EngineLimits)
+        # EngineModel.step_s by the same floating-point operations, its parts worked out once: a step of n running
+        # takes (decode + prefill x P) x slowed[n], and one that prefills nothing decode x slowed[n] (plain[n]).
+        self._decode_s, self._prefill_s = model.decode_ms_per_token / 1e3, model.prefill_us_per_token / 1e6
+        self._slowed = [1 + model.batch_slowdown * max(0, n - 1) for n in range(model.max_num_seqs + 1)]
+        self._plain = [self._decode_s * slowed for slowed in self._slowed]
+        self.cache: PrefixCache | None = None  # its prefix cache, when the trace has blocks (semantics §14)
+        self.cached: dict[int, int] = {}  # the cached prompt tokens of each request that started, until taken
+        self.first_token: dict[int, float] = {}  # when each request that started makes its first token, until taken
+
+    @property
+    def running(self) -> int:
+        return len(self.batch)
+
+    @property
+    def waiting(self) -> int:
+        return len(self.queue)
+
+    def kv_usage(self, now: float) -> float:
+        """KV in use over ``kv_tokens`` at ``now``, as vLLM counts it: each running request's
+        prompt once prefilled and the tokens it made so far; a prompt block that several of them
+        share counts once, as its cache holds it (semantics §14)."""
+        if not self.batch:
+            return 0.0
+        done = self.steps if self.resting else self.step_at(now, after=False)
+        used = 0
+        shared: set[int] = set()
+        for finish, _turn, held in self.batch:
+            made = held[5] - (finish - done + 1)  # the tokens of the steps ended by now
+            if made > 0:
+                used += held[4] + made
+                blocks = held[6]
+                if blocks and self.cache is not None:
+                    used -= len(blocks) * self.cache.block_tokens
+                    shared.update(blocks)
+        if shared:
+            assert self.cache is not None  # blocks are counted only with a cache
+            used += len(shared) * self.cache.block_tokens
+        return used / self.kv_tokens
+
+    @staticmethod
+    def _admitted(cache: PrefixCache, held: Held) -> int:
+        """The cached prompt tokens of a request joining the batch: its longest held prefix, but
+        never the whole prompt (the last token is computed again to make the first output, as
+        vLLM does, so the hit is whole blocks of at most the prompt less one token)."""
+        prompt, size = held[4], cache.block_tokens
+        return min(cache.admit(held[6] or (), prompt + held[5]), max(0, prompt - 1) // size) * size
+
+    def end_of(self, s: int) -> float:
+        """When step ``s`` of the current run ends."""
+        return self.first_end + (s - self.first) * self.step
+
+    def step_at(self, now: float, after: bool = True) -> int:
+        """With ``after``: the first step of the current run that ends at or after ``now`` (the
+        one under way); without: the steps of the run ended by ``now`` counted from the first
+        step ever (``steps`` as it would be)."""
+        if now <= self.first_end:
+            s = self.first
+        else:
+            s = self.first + ceil((now - self.first_end) / self.step)
+            while self.end_of(s) < now:
+                s += 1
+            while s > self.first and self.end_of(s - 1) >= now:
+                s -= 1
+        if after:
+            return s
+        return s + 1 if self.end_of(s) <= now else s
+
+    def _fits(self, held: Held) -> bool:
+        cache = self.cache
+        if cache is None:
+            return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
+        return len(self.batch) < self.model.max_num_seqs and cache.fits(held[6] or (), held[4] + held[5])
+
+    def submit(self, now: float, held: Held) -> bool:
+        """A request sent at ``now`` joins the queue; True when the engine is between steps at
+        ``now`` and must settle (it may start the request at once)."""
+        queue = self.queue
+        queue.append(held)
+        if self.resting:
+            return True
+        if len(queue) > 1 or not self._fits(held):
+            return False  # behind another head, or waiting for a place or KV: a finish comes first
+        s = self.step_at(now)
+        end = self.end_of(s)
+        if end == now:  # a step ends right now in which nothing finishes (that would have been handled at now already)
+            self.steps = s + 1
+            self.resting = True
+            self.next_t = INF
+            return True
+        self.next_step = s
+        self.next_t = end
+        return False
+
+    def end_step(self) -> list[Held]:
+        """Step ``next_step`` ends (at ``next_t``): the requests that finish in it, in the order they joined."""
+        s = self.next_step
+        batch = self.batch
+        finished = []
+        while batch and batch[0][0] == s:
+            held = heappop(batch)[2]
+            finished.append(held)
+            self.reserved -= held[4] + held[5]
+            if self.cache is not None:
+                self.cache.release(held[6] or (), held[4] + held[5])
+        self.outstanding -= len(finished)
+        self.steps = s + 1
+        self.resting = True
+        self.next_t = INF
+        return finished
+
+    def settle(self, now: float) -> list[Held]:
+        """Between steps at ``now``: the queue's heads join the batch while they fit, and the
+        next run of steps starts; the requests that joined, in order."""
+        queue, batch, cache = self.queue, self.batch, self.cache
+        joined: list[Held] = []
+        prefill = 0
+        while queue and self._fits(queue[0]):
+            held = queue.popleft()
+            heappush(batch, (self.steps + held[5] - 1, self.joined, held))
+            self.joined += 1
+            self.reserved += held[4] + held[5]
+            if cache is None:
+                prefill += held[4]
+            else:
+                cached = self._admitted(cache, held)
+                prefill += held[4] - cached
+                self.cached[held[0]] = cached
+            joined.append(held)
+        if not batch:
+            self.first_end = INF
+            return joined
+        n = len(batch)
+        self.resting = False
+        self.first = self.steps
+        self.first_end = now + (self._decode_s + self._prefill_s * prefill) * self._slowed[n]
+        if cache is not None:
+            for held in joined:
+                self.first_token[held[0]] = self.first_end
+        self.step = self._plain[n]
+        self.next_step = batch[0][0]
+        self.next_t = self.end_of(self.next_step)
+        return joined
