@@ -7,6 +7,8 @@ Step times are exact in binary (125 ms a decode step, 1/64 s per prompt token)."
 from __future__ import annotations
 
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.modelled import ModelledEngine
+from sfqtui.core.engines.prefix_cache import PrefixCache
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import KINDS
 from sfqtui.core.replay.config import ReplayConfig
@@ -68,3 +70,17 @@ def test_blocks_that_no_longer_fit_beside_running_requests_are_evicted() -> None
 def test_a_replay_without_blocks_has_no_cached_tokens() -> None:
     plain = Trace(["r1"], ["u"], [0.0], input_tokens=[64], output_tokens=[1], cost=[1.0])
     assert Replay(plain, ReplayConfig(slots=1, engine=EngineSettings(MODEL))).run_all().cached_tokens is None
+
+
+def test_kv_use_counts_a_shared_prompt_block_once() -> None:
+    """Two running requests on one 1,024-token prefix hold it once, as vLLM's kv_cache_usage_perc
+    and the emulated engine count it: what --slots auto reads in a replay."""
+    model = EngineModel(max_num_seqs=8, kv_tokens=4096)
+    engine = ModelledEngine(model, 0)
+    engine.cache = PrefixCache(model.kv_tokens, 16)
+    blocks = tuple(range(1, 65))
+    for req in range(2):
+        engine.submit(0.0, (req, "u", 0, 0, 1024 + 8, 100, blocks))
+    engine.settle(0.0)
+    made = 6  # the tokens each has made by the end of its sixth step
+    assert engine.kv_usage(engine.first_end + 5 * engine.step) == (1024 + 2 * (8 + made)) / 4096

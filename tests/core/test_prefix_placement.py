@@ -80,5 +80,7 @@ def test_run_specs_take_placement_and_pricing() -> None:
     assert set(spec.changes(ReplayConfig(slots=4))) == {"scheduler", "replicas", "engine", "capacity", "estimator"}
     with pytest.raises(InputError, match="pricing=free: choose one of cache-blind, cache-aware"):
         RunSpec.parse("sfq@pricing=free")
+    with pytest.raises(InputError, match="placement=bogus: choose one of room, prefix, affinity"):
+        RunSpec.parse("sfq@placement=bogus")
     with pytest.raises(InputError, match="placement places requests among engines"):
         RunSpec.parse("sfq@placement=prefix").config(ReplayConfig(slots=4))

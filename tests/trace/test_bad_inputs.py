@@ -46,6 +46,7 @@ CASES = {
     "output_tokens negative": (with_column(output_tokens=[1, 2, -7]), "output_tokens must be >= 0"),
     "null user": (with_column(user=["a", None, "a"]), "column 'user', row 1"),
     "fractional priority": (with_column(priority=[1.0, 2.5, 0.0]), "value 2.5; priority must be an integer"),
+    "priority beyond int64": (with_column(priority=[1.0, 1e30, 0.0]), "priority must be an integer"),
     "priority as strings": (with_column(priority=["high", "low", "low"]), "column 'priority', row 0"),
     "zero deadline": (with_column(deadline_s=[1.0, None, 0.0]), "column 'deadline_s', row 2"),
     "flow as numbers": (with_column(flow=[1, 2, 3]), "column 'flow', row 0"),
