@@ -14,7 +14,8 @@ time of its ``start`` event; null otherwise). ``prefix_blocks`` are the chained 
 it), and with ``--placement prefix`` ``predicted_cached_tokens``, the blocks of its prompt the
 proxy's index said that upstream held, in tokens (``placement`` in the metadata). ``priority``,
 ``flow`` and ``class`` are what the request said of itself (its body's ``priority`` or the
-headers, ``sfqtui.proxy.attributes``), null where it said nothing, so that a replay under
+headers, ``sfqtui.proxy.attributes``), null where it said nothing (a column no request said is
+left out), so that a replay under
 ``--scheduler llm-d``, ``dynamo`` or ``litellm`` reads them as the proxy's scheduler did. Requests
 cancelled while queued never ran and have no row.
 
@@ -189,6 +190,8 @@ class TraceRecorder:
             self._written.append(pl.DataFrame(self._pending, schema=SCHEMA))
         self._pending = []
         frame = pl.concat(self._written, rechunk=False)
+        # A column no request said is left out, as in a trace without it (a replay then takes flows for users, and check audits their turns).
+        frame = frame.drop([c for c in POLICY_COLUMNS if frame[c].null_count() == frame.height])
         started = time.perf_counter()
         metadata = self._metadata()
         if self._bounds:
