@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route
 
 from sfqtui.core.limits.settings import START
 from sfqtui.protocol import LIMIT, Event, ProxyState
-from sfqtui.proxy.attributes import request_policy
+from sfqtui.proxy.attributes import NO_POLICY, RequestPolicy, request_policy
 from sfqtui.proxy.auth import ApiKeys, EventsToken, authenticated
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, prompt_tokens: int | None, weight: float,
-               scope: str, cached: int | None = None, blocks: list[int] | None = None) -> dict[str, Any]:
+               scope: str, cached: int | None = None, blocks: list[int] | None = None, policy: RequestPolicy = NO_POLICY) -> dict[str, Any]:
     """A finished request as a row of the --record trace (semantics §1), with the times and
     charge this proxy measured; the recorder puts the published events' in their place."""
     return {
@@ -58,6 +58,10 @@ def record_row(ticket: Ticket, model: str | None, output_tokens: int | None, pro
         "ratio_scope": None if ticket.max_tokens is None else scope if ticket.scope_key is None else f"{scope}:{ticket.scope_key}",
         "cached_tokens": cached,
         "prefix_blocks": blocks,
+        # What it said of itself, as the scheduler read it (semantics §15; null where it said nothing).
+        "priority": policy.priority,
+        "flow": policy.flow,
+        "class": policy.policy_class,
     }
 
 log = logging.getLogger("sfqtui.proxy")
@@ -141,7 +145,8 @@ class Proxy:
             self.limits.latency(reply.index, per_token, self.upstreams.inflight[reply.index])
         if ran and self.recorder is not None:
             row = record_row(ticket, exchange.model, output_tokens, prompt_tokens, self.scheduling.weight(ticket.user),
-                             self.settings.estimator.scope, cached_tokens(exchange.usage), exchange.blocks)
+                             self.settings.estimator.scope, cached_tokens(exchange.usage), exchange.blocks,
+                             exchange.policy)
             if exchange.blocks is not None:  # no more blocks than the recorded input_tokens hold (the upstream may count fewer)
                 row["prefix_blocks"] = exchange.blocks[:row["input_tokens"] // self.settings.block_tokens]
             if reply is not None:
@@ -244,11 +249,13 @@ class Proxy:
         scope = self.settings.estimator.scope
         key = user if scope == "user" else model if scope == "model" else None
         try:
-            ticket = await self.scheduling.arrive(user, prompt_tokens(body), output_cap(body), key, request_policy(request.headers, body))
+            policy = request_policy(request.headers, body)
+            ticket = await self.scheduling.arrive(user, prompt_tokens(body), output_cap(body), key, policy)
         except Closing:
             self.metrics.ended(user, "refused")
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
+        exchange.policy = policy
         if self.recorder is not None or self.upstreams.placement is not None:
             exchange.blocks = blocks_of(body, self.settings.block_tokens)
         self.live.add(exchange)

@@ -15,9 +15,10 @@ CLASS_HEADER = "x-sfqtui-class"
 
 
 class RequestPolicy(NamedTuple):
-    """What a request says of itself: its priority, flow (None: its user's) and class (None: the default)."""
+    """What a request says of itself: its priority (None: 0, as unset), flow (None: its user's) and class (None: the default);
+    None where it said nothing, so that a recording keeps nulls there (semantics §15)."""
 
-    priority: int = 0
+    priority: int | None = None
     flow: str | None = None
     policy_class: str | None = None
 
@@ -27,12 +28,12 @@ NO_POLICY = RequestPolicy()
 
 def request_policy(headers: Mapping[str, str], body: Mapping[str, Any]) -> RequestPolicy:
     """The body's integer ``priority`` (LiteLLM's request parameter) or the priority header, the
-    flow header and the class header; a priority that is not an integer is ignored (priority 0)."""
+    flow header and the class header; a priority that is not an integer is ignored (as unset: priority 0)."""
     priority = body.get("priority", headers.get(PRIORITY_HEADER))
     try:
-        level = int(priority) if priority is not None and not isinstance(priority, bool) and float(priority).is_integer() else 0
+        level = int(priority) if priority is not None and not isinstance(priority, bool) and float(priority).is_integer() else None
     except (TypeError, ValueError):
-        level = 0
+        level = None
     return RequestPolicy(level, headers.get(FLOW_HEADER) or None, headers.get(CLASS_HEADER) or None)
 
 
@@ -50,7 +51,7 @@ class LiveAttributes(RequestAttributes):
         self.rows.pop(req, None)
 
     def priority(self, req: int) -> int:
-        return self.rows[req][0].priority
+        return self.rows[req][0].priority or 0
 
     def flow(self, req: int, user: User) -> Flow:
         return self.rows[req][0].flow or user

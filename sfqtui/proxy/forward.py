@@ -21,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from sfqtui.protocol import ENGINE_START_HEADER
+from sfqtui.proxy.attributes import NO_POLICY
 from sfqtui.proxy.dispatcher import Stage, Ticket
 from sfqtui.proxy.errors import Aborted, ClientGone, EventTooLong, Interrupted, UpstreamError
 from sfqtui.proxy.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
@@ -105,6 +106,7 @@ class Exchange:
         self.reply: UpstreamReply | None = None
         self.usage: dict[str, Any] | None = None
         self.blocks: list[int] | None = None  # the prompt's chained block hashes, when the proxy names them (--record, --placement prefix)
+        self.policy = NO_POLICY  # what the request said of itself (semantics §15), for the record
         self._interruption: type[Interrupted] | None = None
         self._timeout: asyncio.Timeout | None = None
         self._streaming = False

@@ -12,7 +12,11 @@ time of its ``start`` event; null otherwise). ``prefix_blocks`` are the chained 
 (a metadata key) tokens as the proxy counts them without a tokenizer (4 characters a token,
 ``sfqtui.core.engines.prompt_blocks``), as many as the row's ``input_tokens`` holds; ``upstream``, where it was sent (as /metrics names
 it), and with ``--placement prefix`` ``predicted_cached_tokens``, the blocks of its prompt the
-proxy's index said that upstream held, in tokens (``placement`` in the metadata). Requests
+proxy's index said that upstream held, in tokens (``placement`` in the metadata). ``priority``,
+``flow`` and ``class`` are what the request said of itself (its body's ``priority`` or the
+headers, ``sfqtui.proxy.attributes``), null where it said nothing (a column no request said is
+left out), so that a replay under
+``--scheduler llm-d``, ``dynamo`` or ``litellm`` reads them as the proxy's scheduler did. Requests
 cancelled while queued never ran and have no row.
 
 The times come from the decisions the proxy published (``/v1/sfq/events``, the ring's
@@ -66,7 +70,9 @@ ESTIMATOR_COLUMNS: dict[str, pl.DataType] = {"ratio": pl.Float64(), "est_output"
 # Where it went: the upstream, and with --placement prefix the tokens its index said that upstream held.
 ENGINE_COLUMNS: dict[str, pl.DataType] = {"cached_tokens": pl.Int64(), "engine_start_s": pl.Float64(), "prefix_blocks": pl.List(pl.UInt64()),
                                           "upstream": pl.String(), "predicted_cached_tokens": pl.Int64()}
-SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS)).schema, **ESTIMATOR_COLUMNS, **ENGINE_COLUMNS})
+# What each request said of itself (semantics §15): §1 columns a policy's replay reads; null where it said nothing.
+POLICY_COLUMNS = ["priority", "flow", "class"]
+SCHEMA = pl.Schema({**frame_of(TRACE_SCHEMA.empty_table().select(COLUMNS + POLICY_COLUMNS)).schema, **ESTIMATOR_COLUMNS, **ENGINE_COLUMNS})
 WRITE_SHARE = 10  # wait at least this many times as long as the last write took
 # Apart in time, the events of one store call in the recording: well under the store clock's
 # microsecond, so they never pass an event of another call.
@@ -184,6 +190,8 @@ class TraceRecorder:
             self._written.append(pl.DataFrame(self._pending, schema=SCHEMA))
         self._pending = []
         frame = pl.concat(self._written, rechunk=False)
+        # A column no request said is left out, as in a trace without it (a replay then takes flows for users, and check audits their turns).
+        frame = frame.drop([c for c in POLICY_COLUMNS if frame[c].null_count() == frame.height])
         started = time.perf_counter()
         metadata = self._metadata()
         if self._bounds:

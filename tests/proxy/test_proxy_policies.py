@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from sfqtui.errors import InputError
-from sfqtui.proxy.attributes import RequestPolicy, request_policy
+from sfqtui.proxy.attributes import NO_POLICY, RequestPolicy, request_policy
 from sfqtui.proxy.keys import load_keys
 from sfqtui.proxy.settings import ProxySettings
 from tests.proxy_fixtures import KEY_OF, TLS, read_events, running_proxy, state, wait_for
@@ -61,5 +61,6 @@ def test_a_request_says_its_priority_flow_and_class() -> None:
     assert request_policy({}, {"priority": 3}) == RequestPolicy(3)
     assert request_policy({"x-sfqtui-priority": "-2", "x-gateway-inference-fairness-id": "team-a", "x-sfqtui-class": "gold"}, {}) == \
         RequestPolicy(-2, "team-a", "gold")
-    assert request_policy({}, {"priority": "high"}) == RequestPolicy(0)
-    assert request_policy({}, {"priority": 1.5}) == RequestPolicy(0)
+    assert request_policy({}, {"priority": 0}) == RequestPolicy(0)
+    # Not an integer: as if unsaid (priority 0 to the scheduler, null in a recording).
+    assert request_policy({}, {"priority": "high"}) == request_policy({}, {"priority": 1.5}) == request_policy({}, {}) == NO_POLICY

@@ -64,6 +64,7 @@ def test_a_recording_replays_to_the_dispatches_and_charges_made_live(uneven: str
 
     rows = pl.read_parquet(record)
     assert {"cost", "ratio", "est_output", "ratio_scope"} <= set(rows.columns)
+    assert not {"priority", "flow", "class"} & set(rows.columns)  # no request said one: no column, as in a trace without them
     dispatch_of = {e["request_id"]: e for e in events if e["kind"] == "dispatch"}
     for row in rows.iter_rows(named=True):
         seen = dispatch_of[row["request_id"]]

@@ -159,14 +159,17 @@ class EnginePool:
             n += to is engine
         return n
 
-    def route(self, blocks: Sequence[int] | None = None) -> ModelledEngine:
+    def route(self, blocks: Sequence[int] | None = None, take_turn: bool = True) -> ModelledEngine:
         """The engine the next request (with its prompt's ``blocks``) goes to: by its prefix under
-        --placement prefix or affinity, else the least (in flight less limit, (index - turn) mod n)."""
+        --placement prefix or affinity, else the least (in flight less limit, (index - turn) mod n).
+        ``take_turn=False``: only asked, the turn stays for the request that is sent."""
         engines = self.engines
         n = len(engines)
         if n == 1:
             return engines[0]
-        turn = self._turn = (self._turn + 1) % n
+        turn = (self._turn + 1) % n
+        if take_turn:
+            self._turn = turn
         if blocks is not None and self.placement != "room" and self.index is not None:
             return self._by_prefix(blocks, turn)
         load = self._load
@@ -191,16 +194,16 @@ class EnginePool:
                 best, best_key = engine, key
         return best
 
-    def predicted(self, req: int) -> int:
+    def predicted(self, req: int, sending: bool = True) -> int:
         """The prompt tokens of request ``req`` the balancer's index believes cached at the engine
-        it is about to be sent to (which ``send`` then takes): 0 without blocks."""
+        it is about to be sent to (which ``send`` then takes): 0 without blocks. ``sending=False``:
+        of a request that may not be sent now (Dynamo prices each queue head by it), nothing chosen."""
         blocks = self._blocks_of(req)
         if blocks is None or self.index is None:
             return 0
-        turn = self._turn
-        engine = self.route(blocks)
-        self._turn = turn  # the turn moves on when the request is sent: a priced request may wait (DRR)
-        self._planned = (req, engine)
+        engine = self.route(blocks, take_turn=False)  # the turn moves on when a request is sent: a priced one may wait (DRR)
+        if sending:
+            self._planned = (req, engine)
         prompt = self.tokens[req // self.window.size][0][req % self.window.size]  # type: ignore[index]  # a request being priced is in a held chunk
         return min(self.index[engine.index].lookup(blocks), max(0, prompt - 1) // self.block_tokens) * self.block_tokens
 

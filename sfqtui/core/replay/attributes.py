@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.requests.window import RequestWindow
@@ -21,6 +21,9 @@ class WindowAttributes(RequestAttributes):
         self._users = users
         self._has = columns
         self._tokens = tokens  # price Dynamo by input_tokens (the trace has them)
+        # The engines' cache: the input tokens of a queued request the balancer predicts cached
+        # where it would go now (set by the replay's plan when the engines model their caches).
+        self.cached_of: Callable[[int], int] | None = None
 
     def _row(self, req: int) -> tuple[Trace, int]:
         size = self._window.size
@@ -60,7 +63,9 @@ class WindowAttributes(RequestAttributes):
             return None
         trace, i = self._row(req)
         count = trace.input_tokens[i]  # type: ignore[index]  # the trace has the column
-        return None if count < 0 else float(count)
+        if count < 0:
+            return None
+        return float(count if self.cached_of is None else count - self.cached_of(req))
 
     def arrival(self, req: int) -> float | None:
         trace, i = self._row(req)

@@ -11,6 +11,7 @@ replay runs: it is built for one run.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 
 from sfqtui.core.engines.servers import EngineServers
 from sfqtui.core.events import EventLayout, EventLog
@@ -74,10 +75,11 @@ class ReplayPlan:
         replicas = config.replicas
         self.pool_slots = replicas.slots(config.slots) if replicas.replicated and replicas.share.splits_slots else [config.slots]
         weights = self.requests.weights_by_code()
+        self.attributes: WindowAttributes | None = None  # what a policy of semantics §15 reads of each request
         if found.build_policy is None:
             self.schedulers: list[Scheduler] = [found.build(weights, self.quantum) for _ in self.pool_slots]
         else:
-            attributes = self._policy_attributes()
+            self.attributes = attributes = self._policy_attributes()
             self.schedulers = [make_scheduler(config.scheduler, weights, self.quantum, attributes, config.policy) for _ in self.pool_slots]
         self.clocked = self.schedulers[0].clocked  # the loop tells it the time before it dispatches
         self.credit_bound = self._credit_bound() if config.scheduler == "dynamo" else None
@@ -102,6 +104,8 @@ class ReplayPlan:
                 for estimator in self.estimators:
                     if estimator is not None:
                         estimator.cached_of = engines.predicted
+            if self.attributes is not None and config.scheduler == "dynamo" and "prefix_blocks" in columns:  # Dynamo prices a request by its uncached input
+                self.attributes.cached_of = partial(engines.predicted, sending=False)
         else:
             self.servers = fixed = FixedService(config.service, self.window)
             if config.capacity is not None:
