@@ -36,7 +36,7 @@ def calibrate(
                                                  "are read as one (a group's recordings, one a replica).", show_default=False)],
     scheduler: Annotated[str, typer.Option("--scheduler", "-s", help=f"Scheduler that charges the estimate: {', '.join(ESTIMATING)}.")] = "sfq",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object for machines instead of tables.")] = False,
-    replay: ReplayChoices = NO_CHOICES,  # with_replay_options puts the options given here
+    replay: ReplayChoices = NO_CHOICES,  # with_replicated_replay_options puts the options given here
 ) -> None:
     """Measure the cost estimator against the actual outputs in TRACE (semantics §10).
 

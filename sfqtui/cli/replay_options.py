@@ -1,9 +1,8 @@
 """The options every replaying command shares: scheduler, slots, estimator, service model,
-and for the commands that model several balancer replicas, the replicas (semantics §11).
+the engine model and the balancer replicas (semantics §11).
 
-``with_replay_options`` adds them to a typer command's signature and hands the command
-a ready ``ReplayChoices`` as its ``replay`` argument, so each command declares them once;
-``with_replicated_replay_options`` adds the replica options too.
+``with_replicated_replay_options`` adds them to a typer command's signature and hands the
+command a ready ``ReplayChoices`` as its ``replay`` argument, so each command declares them once.
 """
 
 import functools
@@ -227,13 +226,8 @@ def _choices(values: dict[str, Any], context: typer.Context) -> ReplayChoices:
         default_output_tokens=values["default_output"],
     )
     slots, auto = (None, None) if values["slots"] is None else parse_slots(values["slots"])
-    replicas = ONE_REPLICA
-    engine = None
-    if "replicas" in values:
-        replicas = ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
-        engine = _engine(values["engine_model"], values["engines"], auto, values["placement"].strip())
-    elif auto is not None:
-        raise InputError(f"--slots {values['slots']}: this command replays on a fixed number of slots")
+    replicas = ReplicaSettings(values["replicas"], values["router"].strip(), Share.parse(values["share"]), values["seed"])
+    engine = _engine(values["engine_model"], values["engines"], auto, values["placement"].strip())
     policy = PolicyOptions(values["ordering"].strip(), PolicyOptions.parse_weights(values["class_weights"]), values["half_life"])
     return ReplayChoices(slots, values["quantum"], values["renormalise_every"], estimator, service, replicas, _reprice_reason(values, context),
                          engine, policy)
@@ -270,10 +264,6 @@ def _adding_options(func: F, argument: str, options: list[inspect.Parameter], bu
     wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # inspect.signature reads it; functions do not declare it
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return cast(F, wrapper)
-
-
-def with_replay_options(func: F) -> F:
-    return _adding_options(func, "replay", _PARAMS, _choices)
 
 
 def with_replicated_replay_options(func: F) -> F:
