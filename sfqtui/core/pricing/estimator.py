@@ -189,13 +189,6 @@ class CostEstimator:
     def _empty_pricing(self) -> Pricing:
         return Pricing({}, {}, {} if self.params.cache_aware else None)
 
-    def _row(self, req: int) -> tuple[Trace, int]:
-        """The chunk holding a request, and its row there (the engine's hot paths inline this)."""
-        size = self._window.size
-        trace = self._window.traces[req // size]
-        assert trace is not None, "a chunk retires only once its last request has completed"
-        return trace, req % size
-
     def cost(self, req: int) -> float:
         size = self._window.size
         trace, j = self._window.traces[req // size], req % size
@@ -224,7 +217,7 @@ class CostEstimator:
         """A completion: learn from it when it carries both output_tokens and max_tokens."""
         if not (self._has_caps and self._has_outputs):
             return
-        trace, j = self._row(req)
+        trace, j = self._window.row(req)
         caps, outputs, models = trace.max_tokens, trace.output_tokens, trace.model
         if caps is None or outputs is None:
             return
@@ -236,7 +229,7 @@ class CostEstimator:
 
     def upper_bound(self, req: int) -> float:
         """A cost this request can never exceed while ratio <= max(1, start_ratio)."""
-        return self._bound(*self._row(req))
+        return self._bound(*self._window.row(req))
 
     def largest_upper_bound(self, trace: Trace) -> float:
         """The largest ``upper_bound`` among a chunk's requests."""
@@ -255,7 +248,7 @@ class CostEstimator:
 
     def actual_cost(self, req: int) -> float | None:
         """a * input_tokens + b * output_tokens (semantics §10), when the output is known."""
-        trace, j = self._row(req)
+        trace, j = self._window.row(req)
         outputs = trace.output_tokens
         output = outputs[j] if outputs is not None else -1
         if output < 0:
@@ -265,12 +258,12 @@ class CostEstimator:
 
     def input_charge(self, req: int) -> float:
         """a * input_tokens: what VTC charges at dispatch (semantics §9)."""
-        trace, j = self._row(req)
+        trace, j = self._window.row(req)
         return self.params.input_weight * max(0, _inputs(trace)[j])
 
     def output_charge(self, req: int) -> float:
         """b * output_tokens: what VTC charges at completion (semantics §9)."""
-        trace, j = self._row(req)
+        trace, j = self._window.row(req)
         return self.params.output_weight * max(0, _outputs(trace)[j])
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from sfqtui.core.requests.trace import Trace
 from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers.base import User
 from sfqtui.core.schedulers.policy import DEFAULT_CLASS, Flow, RequestAttributes
@@ -25,48 +24,42 @@ class WindowAttributes(RequestAttributes):
         # where it would go now (set by the replay's plan when the engines model their caches).
         self.cached_of: Callable[[int], int] | None = None
 
-    def _row(self, req: int) -> tuple[Trace, int]:
-        size = self._window.size
-        trace = self._window.traces[req // size]
-        assert trace is not None, "a request the scheduler holds is in a chunk the window holds"
-        return trace, req % size
-
     def priority(self, req: int) -> int:
         if "priority" not in self._has:
             return 0
-        trace, i = self._row(req)
+        trace, i = self._window.row(req)
         return trace.priority[i]  # type: ignore[index]  # the trace has the column
 
     def flow(self, req: int, user: User) -> Flow:
         """The flow's name; a request without one is in its user's flow (named as the user is)."""
         if "flow" not in self._has:
             return user
-        trace, i = self._row(req)
+        trace, i = self._window.row(req)
         name = trace.flow[i]  # type: ignore[index]  # the trace has the column
         return self._users[trace.user[i]] if name is None else name
 
     def policy_class(self, req: int) -> str:
         if "class" not in self._has:
             return DEFAULT_CLASS
-        trace, i = self._row(req)
+        trace, i = self._window.row(req)
         return trace.policy_class[i] or DEFAULT_CLASS  # type: ignore[index]  # the trace has the column
 
     def deadline(self, req: int) -> float:
         if "deadline_s" not in self._has:
             return math.inf
-        trace, i = self._row(req)
+        trace, i = self._window.row(req)
         after = trace.deadline_s[i]  # type: ignore[index]  # the trace has the column
         return math.inf if math.isnan(after) else trace.arrival_s[i] + after
 
     def tokens(self, req: int) -> float | None:
         if not self._tokens:
             return None
-        trace, i = self._row(req)
+        trace, i = self._window.row(req)
         count = trace.input_tokens[i]  # type: ignore[index]  # the trace has the column
         if count < 0:
             return None
         return float(count if self.cached_of is None else count - self.cached_of(req))
 
     def arrival(self, req: int) -> float | None:
-        trace, i = self._row(req)
+        trace, i = self._window.row(req)
         return trace.arrival_s[i]

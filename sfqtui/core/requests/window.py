@@ -54,6 +54,13 @@ class RequestWindow:
         self._first_held = k
         return range(first, k)
 
+    def row(self, req: int) -> tuple[Trace, int]:
+        """The chunk holding request ``req``, and its row there (the engine's hot paths inline this)."""
+        size = self.size
+        trace = self.traces[req // size]
+        assert trace is not None, "a chunk retires only once its last request has completed"
+        return trace, req % size
+
     def held(self) -> list[RequestChunk]:
         """Every chunk the rows since the last call can mention, in order; forgets the retired ones."""
         held = self._retired + [c for c in self._chunks if c is not None]
