@@ -20,6 +20,7 @@ from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers.policy import PolicyOptions
+from tests.cli.test_replay_refuses import refused
 
 POLICIES = ("llm-d", "dynamo", "litellm", "las")
 
@@ -76,14 +77,6 @@ def write(tmp_path: Path, **extra: list[str | None]) -> Path:
     path = tmp_path / "trace.parquet"
     pl.DataFrame(data).write_parquet(path)
     return path
-
-
-def refused(cli: CliRunner, *args: str) -> str:
-    result = cli.invoke(app, list(args))
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sfqtui: error: "), result.stderr
-    return lines[0]
 
 
 def test_bad_combinations_get_one_line_and_exit_2(tmp_path: Path, cli: CliRunner) -> None:
