@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
+from sfqtui.core.engines.prefix_index import PrefixIndex
 from sfqtui.core.limits.settings import START
 from sfqtui.protocol import LIMIT, Event, ProxyState
 from sfqtui.proxy.attributes import NO_POLICY, RequestPolicy, request_policy
@@ -25,7 +26,7 @@ from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange, cached_tokens
 from sfqtui.proxy.metrics import ProxyMetrics
 from sfqtui.proxy.openai_errors import bad_request, error_response, shutting_down
-from sfqtui.proxy.placement import PrefixIndex, PrefixPlacement
+from sfqtui.proxy.placement import PrefixPlacement
 from sfqtui.proxy.prompt import blocks_of, model_of, output_cap, prompt_tokens
 from sfqtui.proxy.ring import EventRing
 from sfqtui.proxy.scheduling import Alone, Scheduling
@@ -99,7 +100,7 @@ class Proxy:
                                          self._limit_changed, self.upstreams)
             self.upstreams.limit_of, self.upstreams.busy = self.limits.limit_of, self.limits.backoff
         if settings.placement == "prefix":
-            self.upstreams.placement = PrefixPlacement(PrefixIndex(len(settings.upstreams), settings.prefix_index_blocks), self._has_room,
+            self.upstreams.placement = PrefixPlacement([PrefixIndex(settings.prefix_index_blocks) for _ in settings.upstreams], self._has_room,
                                                        settings.block_tokens)
         self.recorder: TraceRecorder | None = None
         if settings.record is not None:

@@ -10,8 +10,9 @@ in flight than its limit (``--slots auto``) or, with fixed slots, than its even 
 warm: locality is bounded by load, and when a slot is free some upstream always has room.
 Placement chooses only where a dispatched request goes, never when: SFQ's order is the same.
 
-The index holds, for each upstream, the chained hashes of the blocks of the prompts sent
-there (``sfqtui.core.engines.prompt_blocks``), at most ``capacity`` blocks each, the least
+The index is the replay's balancer index (``sfqtui.core.engines.prefix_index``), one per
+upstream: the chained hashes of the blocks of the prompts sent there
+(``sfqtui.core.engines.prompt_blocks``), at most ``--prefix-index-blocks`` each, the least
 recently sent leaving first; a prompt's blocks are refreshed last block first, so that of one
 prompt the head stays longest, as an engine that frees a request's tail first keeps it. It
 is what the proxy sent, not what the engine kept: an engine that evicted sooner holds less.
@@ -19,9 +20,9 @@ is what the proxy sent, not what the engine kept: an engine that evicted sooner 
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
+from sfqtui.core.engines.prefix_index import PrefixIndex
 from sfqtui.protocol import UpstreamPlacement
 
 PLACEMENTS = ("room", "prefix")
@@ -30,56 +31,21 @@ PLACEMENTS = ("room", "prefix")
 DEFAULT_INDEX_BLOCKS = 32_768
 
 
-class PrefixIndex:
-    """The prompt blocks the proxy sent to each upstream, at most ``capacity`` per upstream."""
-
-    def __init__(self, upstreams: int, capacity: int) -> None:
-        self.capacity = capacity
-        self._held: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(upstreams)]
-
-    @property
-    def upstreams(self) -> int:
-        return len(self._held)
-
-    def size(self, index: int) -> int:
-        """Blocks held for upstream ``index``."""
-        return len(self._held[index])
-
-    def held(self, index: int, blocks: Sequence[int]) -> int:
-        """How many leading blocks of ``blocks`` upstream ``index`` was sent (the longest held prefix)."""
-        held = self._held[index]
-        for k, block in enumerate(blocks):
-            if block not in held:
-                return k
-        return len(blocks)
-
-    def sent(self, index: int, blocks: Sequence[int]) -> None:
-        """``blocks`` went to upstream ``index``: held there now, the most recently sent."""
-        held = self._held[index]
-        for block in reversed(blocks):
-            if block in held:
-                held.move_to_end(block)
-            else:
-                held[block] = None
-        while len(held) > self.capacity:
-            held.popitem(last=False)
-
-
 class PrefixPlacement:
     """``--placement prefix``: puts the upstream with room that holds the longest prefix first."""
 
-    def __init__(self, index: PrefixIndex, has_room: Callable[[int], bool], block_tokens: int) -> None:
-        self.index = index
+    def __init__(self, indexes: Sequence[PrefixIndex], has_room: Callable[[int], bool], block_tokens: int) -> None:
+        self.indexes = indexes  # per upstream, the blocks the proxy sent there
         self._has_room = has_room
         self.block_tokens = block_tokens
-        upstreams = index.upstreams
+        upstreams = len(indexes)
         self.placed, self.looked_up, self.predicted = [0] * upstreams, [0] * upstreams, [0] * upstreams  # per upstream, since start
 
     def sent(self, index: int, blocks: Sequence[int]) -> int:
         """A request with these prompt blocks was sent to upstream ``index``: counted, and its blocks
         held there from now on; returns how many of them the index said it held before."""
-        held = self.index.held(index, blocks)
-        self.index.sent(index, blocks)
+        held = self.indexes[index].lookup(blocks)
+        self.indexes[index].sent(blocks)
         self.placed[index] += 1
         self.looked_up[index] += len(blocks) * self.block_tokens
         self.predicted[index] += held * self.block_tokens
@@ -88,14 +54,14 @@ class PrefixPlacement:
     def state(self, labels: Sequence[str]) -> list[UpstreamPlacement]:
         """The state's ``placement``: each upstream's placements and predicted hits so far."""
         return [{"upstream": label, "placed": self.placed[i], "prompt_tokens": self.looked_up[i],
-                 "predicted_cached_tokens": self.predicted[i], "index_blocks": self.index.size(i)} for i, label in enumerate(labels)]
+                 "predicted_cached_tokens": self.predicted[i], "index_blocks": len(self.indexes[i].blocks)} for i, label in enumerate(labels)]
 
     def order(self, by_room: list[int], blocks: Sequence[int]) -> list[int]:
         """The upstreams to try: ``by_room`` (room order) with the upstream of the longest held
         prefix among those with room moved first."""
         if not blocks:
             return by_room
-        held = {i: self.index.held(i, blocks) for i in by_room}
+        held = {i: self.indexes[i].lookup(blocks) for i in by_room}
         roomy = [i for i in by_room if self._has_room(i)] or by_room[:1]
         best = max(roomy, key=held.__getitem__)  # the first of the most held, in room order
         return [best, *(i for i in by_room if i != best)]

@@ -18,8 +18,9 @@ from typer.testing import CliRunner
 
 from sfqtui.cli.app import app
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.prefix_index import PrefixIndex
 from sfqtui.emulator.server import EngineServer
-from sfqtui.proxy.placement import PrefixIndex, PrefixPlacement
+from sfqtui.proxy.placement import PrefixPlacement
 from sfqtui.trace.write import read_metadata
 from tests.fake_upstream import FakeUpstream, ServerThread, fake_server
 from tests.proxy_fixtures import KEY_OF, http_get, openai_sync_http, running_proxy, state, wait_for, write_keys
@@ -28,19 +29,19 @@ ENGINE = EngineModel(decode_ms_per_token=1.0, prefill_us_per_token=10.0)
 
 
 def test_the_index_finds_the_longest_prefix_sent_and_forgets_a_prompts_tail_first() -> None:
-    index = PrefixIndex(2, capacity=4)
-    index.sent(0, [1, 2, 3])
-    assert (index.held(0, [1, 2, 9]), index.held(0, [1, 2, 3, 4]), index.held(1, [1, 2, 3]), index.held(0, [])) == (2, 3, 0, 0)
-    index.sent(0, [7, 8])  # 5 blocks for 4 places: the oldest prompt's tail leaves, its head stays
-    assert index.held(0, [1, 2, 3]) == 2 and index.held(0, [7, 8]) == 2
+    first, second = PrefixIndex(4), PrefixIndex(4)
+    first.sent([1, 2, 3])
+    assert (first.lookup([1, 2, 9]), first.lookup([1, 2, 3, 4]), second.lookup([1, 2, 3]), first.lookup([])) == (2, 3, 0, 0)
+    first.sent([7, 8])  # 5 blocks for 4 places: the oldest prompt's tail leaves, its head stays
+    assert first.lookup([1, 2, 3]) == 2 and first.lookup([7, 8]) == 2
 
 
 def test_the_placement_prefers_a_warm_upstream_only_while_it_has_room() -> None:
-    index = PrefixIndex(3, capacity=100)
-    index.sent(2, [5, 6])
-    index.sent(1, [5])
+    indexes = [PrefixIndex(100) for _ in range(3)]
+    indexes[2].sent([5, 6])
+    indexes[1].sent([5])
     room = {0: True, 1: True, 2: True}
-    placement = PrefixPlacement(index, room.__getitem__, 16)
+    placement = PrefixPlacement(indexes, room.__getitem__, 16)
     assert placement.order([0, 1, 2], [5, 6, 7]) == [2, 0, 1]
     assert placement.order([0, 1, 2], [9]) == [0, 1, 2]  # held nowhere: by room
     room[2] = False
