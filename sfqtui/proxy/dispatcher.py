@@ -185,8 +185,10 @@ class Dispatcher:
             self.inflight += 1
             ticket.stage = Stage.RUNNING
             ticket.dispatched_t = self.now()
-            placed: EventExtras = {} if self._placer is None else self._placer(ticket)
-            self._emit("dispatch", ticket, v, meter, cost=cost, ratio=ticket.ratio, est_output=ticket.est_output, **placed)
+            said: EventExtras = {"cost": cost, "ratio": ticket.ratio, "est_output": ticket.est_output}
+            if self._placer is not None:
+                said.update(self._placer(ticket))
+            self._emit("dispatch", ticket, v, meter, **said)
             ticket.settled.set_result(None)
             self._reset_if_idle()
 
@@ -230,8 +232,10 @@ class Dispatcher:
         if output_tokens is not None and ticket.max_tokens is not None:
             self.estimator.learn(output_tokens, ticket.max_tokens, ticket.scope_key)
         v, meter, _ = self._sched.complete(ticket.req, ticket.user, 0.0)
-        cached: EventExtras = {} if cached_tokens is None else {"cached_tokens": cached_tokens}
-        self._emit("complete", ticket, v, meter, output_tokens=output_tokens, **cached)
+        said: EventExtras = {"output_tokens": output_tokens}
+        if cached_tokens is not None:
+            said["cached_tokens"] = cached_tokens
+        self._emit("complete", ticket, v, meter, **said)
         self._dispatch_while_free()
 
     def release(self, ticket: Ticket, output_tokens: int | None = None, cached_tokens: int | None = None) -> None:
