@@ -11,7 +11,6 @@ from textual.pilot import Pilot
 from typer.testing import CliRunner
 
 from sfqtui.cli.app import app as cli
-
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
