@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from sfqtui.core.numbers import count
+from sfqtui.proxy.server import ProxyServer
 from sfqtui.runs.stream_opening import LiveOpening
 from sfqtui.ui.app import SfqApp
 from sfqtui.ui.panes.explain_panel import ExplainPanel
@@ -57,6 +58,8 @@ async def test_the_dashboard_shows_where_a_live_proxy_placed_its_requests(tmp_pa
             assert (f"placed on {last['upstream']}, where the proxy's index predicted {count(last['predicted_cached_tokens'])} tokens "
                     "of its prompt cached") in why, why
             assert f"its engine found {count(completed['cached_tokens'])} tokens of its prompt cached" in why, why
+        assert isinstance(px.server, ProxyServer)
+        assert px.server.proxy.upstreams.inflight == [0, 0]  # each place held at dispatch was given back once
 
 
 async def test_an_upstream_that_says_nothing_of_its_cache_gets_no_prefix_cache_line(fake, keys_path: Path) -> None:
