@@ -119,6 +119,15 @@ class ModelledEngine:
             return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
         return len(self.batch) < self.model.max_num_seqs and cache.fits(held[6] or (), held[4] + held[5])
 
+    def starts_at_once(self, blocks: Sequence[int], tokens: int) -> bool:
+        """Whether a request of ``tokens`` KV tokens (prompt and output) with prompt ``blocks``
+        submitted now joins the batch at once: the engine is between steps (idle, or a step just
+        ended), nothing is queued before it, and it has a place and the KV (placement by prefix
+        asks it: the engines keep prefix caches)."""
+        cache = self.cache
+        assert cache is not None
+        return self.resting and not self.queue and len(self.batch) < self.model.max_num_seqs and cache.fits(blocks, tokens)
+
     def submit(self, now: float, held: Held) -> bool:
         """A request sent at ``now`` joins the queue; True when the engine is between steps at
         ``now`` and must settle (it may start the request at once)."""

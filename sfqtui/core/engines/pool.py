@@ -67,7 +67,8 @@ class EnginePool:
     ``room``, the fewest in flight (with limits that follow the engines: the most room under
     its limit), ties in turns, as ``sfqtui proxy`` picks an upstream; on a trace with blocks
     (semantics §14) also ``prefix``, the engine its own index believes holds the longest prefix
-    among those with a free place (the room rule when none has one, and between equals), or
+    among those with a free place (while one has nothing in flight, among those that start the
+    request at once; the room rule when none has one, and between equals), or
     ``affinity``, the longest prefix wherever it is (load ignored: a reference). It serves a
     replay's loop directly (the servers of ``sfqtui.core.replay.servers``, but for the capacity:
     ``servers.EngineServers``), with each held chunk's prompt and output tokens (None: retired)."""
@@ -159,10 +160,11 @@ class EnginePool:
             n += to is engine
         return n
 
-    def route(self, blocks: Sequence[int] | None = None, take_turn: bool = True) -> ModelledEngine:
-        """The engine the next request (with its prompt's ``blocks``) goes to: by its prefix under
-        --placement prefix or affinity, else the least (in flight less limit, (index - turn) mod n).
-        ``take_turn=False``: only asked, the turn stays for the request that is sent."""
+    def route(self, blocks: Sequence[int] | None = None, tokens: int = 0, take_turn: bool = True) -> ModelledEngine:
+        """The engine the next request (with its prompt's ``blocks`` and ``tokens`` of KV, prompt and
+        output) goes to: by its prefix under --placement prefix or affinity, else the least (in flight
+        less limit, (index - turn) mod n). ``take_turn=False``: only asked, the turn stays for the
+        request that is sent."""
         engines = self.engines
         n = len(engines)
         if n == 1:
@@ -171,23 +173,30 @@ class EnginePool:
         if take_turn:
             self._turn = turn
         if blocks is not None and self.placement != "room" and self.index is not None:
-            return self._by_prefix(blocks, turn)
+            return self._by_prefix(blocks, tokens, turn)
         load = self._load
         turned = load[turn:] + load[:turn]  # from the engine whose turn it is: the first of the least is the one
         return engines[(turn + turned.index(min(turned))) % n]
 
-    def _by_prefix(self, blocks: Sequence[int], turn: int) -> ModelledEngine:
+    def _by_prefix(self, blocks: Sequence[int], tokens: int, turn: int) -> ModelledEngine:
         """The engine believed to hold the longest prefix of ``blocks``: under ``prefix`` among
-        the engines with a free place (a place under its limit, and no queue), under ``affinity``
-        among all; then the room rule."""
+        the engines with a free place (a place under its limit, and no queue) and, while an engine
+        with a free place has nothing in flight, only among those that start the request at once
+        (so it never waits for a warm engine's step while an engine stands idle); under
+        ``affinity`` among all; then the room rule."""
         assert self.index is not None
         engines, limits, n = self.engines, self.limits, len(self.engines)
         places = self.model.max_num_seqs
         bounded = self.placement == "prefix"
+        rooms = [(places if limits is None else limits[e]) - engine.outstanding for e, engine in enumerate(engines)]
+        idle = bounded and any(room > 0 and not engine.outstanding for room, engine in zip(rooms, engines))
+        at_once = idle and not self.overhead  # a request on its way (request_overhead_ms) starts nowhere at once
         best, best_key = engines[0], (True, 0, INF, n)
         for e, engine in enumerate(engines):
-            room = (places if limits is None else limits[e]) - engine.outstanding
+            room = rooms[e]
             full = bounded and (room <= 0 or bool(engine.queue))  # an engine that queues has no place to give now
+            if idle and not full and engine.outstanding:
+                full = not (at_once and engine.starts_at_once(blocks, tokens))
             held = 0 if full else self.index[e].lookup(blocks)
             key = (full, -held, -room, (e - turn) % n)
             if key < best_key:
@@ -201,10 +210,13 @@ class EnginePool:
         blocks = self._blocks_of(req)
         if blocks is None or self.index is None:
             return 0
-        engine = self.route(blocks, take_turn=False)  # the turn moves on when a request is sent: a priced one may wait (DRR)
+        size = self.window.size
+        prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # a request being priced is in a held chunk
+        prompt = prompts[req % size]
+        # the turn moves on when a request is sent: a priced one may wait (DRR)
+        engine = self.route(blocks, prompt + outputs[req % size], take_turn=False)
         if sending:
             self._planned = (req, engine)
-        prompt = self.tokens[req // self.window.size][0][req % self.window.size]  # type: ignore[index]  # a request being priced is in a held chunk
         return min(self.index[engine.index].lookup(blocks), max(0, prompt - 1) // self.block_tokens) * self.block_tokens
 
     def _blocks_of(self, req: int) -> Sequence[int] | None:
@@ -230,7 +242,7 @@ class EnginePool:
                 self._planned = None
                 self._turn = (self._turn + 1) % len(self.engines)  # as route() would have moved it
             else:
-                engine = self.route(blocks)
+                engine = self.route(blocks, prompts[r] + outputs[r])
             if blocks is not None:
                 index[engine.index].sent(blocks)
         self._moved = self.touched = engine.touched = True
