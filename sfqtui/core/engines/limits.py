@@ -76,6 +76,12 @@ class EngineLimits:
             if quiet[e] and read[e] < skipped:
                 controller.observe_same(skipped * SCRAPE_S)
             engine.touched = False
+            read[e] = k
+            if self._holds(engine, controller):
+                # The reading would leave the limit as it is (as for a quiet engine): only its running counts, for the size.
+                controller.observe_running(now, engine.running)
+                quiet[e] = True
+                continue
             before = controller.limit
             # KV in use is at most what is reserved: under the threshold, the reading could not cut for KV
             # whatever its exact use, which is then not worked out (a walk over the batch).
@@ -87,7 +93,6 @@ class EngineLimits:
             signals = EngineSignals(now, engine.running, engine.waiting, kv, held)
             if controller.observe_metrics(now, signals) != before:
                 changed.append((e, controller.limit, controller.reason))
-            read[e] = k
             quiet[e] = self._holds(engine, controller)
         self.engines.touched = False
         if changed:
