@@ -83,6 +83,7 @@ class EnginePool:
         self.tokens: list[tuple[list[int], list[int]] | None] = []
         self.blocks: list[PrefixBlocks | None] = []  # each held chunk's prompt blocks (None: none, or retired)
         self.engines = [ModelledEngine(settings.model, e) for e in range(settings.engines)]
+        self._engines_twice = self.engines * 2  # see route()
         self.next_done = INF  # the earliest next_t of the engines
         self._rescan = False  # next_done may have been an engine's next_t that moved later: settle() looks at every engine
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
@@ -179,8 +180,8 @@ class EnginePool:
         if blocks is not None and self.placement != "room" and self.index is not None:
             return self._by_prefix(blocks, turn)
         load = self._load
-        turned = load[turn:] + load[:turn]  # from the engine whose turn it is: the first of the least is the one
-        return engines[(turn + turned.index(min(turned))) % n]
+        # The first of the least from the engine whose turn it is, found in the loads laid twice end to end: one copy, not three.
+        return self._engines_twice[(load + load).index(min(load), turn)]
 
     def _by_prefix(self, blocks: Sequence[int], turn: int) -> ModelledEngine:
         """The engine believed to hold the longest prefix of ``blocks``: under ``prefix`` among
