@@ -176,7 +176,6 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     def send(now: float) -> None:
         """Each pool dispatches while it has a free slot and a waiting request; then the servers start what they can."""
         nonlocal inflight, dispatched
-        put = log.data.extend
         for pool in pools:
             sched = scheds[pool]
             if clocked and free[pool] > 0 and sched.backlogged:
@@ -197,7 +196,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     def limited(now: float, changes: list[Change]) -> None:
         """Limit rows for the upstreams whose limits changed."""
         for e, limit, reason in changes:
-            log.data.extend(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
+            put(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
 
     def rescale(now: float) -> None:
         """The capacity's change due at ``now``: its limit rows, and the dispatches a rise lets through."""
@@ -210,7 +209,9 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
             if capacity.next_t == never:
                 capacity.stir(now)
 
-    yield_at = len(log.data) + every
+    data = log.data  # the buffer rows go to, until a hand-over drains it
+    put = data.extend  # taken once per buffer: sending, limits and every timestamp append through it
+    yield_at = len(data) + every
     pause = CollectorPause()
     pause.hold()  # see sfqtui.core.gcpause; let go whenever control returns to the caller
     try:
@@ -227,12 +228,12 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                     # A change due before anything else happens (most of an auto replay's timestamps): no slot was freed
                     # and nothing arrived since the pools last dispatched, so they have nothing to send first.
                     rescale(now)
-                    if len(log.data) >= yield_at:
-                        _, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
+                    if len(data) >= yield_at:
+                        data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
+                        put = data.extend
                     continue
             if group is not None and now >= group.due:
                 group.exchange_until(now)
-            put = log.data.extend
 
             if next_done == now:
                 for e, req, user, pool, rep in finish(now):
@@ -277,8 +278,9 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                 if capacity.next_t == now:
                     rescale(now)
 
-            if len(log.data) >= yield_at:
-                _, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
+            if len(data) >= yield_at:
+                data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
+                put = data.extend
         plan.retire_below(i)
     finally:
         pause.release()
