@@ -86,6 +86,7 @@ class EnginePool:
         self._engines_twice = self.engines * 2  # see route()
         self.next_done = INF  # the earliest next_t of the engines
         self._rescan = False  # next_done may have been an engine's next_t that moved later: settle() looks at every engine
+        self._times = [INF] * settings.engines  # each engine's next_t, copied as it changes: finish and settle search it at C speed
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
         self._turn = 0
         # What route() compares, kept as each changes: each engine's requests in flight less its limit
@@ -253,27 +254,31 @@ class EnginePool:
                 self._ready.append(engine)
         elif engine.next_t < self.next_done:  # a head that fits joins at the end of the step under way
             self.next_done = engine.next_t
+        self._times[engine.index] = engine.next_t
         return engine.index
 
     def finish(self, now: float) -> list[tuple[int, int, User, int, int]]:
         """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
         (engine, request, user, pool, replica) of each request that finished."""
         finished: list[tuple[int, int, User, int, int]] = []
-        for engine in self.engines:
-            if engine.next_t == now:
-                e = engine.index
-                done = engine.end_step()
-                self._load[e] -= len(done)
-                for held in done:
-                    finished.append((e, held[0], held[1], held[2], held[3]))
-                self._ready.append(engine)
-                engine.touched = True
+        times = self._times
+        while now in times:  # in engine order: each engine that ends its step is no longer at now
+            e = times.index(now)
+            engine = self.engines[e]
+            done = engine.end_step()
+            times[e] = engine.next_t
+            self._load[e] -= len(done)
+            for held in done:  # a plain loop: a comprehension over so few costs more (a frame of its own)
+                finished.append((e, held[0], held[1], held[2], held[3]))
+            self._ready.append(engine)
+            engine.touched = True
         sent = self._sent
         while sent and sent[0][0] == now:  # after the steps that end now: a request that comes as a place frees takes it
             _t, engine, held = sent.popleft()
             engine.touched = True
             if engine.submit(now, held) and engine not in self._ready:
                 self._ready.append(engine)
+            times[engine.index] = engine.next_t
         self._moved = self.touched = self._rescan = True
         return finished
 
@@ -292,15 +297,15 @@ class EnginePool:
                 e = engine.index
                 for held in engine.settle(now):
                     joined.append((e, held[0], held[1], held[3]))
-        # Plain loops here and in finish(): a comprehension over so few items costs more than its loop (a frame of its own).
+                self._times[e] = engine.next_t
         if self._rescan:
             self._rescan = False
-            ready, first = self.engines, INF
+            first = min(self._times)
         else:  # only the engines that settled moved, from no step (INF) to their new run's: the others' earliest holds
             first = self.next_done
-        for engine in ready:
-            if engine.next_t < first:
-                first = engine.next_t
+            for engine in ready:
+                if engine.next_t < first:
+                    first = engine.next_t
         self._ready.clear()
         sent = self._sent
         self.next_done = sent[0][0] if sent and sent[0][0] < first else first
