@@ -194,6 +194,6 @@ class ModelledEngine:
             for held in joined:
                 self.first_token[held[0]] = self.first_end
         self.step = self._plain[n]
-        self.next_step = batch[0][0]
-        self.next_t = self.end_of(self.next_step)
+        self.next_step = s = batch[0][0]
+        self.next_t = self.first_end + (s - self.first) * self.step  # end_of(s), written out: once per step that starts
         return joined
