@@ -171,18 +171,27 @@ class ModelledEngine:
         queue, batch, cache = self.queue, self.batch, self.cache
         joined: list[Held] = []
         prefill = 0
-        while queue and self._fits(queue[0]):
-            held = queue.popleft()
-            heappush(batch, (self.steps + held[5] - 1, self.joined, held))
-            self.joined += 1
-            self.reserved += held[4] + held[5]
+        places, kv = self.model.max_num_seqs, self.kv_tokens
+        steps, turn, reserved = self.steps, self.joined, self.reserved  # locals, written back once: this runs once a step
+        while queue:
+            held = queue[0]
+            length = held[4] + held[5]
             if cache is None:
+                if len(batch) >= places or reserved + length > kv:  # EngineModel.admits, written out
+                    break
                 prefill += held[4]
-            else:
+            elif len(batch) < places and cache.fits(held[6] or (), length):
                 cached = self._admitted(cache, held)
                 prefill += held[4] - cached
                 self.cached[held[0]] = cached
+            else:
+                break
+            queue.popleft()
+            heappush(batch, (steps + held[5] - 1, turn, held))
+            turn += 1
+            reserved += length
             joined.append(held)
+        self.joined, self.reserved = turn, reserved
         if not batch:
             self.first_end = INF
             return joined
