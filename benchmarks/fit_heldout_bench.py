@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -100,8 +101,9 @@ def engine(args: argparse.Namespace, scratch: Path) -> Iterator[str]:
         yield server.url
 
 
-def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch: Path) -> ServedTrace:
-    """One closed-loop run of ``clients`` through a recording proxy of its own: the requests as the recording has them."""
+def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch: Path, loads: dict[int, list[float]]) -> ServedTrace:
+    """One closed-loop run of ``clients`` through a recording proxy of its own: the requests as the recording has them
+    (the load average at its end into ``loads``)."""
     keys = scratch / "keys.toml"
     keys.write_text(f'[keys."{KEY}"]\nuser = "bench"\n')
     record = scratch / f"run-{clients}.parquet"
@@ -110,7 +112,8 @@ def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch:
                "--keys", str(keys), "--record", str(record)]
     with vllm_servers.running(command, None, scratch / f"proxy-{clients}.log", "/metrics", port) as proxy:
         answered = asyncio.run(closed_loop(proxy.url, clients, args.duration, args.seed + clients, args.model))
-    print(f"  {clients} clients: {answered:,} requests answered in {args.duration:g} s", flush=True)
+    loads[clients] = [round(x, 2) for x in os.getloadavg()]
+    print(f"  {clients} clients: {answered:,} requests answered in {args.duration:g} s (load average {loads[clients]})", flush=True)
     return served_requests(record)
 
 
@@ -159,8 +162,9 @@ def main() -> None:
         scratch = Path(folder)
         upstream = stack.enter_context(engine(args, scratch))
         print(f"engine {upstream}: runs of {args.duration:g} s", flush=True)
-        fit_runs = [recorded_run(upstream, c, args, scratch) for c in args.fit_clients]
-        predict_runs = [recorded_run(upstream, c, args, scratch) for c in args.predict_clients]
+        loads: dict[int, list[float]] = {}
+        fit_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.fit_clients]
+        predict_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.predict_clients]
 
     started = time.process_time()
     fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), overhead_ms=args.fit_overhead_ms)
@@ -177,7 +181,7 @@ def main() -> None:
         each = end_to_end_errors(run, model)
         errors = Errors.of(each)
         print(f"{f'{kind}, {clients} clients':<22}{errors.requests:>10,}{pct(errors.median):>12}{pct(errors.p90):>10}")
-        rows.append({"kind": kind, "clients": clients, **errors.as_dict()})
+        rows.append({"kind": kind, "clients": clients, "load_average": loads[clients], **errors.as_dict()})
         if kind == "held out":
             held_out += each
     pooled = Errors.of(held_out)
@@ -191,7 +195,8 @@ def main() -> None:
               f"{without.prefill_us_per_token:.1f} µs, slowdown {without.batch_slowdown:.3f})")
     if args.json:
         args.json.write_text(json.dumps({"engine": args.url or "sfqtui engine", "model": model.as_dict(), "fit_clients": args.fit_clients,
-                                         "runs": rows, "held_out": pooled.as_dict(), "duration_s": args.duration}, indent=2) + "\n")
+                                         "runs": rows, "held_out": pooled.as_dict(), "duration_s": args.duration,
+                                         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ from typing import Any
 
 import vllm_fit
 import vllm_servers
+import vllm_starts
 from vllm_load import chat_body, closed_loop, curve_point, slot_figures
 
 HERE = Path(__file__).resolve().parent
@@ -94,14 +95,22 @@ def write_keys(path: Path) -> Path:
     return path
 
 
-def heavy_and_light(engine: str, slots: str, prompt: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    """The slot benchmark through `sfqtui proxy --slots slots` in front of the engine at ``engine``."""
-    with vllm_servers.proxy(engine, slots, write_keys(scratch / f"keys-{slots}.toml"), scratch) as proxy:
+def heavy_and_light(engine: str, name: str, slots: str, prompt: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """The slot benchmark through `sfqtui proxy --slots slots --record` in front of the engine at ``engine`` (``name``: vllm or
+    emulator, which names the recording kept in --recordings)."""
+    args.recordings.mkdir(parents=True, exist_ok=True)
+    record = args.recordings / f"{name}-slots-{slots}.parquet"
+    record.unlink(missing_ok=True)
+    with vllm_servers.proxy(engine, slots, write_keys(scratch / f"keys-{slots}.toml"), scratch, record) as proxy:
         load = asyncio.run(closed_loop(proxy.url, KEYS, chat_body(vllm_servers.NAME, prompt, args.output_tokens), args.slot_duration,
                                        engine=engine, proxy=proxy.url))
+    loops = dict(KEYS.values())
+    done = [(d.user, d.sent, d.first, d.end) for d in load.done]
     figures = {"slots": slots, "max_num_seqs": args.max_num_seqs, "duration_s": args.slot_duration, "output_tokens": args.output_tokens,
-               "answered": len(load.done), "load_average": os.getloadavg(),
-               **slot_figures(load.starts, load.samples, args.max_num_seqs, "light")}
+               "answered": len(load.done), "load_average": os.getloadavg(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "recording": str(record), **slot_figures(load.starts, load.samples, args.max_num_seqs, "light"),
+               **vllm_starts.start_fairness(record, load.first_tokens),
+               **vllm_starts.demand_bound(done, loops, "light", args.slot_duration, len(load.starts))}
     print(f"--slots {slots}: " + json.dumps(figures), flush=True)
     return figures
 
@@ -116,9 +125,9 @@ def on_vllm(args: argparse.Namespace, results: dict[str, Any], scratch: Path) ->
         if args.clients:
             real = sweep(server.url, args.clients, PROMPT, args.output_tokens, args.duration, args.warmup)
             results["curve"] = {"max_num_seqs": args.max_num_seqs, "duration_s": args.duration, "warmup_s": args.warmup, "vllm": real,
-                                "load_average": os.getloadavg()}
+                                "load_average": os.getloadavg(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         for slots in args.slots:
-            results.setdefault("slots", {})[f"vllm --slots {slots}"] = heavy_and_light(server.url, slots, PROMPT, args, scratch)
+            results.setdefault("slots", {})[f"vllm --slots {slots}"] = heavy_and_light(server.url, "vllm", slots, PROMPT, args, scratch)
 
 
 def on_emulator(args: argparse.Namespace, results: dict[str, Any], scratch: Path, refit: bool) -> None:
@@ -143,7 +152,7 @@ def on_emulator(args: argparse.Namespace, results: dict[str, Any], scratch: Path
             print(vllm_fit.markdown(real, emulated))
         if args.max_num_seqs == model["max_num_seqs"]:
             for slots in args.slots:
-                results.setdefault("slots", {})[f"emulator --slots {slots}"] = heavy_and_light(server.url, slots, prompt, args, scratch)
+                results.setdefault("slots", {})[f"emulator --slots {slots}"] = heavy_and_light(server.url, "emulator", slots, prompt, args, scratch)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -171,6 +180,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of each client count's run left out of its figures")
     parser.add_argument("--slots", nargs="*", default=["24"], help="the proxy's --slots for each slot run: a number, or auto where the proxy has it")
     parser.add_argument("--slot-duration", type=float, default=25.0)
+    parser.add_argument("--recordings", type=Path, default=Path(tempfile.gettempdir()) / "sfqtui-vllm-recordings",
+                        help="where each slot run's proxy recording is kept (for sfqtui check, compare, explain)")
     parser.add_argument("--emulator-only", action="store_true", help="fit and run the emulator on the vLLM curve saved in --results")
     run(parser.parse_args())
 

@@ -125,10 +125,13 @@ def emulator(model_file: Path, scratch: Path) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def proxy(upstream: str, slots: str, keys: Path, scratch: Path) -> Iterator[Server]:
-    """`sfqtui proxy` in front of ``upstream`` with ``--slots slots`` (a number, or `auto` where the proxy has it)."""
+def proxy(upstream: str, slots: str, keys: Path, scratch: Path, record: Path | None = None) -> Iterator[Server]:
+    """`sfqtui proxy` in front of ``upstream`` with ``--slots slots`` (a number, or `auto` where the proxy has it), recording
+    into ``record`` when given (the file is complete once the proxy is stopped)."""
     port = free_port()
     command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--slots", slots,
                "--keys", str(keys)]
+    if record is not None:
+        command += ["--record", str(record)]
     with running(command, None, scratch / f"proxy-{port}.log", "/metrics", port) as server:
         yield server

@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import polars as pl
 import pytest
+
+from sfqtui.trace.write import write_trace
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -34,7 +37,7 @@ def step_s(running: int, prefilled: int) -> float:
 def bench(monkeypatch: pytest.MonkeyPatch) -> dict[str, ModuleType]:
     """The benchmark's modules, imported as their script imports them (by name, from benchmarks/)."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return {name: importlib.import_module(name) for name in ("vllm_model", "vllm_servers", "vllm_load", "vllm_fit")}
+    return {name: importlib.import_module(name) for name in ("vllm_model", "vllm_servers", "vllm_load", "vllm_fit", "vllm_starts")}
 
 
 def test_the_script_loads_neither_vllm_nor_torch() -> None:
@@ -112,6 +115,38 @@ def test_the_errors_are_relative_to_the_real_engine(bench: dict[str, ModuleType]
     assert fit.summary([row])["e2e_p50_max"] == pytest.approx(0.1)
     table = fit.markdown(real, emulated)
     assert "| 1 | 2.000 / 2.200 |" in table and "| 1 | +10% |" in table
+
+
+def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged_request_s_first_token(bench: dict[str, ModuleType], tmp_path: Path) -> None:
+    # A recording with 4 slots: nothing waits in the proxy, so no two users wait for a dispatch together; the engine runs
+    # one request at a time, and light's request, sent last, starts after heavy's three (first tokens on the client's
+    # clock, 5 s off the proxy's). A fifth request never had a first token: no start.
+    users, arrivals = ["heavy", "heavy", "heavy", "light", "heavy"], [0.0, 0.01, 0.02, 0.03, 3.5]
+    frame = pl.DataFrame({"request_id": [f"r{k}" for k in range(5)], "user": users, "arrival_s": arrivals, "cost": [1.0] * 5,
+                          "service_s": [1.0, 2.0, 3.0, 4.0, 1.0], "class": [f"tag{k}" for k in range(5)]})
+    recording = tmp_path / "run.parquet"
+    write_trace(frame, recording, {"source": "sfqtui proxy", "slots": 4})
+    first_tokens = {f"tag{k}": (5.0 + arrivals[k], 5.1 + k) for k in range(4)}
+    figures = bench["vllm_starts"].start_fairness(recording, first_tokens)
+    assert (figures["start_measure"], figures["recorded_requests"], figures["starts"], figures["c_max"]) == ("first token", 5, 4, 1.0)
+    assert figures["worst_gap_at_dispatch"] is None
+    gap = figures["worst_gap_at_engine_start"]
+    assert (gap["ahead"], gap["behind"], gap["c_max"]) == ("heavy", "light", 3.0)  # heavy's three starts while light waited
+
+    # Where the engine reports its starts (the recording's engine_start_s: light's first here), they are the measure, the
+    # first tokens beside them.
+    reported = tmp_path / "reported.parquet"
+    write_trace(frame.with_columns(engine_start_s=pl.Series([0.05, 1.05, 2.05, 0.04, None])), reported, {"source": "sfqtui proxy", "slots": 4})
+    figures = bench["vllm_starts"].start_fairness(reported, first_tokens)
+    assert figures["start_measure"].startswith("the engine's own") and figures["starts"] == 4
+    assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["start_measure"] == "first token"
+
+
+def test_light_s_demand_bounds_its_share(bench: dict[str, ModuleType]) -> None:
+    done = [("light", 0.0, 0.5, 1.5), ("light", 1.5, 1.5, 2.5), ("heavy", 0.0, 3.0, 9.0)]
+    bound = bench["vllm_starts"].demand_bound(done, {"light": 4, "heavy": 16}, "light", duration_s=5.0, started=40)
+    assert bound["light_in_engine_mean_s"] == 1.0 and bound["light_rate_max"] == 4.0  # 4 loops, 1 s each in the engine
+    assert (bound["engine_start_rate"], bound["light_share_bound"], bound["light_cycle_mean_s"]) == (8.0, 0.5, 1.25)
 
 
 def test_the_engine_page_shows_the_curve_drawn_from_the_committed_results(tmp_path: Path) -> None:
