@@ -109,7 +109,7 @@ def heavy_and_light(engine: str, name: str, slots: str, prompt: str, args: argpa
     figures = {"slots": slots, "max_num_seqs": args.max_num_seqs, "duration_s": args.slot_duration, "output_tokens": args.output_tokens,
                "answered": len(load.done), "load_average": os.getloadavg(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "recording": str(record), **slot_figures(load.starts, load.samples, args.max_num_seqs, "light"),
-               **vllm_starts.start_fairness(record, load.first_tokens),
+               **vllm_starts.start_fairness(record, load.first_tokens, load.engine_ttft),
                **vllm_starts.demand_bound(done, loops, "light", args.slot_duration, len(load.starts))}
     print(f"--slots {slots}: " + json.dumps(figures), flush=True)
     return figures

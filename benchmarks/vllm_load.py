@@ -74,6 +74,9 @@ class Load:
     samples: list[Sample] = field(default_factory=list)
     sending: list[float] = field(default_factory=list)  # when each request still unanswered was sent
     first_tokens: dict[str, tuple[float, float]] = field(default_factory=dict)  # tag -> (sent, first byte), answered or not
+    # tag -> the engine's own time from starting the request to its first token, where it said (vLLM's per-request
+    # metrics: time_to_first_token_ms, from its scheduling; with --enable-per-request-metrics, on the last chunk)
+    engine_ttft: dict[str, float] = field(default_factory=dict)
     numbers: Iterator[int] = field(default_factory=itertools.count)  # of the tags
 
 
@@ -102,6 +105,8 @@ async def _answer(client: httpx.AsyncClient, url: str, key: str, user: str, body
                 load.starts.append((user, first))
                 load.first_tokens[tag] = (sent, first)
             usage = chunk.get("usage") or usage
+            if (ttft_ms := (chunk.get("metrics") or {}).get("time_to_first_token_ms")) is not None:
+                load.engine_ttft[tag] = ttft_ms / 1e3
     if first is None or not usage:
         raise RuntimeError(f"an answer without a token or without usage: {usage}")
     return Done(user, sent, first, time.monotonic() - clock, usage["prompt_tokens"], usage["completion_tokens"])

@@ -1,14 +1,21 @@
-"""Fairness at engine start in a slot run, where the engine does not say when it started a request (vLLM).
+"""Fairness at engine start in a slot run through `sfqtui proxy --record`, from what the engine and the client saw.
 
-The slot run goes through `sfqtui proxy --record`, and each request carries a tag of its own
-in the class header (x-sfqtui-class: SFQ does not read it, the recording keeps it), so that
-each recorded request is matched with what the client saw of it. A request's start is the
-engine's own where it reports one (`sfqtui engine`'s header, which the recording keeps as
-`engine_start_s`, docs/engine.md); vLLM reports none, so there its first token stands for its
-start: the nearest the engine allows, one prefill step after it joined the batch. On the
-proxy's clock, a request starts its client's time to first token after it arrived there.
-Where the engine reports starts, the figures at its first tokens are given too, to show what
-that stand-in changes.
+Each request carries a tag of its own in the class header (x-sfqtui-class: SFQ does not read
+it, the recording keeps it), so that each recorded request is matched with what its client
+saw of it. A request's start is, by the first of these that the run has:
+
+- the engine's own report: `sfqtui engine`'s header, which the recording keeps as
+  `engine_start_s` (docs/engine.md);
+- vLLM's per-request metrics (`--enable-per-request-metrics`): its time from scheduling the
+  request to its first token (`time_to_first_token_ms`, on the answer's last chunk), taken
+  back from the first token as the client saw it; that first byte also carries the API
+  server's time to stream it out, so the start is as late as that;
+- the first token as the client saw it, one prefill step (and that streaming) after the start.
+
+On the proxy's clock, a request starts as long after its arrival there as it did after its
+client sent it. A request cut at the end of the run has no last chunk, so no vLLM report:
+its first token stands in. Figures at the first tokens are given too, to show what that
+stand-in changes.
 
 The recording is replayed on what it recorded (its slots, or under --slots auto the limits
 it recorded as they changed: the live dispatch sequence, docs/semantics.md §13) for its
@@ -23,7 +30,7 @@ than one per its time in the engine (first token to last), each, however short i
 from __future__ import annotations
 
 import statistics
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +42,11 @@ from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.load import load_trace, read_parquet
 
-FIRST_TOKEN, ENGINE_REPORTED = "first token", "the engine's own (x-sfqtui-engine-start)"
+FIRST_TOKEN = "first token"
+ENGINE_REPORTED = "the engine's own (x-sfqtui-engine-start)"
+VLLM_REPORTED = "vLLM's per-request metrics: the first token less time_to_first_token_ms (from scheduling)"
+# A request's start on the proxy's clock from its id, tag and arrival there; None: it has none.
+Starts = Callable[[str, str | None, float], float | None]
 
 
 def engine_starts(recording: Path) -> dict[str, float]:
@@ -47,28 +58,31 @@ def engine_starts(recording: Path) -> dict[str, float]:
     return dict(zip(known["request_id"].to_list(), known["engine_start_s"].to_list()))
 
 
-def recorded_log(recording: Path, first_tokens: dict[str, tuple[float, float]], reported: dict[str, float] | None = None) -> tuple[LogRows, int]:
-    """The recording's replayed log with a ``start`` row at each request's start, and how many requests have one.
+def client_starts(first_tokens: dict[str, tuple[float, float]], engine_ttft: dict[str, float]) -> Starts:
+    """Starts from the client's times: each tag's first token (``first_tokens``: tag -> (sent, first token)), less the
+    engine's time from the start to it where ``engine_ttft`` has one, as long after the arrival as after the sending."""
+    def start(_rid: str, tag: str | None, arrival: float) -> float | None:
+        if tag not in first_tokens:
+            return None
+        sent, first = first_tokens[tag]
+        return arrival + first - engine_ttft.get(tag, 0.0) - sent
+    return start
 
-    ``first_tokens``: each request's tag (its recorded class) -> (sent, first token) on the client's clock, the starts
-    unless ``reported`` (engine_starts') is given.
-    """
+
+def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, int]:
+    """The recording's replayed log with a ``start`` row at each request's start (never before its dispatch), and how
+    many requests have one."""
     loaded = load_trace(recording)
     trace, capacity = loaded.trace, loaded.recorded_limits
     config = ReplayConfig(slots=capacity.first, capacity=capacity) if capacity is not None else ReplayConfig(slots=loaded.suggested_slots or 1)
     replayed = rows_from_replay(Replay(trace, config).run_all(), trace, config.scheduler)
     dispatched = {rid: t for t, kind, rid in zip(replayed.t, replayed.kind, replayed.request_id) if kind == "dispatch"}
     tags = trace.policy_class or [None] * len(trace)
-    starts: list[tuple[float, int]] = []
+    started: list[tuple[float, int]] = []
     for k, tag in enumerate(tags):
-        if k not in dispatched:
-            continue
-        if reported is not None and trace.request_id[k] in reported:
-            starts.append((max(dispatched[k], reported[trace.request_id[k]]), k))
-        elif reported is None and tag in first_tokens:
-            sent, first = first_tokens[tag]
-            starts.append((max(dispatched[k], trace.arrival_s[k] + first - sent), k))
-    rows = [(t, 0, n) for n, t in enumerate(replayed.t)] + [(t, 1, k) for t, k in starts]  # a start after the events of its instant
+        if k in dispatched and (t := starts(trace.request_id[k], tag, trace.arrival_s[k])) is not None:
+            started.append((max(dispatched[k], t), k))
+    rows = [(t, 0, n) for n, t in enumerate(replayed.t)] + [(t, 1, k) for t, k in started]  # a start after the events of its instant
     rows.sort(key=lambda row: row[:2])
     users = trace.users
     merged: dict[str, list[Any]] = {"t": [], "kind": [], "user": [], "request_id": [], "cost": []}
@@ -82,7 +96,7 @@ def recorded_log(recording: Path, first_tokens: dict[str, tuple[float, float]], 
             merged[column].append(value)
     nothing = [None] * len(rows)
     return LogRows(config.scheduler, range(len(rows)), merged["t"], merged["kind"], merged["user"], merged["request_id"], merged["cost"],
-                   nothing, nothing, nothing), len(starts)
+                   nothing, nothing, nothing), len(started)
 
 
 def _gap(report: FairnessReport | None, c_max: float) -> dict[str, Any] | None:
@@ -104,14 +118,18 @@ def _figures(log: LogRows, started: int) -> dict[str, Any]:
             "jain_at_engine_start": None if at_start is None else at_start.jain}
 
 
-def start_fairness(recording: Path, first_tokens: dict[str, tuple[float, float]]) -> dict[str, Any]:
-    """The worst gap among users who were waiting, at dispatch and at engine start, in charge and in c_max: at the engine's
-    own starts where it reported them (and then at the first tokens as well, under ``at_first_token``), else at the first tokens."""
-    at_first_token = {"start_measure": FIRST_TOKEN, **_figures(*recorded_log(recording, first_tokens))}
-    reported = engine_starts(recording)
-    if not reported:
+def start_fairness(recording: Path, first_tokens: dict[str, tuple[float, float]], engine_ttft: dict[str, float]) -> dict[str, Any]:
+    """The worst gap among users who were waiting, at dispatch and at engine start, in charge and in c_max, at the starts
+    as near the engine as the run has them (module doc), and at the first tokens under ``at_first_token`` when those are not it."""
+    at_first_token = {"start_measure": FIRST_TOKEN, **_figures(*recorded_log(recording, client_starts(first_tokens, {})))}
+    if reported := engine_starts(recording):
+        measure, starts = ENGINE_REPORTED, lambda rid, _tag, _arrival: reported.get(rid)
+    elif engine_ttft:
+        measure, starts = VLLM_REPORTED, client_starts(first_tokens, engine_ttft)
+    else:
         return at_first_token
-    return {"start_measure": ENGINE_REPORTED, **_figures(*recorded_log(recording, first_tokens, reported)), "at_first_token": at_first_token}
+    return {"start_measure": measure, "starts_reported": len(reported or engine_ttft), **_figures(*recorded_log(recording, starts)),
+            "at_first_token": at_first_token}
 
 
 def demand_bound(done: list[tuple[str, float, float, float]], loops: dict[str, int], light: str, duration_s: float, started: int) -> dict[str, Any]:

@@ -127,17 +127,22 @@ def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged
     recording = tmp_path / "run.parquet"
     write_trace(frame, recording, {"source": "sfqtui proxy", "slots": 4})
     first_tokens = {f"tag{k}": (5.0 + arrivals[k], 5.1 + k) for k in range(4)}
-    figures = bench["vllm_starts"].start_fairness(recording, first_tokens)
+    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {})
     assert (figures["start_measure"], figures["recorded_requests"], figures["starts"], figures["c_max"]) == ("first token", 5, 4, 1.0)
     assert figures["worst_gap_at_dispatch"] is None
     gap = figures["worst_gap_at_engine_start"]
     assert (gap["ahead"], gap["behind"], gap["c_max"]) == ("heavy", "light", 3.0)  # heavy's three starts while light waited
 
-    # Where the engine reports its starts (the recording's engine_start_s: light's first here), they are the measure, the
-    # first tokens beside them.
+    # vLLM's per-request metrics: light's first token came 3.07 s after its start (its prefill step behind heavy's), so it
+    # started first, as it arrived; the first tokens are given beside.
+    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {"tag3": 3.07})
+    assert figures["start_measure"].startswith("vLLM's") and (figures["starts"], figures["starts_reported"]) == (4, 1)
+    assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["worst_gap_at_engine_start"]["c_max"] == 3.0
+
+    # Where the engine reports its starts (the recording's engine_start_s: light's first here), they are the measure.
     reported = tmp_path / "reported.parquet"
     write_trace(frame.with_columns(engine_start_s=pl.Series([0.05, 1.05, 2.05, 0.04, None])), reported, {"source": "sfqtui proxy", "slots": 4})
-    figures = bench["vllm_starts"].start_fairness(reported, first_tokens)
+    figures = bench["vllm_starts"].start_fairness(reported, first_tokens, {})
     assert figures["start_measure"].startswith("the engine's own") and figures["starts"] == 4
     assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["start_measure"] == "first token"
 
