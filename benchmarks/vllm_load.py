@@ -39,6 +39,12 @@ class Done:
     end: float
     prompt_tokens: int
     output_tokens: int
+    tag: str = ""  # its class header
+    # vLLM's per-request metrics (--enable-per-request-metrics) where it sent them, in seconds: its engine core's queue
+    # (queued to scheduled), scheduled to first token, first token to last
+    engine_queue: float | None = None
+    engine_ttft: float | None = None
+    engine_generation: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ async def _ask(client: httpx.AsyncClient, url: str, key: str, user: str, body: d
 async def _answer(client: httpx.AsyncClient, url: str, key: str, user: str, body: dict[str, Any], clock: float, load: Load, sent: float) -> Done:
     first: float | None = None
     usage: dict[str, int] = {}
+    metrics: dict[str, float | None] = {}
     tag = f"{user}-{next(load.numbers)}"
     headers = {"authorization": f"Bearer {key}", CLASS_HEADER: tag}
     async with aconnect_sse(client, "POST", f"{url}/v1/chat/completions", json=body, headers=headers) as source:
@@ -105,11 +112,14 @@ async def _answer(client: httpx.AsyncClient, url: str, key: str, user: str, body
                 load.starts.append((user, first))
                 load.first_tokens[tag] = (sent, first)
             usage = chunk.get("usage") or usage
-            if (ttft_ms := (chunk.get("metrics") or {}).get("time_to_first_token_ms")) is not None:
-                load.engine_ttft[tag] = ttft_ms / 1e3
+            metrics = chunk.get("metrics") or metrics
     if first is None or not usage:
         raise RuntimeError(f"an answer without a token or without usage: {usage}")
-    return Done(user, sent, first, time.monotonic() - clock, usage["prompt_tokens"], usage["completion_tokens"])
+    seconds = {key: None if (ms := metrics.get(f"{key}_ms")) is None else ms / 1e3 for key in ("queue_time", "time_to_first_token", "generation_time")}
+    if seconds["time_to_first_token"] is not None:
+        load.engine_ttft[tag] = seconds["time_to_first_token"]
+    return Done(user, sent, first, time.monotonic() - clock, usage["prompt_tokens"], usage["completion_tokens"], tag,
+                seconds["queue_time"], seconds["time_to_first_token"], seconds["generation_time"])
 
 
 async def _sampler(client: httpx.AsyncClient, engine: str, proxy: str | None, clock: float, into: list[Sample]) -> None:

@@ -23,8 +23,9 @@ arrivals, dispatches, charges and completions, the starts are added as `start` r
 fairness tally of `sfqtui compare` measures the worst gap among users who were waiting, at
 dispatch and at engine start (docs/semantics.md, "Fairness at engine start").
 
-It also bounds light's share by its own demand: light's closed loops start a request no faster
-than one per its time in the engine (first token to last), each, however short its waits.
+It also bounds light's share by its own demand: each of light's closed loops starts a request
+no faster than one per its time in the engine and in the API server around it, however short
+its waits in the proxy and in the engine's queue.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from vllm_load import Done
 
 from sfqtui.core.analysis.fairness import FairnessReport, fairness
+from sfqtui.core.events import KINDS
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
@@ -132,17 +135,38 @@ def start_fairness(recording: Path, first_tokens: dict[str, tuple[float, float]]
             "at_first_token": at_first_token}
 
 
-def demand_bound(done: list[tuple[str, float, float, float]], loops: dict[str, int], light: str, duration_s: float, started: int) -> dict[str, Any]:
-    """Light's share of the starts if it never waited: its loops each start a request at most once per its time in the
-    engine (the mean first token to last of its answered requests), against all the starts the engine made per second.
+def proxy_waits(recording: Path) -> dict[str, float]:
+    """Each tagged request's wait in the proxy (arrival to dispatch), as the recording replays."""
+    loaded = load_trace(recording)
+    trace, capacity = loaded.trace, loaded.recorded_limits
+    config = ReplayConfig(slots=capacity.first, capacity=capacity) if capacity is not None else ReplayConfig(slots=loaded.suggested_slots or 1)
+    tags = trace.policy_class or [None] * len(trace)
+    events = Replay(trace, config).run_all()
+    return {tag: t - trace.arrival_s[k] for t, kind, k in zip(events.t, events.kind, events.req)
+            if KINDS[kind] == "dispatch" and (tag := tags[k]) is not None}
 
-    ``done``: (user, sent, first token, end) of each answered request.
+
+def demand_bound(done: list[Done], waits: dict[str, float], loops: dict[str, int], light: str, duration_s: float, started: int) -> dict[str, Any]:
+    """Light's share of the starts if it never waited in a queue, and where its time went.
+
+    Each of light's loops starts a request at most once per its time in the engine (vLLM's scheduling to last token, or
+    the first token to the last where it did not say) and outside it (the API server's time before and after, the wire,
+    the proxy's forwarding: its time from sending to answer less its waits in the proxy and in the engine's queue and its
+    time in the engine), against all the starts the engine made per second. ``waits``: proxy_waits'.
     """
-    in_engine = [end - first for user, _, first, end in done if user == light]
-    if not in_engine or not started:
-        return {"light_in_engine_mean_s": None, "light_rate_max": None, "engine_start_rate": None, "light_share_bound": None}
-    mean = statistics.fmean(in_engine)
-    cycle = [end - sent for user, sent, _, end in done if user == light]
-    rate_max, rate = loops[light] / mean, started / duration_s
-    return {"light_in_engine_mean_s": mean, "light_cycle_mean_s": statistics.fmean(cycle), "light_rate_max": rate_max,
-            "engine_start_rate": rate, "light_share_bound": min(1.0, rate_max / rate)}
+    mine = [d for d in done if d.user == light and d.tag in waits]
+    rate = started / duration_s
+    if not mine or not started:
+        return {"light_share_bound": None}
+    in_engine = [d.engine_ttft + d.engine_generation if d.engine_ttft is not None and d.engine_generation is not None else d.end - d.first
+                 for d in mine]
+    queue = [d.engine_queue or 0.0 for d in mine]
+    cycle = [d.end - d.sent for d in mine]
+    proxy = [waits[d.tag] for d in mine]
+    outside = [c - p - q - e for c, p, q, e in zip(cycle, proxy, queue, in_engine)]
+    engine_only = loops[light] / statistics.fmean(in_engine)
+    unqueued = loops[light] / (statistics.fmean(in_engine) + statistics.fmean(outside))
+    return {"light_answered": len(mine), "light_cycle_mean_s": statistics.fmean(cycle), "light_proxy_wait_mean_s": statistics.fmean(proxy),
+            "light_engine_queue_mean_s": statistics.fmean(queue), "light_in_engine_mean_s": statistics.fmean(in_engine),
+            "light_outside_mean_s": statistics.fmean(outside), "engine_start_rate": rate,
+            "light_share_bound_engine_only": min(1.0, engine_only / rate), "light_share_bound": min(1.0, unqueued / rate)}

@@ -132,6 +132,7 @@ def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged
     assert figures["worst_gap_at_dispatch"] is None
     gap = figures["worst_gap_at_engine_start"]
     assert (gap["ahead"], gap["behind"], gap["c_max"]) == ("heavy", "light", 3.0)  # heavy's three starts while light waited
+    assert bench["vllm_starts"].proxy_waits(recording) == {f"tag{k}": 0.0 for k in range(5)}  # 4 slots: nothing waited for one
 
     # vLLM's per-request metrics: light's first token came 3.07 s after its start (its prefill step behind heavy's), so it
     # started first, as it arrived; the first tokens are given beside.
@@ -148,10 +149,20 @@ def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged
 
 
 def test_light_s_demand_bounds_its_share(bench: dict[str, ModuleType]) -> None:
-    done = [("light", 0.0, 0.5, 1.5), ("light", 1.5, 1.5, 2.5), ("heavy", 0.0, 3.0, 9.0)]
-    bound = bench["vllm_starts"].demand_bound(done, {"light": 4, "heavy": 16}, "light", duration_s=5.0, started=40)
-    assert bound["light_in_engine_mean_s"] == 1.0 and bound["light_rate_max"] == 4.0  # 4 loops, 1 s each in the engine
-    assert (bound["engine_start_rate"], bound["light_share_bound"], bound["light_cycle_mean_s"]) == (8.0, 0.5, 1.25)
+    done = bench["vllm_load"].Done
+    answered = [  # light's two requests: 0.2 s in the proxy, 0.1 s in vLLM's queue, 1 s in its engine (one said so), 0.2 s around it
+        done("light", sent=0.0, first=0.6, end=1.5, prompt_tokens=57, output_tokens=4, tag="light-0", engine_queue=0.1, engine_ttft=0.3,
+             engine_generation=0.7),
+        done("light", sent=1.5, first=2.1, end=3.0, prompt_tokens=57, output_tokens=4, tag="light-1"),
+        done("heavy", sent=0.0, first=3.0, end=9.0, prompt_tokens=57, output_tokens=4, tag="heavy-2"),
+    ]
+    waits = {"light-0": 0.2, "light-1": 0.3, "heavy-2": 2.0}
+    bound = bench["vllm_starts"].demand_bound(answered, waits, {"light": 4, "heavy": 16}, "light", duration_s=5.0, started=40)
+    assert (bound["light_answered"], bound["light_cycle_mean_s"], bound["engine_start_rate"]) == (2, 1.5, 8.0)
+    assert bound["light_in_engine_mean_s"] == pytest.approx(0.95)  # vLLM's 1 s, and the other's first token to last
+    assert bound["light_share_bound_engine_only"] == pytest.approx(4 / 0.95 / 8)  # 4 loops never waiting, against 8 starts a second
+    assert bound["light_outside_mean_s"] == pytest.approx(1.5 - 0.25 - 0.05 - 0.95)
+    assert bound["light_share_bound"] == pytest.approx(4 / (1.5 - 0.25 - 0.05) / 8)
 
 
 def test_the_engine_page_shows_the_curve_drawn_from_the_committed_results(tmp_path: Path) -> None:
