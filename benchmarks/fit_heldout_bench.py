@@ -56,11 +56,14 @@ KEY = "sk-fit-bench"
 PROXY_SLOTS = "256"
 GAP_S = 60.0  # between fitted runs laid end to end: no request of one overlaps the next
 TARGET_MEDIAN, TARGET_P90, TARGET_REAL_MEDIAN = 0.05, 0.15, 0.10
+WARM_URL_S = 10.0  # of load on a real engine before the runs
 
 
 def chat(words: int, max_tokens: int, model: str) -> dict[str, Any]:
-    """A chat completion of ``words`` words of 4 characters (one token each to the emulator), exactly ``max_tokens`` out."""
-    return {"model": model, "messages": [{"role": "user", "content": " ".join(["abc"] * words)}], "max_tokens": max_tokens,
+    """A chat completion of ``words`` words of 4 characters with their space: one token each to the emulator, and to the tiny
+    model's tokenizer (benchmarks/vllm_model.py: 400 words and its chat template are 422 tokens, within vLLM's 1,024),
+    exactly ``max_tokens`` out."""
+    return {"model": model, "messages": [{"role": "user", "content": " ".join(["the"] * words)}], "max_tokens": max_tokens,
             "ignore_eos": True}
 
 
@@ -86,9 +89,13 @@ async def closed_loop(url: str, clients: int, duration_s: float, seed: int, mode
 
 @contextmanager
 def engine(args: argparse.Namespace, scratch: Path) -> Iterator[str]:
-    """The engine's URL: --url, or `sfqtui engine` serving the truth model, warmed up (its first answers load its code)."""
+    """The engine's URL: --url, or `sfqtui engine` serving the truth model, warmed up (its first answers load its code; a
+    real engine's warm its caches for the shapes they bring: unwarmed, vLLM's first run, at 2 clients, answered half as many
+    requests as the 1-client run after it)."""
     if args.url:
-        yield args.url.rstrip("/")
+        url = args.url.rstrip("/")
+        asyncio.run(closed_loop(url, 4, WARM_URL_S, seed=0, model=args.model))
+        yield url
         return
     truth = EngineModel(max_num_seqs=args.truth_places, decode_ms_per_token=args.truth_decode_ms, prefill_us_per_token=args.truth_prefill_us,
                         batch_slowdown=args.truth_slowdown, request_overhead_ms=args.truth_overhead_ms)
