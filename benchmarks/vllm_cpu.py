@@ -107,6 +107,8 @@ def heavy_and_light(engine: str, name: str, slots: str, prompt: str, args: argpa
         load = asyncio.run(closed_loop(proxy.url, KEYS, chat_body(vllm_servers.NAME, prompt, args.output_tokens), args.slot_duration,
                                        engine=engine, proxy=proxy.url))
     loops = dict(KEYS.values())
+    # what the client saw, beside the recording, to measure it again (vllm_starts.start_fairness)
+    record.with_suffix(".client.json").write_text(json.dumps({"first_tokens": load.first_tokens, "engine_ttft": load.engine_ttft}) + "\n")
     figures = {"slots": slots, "max_num_seqs": args.max_num_seqs, "duration_s": args.slot_duration, "output_tokens": args.output_tokens,
                "answered": len(load.done), "load_average": os.getloadavg(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "recording": str(record), **slot_figures(load.starts, load.samples, args.max_num_seqs, "light"),

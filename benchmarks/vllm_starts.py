@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,19 +73,34 @@ def client_starts(first_tokens: dict[str, tuple[float, float]], engine_ttft: dic
     return start
 
 
-def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, int]:
-    """The recording's replayed log with a ``start`` row at each request's start (never before its dispatch), and how
-    many requests have one."""
+@dataclass(frozen=True)
+class Started:
+    count: int  # requests with a start
+    # starts moved to their dispatch, or to just before their completion, where the clocks disagreed (the client's time to
+    # its start put it outside the proxy's dispatch to completion)
+    to_dispatch: int
+    to_completion: int
+
+
+def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, Started]:
+    """The recording's replayed log with a ``start`` row at each request's start, within its dispatch to its completion."""
     loaded = load_trace(recording)
     trace, capacity = loaded.trace, loaded.recorded_limits
     config = ReplayConfig(slots=capacity.first, capacity=capacity) if capacity is not None else ReplayConfig(slots=loaded.suggested_slots or 1)
     replayed = rows_from_replay(Replay(trace, config).run_all(), trace, config.scheduler)
     dispatched = {rid: t for t, kind, rid in zip(replayed.t, replayed.kind, replayed.request_id) if kind == "dispatch"}
+    completed = {rid: t for t, kind, rid in zip(replayed.t, replayed.kind, replayed.request_id) if kind in ("complete", "cancel")}
     tags = trace.policy_class or [None] * len(trace)
     started: list[tuple[float, int]] = []
+    early = late = 0
     for k, tag in enumerate(tags):
         if k in dispatched and (t := starts(trace.request_id[k], tag, trace.arrival_s[k])) is not None:
-            started.append((max(dispatched[k], t), k))
+            early += t < dispatched[k]
+            t = max(dispatched[k], t)
+            if k in completed and t >= completed[k]:
+                late += 1
+                t = max(dispatched[k], completed[k] - 1e-6)
+            started.append((t, k))
     rows = [(t, 0, n) for n, t in enumerate(replayed.t)] + [(t, 1, k) for t, k in started]  # a start after the events of its instant
     rows.sort(key=lambda row: row[:2])
     users = trace.users
@@ -99,7 +115,7 @@ def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, int]:
             merged[column].append(value)
     nothing = [None] * len(rows)
     return LogRows(config.scheduler, range(len(rows)), merged["t"], merged["kind"], merged["user"], merged["request_id"], merged["cost"],
-                   nothing, nothing, nothing), len(started)
+                   nothing, nothing, nothing), Started(len(started), early, late)
 
 
 def _gap(report: FairnessReport | None, c_max: float) -> dict[str, Any] | None:
@@ -110,12 +126,13 @@ def _gap(report: FairnessReport | None, c_max: float) -> dict[str, Any] | None:
             "start_t": gap.start_t, "end_t": gap.end_t, "exact": report.gap_exact}
 
 
-def _figures(log: LogRows, started: int) -> dict[str, Any]:
+def _figures(log: LogRows, started: Started) -> dict[str, Any]:
     costs = [c for c, kind in zip(log.cost, log.kind) if kind == "dispatch" and c is not None]
     c_max = max(costs, default=0.0)
     report = fairness(log, at_engine_start=True)
     at_start = report.at_engine_start
-    return {"recorded_requests": sum(kind == "dispatch" for kind in log.kind), "starts": started,
+    return {"recorded_requests": sum(kind == "dispatch" for kind in log.kind), "starts": started.count,
+            "starts_moved_to_dispatch": started.to_dispatch, "starts_moved_before_completion": started.to_completion,
             "c_max": c_max, "worst_gap_at_dispatch": _gap(report, c_max), "worst_gap_at_engine_start": _gap(at_start, c_max),
             "starts_out_of_dispatch_order": None if report.out_of_dispatch_order is None else report.out_of_dispatch_order.as_dict(),
             "jain_at_engine_start": None if at_start is None else at_start.jain}

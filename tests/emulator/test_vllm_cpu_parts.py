@@ -129,7 +129,7 @@ def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged
     first_tokens = {f"tag{k}": (5.0 + arrivals[k], 5.1 + k) for k in range(4)}
     figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {})
     assert (figures["start_measure"], figures["recorded_requests"], figures["starts"], figures["c_max"]) == ("first token", 5, 4, 1.0)
-    assert figures["worst_gap_at_dispatch"] is None
+    assert figures["worst_gap_at_dispatch"] is None and figures["starts_moved_to_dispatch"] == figures["starts_moved_before_completion"] == 0
     gap = figures["worst_gap_at_engine_start"]
     assert (gap["ahead"], gap["behind"], gap["c_max"]) == ("heavy", "light", 3.0)  # heavy's three starts while light waited
     assert bench["vllm_starts"].proxy_waits(recording) == {f"tag{k}": 0.0 for k in range(5)}  # 4 slots: nothing waited for one
@@ -138,6 +138,10 @@ def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged
     # started first, as it arrived; the first tokens are given beside.
     figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {"tag3": 3.07})
     assert figures["start_measure"].startswith("vLLM's") and (figures["starts"], figures["starts_reported"]) == (4, 1)
+
+    # A start the client's clock puts after the request's completion (heavy's first, at 1.1 s, done at 1.0 s) is moved before it.
+    late = bench["vllm_starts"].start_fairness(recording, first_tokens | {"tag0": (5.0, 6.1)}, {})
+    assert (late["starts_moved_before_completion"], late["starts"]) == (1, 4)
     assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["worst_gap_at_engine_start"]["c_max"] == 3.0
 
     # Where the engine reports its starts (the recording's engine_start_s: light's first here), they are the measure.
