@@ -180,6 +180,7 @@ def main() -> None:
     print(f"\nfitted on {args.fit_clients} clients ({fitted.fitted + fitted.held_out:,} requests, {fit_cpu_s:.1f} s CPU): "
           f"max_num_seqs {model.max_num_seqs}, decode {model.decode_ms_per_token:.2f} ms, prefill {model.prefill_us_per_token:.1f} µs, "
           f"slowdown {model.batch_slowdown:.3f}, overhead {model.request_overhead_ms:.1f} ms")
+    print(f"the fit's own check on the requests it held out: {'a poor fit: ' + fitted.poor if fitted.poor else 'not poor'}")
     print(f"{'run':<22}{'requests':>10}{'e2e median':>12}{'e2e p90':>10}")
     rows: list[dict[str, Any]] = []
     held_out: list[float] = []
@@ -202,7 +203,7 @@ def main() -> None:
               f"{without.prefill_us_per_token:.1f} µs, slowdown {without.batch_slowdown:.3f})")
     if args.json:
         args.json.write_text(json.dumps({"engine": args.url or "sfqtui engine", "model": model.as_dict(), "fit_clients": args.fit_clients,
-                                         "runs": rows, "held_out": pooled.as_dict(), "duration_s": args.duration,
+                                         "runs": rows, "held_out": pooled.as_dict(), "poor_fit": fitted.poor, "duration_s": args.duration,
                                          "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, indent=2) + "\n")
 
 
