@@ -60,7 +60,11 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def _c_max(gap: dict | None) -> str:
+def _c_max(run: dict, key: str) -> str:
+    """A worst gap in c_max; "none" where no two users waited at once, "–" where the run did not measure it."""
+    if key not in run:
+        return "–"
+    gap = run[key]
     return "none" if gap is None else f"{gap['c_max']:,.0f} c_max ({gap['ahead']} over {gap['behind']})"
 
 
@@ -71,8 +75,8 @@ def slot_table(slots: dict[str, dict]) -> str:
     for name, run in slots.items():
         load = run.get("load_average")
         rows.append(f"| {name} | {run['requests_started']:,} | {_pct(run['light_share'])} | {_pct(run.get('light_share_bound'))} | "
-                    f"{run['engine_queue_p90']:,.1f} | {_pct(run['busy'])} | {_c_max(run.get('worst_gap_at_dispatch'))} | "
-                    f"{_c_max(run.get('worst_gap_at_engine_start'))} | {'–' if load is None else ', '.join(f'{x:.1f}' for x in load)} |")
+                    f"{run['engine_queue_p90']:,.1f} | {_pct(run['busy'])} | {_c_max(run, 'worst_gap_at_dispatch')} | "
+                    f"{_c_max(run, 'worst_gap_at_engine_start')} | {'–' if load is None else ', '.join(f'{x:.1f}' for x in load)} |")
     return "\n".join(rows)
 
 
@@ -80,7 +84,8 @@ def heldout_table(heldout: dict) -> str:
     rows = ["| run | requests | e2e median | e2e p90 | load average |", "|---|---:|---:|---:|---|"]
     for run in heldout["runs"]:
         load = ", ".join(f"{x:.1f}" for x in run.get("load_average", []))
-        rows.append(f"| {run['kind']}, {run['clients']:,} clients | {run['requests']:,} | {100 * run['median']:.1f}% | {100 * run['p90']:.1f}% | {load} |")
+        clients = f"{run['clients']:,} client{'' if run['clients'] == 1 else 's'}"
+        rows.append(f"| {run['kind']}, {clients} | {run['requests']:,} | {100 * run['median']:.1f}% | {100 * run['p90']:.1f}% | {load} |")
     pooled = heldout["held_out"]
     rows.append(f"| held out, all | {pooled['requests']:,} | {100 * pooled['median']:.1f}% | {100 * pooled['p90']:.1f}% | |")
     return "\n".join(rows)
