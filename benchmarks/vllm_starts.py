@@ -40,10 +40,11 @@ import polars as pl
 from vllm_load import Done
 
 from sfqtui.core.analysis.fairness import FairnessReport, fairness
-from sfqtui.core.events import KINDS
+from sfqtui.core.events import KINDS, EventColumns
 from sfqtui.core.log.rows import LogRows, rows_from_replay
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
+from sfqtui.core.requests.trace import Trace
 from sfqtui.trace.load import load_trace, read_parquet
 
 FIRST_TOKEN = "first token"
@@ -82,14 +83,20 @@ class Started:
     to_completion: int
 
 
-def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, Started]:
-    """The recording's replayed log with a ``start`` row at each request's start, within its dispatch to its completion."""
+def replayed(recording: Path) -> tuple[Trace, EventColumns, str]:
+    """The recording's requests and its replay on what it recorded (its slots, or its limits as they changed), and the scheduler."""
     loaded = load_trace(recording)
     trace, capacity = loaded.trace, loaded.recorded_limits
     config = ReplayConfig(slots=capacity.first, capacity=capacity) if capacity is not None else ReplayConfig(slots=loaded.suggested_slots or 1)
-    replayed = rows_from_replay(Replay(trace, config).run_all(), trace, config.scheduler)
-    dispatched = {rid: t for t, kind, rid in zip(replayed.t, replayed.kind, replayed.request_id) if kind == "dispatch"}
-    completed = {rid: t for t, kind, rid in zip(replayed.t, replayed.kind, replayed.request_id) if kind in ("complete", "cancel")}
+    return trace, Replay(trace, config).run_all(), config.scheduler
+
+
+def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, Started]:
+    """The recording's replayed log with a ``start`` row at each request's start, within its dispatch to its completion."""
+    trace, events, scheduler = replayed(recording)
+    replayed_rows = rows_from_replay(events, trace, scheduler)
+    dispatched = {rid: t for t, kind, rid in zip(replayed_rows.t, replayed_rows.kind, replayed_rows.request_id) if kind == "dispatch"}
+    completed = {rid: t for t, kind, rid in zip(replayed_rows.t, replayed_rows.kind, replayed_rows.request_id) if kind in ("complete", "cancel")}
     tags = trace.policy_class or [None] * len(trace)
     started: list[tuple[float, int]] = []
     early = late = 0
@@ -101,7 +108,7 @@ def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, Started]:
                 late += 1
                 t = max(dispatched[k], completed[k] - 1e-6)
             started.append((t, k))
-    rows = [(t, 0, n) for n, t in enumerate(replayed.t)] + [(t, 1, k) for t, k in started]  # a start after the events of its instant
+    rows = [(t, 0, n) for n, t in enumerate(replayed_rows.t)] + [(t, 1, k) for t, k in started]  # a start after the events of its instant
     rows.sort(key=lambda row: row[:2])
     users = trace.users
     merged: dict[str, list[Any]] = {"t": [], "kind": [], "user": [], "request_id": [], "cost": []}
@@ -110,11 +117,11 @@ def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, Started]:
         if is_start:
             values = (t, "start", users[trace.user[n]], n, None)
         else:
-            values = (t, replayed.kind[n], replayed.user[n], replayed.request_id[n], replayed.cost[n])
+            values = (t, replayed_rows.kind[n], replayed_rows.user[n], replayed_rows.request_id[n], replayed_rows.cost[n])
         for column, value in zip(merged, values, strict=True):
             merged[column].append(value)
     nothing = [None] * len(rows)
-    return LogRows(config.scheduler, range(len(rows)), merged["t"], merged["kind"], merged["user"], merged["request_id"], merged["cost"],
+    return LogRows(scheduler, range(len(rows)), merged["t"], merged["kind"], merged["user"], merged["request_id"], merged["cost"],
                    nothing, nothing, nothing), Started(len(started), early, late)
 
 
@@ -154,11 +161,8 @@ def start_fairness(recording: Path, first_tokens: dict[str, tuple[float, float]]
 
 def proxy_waits(recording: Path) -> dict[str, float]:
     """Each tagged request's wait in the proxy (arrival to dispatch), as the recording replays."""
-    loaded = load_trace(recording)
-    trace, capacity = loaded.trace, loaded.recorded_limits
-    config = ReplayConfig(slots=capacity.first, capacity=capacity) if capacity is not None else ReplayConfig(slots=loaded.suggested_slots or 1)
+    trace, events, _ = replayed(recording)
     tags = trace.policy_class or [None] * len(trace)
-    events = Replay(trace, config).run_all()
     return {tag: t - trace.arrival_s[k] for t, kind, k in zip(events.t, events.kind, events.req)
             if KINDS[kind] == "dispatch" and (tag := tags[k]) is not None}
 
