@@ -108,11 +108,12 @@ def heavy_and_light(engine: str, name: str, slots: str, prompt: str, args: argpa
                                        engine=engine, proxy=proxy.url))
     loops = dict(KEYS.values())
     # what the client saw, beside the recording, to measure it again (vllm_starts.start_fairness)
-    record.with_suffix(".client.json").write_text(json.dumps({"first_tokens": load.first_tokens, "engine_ttft": load.engine_ttft}) + "\n")
+    ends = {d.tag: d.end for d in load.done}
+    record.with_suffix(".client.json").write_text(json.dumps({"first_tokens": load.first_tokens, "engine_ttft": load.engine_ttft, "ends": ends}) + "\n")
     figures = {"slots": slots, "max_num_seqs": args.max_num_seqs, "duration_s": args.slot_duration, "output_tokens": args.output_tokens,
                "answered": len(load.done), "load_average": os.getloadavg(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "recording": str(record), **slot_figures(load.starts, load.samples, args.max_num_seqs, "light"),
-               **vllm_starts.start_fairness(record, load.first_tokens, load.engine_ttft),
+               **vllm_starts.start_fairness(record, load.first_tokens, load.engine_ttft, ends),
                **vllm_starts.demand_bound(load.done, vllm_starts.proxy_waits(record), loops, "light", args.slot_duration, len(load.starts))}
     print(f"--slots {slots}: " + json.dumps(figures), flush=True)
     return figures

@@ -50,8 +50,8 @@ from sfqtui.trace.load import load_trace, read_parquet
 FIRST_TOKEN = "first token"
 ENGINE_REPORTED = "the engine's own (x-sfqtui-engine-start)"
 VLLM_REPORTED = "vLLM's per-request metrics: the first token less time_to_first_token_ms (from scheduling)"
-# A request's start on the proxy's clock from its id, tag and arrival there; None: it has none.
-Starts = Callable[[str, str | None, float], float | None]
+# A request's start on the proxy's clock from its id, tag, arrival there and completion (None: not replayed); None: it has none.
+Starts = Callable[[str, str | None, float, float | None], float | None]
 
 
 def engine_starts(recording: Path) -> dict[str, float]:
@@ -63,14 +63,21 @@ def engine_starts(recording: Path) -> dict[str, float]:
     return dict(zip(known["request_id"].to_list(), known["engine_start_s"].to_list()))
 
 
-def client_starts(first_tokens: dict[str, tuple[float, float]], engine_ttft: dict[str, float]) -> Starts:
+def client_starts(first_tokens: dict[str, tuple[float, float]], engine_ttft: dict[str, float], ends: dict[str, float]) -> Starts:
     """Starts from the client's times: each tag's first token (``first_tokens``: tag -> (sent, first token)), less the
-    engine's time from the start to it where ``engine_ttft`` has one, as long after the arrival as after the sending."""
-    def start(_rid: str, tag: str | None, arrival: float) -> float | None:
+    engine's time from the start to it where ``engine_ttft`` has one; as long before the proxy's completion as before the
+    client's end (``ends``) for an answered request, else as long after the proxy's arrival as after the sending.
+
+    The end is the anchor where there is one: the proxy forwards the last chunk as it completes the request, while a
+    busy proxy publishes a request's arrival well after the client sent it (0.5 s and more under 20 streams)."""
+    def start(_rid: str, tag: str | None, arrival: float, completion: float | None) -> float | None:
         if tag not in first_tokens:
             return None
         sent, first = first_tokens[tag]
-        return arrival + first - engine_ttft.get(tag, 0.0) - sent
+        began = first - engine_ttft.get(tag, 0.0)
+        if tag in ends and completion is not None:
+            return completion - (ends[tag] - began)
+        return arrival + began - sent
     return start
 
 
@@ -101,7 +108,7 @@ def recorded_log(recording: Path, starts: Starts) -> tuple[LogRows, Started]:
     started: list[tuple[float, int]] = []
     early = late = 0
     for k, tag in enumerate(tags):
-        if k in dispatched and (t := starts(trace.request_id[k], tag, trace.arrival_s[k])) is not None:
+        if k in dispatched and (t := starts(trace.request_id[k], tag, trace.arrival_s[k], completed.get(k))) is not None:
             early += t < dispatched[k]
             t = max(dispatched[k], t)
             if k in completed and t >= completed[k]:
@@ -145,14 +152,15 @@ def _figures(log: LogRows, started: Started) -> dict[str, Any]:
             "jain_at_engine_start": None if at_start is None else at_start.jain}
 
 
-def start_fairness(recording: Path, first_tokens: dict[str, tuple[float, float]], engine_ttft: dict[str, float]) -> dict[str, Any]:
+def start_fairness(recording: Path, first_tokens: dict[str, tuple[float, float]], engine_ttft: dict[str, float],
+                   ends: dict[str, float]) -> dict[str, Any]:
     """The worst gap among users who were waiting, at dispatch and at engine start, in charge and in c_max, at the starts
     as near the engine as the run has them (module doc), and at the first tokens under ``at_first_token`` when those are not it."""
-    at_first_token = {"start_measure": FIRST_TOKEN, **_figures(*recorded_log(recording, client_starts(first_tokens, {})))}
+    at_first_token = {"start_measure": FIRST_TOKEN, **_figures(*recorded_log(recording, client_starts(first_tokens, {}, ends)))}
     if reported := engine_starts(recording):
-        measure, starts = ENGINE_REPORTED, lambda rid, _tag, _arrival: reported.get(rid)
+        measure, starts = ENGINE_REPORTED, lambda rid, _tag, _arrival, _completion: reported.get(rid)
     elif engine_ttft:
-        measure, starts = VLLM_REPORTED, client_starts(first_tokens, engine_ttft)
+        measure, starts = VLLM_REPORTED, client_starts(first_tokens, engine_ttft, ends)
     else:
         return at_first_token
     return {"start_measure": measure, "starts_reported": len(reported or engine_ttft), **_figures(*recorded_log(recording, starts)),

@@ -127,7 +127,7 @@ def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged
     recording = tmp_path / "run.parquet"
     write_trace(frame, recording, {"source": "sfqtui proxy", "slots": 4})
     first_tokens = {f"tag{k}": (5.0 + arrivals[k], 5.1 + k) for k in range(4)}
-    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {})
+    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {}, {})
     assert (figures["start_measure"], figures["recorded_requests"], figures["starts"], figures["c_max"]) == ("first token", 5, 4, 1.0)
     assert figures["worst_gap_at_dispatch"] is None and figures["starts_moved_to_dispatch"] == figures["starts_moved_before_completion"] == 0
     gap = figures["worst_gap_at_engine_start"]
@@ -136,20 +136,30 @@ def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged
 
     # vLLM's per-request metrics: light's first token came 3.07 s after its start (its prefill step behind heavy's), so it
     # started first, as it arrived; the first tokens are given beside.
-    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {"tag3": 3.07})
+    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {"tag3": 3.07}, {})
     assert figures["start_measure"].startswith("vLLM's") and (figures["starts"], figures["starts_reported"]) == (4, 1)
 
     # A start the client's clock puts after the request's completion (heavy's first, at 1.1 s, done at 1.0 s) is moved before it.
-    late = bench["vllm_starts"].start_fairness(recording, first_tokens | {"tag0": (5.0, 6.1)}, {})
+    late = bench["vllm_starts"].start_fairness(recording, first_tokens | {"tag0": (5.0, 6.1)}, {}, {})
     assert (late["starts_moved_before_completion"], late["starts"]) == (1, 4)
     assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["worst_gap_at_engine_start"]["c_max"] == 3.0
 
     # Where the engine reports its starts (the recording's engine_start_s: light's first here), they are the measure.
     reported = tmp_path / "reported.parquet"
     write_trace(frame.with_columns(engine_start_s=pl.Series([0.05, 1.05, 2.05, 0.04, None])), reported, {"source": "sfqtui proxy", "slots": 4})
-    figures = bench["vllm_starts"].start_fairness(reported, first_tokens, {})
+    figures = bench["vllm_starts"].start_fairness(reported, first_tokens, {}, {})
     assert figures["start_measure"].startswith("the engine's own") and figures["starts"] == 4
     assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["start_measure"] == "first token"
+
+
+def test_an_answered_request_s_start_is_put_as_long_before_the_proxy_s_completion_as_before_the_client_s_end(bench: dict[str, ModuleType]) -> None:
+    # Sent at 5.0 and answered at 7.0 on the client's clock, its first token at 6.0, 0.2 s after vLLM scheduled it; the
+    # proxy saw it arrive at 0.5 and complete at 3.0 on its own.
+    starts = bench["vllm_starts"].client_starts({"t": (5.0, 6.0)}, {"t": 0.2}, {"t": 7.0})
+    assert starts("r", "t", 0.5, 3.0) == pytest.approx(3.0 - (7.0 - 5.8))  # the end is the anchor
+    assert starts("r", "t", 0.5, None) == pytest.approx(0.5 + 0.8)  # not replayed to its completion: the arrival is
+    assert bench["vllm_starts"].client_starts({"t": (5.0, 6.0)}, {}, {})("r", "t", 0.5, 3.0) == pytest.approx(1.5)  # not answered
+    assert starts("r", "other", 0.5, 3.0) is None
 
 
 def test_light_s_demand_bounds_its_share(bench: dict[str, ModuleType]) -> None:
