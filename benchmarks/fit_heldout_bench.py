@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -55,11 +56,14 @@ KEY = "sk-fit-bench"
 PROXY_SLOTS = "256"
 GAP_S = 60.0  # between fitted runs laid end to end: no request of one overlaps the next
 TARGET_MEDIAN, TARGET_P90, TARGET_REAL_MEDIAN = 0.05, 0.15, 0.10
+WARM_URL_S = 10.0  # of load on a real engine before the runs
 
 
 def chat(words: int, max_tokens: int, model: str) -> dict[str, Any]:
-    """A chat completion of ``words`` words of 4 characters (one token each to the emulator), exactly ``max_tokens`` out."""
-    return {"model": model, "messages": [{"role": "user", "content": " ".join(["abc"] * words)}], "max_tokens": max_tokens,
+    """A chat completion of ``words`` words of 4 characters with their space: one token each to the emulator, and to the tiny
+    model's tokenizer (benchmarks/vllm_model.py: 400 words and its chat template are 422 tokens, within vLLM's 1,024),
+    exactly ``max_tokens`` out."""
+    return {"model": model, "messages": [{"role": "user", "content": " ".join(["the"] * words)}], "max_tokens": max_tokens,
             "ignore_eos": True}
 
 
@@ -85,9 +89,13 @@ async def closed_loop(url: str, clients: int, duration_s: float, seed: int, mode
 
 @contextmanager
 def engine(args: argparse.Namespace, scratch: Path) -> Iterator[str]:
-    """The engine's URL: --url, or `sfqtui engine` serving the truth model, warmed up (its first answers load its code)."""
+    """The engine's URL: --url, or `sfqtui engine` serving the truth model, warmed up (its first answers load its code; a
+    real engine's warm its caches for the shapes they bring: unwarmed, vLLM's first run, at 2 clients, answered half as many
+    requests as the 1-client run after it)."""
     if args.url:
-        yield args.url.rstrip("/")
+        url = args.url.rstrip("/")
+        asyncio.run(closed_loop(url, 4, WARM_URL_S, seed=0, model=args.model))
+        yield url
         return
     truth = EngineModel(max_num_seqs=args.truth_places, decode_ms_per_token=args.truth_decode_ms, prefill_us_per_token=args.truth_prefill_us,
                         batch_slowdown=args.truth_slowdown, request_overhead_ms=args.truth_overhead_ms)
@@ -100,8 +108,9 @@ def engine(args: argparse.Namespace, scratch: Path) -> Iterator[str]:
         yield server.url
 
 
-def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch: Path) -> ServedTrace:
-    """One closed-loop run of ``clients`` through a recording proxy of its own: the requests as the recording has them."""
+def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch: Path, loads: dict[int, list[float]]) -> ServedTrace:
+    """One closed-loop run of ``clients`` through a recording proxy of its own: the requests as the recording has them
+    (the load average at its end into ``loads``)."""
     keys = scratch / "keys.toml"
     keys.write_text(f'[keys."{KEY}"]\nuser = "bench"\n')
     record = scratch / f"run-{clients}.parquet"
@@ -110,7 +119,8 @@ def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch:
                "--keys", str(keys), "--record", str(record)]
     with vllm_servers.running(command, None, scratch / f"proxy-{clients}.log", "/metrics", port) as proxy:
         answered = asyncio.run(closed_loop(proxy.url, clients, args.duration, args.seed + clients, args.model))
-    print(f"  {clients} clients: {answered:,} requests answered in {args.duration:g} s", flush=True)
+    loads[clients] = [round(x, 2) for x in os.getloadavg()]
+    print(f"  {clients} clients: {answered:,} requests answered in {args.duration:g} s (load average {loads[clients]})", flush=True)
     return served_requests(record)
 
 
@@ -159,8 +169,9 @@ def main() -> None:
         scratch = Path(folder)
         upstream = stack.enter_context(engine(args, scratch))
         print(f"engine {upstream}: runs of {args.duration:g} s", flush=True)
-        fit_runs = [recorded_run(upstream, c, args, scratch) for c in args.fit_clients]
-        predict_runs = [recorded_run(upstream, c, args, scratch) for c in args.predict_clients]
+        loads: dict[int, list[float]] = {}
+        fit_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.fit_clients]
+        predict_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.predict_clients]
 
     started = time.process_time()
     fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), overhead_ms=args.fit_overhead_ms)
@@ -169,6 +180,7 @@ def main() -> None:
     print(f"\nfitted on {args.fit_clients} clients ({fitted.fitted + fitted.held_out:,} requests, {fit_cpu_s:.1f} s CPU): "
           f"max_num_seqs {model.max_num_seqs}, decode {model.decode_ms_per_token:.2f} ms, prefill {model.prefill_us_per_token:.1f} µs, "
           f"slowdown {model.batch_slowdown:.3f}, overhead {model.request_overhead_ms:.1f} ms")
+    print(f"the fit's own check on the requests it held out: {'a poor fit: ' + fitted.poor if fitted.poor else 'not poor'}")
     print(f"{'run':<22}{'requests':>10}{'e2e median':>12}{'e2e p90':>10}")
     rows: list[dict[str, Any]] = []
     held_out: list[float] = []
@@ -177,7 +189,7 @@ def main() -> None:
         each = end_to_end_errors(run, model)
         errors = Errors.of(each)
         print(f"{f'{kind}, {clients} clients':<22}{errors.requests:>10,}{pct(errors.median):>12}{pct(errors.p90):>10}")
-        rows.append({"kind": kind, "clients": clients, **errors.as_dict()})
+        rows.append({"kind": kind, "clients": clients, "load_average": loads[clients], **errors.as_dict()})
         if kind == "held out":
             held_out += each
     pooled = Errors.of(held_out)
@@ -191,7 +203,8 @@ def main() -> None:
               f"{without.prefill_us_per_token:.1f} µs, slowdown {without.batch_slowdown:.3f})")
     if args.json:
         args.json.write_text(json.dumps({"engine": args.url or "sfqtui engine", "model": model.as_dict(), "fit_clients": args.fit_clients,
-                                         "runs": rows, "held_out": pooled.as_dict(), "duration_s": args.duration}, indent=2) + "\n")
+                                         "runs": rows, "held_out": pooled.as_dict(), "poor_fit": fitted.poor, "duration_s": args.duration,
+                                         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

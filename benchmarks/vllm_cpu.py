@@ -41,15 +41,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import vllm_fit
 import vllm_servers
+import vllm_starts
 from vllm_load import chat_body, closed_loop, curve_point, slot_figures
 
 HERE = Path(__file__).resolve().parent
@@ -94,31 +97,51 @@ def write_keys(path: Path) -> Path:
     return path
 
 
-def heavy_and_light(engine: str, slots: str, prompt: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    """The slot benchmark through `sfqtui proxy --slots slots` in front of the engine at ``engine``."""
-    with vllm_servers.proxy(engine, slots, write_keys(scratch / f"keys-{slots}.toml"), scratch) as proxy:
+def heavy_and_light(engine: str, name: str, slots: str, prompt: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """The slot benchmark through `sfqtui proxy --slots slots --record` in front of the engine at ``engine`` (``name``: vllm or
+    emulator, which names the recording kept in --recordings)."""
+    args.recordings.mkdir(parents=True, exist_ok=True)
+    record = args.recordings / f"{name}-slots-{slots}.parquet"
+    record.unlink(missing_ok=True)
+    with vllm_servers.proxy(engine, slots, write_keys(scratch / f"keys-{slots}.toml"), scratch, record) as proxy:
         load = asyncio.run(closed_loop(proxy.url, KEYS, chat_body(vllm_servers.NAME, prompt, args.output_tokens), args.slot_duration,
                                        engine=engine, proxy=proxy.url))
+    loops = dict(KEYS.values())
+    # what the client saw, beside the recording, to measure it again (vllm_starts.start_fairness)
+    ends = {d.tag: d.end for d in load.done}
+    record.with_suffix(".client.json").write_text(json.dumps({"first_tokens": load.first_tokens, "engine_ttft": load.engine_ttft, "ends": ends}) + "\n")
     figures = {"slots": slots, "max_num_seqs": args.max_num_seqs, "duration_s": args.slot_duration, "output_tokens": args.output_tokens,
-               "answered": len(load.done), "load_average": os.getloadavg(),
-               **slot_figures(load.starts, load.samples, args.max_num_seqs, "light")}
+               "answered": len(load.done), "load_average": os.getloadavg(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "recording": str(record), **slot_figures(load.starts, load.samples, args.max_num_seqs, "light"),
+               **vllm_starts.start_fairness(record, load.first_tokens, load.engine_ttft, ends),
+               **vllm_starts.demand_bound(load.done, vllm_starts.proxy_waits(record), loops, "light", args.slot_duration, len(load.starts))}
     print(f"--slots {slots}: " + json.dumps(figures), flush=True)
     return figures
 
 
-def on_vllm(args: argparse.Namespace, results: dict[str, Any], scratch: Path) -> None:
-    """One vLLM for the sweep and the slot runs: a start takes minutes on a busy machine."""
+@contextlib.contextmanager
+def started_vllm(args: argparse.Namespace, results: dict[str, Any], scratch: Path) -> Iterator[str]:
+    """The vLLM at --vllm-url, or one started here and stopped on leaving; its URL."""
+    if args.vllm_url:
+        yield args.vllm_url.rstrip("/")
+        return
     started = time.monotonic()
     with vllm_servers.vllm(args.vllm_python, args.model_dir, args.cache_dir, scratch, args.max_num_seqs) as server:
         print(f"vLLM answered {server.started_s:.0f} s after its start ({time.monotonic() - started:.0f} s with the model built)", flush=True)
         results["vllm_startup_s"] = round(server.started_s, 1)
-        warm(server.url, PROMPT, args.output_tokens)
+        yield server.url
+
+
+def on_vllm(args: argparse.Namespace, results: dict[str, Any], scratch: Path) -> None:
+    """One vLLM for the sweep and the slot runs: a start takes minutes on a busy machine."""
+    with started_vllm(args, results, scratch) as url:
+        warm(url, PROMPT, args.output_tokens)
         if args.clients:
-            real = sweep(server.url, args.clients, PROMPT, args.output_tokens, args.duration, args.warmup)
+            real = sweep(url, args.clients, PROMPT, args.output_tokens, args.duration, args.warmup)
             results["curve"] = {"max_num_seqs": args.max_num_seqs, "duration_s": args.duration, "warmup_s": args.warmup, "vllm": real,
-                                "load_average": os.getloadavg()}
+                                "load_average": os.getloadavg(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         for slots in args.slots:
-            results.setdefault("slots", {})[f"vllm --slots {slots}"] = heavy_and_light(server.url, slots, PROMPT, args, scratch)
+            results.setdefault("slots", {})[f"vllm --slots {slots}"] = heavy_and_light(url, "vllm", slots, PROMPT, args, scratch)
 
 
 def on_emulator(args: argparse.Namespace, results: dict[str, Any], scratch: Path, refit: bool) -> None:
@@ -143,7 +166,7 @@ def on_emulator(args: argparse.Namespace, results: dict[str, Any], scratch: Path
             print(vllm_fit.markdown(real, emulated))
         if args.max_num_seqs == model["max_num_seqs"]:
             for slots in args.slots:
-                results.setdefault("slots", {})[f"emulator --slots {slots}"] = heavy_and_light(server.url, slots, prompt, args, scratch)
+                results.setdefault("slots", {})[f"emulator --slots {slots}"] = heavy_and_light(server.url, "emulator", slots, prompt, args, scratch)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -152,6 +175,8 @@ def run(args: argparse.Namespace) -> None:
         if not args.emulator_only:
             on_vllm(args, results, Path(folder))
             save_results(args.results, results)
+        if args.no_emulator:
+            return
         on_emulator(args, results, Path(folder), refit=args.emulator_only or bool(args.clients))
     save_results(args.results, results)
 
@@ -171,7 +196,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of each client count's run left out of its figures")
     parser.add_argument("--slots", nargs="*", default=["24"], help="the proxy's --slots for each slot run: a number, or auto where the proxy has it")
     parser.add_argument("--slot-duration", type=float, default=25.0)
+    parser.add_argument("--recordings", type=Path, default=Path(tempfile.gettempdir()) / "sfqtui-vllm-recordings",
+                        help="where each slot run's proxy recording is kept (for sfqtui check, compare, explain)")
     parser.add_argument("--emulator-only", action="store_true", help="fit and run the emulator on the vLLM curve saved in --results")
+    parser.add_argument("--no-emulator", action="store_true", help="leave the emulator's half out")
+    parser.add_argument("--vllm-url", help="measure the vLLM running there (started as vllm_servers.vllm_command does) instead of starting one")
     run(parser.parse_args())
 
 

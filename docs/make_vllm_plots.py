@@ -3,7 +3,9 @@
 `python benchmarks/vllm_cpu.py curve` measures vLLM's CPU build serving a tiny random Llama
 with --max-num-seqs 4 under 1 to 32 closed-loop clients, fits the emulator to it and runs
 the same sweep on `sfqtui engine` with the fitted model; this draws both, one panel per
-measure, and prints the tables for docs/engine.md.
+measure, and prints the tables for docs/engine.md: the curve's, the slot runs' and, where
+benchmarks/vllm_heldout_results.json is there (`benchmarks/fit_heldout_bench.py --url`), the
+held-out prediction's.
 
 Usage: python docs/make_vllm_plots.py [OUTPUT] [--results benchmarks/vllm_cpu_results.json]
   (needs the docs extra: pip install -e '.[docs]'; matplotlib is imported here only).
@@ -54,15 +56,54 @@ def draw(curve: dict, out: Path) -> None:
     fig.savefig(out, metadata={"Date": None} if out.suffix == ".svg" else None)
 
 
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def _c_max(run: dict, key: str) -> str:
+    """A worst gap in c_max; "none" where no two users waited at once, "–" where the run did not measure it."""
+    if key not in run:
+        return "–"
+    gap = run[key]
+    return "none" if gap is None else f"{gap['c_max']:,.0f} c_max ({gap['ahead']} over {gap['behind']})"
+
+
+def slot_table(slots: dict[str, dict]) -> str:
+    """The slot runs, one row each: the #24 targets, light's demand bound, the worst gaps, the load average."""
+    rows = ["| run | requests started | light's share | light's bound | engine queue p90 | places busy | worst gap at dispatch | "
+            "worst gap at engine start | load average |", "|---|---:|---:|---:|---:|---:|---|---|---|"]
+    for name, run in slots.items():
+        load = run.get("load_average")
+        rows.append(f"| {name} | {run['requests_started']:,} | {_pct(run['light_share'])} | {_pct(run.get('light_share_bound'))} | "
+                    f"{run['engine_queue_p90']:,.1f} | {_pct(run['busy'])} | {_c_max(run, 'worst_gap_at_dispatch')} | "
+                    f"{_c_max(run, 'worst_gap_at_engine_start')} | {'–' if load is None else ', '.join(f'{x:.1f}' for x in load)} |")
+    return "\n".join(rows)
+
+
+def heldout_table(heldout: dict) -> str:
+    rows = ["| run | requests | e2e median | e2e p90 | load average |", "|---|---:|---:|---:|---|"]
+    for run in heldout["runs"]:
+        load = ", ".join(f"{x:.1f}" for x in run.get("load_average", []))
+        clients = f"{run['clients']:,} client{'' if run['clients'] == 1 else 's'}"
+        rows.append(f"| {run['kind']}, {clients} | {run['requests']:,} | {100 * run['median']:.1f}% | {100 * run['p90']:.1f}% | {load} |")
+    pooled = heldout["held_out"]
+    rows.append(f"| held out, all | {pooled['requests']:,} | {100 * pooled['median']:.1f}% | {100 * pooled['p90']:.1f}% | |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output", type=Path, nargs="?", default=OUT)
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "vllm_cpu_results.json")
+    parser.add_argument("--heldout", type=Path, default=ROOT / "benchmarks" / "vllm_heldout_results.json")
     args = parser.parse_args()
     results = json.loads(args.results.read_text())
     curve = results["curve"]
     draw(curve, args.output)
     print(vllm_fit.markdown(curve["vllm"], curve["emulator"]))
+    print("\n" + slot_table(results.get("slots", {})))
+    if args.heldout.exists():
+        print("\n" + heldout_table(json.loads(args.heldout.read_text())))
     print(f"\n{args.output}")
 
 

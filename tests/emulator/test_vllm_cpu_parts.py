@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import polars as pl
 import pytest
+
+from sfqtui.trace.write import write_trace
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -34,7 +37,7 @@ def step_s(running: int, prefilled: int) -> float:
 def bench(monkeypatch: pytest.MonkeyPatch) -> dict[str, ModuleType]:
     """The benchmark's modules, imported as their script imports them (by name, from benchmarks/)."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return {name: importlib.import_module(name) for name in ("vllm_model", "vllm_servers", "vllm_load", "vllm_fit")}
+    return {name: importlib.import_module(name) for name in ("vllm_model", "vllm_servers", "vllm_load", "vllm_fit", "vllm_starts")}
 
 
 def test_the_script_loads_neither_vllm_nor_torch() -> None:
@@ -112,6 +115,68 @@ def test_the_errors_are_relative_to_the_real_engine(bench: dict[str, ModuleType]
     assert fit.summary([row])["e2e_p50_max"] == pytest.approx(0.1)
     table = fit.markdown(real, emulated)
     assert "| 1 | 2.000 / 2.200 |" in table and "| 1 | +10% |" in table
+
+
+def test_fairness_at_engine_start_at_the_engine_s_own_starts_or_else_each_tagged_request_s_first_token(bench: dict[str, ModuleType], tmp_path: Path) -> None:
+    # A recording with 4 slots: nothing waits in the proxy, so no two users wait for a dispatch together; the engine runs
+    # one request at a time, and light's request, sent last, starts after heavy's three (first tokens on the client's
+    # clock, 5 s off the proxy's). A fifth request never had a first token: no start.
+    users, arrivals = ["heavy", "heavy", "heavy", "light", "heavy"], [0.0, 0.01, 0.02, 0.03, 3.5]
+    frame = pl.DataFrame({"request_id": [f"r{k}" for k in range(5)], "user": users, "arrival_s": arrivals, "cost": [1.0] * 5,
+                          "service_s": [1.0, 2.0, 3.0, 4.0, 1.0], "class": [f"tag{k}" for k in range(5)]})
+    recording = tmp_path / "run.parquet"
+    write_trace(frame, recording, {"source": "sfqtui proxy", "slots": 4})
+    first_tokens = {f"tag{k}": (5.0 + arrivals[k], 5.1 + k) for k in range(4)}
+    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {}, {})
+    assert (figures["start_measure"], figures["recorded_requests"], figures["starts"], figures["c_max"]) == ("first token", 5, 4, 1.0)
+    assert figures["worst_gap_at_dispatch"] is None and figures["starts_moved_to_dispatch"] == figures["starts_moved_before_completion"] == 0
+    gap = figures["worst_gap_at_engine_start"]
+    assert (gap["ahead"], gap["behind"], gap["c_max"]) == ("heavy", "light", 3.0)  # heavy's three starts while light waited
+    assert bench["vllm_starts"].proxy_waits(recording) == {f"tag{k}": 0.0 for k in range(5)}  # 4 slots: nothing waited for one
+
+    # vLLM's per-request metrics: light's first token came 3.07 s after its start (its prefill step behind heavy's), so it
+    # started first, as it arrived; the first tokens are given beside.
+    figures = bench["vllm_starts"].start_fairness(recording, first_tokens, {"tag3": 3.07}, {})
+    assert figures["start_measure"].startswith("vLLM's") and (figures["starts"], figures["starts_reported"]) == (4, 1)
+
+    # A start the client's clock puts after the request's completion (heavy's first, at 1.1 s, done at 1.0 s) is moved before it.
+    late = bench["vllm_starts"].start_fairness(recording, first_tokens | {"tag0": (5.0, 6.1)}, {}, {})
+    assert (late["starts_moved_before_completion"], late["starts"]) == (1, 4)
+    assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["worst_gap_at_engine_start"]["c_max"] == 3.0
+
+    # Where the engine reports its starts (the recording's engine_start_s: light's first here), they are the measure.
+    reported = tmp_path / "reported.parquet"
+    write_trace(frame.with_columns(engine_start_s=pl.Series([0.05, 1.05, 2.05, 0.04, None])), reported, {"source": "sfqtui proxy", "slots": 4})
+    figures = bench["vllm_starts"].start_fairness(reported, first_tokens, {}, {})
+    assert figures["start_measure"].startswith("the engine's own") and figures["starts"] == 4
+    assert figures["worst_gap_at_engine_start"]["c_max"] == 1.0 and figures["at_first_token"]["start_measure"] == "first token"
+
+
+def test_an_answered_request_s_start_is_put_as_long_before_the_proxy_s_completion_as_before_the_client_s_end(bench: dict[str, ModuleType]) -> None:
+    # Sent at 5.0 and answered at 7.0 on the client's clock, its first token at 6.0, 0.2 s after vLLM scheduled it; the
+    # proxy saw it arrive at 0.5 and complete at 3.0 on its own.
+    starts = bench["vllm_starts"].client_starts({"t": (5.0, 6.0)}, {"t": 0.2}, {"t": 7.0})
+    assert starts("r", "t", 0.5, 3.0) == pytest.approx(3.0 - (7.0 - 5.8))  # the end is the anchor
+    assert starts("r", "t", 0.5, None) == pytest.approx(0.5 + 0.8)  # not replayed to its completion: the arrival is
+    assert bench["vllm_starts"].client_starts({"t": (5.0, 6.0)}, {}, {})("r", "t", 0.5, 3.0) == pytest.approx(1.5)  # not answered
+    assert starts("r", "other", 0.5, 3.0) is None
+
+
+def test_light_s_demand_bounds_its_share(bench: dict[str, ModuleType]) -> None:
+    done = bench["vllm_load"].Done
+    answered = [  # light's two requests: 0.2 s in the proxy, 0.1 s in vLLM's queue, 1 s in its engine (one said so), 0.2 s around it
+        done("light", sent=0.0, first=0.6, end=1.5, prompt_tokens=57, output_tokens=4, tag="light-0", engine_queue=0.1, engine_ttft=0.3,
+             engine_generation=0.7),
+        done("light", sent=1.5, first=2.1, end=3.0, prompt_tokens=57, output_tokens=4, tag="light-1"),
+        done("heavy", sent=0.0, first=3.0, end=9.0, prompt_tokens=57, output_tokens=4, tag="heavy-2"),
+    ]
+    waits = {"light-0": 0.2, "light-1": 0.3, "heavy-2": 2.0}
+    bound = bench["vllm_starts"].demand_bound(answered, waits, {"light": 4, "heavy": 16}, "light", duration_s=5.0, started=40)
+    assert (bound["light_answered"], bound["light_cycle_mean_s"], bound["engine_start_rate"]) == (2, 1.5, 8.0)
+    assert bound["light_in_engine_mean_s"] == pytest.approx(0.95)  # vLLM's 1 s, and the other's first token to last
+    assert bound["light_share_bound_engine_only"] == pytest.approx(4 / 0.95 / 8)  # 4 loops never waiting, against 8 starts a second
+    assert bound["light_outside_mean_s"] == pytest.approx(1.5 - 0.25 - 0.05 - 0.95)
+    assert bound["light_share_bound"] == pytest.approx(4 / (1.5 - 0.25 - 0.05) / 8)
 
 
 def test_the_engine_page_shows_the_curve_drawn_from_the_committed_results(tmp_path: Path) -> None:
