@@ -147,7 +147,6 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of each run")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fit-overhead-ms", type=float, help="give the fit this request_overhead_ms (default: fitted)")
-    parser.add_argument("--fit-places", type=int, help="give the fit the engine's places (max_num_seqs, llama-server's --parallel; default: fitted)")
     parser.add_argument("--truth-places", type=int, default=4)
     parser.add_argument("--truth-decode-ms", type=float, default=10.0)
     parser.add_argument("--truth-prefill-us", type=float, default=100.0)
@@ -164,7 +163,7 @@ def main() -> None:
         predict_runs = [recorded_run(upstream, c, args, scratch) for c in args.predict_clients]
 
     started = time.process_time()
-    fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), places=args.fit_places, overhead_ms=args.fit_overhead_ms)
+    fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), overhead_ms=args.fit_overhead_ms)
     fit_cpu_s = time.process_time() - started
     model = fitted.model
     print(f"\nfitted on {args.fit_clients} clients ({fitted.fitted + fitted.held_out:,} requests, {fit_cpu_s:.1f} s CPU): "
@@ -185,7 +184,7 @@ def main() -> None:
     target = f"median <= {pct(TARGET_REAL_MEDIAN)}" if args.url else f"median <= {pct(TARGET_MEDIAN)}, p90 <= {pct(TARGET_P90)}"
     print(f"{'held out, all':<22}{pooled.requests:>10,}{pct(pooled.median):>12}{pct(pooled.p90):>10}   (target: {target})")
     if args.fit_overhead_ms is None:  # what fitting the API server's time brings: the same runs fitted without it
-        without = fit_engine(laid_end_to_end(fit_runs), places=args.fit_places, overhead_ms=0.0).model
+        without = fit_engine(laid_end_to_end(fit_runs), overhead_ms=0.0).model
         alone = Errors.of([e for run in predict_runs for e in end_to_end_errors(run, without)])
         print(f"{'held out, no overhead':<22}{alone.requests:>10,}{pct(alone.median):>12}{pct(alone.p90):>10}   "
               f"(fitted with request_overhead_ms 0: decode {without.decode_ms_per_token:.2f} ms, prefill "

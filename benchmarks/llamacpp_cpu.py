@@ -65,7 +65,7 @@ def heldout(url: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]
     """benchmarks/fit_heldout_bench.py against llama-server at ``url``: its figures as it writes them."""
     out = scratch / "heldout.json"
     command = [sys.executable, str(HERE / "fit_heldout_bench.py"), "--url", url, "--model", llamacpp_servers.NAME, "--json", str(out),
-               "--duration", str(args.heldout_duration), "--fit-places", str(args.max_num_seqs), "--fit-clients", *map(str, args.fit_clients),
+               "--duration", str(args.heldout_duration), "--fit-clients", *map(str, args.fit_clients),
                "--predict-clients", *map(str, args.predict_clients)]
     subprocess.run(command, check=True)
     return stamped(json.loads(out.read_text()))
