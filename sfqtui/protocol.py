@@ -32,7 +32,9 @@ class Event(TypedDict):
     replica: NotRequired[int]
     since_seq: NotRequired[int | None]
     outcome: NotRequired[str]
-    upstream: NotRequired[str]  # limit and start events
+    upstream: NotRequired[str]  # limit and start events, and a lone proxy's dispatches
+    predicted_cached_tokens: NotRequired[int]  # dispatches under --placement prefix
+    cached_tokens: NotRequired[int]  # complete events whose upstream said what its prefix cache held
     limit: NotRequired[int]  # limit events
     reason: NotRequired[str]  # limit events
 

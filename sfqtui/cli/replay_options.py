@@ -182,7 +182,8 @@ _REPLICA_PARAMS = [
     _option("engines", int | None, None, "Engines (servers) behind the balancer, each running the engine model; giving it "
             "without --engine-model runs `sfqtui engine`'s default model. Default: 1 with --engine-model.", _PANEL_ENG, "--engines"),
     _option("placement", str, "room", "Which engine a dispatched request goes to: room (the most room), prefix (on a trace with "
-            "prefix_blocks: the longest prefix the balancer believes an engine holds, among engines with a free place), affinity "
+            "prefix_blocks: the longest prefix the balancer believes an engine holds, among engines with a free place and, while "
+            "one has nothing in flight, that start it at once), affinity "
             "(the longest prefix wherever, load ignored: a reference). Never changes the scheduler's order.", _PANEL_ENG, "--placement"),
 ]
 

@@ -21,7 +21,7 @@ from sfqtui.core.limits.settings import START
 from sfqtui.protocol import LIMIT, Event, ProxyState
 from sfqtui.proxy.attributes import NO_POLICY, RequestPolicy, request_policy
 from sfqtui.proxy.auth import ApiKeys, EventsToken, authenticated
-from sfqtui.proxy.dispatcher import Stage, Ticket
+from sfqtui.proxy.dispatcher import EventExtras, Placed, Stage, Ticket
 from sfqtui.proxy.errors import Closing, UpstreamError
 from sfqtui.proxy.forward import CLIENT_GONE, Exchange, cached_tokens
 from sfqtui.proxy.metrics import ProxyMetrics
@@ -82,7 +82,7 @@ class Proxy:
         group: Group | None = None
         if settings.state_url is None:
             self.scheduling = Alone(settings.slots, dict(settings.keys.weights), settings.estimator, self.ring, sinks=(self.metrics.see,),
-                                    scheduler=settings.scheduler)
+                                    scheduler=settings.scheduler, placer=self._place)
         else:
             from sfqtui.proxy.group import Group  # the redis client loads only for a group
 
@@ -114,8 +114,16 @@ class Proxy:
         self._recording: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
 
-    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = ()) -> UpstreamReply:
-        return await self.upstreams.open("POST", path, payload, stream, blocks)
+    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = (), placed: Placed | None = None) -> UpstreamReply:
+        return await self.upstreams.open("POST", path, payload, stream, blocks, placed)
+
+    def _place(self, ticket: Ticket) -> EventExtras:
+        """A lone proxy's dispatch: its upstream, chosen now, which its event names, with what the index predicted there."""
+        ticket.placed = placed = self.upstreams.place(ticket.blocks)
+        said: EventExtras = {"upstream": self.upstreams.labels[placed.index]}
+        if placed.held is not None:
+            said["predicted_cached_tokens"] = placed.held * self.settings.block_tokens
+        return said
 
     def _has_room(self, index: int) -> bool:
         """Whether an upstream has fewer requests in flight than its limit, or than its even share of the slots."""
@@ -137,7 +145,9 @@ class Proxy:
         ticket = exchange.ticket
         self.metrics.ended(ticket.user, exchange.outcome)
         ran = ticket.stage is Stage.RUNNING
-        self.scheduling.release(ticket, output_tokens)
+        self.scheduling.release(ticket, output_tokens, cached_tokens(exchange.usage))
+        if ticket.placed is not None:  # placed at dispatch but never sent: its place is free again
+            self.upstreams.forget(ticket.placed)
         reply = exchange.reply
         if (self.limits is not None and ran and reply is not None and exchange.outcome == "answered" and reply.status < 400
                 and ticket.finished_t is not None and ticket.dispatched_t is not None):
@@ -251,14 +261,14 @@ class Proxy:
         key = user if scope == "user" else model if scope == "model" else None
         try:
             policy = request_policy(request.headers, body)
-            ticket = await self.scheduling.arrive(user, prompt_tokens(body), output_cap(body), key, policy)
+            blocks = blocks_of(body, self.settings.block_tokens) if self.recorder is not None or self.upstreams.placement is not None else None
+            ticket = await self.scheduling.arrive(user, prompt_tokens(body), output_cap(body), key, policy, blocks or ())
         except Closing:
             self.metrics.ended(user, "refused")
             return shutting_down()
         exchange = Exchange(self, request, ticket, model, keep_usage=wants_usage or not stream)
         exchange.policy = policy
-        if self.recorder is not None or self.upstreams.placement is not None:
-            exchange.blocks = blocks_of(body, self.settings.block_tokens)
+        exchange.blocks = blocks
         self.live.add(exchange)
         return await exchange.run(path, json.dumps(body).encode() if stream else raw, stream)
 

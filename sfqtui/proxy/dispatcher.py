@@ -2,8 +2,10 @@
 
 Every change is published as a semantics §7 event (t in seconds since the proxy
 started), with the extras our logs carry: ``weight`` on every row that names a user,
-``ratio`` and ``est_output`` on dispatches (what priced the request), and
-``output_tokens`` on completions when the upstream reported usage. A request is
+``ratio`` and ``est_output`` on dispatches (what priced the request), with a placer the
+upstream each dispatch was placed on (and, with ``--placement prefix``, the prompt tokens the
+proxy's index predicted it held), and ``output_tokens`` on completions when the upstream
+reported usage (``cached_tokens`` too, when it said what its prefix cache held). A request is
 priced when it is dispatched and the charge is never refunded, whatever happens to it
 afterwards (semantics §2, article §5.1); a request cancelled while queued is never
 charged.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from enum import Enum
 from typing import NotRequired, TypedDict, Unpack
 
@@ -38,7 +40,7 @@ class Ticket:
     (dispatched: stage RUNNING; or cancelled by shutdown: stage CANCELLED)."""
 
     __slots__ = ("req", "request_id", "user", "input_tokens", "max_tokens", "scope_key", "arrived_t",
-                 "dispatched_t", "finished_t", "stage", "settled", "cost", "ratio", "est_output")
+                 "dispatched_t", "finished_t", "stage", "settled", "cost", "ratio", "est_output", "blocks", "placed")
 
     def __init__(self, req: int, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable, t: float) -> None:
         self.req = req
@@ -54,26 +56,46 @@ class Ticket:
         self.cost: float | None = None
         self.ratio: float | None = None
         self.est_output: float | None = None
+        self.blocks: Sequence[int] = ()  # the prompt's chained block hashes, when the proxy names them
+        self.placed: Placed | None = None  # where the placer put it at dispatch (a lone proxy)
         self.settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
 
-class _Extras(TypedDict):
+class EventExtras(TypedDict):
     """What a kind of event carries besides the §7 columns the dispatcher always fills."""
 
     cost: NotRequired[float | None]
     ratio: NotRequired[float | None]
     est_output: NotRequired[float | None]
     output_tokens: NotRequired[int | None]
+    cached_tokens: NotRequired[int]
     upstream: NotRequired[str]
+    predicted_cached_tokens: NotRequired[int]
 
 
+class Placed:
+    """Where a dispatched request was placed: its upstream (by index), holding a place there
+    until the request is sent (``taken``) or ends unsent; with ``--placement prefix``, the
+    blocks of its prompt the proxy's index said that upstream held."""
+
+    __slots__ = ("index", "held", "taken")
+
+    def __init__(self, index: int, held: int | None) -> None:
+        self.index = index
+        self.held = held
+        self.taken = False
+
+
+# A dispatch's placement: picks the upstream of the ticket (setting its ``placed``) and says
+# what the dispatch event carries of it.
+Placer = Callable[[Ticket], EventExtras]
 # Each event goes to every sink with the ticket it is about (None for idle_reset).
 Sink = Callable[[Event, "Ticket | None"], None]
 
 
 class Dispatcher:
     def __init__(self, slots: int, weights: dict[str, float], estimator: CostEstimator, sinks: Iterable[Sink],
-                 scheduler: str = SCHEDULER) -> None:
+                 scheduler: str = SCHEDULER, placer: Placer | None = None) -> None:
         if slots < 1:
             raise InputError("--slots must be >= 1")
         self.slots = slots
@@ -85,6 +107,7 @@ class Dispatcher:
         self._attributes = LiveAttributes()  # what a policy of semantics §15 reads of each queued request
         self._sched = make_scheduler(scheduler, weights, attributes=self._attributes)
         self._sinks = list(sinks)
+        self._placer = placer
         self._queued: dict[int, Ticket] = {}
         self._next_req = 0
         self._started = time.monotonic()
@@ -112,7 +135,7 @@ class Dispatcher:
         return self._inflight_by_user[user]
 
     def _emit(self, kind: str, ticket: Ticket | None, v: float | None, meter: float | None, at: float | None = None,
-              **extras: Unpack[_Extras]) -> None:
+              **extras: Unpack[EventExtras]) -> None:
         if v is not None:
             self.v = v
         event: Event = {"seq": None, "t": self.now() if at is None else at, "kind": kind, "scheduler": self.scheduler,
@@ -125,12 +148,15 @@ class Dispatcher:
         for sink in self._sinks:
             sink(event, ticket)
 
-    def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable, policy: RequestPolicy = NO_POLICY) -> Ticket:
+    def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable, policy: RequestPolicy = NO_POLICY,
+               blocks: Sequence[int] = ()) -> Ticket:
         """Queue a request behind its user's earlier ones and dispatch whatever the free slots allow
-        (``policy``: what it says of itself, which a scheduler other than SFQ may read)."""
+        (``policy``: what it says of itself, which a scheduler other than SFQ may read; ``blocks``:
+        its prompt's, which the placer reads)."""
         if self.closing:
             raise Closing()
         ticket = Ticket(self._next_req, user, input_tokens, max_tokens, scope_key, self.now())
+        ticket.blocks = blocks
         self._next_req += 1
         self._queued[ticket.req] = ticket
         self._queued_by_user[user] += 1
@@ -159,7 +185,10 @@ class Dispatcher:
             self.inflight += 1
             ticket.stage = Stage.RUNNING
             ticket.dispatched_t = self.now()
-            self._emit("dispatch", ticket, v, meter, cost=cost, ratio=ticket.ratio, est_output=ticket.est_output)
+            said: EventExtras = {"cost": cost, "ratio": ticket.ratio, "est_output": ticket.est_output}
+            if self._placer is not None:
+                said.update(self._placer(ticket))
+            self._emit("dispatch", ticket, v, meter, **said)
             ticket.settled.set_result(None)
             self._reset_if_idle()
 
@@ -191,8 +220,9 @@ class Dispatcher:
             ticket.settled.set_result(None)
         self._reset_if_idle()
 
-    def finish(self, ticket: Ticket, output_tokens: int | None) -> None:
-        """A dispatched request ended (answered, failed or abandoned): free its slot, learn from its output."""
+    def finish(self, ticket: Ticket, output_tokens: int | None, cached_tokens: int | None = None) -> None:
+        """A dispatched request ended (answered, failed or abandoned): free its slot, learn from its
+        output; ``cached_tokens``: of its prompt, those its upstream said its prefix cache held."""
         if ticket.stage is not Stage.RUNNING:
             raise RuntimeError(f"{ticket.request_id} is {ticket.stage.value}, not running")
         ticket.stage = Stage.DONE
@@ -202,15 +232,18 @@ class Dispatcher:
         if output_tokens is not None and ticket.max_tokens is not None:
             self.estimator.learn(output_tokens, ticket.max_tokens, ticket.scope_key)
         v, meter, _ = self._sched.complete(ticket.req, ticket.user, 0.0)
-        self._emit("complete", ticket, v, meter, output_tokens=output_tokens)
+        said: EventExtras = {"output_tokens": output_tokens}
+        if cached_tokens is not None:
+            said["cached_tokens"] = cached_tokens
+        self._emit("complete", ticket, v, meter, **said)
         self._dispatch_while_free()
 
-    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
+    def release(self, ticket: Ticket, output_tokens: int | None = None, cached_tokens: int | None = None) -> None:
         """End a request at whatever stage it is: cancel it if queued, finish it if running, nothing if already ended."""
         if ticket.stage is Stage.QUEUED:
             self.cancel(ticket)
         elif ticket.stage is Stage.RUNNING:
-            self.finish(ticket, output_tokens)
+            self.finish(ticket, output_tokens, cached_tokens)
 
     def resize(self, slots: int) -> None:
         """Slots are now ``slots`` (``--slots auto``: the upstreams' limits changed); fewer stop

@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from sfqtui.protocol import ENGINE_START_HEADER
 from sfqtui.proxy.attributes import NO_POLICY
-from sfqtui.proxy.dispatcher import Stage, Ticket
+from sfqtui.proxy.dispatcher import Placed, Stage, Ticket
 from sfqtui.proxy.errors import Aborted, ClientGone, EventTooLong, Interrupted, UpstreamError
 from sfqtui.proxy.openai_errors import SHUTTING_DOWN, error_frame, error_response, shutting_down
 from sfqtui.proxy.sse import EMPTY_LINES, WholeEvents, data_of, events_of
@@ -85,8 +85,9 @@ def _upstream_status_error(status: int, body: bytes) -> UpstreamError:
 class Host(Protocol):
     """What an exchange needs from the proxy that holds it: an upstream, and someone to tell when it is over."""
 
-    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = ()) -> UpstreamReply:
-        """Send the request upstream (``blocks``, the prompt's, for ``--placement prefix``)."""
+    async def open_upstream(self, path: str, payload: bytes, stream: bool, blocks: Sequence[int] = (), placed: Placed | None = None) -> UpstreamReply:
+        """Send the request upstream (``blocks``, the prompt's, for ``--placement prefix``; ``placed``:
+        where it was placed at dispatch, tried first)."""
         ...
 
     def ended(self, exchange: Exchange, output_tokens: int | None, prompt_tokens: int | None) -> None:
@@ -200,7 +201,7 @@ class Exchange:
 
     async def _open(self, path: str, payload: bytes, stream: bool) -> None:
         # Kept as soon as it exists, so that end() closes it whatever interrupts run() next.
-        self.reply = await self.host.open_upstream(path, payload, stream, self.blocks or ())
+        self.reply = await self.host.open_upstream(path, payload, stream, self.blocks or (), self.ticket.placed)
 
     def _relayed(self, block: bytes) -> bytes:
         """Whole upstream events as the client gets them: as they came, but the usage chunk

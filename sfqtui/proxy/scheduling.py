@@ -7,13 +7,13 @@ Two schedulers implement it: ``Alone``, the local SFQ of a proxy on its own, and
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Protocol
 
 from sfqtui.core.pricing.estimator import CostEstimator, EstimatorParams
 from sfqtui.protocol import SCHEDULER, Event, ProxyState
 from sfqtui.proxy.attributes import NO_POLICY, RequestPolicy
-from sfqtui.proxy.dispatcher import Dispatcher, Sink, Ticket
+from sfqtui.proxy.dispatcher import Dispatcher, Placer, Sink, Ticket
 from sfqtui.proxy.ring import EventRing
 
 
@@ -28,13 +28,15 @@ class Scheduling(Protocol):
     async def start(self) -> None: ...
 
     async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable,
-                     policy: RequestPolicy = NO_POLICY) -> Ticket:
+                     policy: RequestPolicy = NO_POLICY, blocks: Sequence[int] = ()) -> Ticket:
         """Queue a request (``Closing`` once draining); its ticket's ``settled`` resolves when it is dispatched or cancelled.
-        ``policy``: what the request says of itself (semantics §15), which a lone proxy's scheduler other than SFQ reads."""
+        ``policy``: what the request says of itself (semantics §15), which a lone proxy's scheduler other than SFQ reads;
+        ``blocks``: its prompt's, which a lone proxy's placer reads at dispatch."""
         ...
 
-    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
-        """End a request at whatever stage it is (cancelled if queued, finished if running)."""
+    def release(self, ticket: Ticket, output_tokens: int | None = None, cached_tokens: int | None = None) -> None:
+        """End a request at whatever stage it is (cancelled if queued, finished if running);
+        ``cached_tokens``: of its prompt, those its upstream's prefix cache held (a lone proxy's complete event says it)."""
         ...
 
     def weight(self, user: str) -> float: ...
@@ -73,12 +75,14 @@ class Scheduling(Protocol):
 
 
 class Alone:
-    """A lone proxy's scheduler: one Dispatcher, whose events are numbered into the proxy's ring."""
+    """A lone proxy's scheduler: one Dispatcher, whose events are numbered into the proxy's ring;
+    ``placer`` places each dispatch on an upstream, which its event names."""
 
     def __init__(self, slots: int, weights: dict[str, float], estimator: EstimatorParams, ring: EventRing, sinks: Iterable[Sink],
-                 scheduler: str = SCHEDULER) -> None:
+                 scheduler: str = SCHEDULER, placer: Placer | None = None) -> None:
         self.ring = ring
-        self.dispatcher = Dispatcher(slots, weights, CostEstimator(estimator), sinks=(self._publish, *sinks), scheduler=scheduler)
+        self.dispatcher = Dispatcher(slots, weights, CostEstimator(estimator), sinks=(self._publish, *sinks), scheduler=scheduler,
+                                     placer=placer)
 
     def _publish(self, event: Event, _ticket: Ticket | None) -> None:
         self.ring.publish(event)
@@ -91,11 +95,11 @@ class Alone:
         pass
 
     async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable,
-                     policy: RequestPolicy = NO_POLICY) -> Ticket:
-        return self.dispatcher.arrive(user, input_tokens, max_tokens, scope_key, policy)
+                     policy: RequestPolicy = NO_POLICY, blocks: Sequence[int] = ()) -> Ticket:
+        return self.dispatcher.arrive(user, input_tokens, max_tokens, scope_key, policy, blocks)
 
-    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
-        self.dispatcher.release(ticket, output_tokens)
+    def release(self, ticket: Ticket, output_tokens: int | None = None, cached_tokens: int | None = None) -> None:
+        self.dispatcher.release(ticket, output_tokens, cached_tokens)
 
     def weight(self, user: str) -> float:
         return self.dispatcher.weight(user)

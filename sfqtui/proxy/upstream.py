@@ -13,6 +13,11 @@ sent again after a pause (20 ms, doubling up to 0.5 s, and until an upstream has
 its limit) to whichever upstream has the most room then, until ``--upstream-timeout`` has
 passed; then the client gets that 503 as a 502.
 
+A lone proxy chooses a request's upstream when it dispatches it (``place``: its slot and its
+place there are taken at once, so that the dispatch event names the upstream and the next
+dispatch sees it taken); the request is then sent there first. A group replica learns of a
+dispatch after the store made it, so it chooses when it sends.
+
 A request that fails because its connection was closed under it, before any answer (aiohttp reuses
 an idle connection at once, and llama.cpp's llama-server closes its connection after each streamed
 answer while its headers say it keeps it), never reached the upstream: it is sent again once, on a
@@ -40,6 +45,7 @@ from collections.abc import Callable, Sequence
 
 import aiohttp
 
+from sfqtui.proxy.dispatcher import Placed
 from sfqtui.proxy.errors import UpstreamError
 from sfqtui.proxy.placement import PrefixPlacement
 from sfqtui.proxy.urls import base_url, label_of
@@ -169,25 +175,47 @@ class Upstreams:
             self._fresh = upstream_session(self._timeout, fresh=True)
         return await self._fresh.request(method, url, data=body, headers=headers, allow_redirects=False)
 
-    def _order(self) -> list[int]:
-        """Least in flight first (with limits: the most room under its limit); ties in turns, so idle upstreams share the load."""
+    def _order(self, next_turn: bool = True) -> list[int]:
+        """Least in flight first (with limits: the most room under its limit); ties in turns, so
+        idle upstreams share the load (``next_turn``: a new request's order, the next turn's)."""
         n = len(self.bases)
-        self._turn = (self._turn + 1) % n
+        if next_turn:
+            self._turn = (self._turn + 1) % n
         limit_of = self.limit_of
         if limit_of is None:
             return sorted(range(n), key=lambda i: (self.inflight[i], (i - self._turn) % n))
         return sorted(range(n), key=lambda i: (self.inflight[i] - limit_of(i), (i - self._turn) % n))
 
+    def _ordered(self, blocks: Sequence[int]) -> list[int]:
+        """The upstreams to try, first choice first: by room, or by placement."""
+        order = self._order()
+        return order if self.placement is None else self.placement.order(order, blocks)
+
+    def place(self, blocks: Sequence[int]) -> Placed:
+        """Choose the upstream of a request being dispatched (``blocks``: its prompt's, for a
+        placement) and hold its place there, so that the next dispatch sees it taken; ``open``
+        sends the request there first, and ``forget`` gives the place back if it never does."""
+        index = self._ordered(blocks)[0]
+        self.inflight[index] += 1
+        return Placed(index, None if self.placement is None else self.placement.sent(index, blocks))
+
+    def forget(self, placed: Placed) -> None:
+        """A placed request ended before it was sent: its place is free again."""
+        if not placed.taken:
+            placed.taken = True
+            self.inflight[placed.index] -= 1
+
     async def open(self, method: str, path: str, body: bytes | None = None, stream: bool = False,
-                   blocks: Sequence[int] = ()) -> UpstreamReply:
+                   blocks: Sequence[int] = (), placed: Placed | None = None) -> UpstreamReply:
         """Send a request and return once its status and headers are in; the body is read from the reply.
-        With ``busy`` set, a 503 is sent again after a pause (the module's docstring); with a
-        placement, ``blocks`` (the prompt's) choose the upstream (``sfqtui.proxy.placement``)."""
+        With ``busy`` set, a 503 is sent again after a pause (the module's docstring); ``placed``:
+        where ``place`` put it at dispatch, tried first; otherwise, with a placement, ``blocks``
+        (the prompt's) choose the upstream (``sfqtui.proxy.placement``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
         pause = FIRST_PAUSE_S
         while True:
-            reply = await self._open_once(method, path, body, stream, blocks)
+            reply = await self._open_once(method, path, body, stream, blocks, placed)
             if reply.status != BUSY or self.busy is None or loop.time() + pause > deadline:
                 return reply
             self.busy(reply.index)
@@ -206,13 +234,19 @@ class Upstreams:
         limit_of = self.limit_of
         return limit_of is None or any(self.inflight[i] < limit_of(i) for i in range(len(self.bases)))
 
-    async def _open_once(self, method: str, path: str, body: bytes | None, stream: bool, blocks: Sequence[int]) -> UpstreamReply:
+    async def _open_once(self, method: str, path: str, body: bytes | None, stream: bool, blocks: Sequence[int],
+                         placed: Placed | None) -> UpstreamReply:
         headers = {"content-type": "application/json", "accept": "text/event-stream" if stream else "application/json"}
-        order, placement = self._order(), self.placement
-        if placement is not None:
-            order = placement.order(order, blocks)
-        for index in order:
-            self.inflight[index] += 1
+        placement = self.placement
+        held = placed is not None and not placed.taken  # its place is held: the first try goes there, counted already
+        if placed is not None and held:
+            placed.taken = True
+            order = [placed.index, *(i for i in self._order(next_turn=False) if i != placed.index)]
+        else:
+            order = self._ordered(blocks)
+        for position, index in enumerate(order):
+            if not (held and position == 0):
+                self.inflight[index] += 1
             self.sent[index] += 1
             sent = time.perf_counter()
             try:
@@ -234,7 +268,9 @@ class Upstreams:
             elif response.status >= 500:
                 self.watch.failed(self.labels[index], f"http_{response.status}")
             reply = UpstreamReply(self, index, response)
-            if placement is not None:
+            if placed is not None and index == placed.index:
+                reply.held_blocks = placed.held
+            elif placement is not None:
                 reply.held_blocks = placement.sent(index, blocks)
             return reply
         raise UpstreamError(502, "upstream_unreachable", "no upstream server accepted the connection")

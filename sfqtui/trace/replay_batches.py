@@ -31,6 +31,24 @@ def _typed(typecode: str, values: np.ndarray) -> array:
     return out
 
 
+def _placed(columns: dict[str, np.ndarray], kinds: np.ndarray, req: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, str, int]]:
+    """(event index, request code, engine, -1: no prediction in a replay's log) of the dispatch
+    and start rows that name an engine, as ArrowBatcher reads them from the log."""
+    if "upstream" not in columns:
+        return []
+    engine = columns["upstream"]
+    rows = np.flatnonzero((engine >= 0) & ((kinds == DISPATCH) | (kinds == START)) & (req >= 0))
+    return [(k, r, str(e), -1) for k, r, e in zip(positions[rows].tolist(), req[rows].tolist(), engine[rows].tolist())]
+
+
+def _cached(cached: dict[int, int] | None, kinds: np.ndarray, req: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """(event index, request code, cached prompt tokens) of the start rows (None: none says any)."""
+    if cached is None:
+        return None
+    starts = kinds == START
+    return [(k, r, cached[r]) for k, r in zip(positions[starts].tolist(), req[starts].tolist()) if r in cached] or None
+
+
 class ReplayBatcher:
     """Turns the rows a replay of ``loaded`` hands over into EventBatches, in order."""
 
@@ -95,7 +113,8 @@ class ReplayBatcher:
             idle_events=_typed("q", positions[kinds == IDLE_RESET]),
             outputs=outputs,
             replica=_typed("i", columns["replica"]) if "replica" in columns else None,
-            cached=None if cached is None else [(r, cached[r]) for r in req[kinds == START].tolist() if r in cached],
+            cached=_cached(cached, kinds, req, positions),
+            placed=_placed(columns, kinds, req, positions),
         )
         self._events += n
         self._dispatches += len(dispatched)

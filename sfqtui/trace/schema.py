@@ -58,10 +58,13 @@ LOG_EXTRAS = pa.schema(
         ("output_tokens", pa.int64()),
         ("replica", pa.int32()),
         ("since_seq", pa.int64()),  # a live group's merge row: the last seq the replica saw before it served on its own
-        ("upstream", pa.string()),  # start and limit rows: which engine ("0", "1", ... in a replay; the upstream's name in a proxy)
+        ("upstream", pa.string()),  # start and limit rows, and dispatches where known: which engine ("0", "1", ... in a replay; the upstream's name in a proxy)
         ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
         ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, room, latency, backoff, maximum)
-        ("cached_tokens", pa.int64()),  # start rows of a replay whose engines model prefix caches: the prompt tokens found cached (§14)
+        # The prompt tokens found cached (§14): start rows of a replay whose engines model prefix
+        # caches; complete rows of a proxy whose upstream said so in its usage.
+        ("cached_tokens", pa.int64()),
+        ("predicted_cached_tokens", pa.int64()),  # a proxy's dispatch rows under --placement prefix: what its index said the upstream held
     ]
 )
 # The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);

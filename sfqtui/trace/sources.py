@@ -131,10 +131,11 @@ class ArrowBatcher:
             known = (kinds == COMPLETE) & (tokens >= 0) & (req >= 0)
             outputs = list(zip(req[known].tolist(), tokens[known].tolist()))
         cached = None
-        if "cached_tokens" in columns:
+        # A live stream's tables have every column: only a value says the log carries cached tokens.
+        if "cached_tokens" in columns and table["cached_tokens"].null_count < n:
             tokens = pc.fill_null(table["cached_tokens"].cast(pa.int64()), -1).to_numpy(zero_copy_only=False)
-            known = (kinds == START) & (tokens >= 0) & (req >= 0)
-            cached = list(zip(req[known].tolist(), tokens[known].tolist()))
+            known = ((kinds == START) | (kinds == COMPLETE)) & (tokens >= 0) & (req >= 0)
+            cached = list(zip(positions[known].tolist(), req[known].tolist(), tokens[known].tolist()))
         value = self.value_column if self.value_column in columns else "meter"
         batch = EventBatch(
             start=start,
@@ -159,6 +160,7 @@ class ArrowBatcher:
             outputs=outputs,
             replica=_typed("i", pc.fill_null(table["replica"].cast(pa.int32()), -1).to_numpy(zero_copy_only=False)) if "replica" in columns else None,
             cached=cached,
+            placed=_placed(table, kinds, req, positions),
         )
         self._events += n
         self._dispatches += int(is_dispatch.sum())
@@ -213,6 +215,21 @@ class ArrowBatcher:
             self._pending_ids = known_ids.filter(pa.array(keep))
             self._pending_codes = known_codes[keep]
         return codes
+
+
+def _placed(table: pa.Table, kinds: np.ndarray, req: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, str, int]]:
+    """(event index, request code, upstream, predicted cached tokens or -1) of the dispatch and
+    start rows that name an upstream (``EventBatch.placed``)."""
+    if "upstream" not in table.column_names:
+        return []
+    names = table["upstream"].cast(pa.string())
+    rows = np.flatnonzero(~pc.is_null(names).to_numpy(zero_copy_only=False) & ((kinds == DISPATCH) | (kinds == START)) & (req >= 0))
+    if not len(rows):
+        return []
+    predicted = np.full(len(kinds), -1, dtype=np.int64)
+    if "predicted_cached_tokens" in table.column_names:
+        predicted = pc.fill_null(table["predicted_cached_tokens"].cast(pa.int64()), -1).to_numpy(zero_copy_only=False)
+    return list(zip(positions[rows].tolist(), req[rows].tolist(), names.take(pa.array(rows)).to_pylist(), predicted[rows].tolist()))
 
 
 def value_column(scheduler: str) -> str:

@@ -36,8 +36,8 @@ def test_prefix_placement_beats_room_and_keeps_affinity_s_hit_rate_on_mooncake(m
     hit = {p: f["prefix"]["hit_rate"] for p, f in found.items()}
     assert hit["prefix"] > hit["room"] and hit["prefix"] >= 0.9 * hit["affinity"]
     assert found["prefix"]["prefix"]["prefill_saved_tokens"] > found["room"]["prefix"]["prefill_saved_tokens"]
-    # Bounded by load: prefix placement never lets an engine idle for long beside a queue; affinity does.
-    assert found["prefix"]["prefix"]["idle_while_queued_s"] < 0.01 * found["affinity"]["prefix"]["idle_while_queued_s"]
+    # Bounded by load: under prefix placement no engine idles while another queues; under affinity one does for long.
+    assert found["prefix"]["prefix"]["idle_while_queued_s"] == 0.0 < found["affinity"]["prefix"]["idle_while_queued_s"]
     assert set(found["prefix"]["prefix"]["users"]) == set(found["prefix"]["users"])
 
 

@@ -138,3 +138,5 @@ def test_scrapes_that_cannot_change_a_limit_are_skipped_and_the_log_is_the_same(
         assert counts[0] < counts[1], counts
         if requests is light:  # the engines keep room: the scrapes park between requests
             assert counts[0] < counts[1] / 2, counts
+        if maximum == 4:  # the limits reach their maximum, so touches that leave an engine's running as it was stir nothing
+            assert counts[0] < counts[1] / 4, counts

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from sfqtui.core.analysis.prefix_figures import PrefixTally
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import KINDS
@@ -27,11 +28,21 @@ def trace(rows: list[tuple[str, str, float, int, int, list[int]]]) -> Trace:
 
 def placed(requests: Trace, placement: str, model: EngineModel = MODEL, slots: int = 4) -> tuple[list[str], dict[str, int]]:
     """The dispatch order (request ids) and the engine each request started on."""
+    order, engine, _started, _idle = replayed(requests, placement, model, slots)
+    return order, engine
+
+
+def replayed(requests: Trace, placement: str, model: EngineModel = MODEL,
+             slots: int = 4) -> tuple[list[str], dict[str, int], dict[str, float], float]:
+    """``placed``'s order and engines, when each request started, and how long an engine idled beside a queue."""
     columns = Replay(requests, ReplayConfig(slots=slots, engine=EngineSettings(model, 2, placement=placement))).run_all()
     assert columns.upstream is not None
     order = [requests.request_id[r] for k, r in zip(columns.kind, columns.req) if KINDS[k] == "dispatch"]
-    engine = {requests.request_id[r]: e for k, r, e in zip(columns.kind, columns.req, columns.upstream) if KINDS[k] == "start"}
-    return order, engine
+    starts = [(requests.request_id[r], e, t) for k, r, e, t in zip(columns.kind, columns.req, columns.upstream, columns.t)
+              if KINDS[k] == "start"]
+    tally = PrefixTally(requests, 2)
+    tally.feed(columns)
+    return order, {r: e for r, e, _t in starts}, {r: t for r, _e, t in starts}, tally.figures.idle_while_queued_s
 
 
 def test_prefix_placement_sends_a_continuation_to_the_engine_holding_its_prefix() -> None:
@@ -54,6 +65,29 @@ def test_prefix_placement_is_bounded_by_load_and_affinity_is_not() -> None:
     _, by_affinity = placed(rows, "affinity", one)
     assert by_prefix["r2"] != by_prefix["r1"]
     assert by_affinity["r2"] == by_affinity["r1"]
+
+
+def test_prefix_placement_never_leaves_an_engine_idle_beside_a_request_waiting_for_a_step() -> None:
+    # r1 runs on its engine, whose first step (its 64-token prefill) lasts until t = 1.125. r2
+    # shares r1's prefix and comes at t = 0.5, when the other engine has nothing: sent to r1's
+    # engine, which has a free place, it would wait there for the step under way while the
+    # other engine idles; it goes to the idle engine and starts at once.
+    rows = trace([("r1", "a", 0.0, 64, 40, [1, 2]), ("r2", "b", 0.5, 96, 1, [1, 2, 3])])
+    _order, engine, started, idle = replayed(rows, "prefix")
+    assert engine["r2"] != engine["r1"] and started["r2"] == 0.5 and idle == 0.0
+    _order, engine, _started, idle = replayed(rows, "affinity")  # load ignored: it waits for the step
+    assert engine["r2"] == engine["r1"] and idle == pytest.approx(0.625)
+
+
+def test_a_warm_engine_between_steps_keeps_a_request_it_starts_at_once() -> None:
+    # r1 runs long on engine P, rY briefly on Q (done at t = 0.625). rS, sent while both are busy,
+    # goes to P for r1's prefix and finishes there at t = 2.375, when r2 comes with the same
+    # prefix: Q has nothing in flight, but P is between steps with a place, so r2 starts there at once.
+    rows = trace([("r1", "a", 0.0, 64, 40, [1, 2]), ("rY", "c", 0.0, 32, 1, [9]),
+                  ("rS", "b", 0.3, 96, 1, [1, 2, 4]), ("r2", "d", 2.375, 96, 1, [1, 2, 5])])
+    _order, engine, started, _idle = replayed(rows, "prefix")
+    assert engine["rY"] != engine["r1"] and engine["rS"] == engine["r1"]
+    assert engine["r2"] == engine["r1"] and started["r2"] == 2.375
 
 
 @pytest.mark.parametrize("placement", ["prefix", "affinity"])

@@ -20,7 +20,9 @@ from sfqtui.cli.app import app
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.prefix_index import PrefixIndex
 from sfqtui.emulator.server import EngineServer
+from sfqtui.proxy.dispatcher import Placed
 from sfqtui.proxy.placement import PrefixPlacement
+from sfqtui.proxy.upstream import Upstreams
 from sfqtui.trace.write import read_metadata
 from tests.fake_upstream import FakeUpstream, ServerThread, fake_server
 from tests.proxy_fixtures import KEY_OF, http_get, openai_sync_http, running_proxy, state, wait_for, write_keys
@@ -131,3 +133,25 @@ def test_a_bad_placement_is_refused_in_one_line(cli: CliRunner, tmp_path: Path) 
                        (["--prefix-index-blocks", "0"], "--prefix-index-blocks must be >= 1")):
         result = cli.invoke(app, ["proxy", "--upstream", "http://127.0.0.1:9", "--slots", "2", "--keys", str(keys), *args])
         assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_request_is_placed_as_it_is_dispatched_and_its_place_held_until_it_is_sent_or_ends() -> None:
+    upstreams = Upstreams(["http://127.0.0.1:9", "http://127.0.0.1:10"], 5.0)
+    first, second = upstreams.place(()), upstreams.place(())
+    assert {first.index, second.index} == {0, 1} and upstreams.inflight == [1, 1]  # the second dispatch saw the first's place taken
+    upstreams.forget(first)  # ended before it was sent
+    upstreams.forget(first)
+    assert upstreams.inflight[first.index] == 0 and upstreams.inflight[second.index] == 1
+
+
+async def test_a_placed_request_whose_upstream_refuses_goes_on_to_the_next() -> None:
+    with fake_server(FakeUpstream()) as live:
+        upstreams = Upstreams(["http://127.0.0.1:9", live.url], 5.0)
+        placed = Placed(0, None)  # placed on the dead one, as place() holds it
+        upstreams.inflight[0] += 1
+        reply = await upstreams.open("GET", "/v1/models", placed=placed)
+        assert reply.index == 1 and upstreams.inflight == [0, 1]
+        upstreams.forget(placed)  # sent (elsewhere): nothing to give back
+        await reply.aclose()
+        assert upstreams.inflight == [0, 0]
+        await upstreams.aclose()

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.log.table import EventBatch
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
@@ -61,8 +63,12 @@ def plain(batch: EventBatch) -> dict[str, object]:
     ("heavy-vs-light.parquet", ReplayConfig("sfq", 5, replicas=ReplicaSettings(3, "least-loaded"))),
     ("calibration.parquet", ReplayConfig("sfq", 4, replicas=ReplicaSettings(2, "random", Share.parse("sync:5,1")))),
     ("heavy-vs-light.parquet", ReplayConfig("drr", 4, quantum=100.0, replicas=ReplicaSettings(2, "hash", Share("global")))),
+    # engines that model their prefix caches: where each request was placed, and what its engine found cached
+    ("multi-turn.parquet", ReplayConfig("sfq", 12, engine=EngineSettings(EngineModel(), 2, placement="prefix"))),
 ])
 def test_a_replays_batches_are_those_of_its_log(trace: str, config: ReplayConfig) -> None:
     expected = [plain(b) for b in through_arrow(trace, config, 300)]
     assert len(expected) > 2
     assert [plain(b) for b in direct(trace, config, 300)] == expected
+    if config.engine is not None:
+        assert all(b["placed"] and b["cached"] for b in expected)

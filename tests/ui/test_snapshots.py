@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from typer.testing import CliRunner
 
+from sfqtui.cli.app import app as cli
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.runs.opening import Opening
 from sfqtui.ui.app import SfqApp
@@ -86,6 +88,24 @@ def test_fairness_at_engine_start_under_the_shares(snap_compare, tmp_path: Path)
         await settle(pilot)
         await until(pilot, lambda: "at engine start" in text_of(app.query_one(SharesPanel)), "the line at engine start")
         await pilot.press("end")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 34), run_before=run_before)
+
+
+def test_placement_per_engine_under_the_shares(snap_compare, tmp_path: Path) -> None:
+    """A replay on two engines placed by prefix, opened as its log: the shares pane lists each
+    engine's requests placed and in flight and the prompt tokens its cache held, up to the
+    cursor; the why panel says where the dispatch went and what its engine found cached."""
+    log = tmp_path / "placed.parquet"
+    result = CliRunner().invoke(cli, ["simulate", str(TRACES / "multi-turn.parquet"), "--engines", "2", "--placement", "prefix", "-o", str(log)])
+    assert result.exit_code == 0, result.output
+    app = dashboard(log, is_log=True)
+
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        await until(pilot, lambda: "at engine start" in text_of(app.query_one(SharesPanel)), "the line at engine start")
+        await pilot.press("g", *"200", "enter", "n")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 34), run_before=run_before)

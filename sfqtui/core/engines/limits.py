@@ -10,7 +10,10 @@ it, no step of it ended): its KV reserved is under the threshold (so its KV use 
 ``queue_target`` wait (in its queue or on their way to it), and its limit cannot grow (some wait, it runs fewer than its limit, or
 the limit is at its maximum). A quiet untouched engine's skipped readings would only have
 moved its size's window, which its next reading catches up on. While every engine is quiet
-the scrapes are parked: the next due is the first after an engine is touched.
+the scrapes are parked: the next due is the first after an engine is touched in a way a
+reading would see. A touched engine whose limit still holds and that runs what it ran at its
+last reading reads as if untouched, and so does a reading of an engine whose limit holds,
+but for the size's window.
 """
 
 from __future__ import annotations
@@ -52,10 +55,24 @@ class EngineLimits:
     def stir(self, now: float) -> None:
         """The loop sent or finished requests at ``now`` while no scrape was due: when parked and
         an engine was touched, the next scrape is the first due at or after ``now`` not yet done."""
-        if self._parked and self.engines.touched:
+        if self._parked and self.engines.touched and self._stirred():
             self._parked = False
             self._k = max(self._k, _first_at(now))
             self.next_t = self._k * SCRAPE_S
+
+    def _stirred(self) -> bool:
+        """Whether an engine touched while the scrapes were parked would read differently now. One whose limit
+        holds and that runs what it ran at its last reading would read the same (``observe_same``): it counts as
+        untouched, and the scrapes stay parked."""
+        self.engines.touched = False
+        stirred = False
+        for engine, controller in zip(self.engines.engines, self.controllers):
+            if engine.touched:
+                if engine.running == controller.last_running and self._holds(engine, controller):
+                    engine.touched = False
+                else:
+                    stirred = True
+        return stirred
 
     def change(self, now: float, busy: bool) -> list[tuple[int, int, str]]:
         """Read every engine at ``now`` (a due scrape) and feed its controller: (engine, new limit,
@@ -76,6 +93,12 @@ class EngineLimits:
             if quiet[e] and read[e] < skipped:
                 controller.observe_same(skipped * SCRAPE_S)
             engine.touched = False
+            read[e] = k
+            if self._holds(engine, controller):
+                # The reading would leave the limit as it is (as for a quiet engine): only its running counts, for the size.
+                controller.observe_running(now, engine.running)
+                quiet[e] = True
+                continue
             before = controller.limit
             # KV in use is at most what is reserved: under the threshold, the reading could not cut for KV
             # whatever its exact use, which is then not worked out (a walk over the batch).
@@ -87,7 +110,6 @@ class EngineLimits:
             signals = EngineSignals(now, engine.running, engine.waiting, kv, held)
             if controller.observe_metrics(now, signals) != before:
                 changed.append((e, controller.limit, controller.reason))
-            read[e] = k
             quiet[e] = self._holds(engine, controller)
         self.engines.touched = False
         if changed:

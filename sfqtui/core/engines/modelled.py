@@ -119,6 +119,15 @@ class ModelledEngine:
             return self.model.admits(len(self.batch), self.reserved, held[4] + held[5])
         return len(self.batch) < self.model.max_num_seqs and cache.fits(held[6] or (), held[4] + held[5])
 
+    def starts_at_once(self, blocks: Sequence[int], tokens: int) -> bool:
+        """Whether a request of ``tokens`` KV tokens (prompt and output) with prompt ``blocks``
+        submitted now joins the batch at once: the engine is between steps (idle, or a step just
+        ended), nothing is queued before it, and it has a place and the KV (placement by prefix
+        asks it: the engines keep prefix caches)."""
+        cache = self.cache
+        assert cache is not None
+        return self.resting and not self.queue and len(self.batch) < self.model.max_num_seqs and cache.fits(blocks, tokens)
+
     def submit(self, now: float, held: Held) -> bool:
         """A request sent at ``now`` joins the queue; True when the engine is between steps at
         ``now`` and must settle (it may start the request at once)."""
@@ -162,18 +171,27 @@ class ModelledEngine:
         queue, batch, cache = self.queue, self.batch, self.cache
         joined: list[Held] = []
         prefill = 0
-        while queue and self._fits(queue[0]):
-            held = queue.popleft()
-            heappush(batch, (self.steps + held[5] - 1, self.joined, held))
-            self.joined += 1
-            self.reserved += held[4] + held[5]
+        places, kv = self.model.max_num_seqs, self.kv_tokens
+        steps, turn, reserved = self.steps, self.joined, self.reserved  # locals, written back once: this runs once a step
+        while queue:
+            held = queue[0]
+            length = held[4] + held[5]
             if cache is None:
+                if len(batch) >= places or reserved + length > kv:  # EngineModel.admits, written out
+                    break
                 prefill += held[4]
-            else:
+            elif len(batch) < places and cache.fits(held[6] or (), length):
                 cached = self._admitted(cache, held)
                 prefill += held[4] - cached
                 self.cached[held[0]] = cached
+            else:
+                break
+            queue.popleft()
+            heappush(batch, (steps + held[5] - 1, turn, held))
+            turn += 1
+            reserved += length
             joined.append(held)
+        self.joined, self.reserved = turn, reserved
         if not batch:
             self.first_end = INF
             return joined
@@ -185,6 +203,6 @@ class ModelledEngine:
             for held in joined:
                 self.first_token[held[0]] = self.first_end
         self.step = self._plain[n]
-        self.next_step = batch[0][0]
-        self.next_t = self.end_of(self.next_step)
+        self.next_step = s = batch[0][0]
+        self.next_t = self.first_end + (s - self.first) * self.step  # end_of(s), written out: once per step that starts
         return joined

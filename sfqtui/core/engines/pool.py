@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from operator import attrgetter
+from operator import add, attrgetter
 
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.modelled import INF, Held, ModelledEngine
@@ -52,13 +52,18 @@ def request_tokens(trace: Trace, model: EngineModel) -> tuple[list[int], list[in
     outputs = trace.output_tokens if trace.output_tokens is not None else [-1] * n
     caps = trace.max_tokens if trace.max_tokens is not None else [-1] * n
     default = model.output_tokens
-    prompts = [p if p > 0 else 0 for p in inputs]
-    made = [max(1, o if o >= 0 else (c if c >= 0 else default)) for o, c in zip(outputs, caps)]
+    # The rules below, per request, only where they change something: the columns are whole (none unknown), mostly.
+    prompts = list(inputs) if min(inputs, default=0) >= 0 else [p if p > 0 else 0 for p in inputs]
+    if min(outputs, default=1) >= 1:
+        made = list(outputs)
+    else:
+        made = [max(1, o if o >= 0 else (c if c >= 0 else default)) for o, c in zip(outputs, caps)]
     kv = model.kv_tokens
-    for r, (prompt, output) in enumerate(zip(prompts, made)):
-        if prompt + output > kv:
-            raise InputError(f"request {trace.request_id[r]} needs {prompt + output:,} tokens of KV ({prompt:,} of prompt and {output:,} "
-                             f"of output); the engine model has {kv:,} (kv_tokens)")
+    lengths = list(map(add, prompts, made))
+    if max(lengths, default=0) > kv:
+        r = next(r for r, length in enumerate(lengths) if length > kv)
+        raise InputError(f"request {trace.request_id[r]} needs {lengths[r]:,} tokens of KV ({prompts[r]:,} of prompt and {made[r]:,} "
+                         f"of output); the engine model has {kv:,} (kv_tokens)")
     return prompts, made
 
 
@@ -67,7 +72,8 @@ class EnginePool:
     ``room``, the fewest in flight (with limits that follow the engines: the most room under
     its limit), ties in turns, as ``sfqtui proxy`` picks an upstream; on a trace with blocks
     (semantics §14) also ``prefix``, the engine its own index believes holds the longest prefix
-    among those with a free place (the room rule when none has one, and between equals), or
+    among those with a free place (while one has nothing in flight, among those that start the
+    request at once; the room rule when none has one, and between equals), or
     ``affinity``, the longest prefix wherever it is (load ignored: a reference). It serves a
     replay's loop directly (the servers of ``sfqtui.core.replay.servers``, but for the capacity:
     ``servers.EngineServers``), with each held chunk's prompt and output tokens (None: retired)."""
@@ -78,7 +84,10 @@ class EnginePool:
         self.tokens: list[tuple[list[int], list[int]] | None] = []
         self.blocks: list[PrefixBlocks | None] = []  # each held chunk's prompt blocks (None: none, or retired)
         self.engines = [ModelledEngine(settings.model, e) for e in range(settings.engines)]
+        self._engines_twice = self.engines * 2  # see route()
         self.next_done = INF  # the earliest next_t of the engines
+        self._rescan = False  # next_done may have been an engine's next_t that moved later: settle() looks at every engine
+        self._times = [INF] * settings.engines  # each engine's next_t, copied as it changes: finish and settle search it at C speed
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
         self._turn = 0
         # What route() compares, kept as each changes: each engine's requests in flight less its limit
@@ -159,10 +168,11 @@ class EnginePool:
             n += to is engine
         return n
 
-    def route(self, blocks: Sequence[int] | None = None, take_turn: bool = True) -> ModelledEngine:
-        """The engine the next request (with its prompt's ``blocks``) goes to: by its prefix under
-        --placement prefix or affinity, else the least (in flight less limit, (index - turn) mod n).
-        ``take_turn=False``: only asked, the turn stays for the request that is sent."""
+    def route(self, blocks: Sequence[int] | None = None, tokens: int = 0, take_turn: bool = True) -> ModelledEngine:
+        """The engine the next request (with its prompt's ``blocks`` and ``tokens`` of KV, prompt and
+        output) goes to: by its prefix under --placement prefix or affinity, else the least (in flight
+        less limit, (index - turn) mod n). ``take_turn=False``: only asked, the turn stays for the
+        request that is sent."""
         engines = self.engines
         n = len(engines)
         if n == 1:
@@ -171,23 +181,30 @@ class EnginePool:
         if take_turn:
             self._turn = turn
         if blocks is not None and self.placement != "room" and self.index is not None:
-            return self._by_prefix(blocks, turn)
+            return self._by_prefix(blocks, tokens, turn)
         load = self._load
-        turned = load[turn:] + load[:turn]  # from the engine whose turn it is: the first of the least is the one
-        return engines[(turn + turned.index(min(turned))) % n]
+        # The first of the least from the engine whose turn it is, found in the loads laid twice end to end: one copy, not three.
+        return self._engines_twice[(load + load).index(min(load), turn)]
 
-    def _by_prefix(self, blocks: Sequence[int], turn: int) -> ModelledEngine:
+    def _by_prefix(self, blocks: Sequence[int], tokens: int, turn: int) -> ModelledEngine:
         """The engine believed to hold the longest prefix of ``blocks``: under ``prefix`` among
-        the engines with a free place (a place under its limit, and no queue), under ``affinity``
-        among all; then the room rule."""
+        the engines with a free place (a place under its limit, and no queue) and, while an engine
+        with a free place has nothing in flight, only among those that start the request at once
+        (so it never waits for a warm engine's step while an engine stands idle); under
+        ``affinity`` among all; then the room rule."""
         assert self.index is not None
         engines, limits, n = self.engines, self.limits, len(self.engines)
         places = self.model.max_num_seqs
         bounded = self.placement == "prefix"
+        rooms = [(places if limits is None else limits[e]) - engine.outstanding for e, engine in enumerate(engines)]
+        idle = bounded and any(room > 0 and not engine.outstanding for room, engine in zip(rooms, engines))
+        at_once = idle and not self.overhead  # a request on its way (request_overhead_ms) starts nowhere at once
         best, best_key = engines[0], (True, 0, INF, n)
         for e, engine in enumerate(engines):
-            room = (places if limits is None else limits[e]) - engine.outstanding
+            room = rooms[e]
             full = bounded and (room <= 0 or bool(engine.queue))  # an engine that queues has no place to give now
+            if idle and not full and engine.outstanding:
+                full = not (at_once and engine.starts_at_once(blocks, tokens))
             held = 0 if full else self.index[e].lookup(blocks)
             key = (full, -held, -room, (e - turn) % n)
             if key < best_key:
@@ -201,10 +218,13 @@ class EnginePool:
         blocks = self._blocks_of(req)
         if blocks is None or self.index is None:
             return 0
-        engine = self.route(blocks, take_turn=False)  # the turn moves on when a request is sent: a priced one may wait (DRR)
+        size = self.window.size
+        prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # a request being priced is in a held chunk
+        prompt = prompts[req % size]
+        # the turn moves on when a request is sent: a priced one may wait (DRR)
+        engine = self.route(blocks, prompt + outputs[req % size], take_turn=False)
         if sending:
             self._planned = (req, engine)
-        prompt = self.tokens[req // self.window.size][0][req % self.window.size]  # type: ignore[index]  # a request being priced is in a held chunk
         return min(self.index[engine.index].lookup(blocks), max(0, prompt - 1) // self.block_tokens) * self.block_tokens
 
     def _blocks_of(self, req: int) -> Sequence[int] | None:
@@ -230,7 +250,7 @@ class EnginePool:
                 self._planned = None
                 self._turn = (self._turn + 1) % len(self.engines)  # as route() would have moved it
             else:
-                engine = self.route(blocks)
+                engine = self.route(blocks, prompts[r] + outputs[r])
             if blocks is not None:
                 index[engine.index].sent(blocks)
         self._moved = self.touched = engine.touched = True
@@ -238,29 +258,40 @@ class EnginePool:
         self._load[engine.index] += 1
         if self.overhead:
             self._sent.append((now + self.overhead, engine, held))
-        elif engine.submit(now, held) and engine not in self._ready:
-            self._ready.append(engine)
+            return engine.index
+        if engine.next_t == self.next_done:
+            self._rescan = True  # its run of steps may start again, its next step end later
+        if engine.submit(now, held):
+            if engine not in self._ready:
+                self._ready.append(engine)
+        elif engine.next_t < self.next_done:  # a head that fits joins at the end of the step under way
+            self.next_done = engine.next_t
+        self._times[engine.index] = engine.next_t
         return engine.index
 
     def finish(self, now: float) -> list[tuple[int, int, User, int, int]]:
         """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
         (engine, request, user, pool, replica) of each request that finished."""
         finished: list[tuple[int, int, User, int, int]] = []
-        for engine in self.engines:
-            if engine.next_t == now:
-                e = engine.index
-                done = engine.end_step()
-                self._load[e] -= len(done)
-                finished += [(e, held[0], held[1], held[2], held[3]) for held in done]
-                self._ready.append(engine)
-                engine.touched = True
+        times = self._times
+        while now in times:  # in engine order: each engine that ends its step is no longer at now
+            e = times.index(now)
+            engine = self.engines[e]
+            done = engine.end_step()
+            times[e] = engine.next_t
+            self._load[e] -= len(done)
+            for held in done:  # a plain loop: a comprehension over so few costs more (a frame of its own)
+                finished.append((e, held[0], held[1], held[2], held[3]))
+            self._ready.append(engine)
+            engine.touched = True
         sent = self._sent
         while sent and sent[0][0] == now:  # after the steps that end now: a request that comes as a place frees takes it
             _t, engine, held = sent.popleft()
             engine.touched = True
             if engine.submit(now, held) and engine not in self._ready:
                 self._ready.append(engine)
-        self._moved = self.touched = True
+            times[engine.index] = engine.next_t
+        self._moved = self.touched = self._rescan = True
         return finished
 
     def settle(self, now: float) -> list[tuple[int, int, User, int]]:
@@ -276,9 +307,18 @@ class EnginePool:
                 ready.sort(key=_index)
             for engine in ready:
                 e = engine.index
-                joined += [(e, held[0], held[1], held[3]) for held in engine.settle(now)]
-            ready.clear()
-        self.next_done = min([e.next_t for e in self.engines])
-        if self._sent and self._sent[0][0] < self.next_done:
-            self.next_done = self._sent[0][0]
+                for held in engine.settle(now):
+                    joined.append((e, held[0], held[1], held[3]))
+                self._times[e] = engine.next_t
+        if self._rescan:
+            self._rescan = False
+            first = min(self._times)
+        else:  # only the engines that settled moved, from no step (INF) to their new run's: the others' earliest holds
+            first = self.next_done
+            for engine in ready:
+                if engine.next_t < first:
+                    first = engine.next_t
+        self._ready.clear()
+        sent = self._sent
+        self.next_done = sent[0][0] if sent and sent[0][0] < first else first
         return joined

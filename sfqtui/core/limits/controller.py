@@ -82,6 +82,18 @@ class LimitController:
         while ran[0][0] < now - self.settings.size_s:
             ran.popleft()
 
+    @property
+    def last_running(self) -> int | None:
+        """What the engine ran at the last reading (None: none read yet)."""
+        return self._ran[-1][1] if self._ran else None
+
+    def observe_running(self, now: float, running: int) -> None:
+        """The engine's metrics read at ``now``, of which only ``running`` can matter: it queues no more than
+        ``queue_target``, its KV is under the threshold, and it has no room the limit could grow into (or the
+        limit is at its maximum), so ``observe_metrics`` would only take ``running`` into the size's window."""
+        self._stale_since = None
+        self._size(now, running)
+
     def _size(self, t: float, running: int) -> int:
         """The most the engine ran in the last size_s, this reading included (a monotonic deque)."""
         ran = self._ran

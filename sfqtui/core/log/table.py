@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sfqtui.core.events import DISPATCH, KINDS
+from sfqtui.core.log.placements import Placements
 from sfqtui.core.schedulers.registry import REGISTRY, SchedulerTraits
 
 NaN = math.nan
@@ -55,8 +56,11 @@ class EventBatch:
     ``finish_events`` (completions and cancellations) and ``idle_events`` are the event
     indices of those kinds, found by the source in bulk. ``replica``: the replica each
     event names (-1: none), for a log of several replicas (semantics §11); None otherwise.
-    ``cached``: pairs (request code, cached prompt tokens) from start rows, when the log has
-    them (engines that model their prefix caches, semantics §14); None otherwise.
+    ``cached``: (event index, request code, cached prompt tokens) from the rows that say them
+    (a replay's start rows, when its engines model their prefix caches, semantics §14; a proxy's
+    complete rows, from its upstream's usage); None when the log says none. ``placed``: (event
+    index, request code, upstream, predicted cached prompt tokens or -1) from the dispatch and
+    start rows that name an upstream (``sfqtui.core.log.placements``).
     """
 
     start: int
@@ -80,7 +84,8 @@ class EventBatch:
     idle_events: Sequence[int]
     outputs: Sequence[tuple[int, int]] = ()
     replica: Sequence[int] | None = None
-    cached: Sequence[tuple[int, int]] | None = None
+    cached: Sequence[tuple[int, int, int]] | None = None
+    placed: Sequence[tuple[int, int, str, int]] = ()
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -119,7 +124,8 @@ class EventTable:
         self.dispatch_at = array("i")
         self.finish_at = array("i")  # its complete or cancel event
         self.output = array("d")  # per request code: actual output tokens (NaN: unknown)
-        self.cached: dict[int, int] | None = None  # per request code that started: its cached prompt tokens (None: not in the log)
+        self.cached: dict[int, int] | None = None  # per request code: its cached prompt tokens, once said (None: the log says none)
+        self.placements = Placements()  # where requests were placed, per upstream
         self.size = 0
         self._by_name: list[int] = []
 
@@ -194,10 +200,18 @@ class EventTable:
             waited[u].append(total + (t[k] - t[arrived] if arrived >= 0 else 0.0))
         for code, tokens in batch.outputs:
             self.output[code] = tokens
+        placements = self.placements
+        for k, code, upstream, predicted in batch.placed:
+            placements.place(k, code, upstream, None if predicted < 0 else predicted)
+        if placements:
+            for k in batch.finish_events:
+                placements.finish(k, req[k])
         if batch.cached is not None:
             if self.cached is None:
                 self.cached = {}
-            self.cached.update(batch.cached)
+            for k, code, tokens in batch.cached:
+                self.cached[code] = tokens
+                placements.cached(k, code, tokens)
         self.size = len(self.kind)
 
     # Per-event lookups

@@ -164,7 +164,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     pools = range(len(scheds))
     log = plan.log
     pack, pack_uncharged = log.layout.struct.pack, log.layout.uncharged.pack
-    row_size = log.layout.struct.size
+    every = chunk * log.layout.struct.size  # bytes of rows between two hand-overs
     capacity = servers.capacity
     free = list(plan.pool_slots) if capacity is None else [capacity.total]  # a capacity over time: one pool of its total
     send_to, finish, settle = servers.send, servers.finish, servers.settle
@@ -176,7 +176,6 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     def send(now: float) -> None:
         """Each pool dispatches while it has a free slot and a waiting request; then the servers start what they can."""
         nonlocal inflight, dispatched
-        put = log.data.extend
         for pool in pools:
             sched = scheds[pool]
             if clocked and free[pool] > 0 and sched.backlogged:
@@ -197,9 +196,22 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     def limited(now: float, changes: list[Change]) -> None:
         """Limit rows for the upstreams whose limits changed."""
         for e, limit, reason in changes:
-            log.data.extend(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
+            put(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
 
-    yield_at = len(log.data) + chunk * row_size
+    def rescale(now: float) -> None:
+        """The capacity's change due at ``now``: its limit rows, and the dispatches a rise lets through."""
+        assert capacity is not None
+        before = capacity.total
+        limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
+        if capacity.total != before:
+            free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
+            send(now)
+            if capacity.next_t == never:
+                capacity.stir(now)
+
+    data = log.data  # the buffer rows go to, until a hand-over drains it
+    put = data.extend  # taken once per buffer: sending, limits and every timestamp append through it
+    yield_at = len(data) + every
     pause = CollectorPause()
     pause.hold()  # see sfqtui.core.gcpause; let go whenever control returns to the caller
     try:
@@ -212,9 +224,16 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
             now = next_done if next_done <= next_arrival else next_arrival
             if capacity is not None and capacity.next_t < now:
                 now = capacity.next_t
+                if group is None:
+                    # A change due before anything else happens (most of an auto replay's timestamps): no slot was freed
+                    # and nothing arrived since the pools last dispatched, so they have nothing to send first.
+                    rescale(now)
+                    if len(data) >= yield_at:
+                        data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
+                        put = data.extend
+                    continue
             if group is not None and now >= group.due:
                 group.exchange_until(now)
-            put = log.data.extend
 
             if next_done == now:
                 for e, req, user, pool, rep in finish(now):
@@ -257,20 +276,11 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                 if capacity.next_t == never:
                     capacity.stir(now)
                 if capacity.next_t == now:
-                    before = capacity.total
-                    limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
-                    if capacity.total != before:
-                        free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
-                        send(now)
-                        if capacity.next_t == never:
-                            capacity.stir(now)
+                    rescale(now)
 
-            if len(log.data) >= yield_at:
-                plan.retire_below(plan.oldest_in_system(i, servers.unfinished()))
-                pause.release()
-                yield i, dispatched
-                pause.hold()
-                yield_at = len(log.data) + chunk * row_size
+            if len(data) >= yield_at:
+                data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
+                put = data.extend
         plan.retire_below(i)
     finally:
         pause.release()

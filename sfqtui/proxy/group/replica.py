@@ -4,7 +4,7 @@ dispatched, released), its snapshot and draining."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from sfqtui.protocol import GLOBAL, SCHEDULER, SUSPENDED, Event, ProxyState
@@ -25,7 +25,9 @@ class Group(Membership, Following, Suspension):
     # Requests
 
     async def arrive(self, user: str, input_tokens: int, max_tokens: int | None, scope_key: Hashable,
-                     policy: RequestPolicy = NO_POLICY) -> GroupTicket:  # a group is SFQ: what a request says of its priority is not read
+                     policy: RequestPolicy = NO_POLICY, blocks: Sequence[int] = ()) -> GroupTicket:
+        # A group is SFQ: what a request says of its priority is not read. The store writes its
+        # dispatch events, before this replica picks an upstream: they name none (docs/protocol.md).
         if self.closing:
             raise Closing()
         ticket = GroupTicket(0, "", user, input_tokens, max_tokens, scope_key, self.now())
@@ -80,8 +82,9 @@ class Group(Membership, Following, Suspension):
             ticket.settled.set_result(None)
             self.metrics.count_dispatch(ticket.user, ticket.cost or 0.0, ticket.dispatched_t - ticket.arrived_t)
 
-    def release(self, ticket: Ticket, output_tokens: int | None = None) -> None:
-        """End a request at whatever stage it is (from the exchange, which does not wait for the store)."""
+    def release(self, ticket: Ticket, output_tokens: int | None = None, cached_tokens: int | None = None) -> None:
+        """End a request at whatever stage it is (from the exchange, which does not wait for the store).
+        The store writes the complete event: it does not carry ``cached_tokens``."""
         assert isinstance(ticket, GroupTicket)
         if ticket.local is not None:
             assert self.local is not None

@@ -15,6 +15,7 @@ from sfqtui.core.analysis.across_replicas import AcrossReplicas, across_replicas
 from sfqtui.core.analysis.audit import Violation
 from sfqtui.core.analysis.explain import DispatchExplanation, DrrVisit, WaitExplanation, explain_dispatch, explain_wait
 from sfqtui.core.analysis.narrate import narrate
+from sfqtui.core.log.placements import upstream_title
 from sfqtui.core.log.shadow import Shadow
 from sfqtui.core.log.timeline import Timeline
 from sfqtui.core.numbers import Fixed, amount, count, seconds
@@ -94,15 +95,35 @@ def _dispatch(e: DispatchExplanation, frame: Frame, across: AcrossReplicas | Non
         position = e.band_position
         where = "" if position is None else f", {position:.0%} of the way up the band [v, v + c_max]"
         parts.append(Text(f"charge: v ← S_{e.user} = {amount(e.v)}; S_{e.user} ← {amount(e.v)} + {amount(e.cost)}/w = {amount(e.value_after)}{where}"))
-    cached = frame.table.cached
-    if cached is not None:  # engines that model their prefix caches (docs/semantics.md §14)
-        found = cached.get(frame.table.req[frame.k])
-        parts.append(Text(f"prefix cache: charged {amount(e.cost)}; " + ("not started yet: its engine has not looked up its prompt"
-                          if found is None else f"its engine found {count(found)} tokens of its prompt cached"), style="cyan"))
+    parts += _placed(frame, e.cost)
     if e.visit is not None:
         parts += [Text(f"first {user}'s head ({amount(cost)}) > its deficit {amount(credit)}: the visit ends, {user} goes to the tail", "dim")
                   for user, cost, credit in e.visit.ended[:CANDIDATE_ROWS]]
         parts.append(_visit(e.user, e.visit))
+    return parts
+
+
+def _placed(frame: Frame, cost: float) -> list[Text | FittedLine]:
+    """Where the winner went (the log names its upstream), what the proxy's index predicted
+    there, and what its engine found cached (engines that model their prefix caches, or a
+    proxy's upstream that says so; docs/semantics.md §14) against what it was charged."""
+    table = frame.table
+    code = table.req[frame.k]
+    parts: list[Text | FittedLine] = []
+    upstream = table.placements.name_of(code)
+    if upstream is not None:
+        predicted = table.placements.predicted_of.get(code)
+        said = "" if predicted is None else f", where the proxy's index predicted {count(predicted)} tokens of its prompt cached"
+        parts.append(Text(f"placed on {upstream_title(upstream)}{said}", style="cyan"))
+    if table.cached is not None:
+        found = table.cached.get(code)
+        if found is not None:
+            outcome = f"its engine found {count(found)} tokens of its prompt cached"
+        elif frame.connection is not None:  # a proxy hears it in the answer's usage
+            outcome = "not complete yet: its upstream says what it found cached when it answers"
+        else:
+            outcome = "not started yet: its engine has not looked up its prompt"
+        parts.append(Text(f"prefix cache: charged {amount(cost)}; {outcome}", style="cyan"))
     return parts
 
 

@@ -1,5 +1,6 @@
 """Cost shares: over the run and the current busy period, against the fair share now; in a
-run of several replicas, how many of each user's requests went to each replica; for a log
+run of several replicas, how many of each user's requests went to each replica; for a log that
+names where requests were placed, each upstream's (placement.py); for a log
 whose engine reported when requests started running, the worst gap at engine start against
 the one at dispatch (a proxy's stream without start rows says that it is not available)."""
 
@@ -17,9 +18,11 @@ from sfqtui.core.analysis.shares import engine_start_figures, share_series, top_
 from sfqtui.core.log.table import EventTable
 from sfqtui.core.numbers import amount, count
 from sfqtui.ui.frame import Frame
+from sfqtui.ui.panes.placement import placement_lines
 from sfqtui.ui.panes.replicas import routed_lines
 from sfqtui.ui.widgets.clicks import UserClicked
 from sfqtui.ui.widgets.columns import grid
+from sfqtui.ui.widgets.fitted_line import FittedLine
 from sfqtui.ui.widgets.text_view import TextView
 
 ROWS = 6
@@ -117,18 +120,19 @@ class SharesPanel(TextView):
             fair = f"{table.weight(u) / backlogged_weight:.1%}" if s.queued[u] and backlogged_weight else "-"
             name = table.users[u] if len(table.users[u]) <= 14 else table.users[u][:13] + "…"
             rows.append(((name, f"{s.charged[u] / total:.1%}", f"{s.busy(u) / busy:.1%}", fair), "bold" if s.queued[u] else "dim"))
-        lines = grid(("user", "run", "busy", "fair"), rows, (False, True, True, True))
+        lines: list[Text | FittedLine] = [*grid(("user", "run", "busy", "fair"), rows, (False, True, True, True))]
         lines += [Text()] * (ROWS + 1 - len(lines))  # the chart stays put
         routed = routed_lines(frame, listed)  # a run of several replicas: where their requests went
         if routed:
             for i, u in enumerate(listed):
                 self._user_at[len(lines) + 1 + i] = u  # under its header line
             lines += routed + [Text()] * (ROWS + 1 - len(routed))
+        lines += placement_lines(frame)
         lines += engine_lines(self._engine, frame.connection is not None)
         chart = self._chart_lines(frame)
         for i, u in enumerate(self._charted):
             self._user_at[len(lines) + 1 + 2 * i] = self._user_at[len(lines) + 2 + 2 * i] = u
-        self.set_text(lines + chart)
+        self.set_text([*lines, *chart])
 
     def _chart_lines(self, frame: Frame) -> list[Text]:
         """The chart up to the bin of the cursor's last dispatch (nothing before the first):
