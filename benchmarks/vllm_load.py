@@ -2,11 +2,12 @@
 
 Each worker sends one streamed chat completion after another, all of the same prompt and
 length (`ignore_eos`, so a random model does not stop early), for a fixed time. A request's
-first byte is its first SSE chunk: vLLM sends it after the request's prefill step, the
-emulator after its first step, so it stands for the time the engine started the request
-plus one step. Each request carries a tag of its own in the class header, which SFQ does not
-read and a proxy's recording keeps (benchmarks/vllm_starts.py joins the two). A sampler reads the engine's gauges (and the proxy's queue, when there is
-one) every SAMPLE_S. Pure functions below turn these into the benchmark's figures.
+first byte is its first SSE chunk: vLLM and llama.cpp's llama-server send it after the
+request's prefill step, the emulator after its first step, so it stands for the time the
+engine started the request plus one step. Each request carries a tag of its own in the class
+header, which SFQ does not read and a proxy's recording keeps (benchmarks/vllm_starts.py joins
+the two). A sampler reads the engine's gauges (and the proxy's queue, when there is one) every
+SAMPLE_S. Pure functions below turn these into the benchmark's figures.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from sfqtui.proxy.attributes import CLASS_HEADER
 
 SAMPLE_S = 0.1
 RUNNING, WAITING, PROXY_QUEUED, PROXY_LIMIT = "vllm:num_requests_running", "vllm:num_requests_waiting", "sfqtui_queued", "sfqtui_upstream_limit"
+# llama-server's (--metrics): its slots at work, and the requests waiting for a slot.
+LLAMACPP_RUNNING, LLAMACPP_WAITING = "llamacpp:requests_processing", "llamacpp:requests_deferred"
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,14 @@ def gauges(text: str) -> dict[str, float]:
         for sample in family.samples:
             values[sample.name] = values.get(sample.name, 0.0) + sample.value
     return values
+
+
+def running_and_waiting(values: dict[str, float]) -> tuple[float, float]:
+    """The engine's requests running and waiting, under vLLM's names or llama.cpp's."""
+    for running, waiting in ((RUNNING, WAITING), (LLAMACPP_RUNNING, LLAMACPP_WAITING)):
+        if running in values:
+            return values[running], values[waiting]
+    raise RuntimeError(f"the engine's /metrics has neither {RUNNING} nor {LLAMACPP_RUNNING} (llama-server needs --metrics)")
 
 
 def chat_body(model: str, prompt: str, max_tokens: int) -> dict[str, Any]:
@@ -125,10 +136,10 @@ async def _answer(client: httpx.AsyncClient, url: str, key: str, user: str, body
 async def _sampler(client: httpx.AsyncClient, engine: str, proxy: str | None, clock: float, into: list[Sample]) -> None:
     while True:
         t = time.monotonic() - clock
-        values = gauges((await client.get(f"{engine}/metrics")).text)
+        running, waiting = running_and_waiting(gauges((await client.get(f"{engine}/metrics")).text))
         scrape_s = time.monotonic() - clock - t
         ours = gauges((await client.get(f"{proxy}/metrics")).text) if proxy else {}
-        into.append(Sample(t, values[RUNNING], values[WAITING], ours.get(PROXY_QUEUED), ours.get(PROXY_LIMIT), scrape_s))
+        into.append(Sample(t, running, waiting, ours.get(PROXY_QUEUED), ours.get(PROXY_LIMIT), scrape_s))
         await asyncio.sleep(max(0.0, SAMPLE_S - (time.monotonic() - clock - t)))
 
 

@@ -58,11 +58,10 @@ def llama_config(vocab_size: int, bos_token_id: int, eos_token_id: int) -> dict[
     }
 
 
-def build(folder: Path) -> None:
-    """Write the model, its tokenizer and its chat template into ``folder`` (as save_pretrained lays them out)."""
-    import torch
+def bpe_tokenizer() -> Any:
+    """The byte-level BPE (a ``tokenizers.Tokenizer``) trained on SENTENCES, with SPECIAL_TOKENS first;
+    benchmarks/llamacpp_model.py writes the same one into its GGUF."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -70,7 +69,15 @@ def build(folder: Path) -> None:
     trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=SPECIAL_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     bpe.train_from_iterator(SENTENCES, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    return bpe
+
+
+def build(folder: Path) -> None:
+    """Write the model, its tokenizer and its chat template into ``folder`` (as save_pretrained lays them out)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe_tokenizer(), unk_token="<unk>", bos_token="<s>", eos_token="</s>")
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(folder)
 

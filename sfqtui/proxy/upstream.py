@@ -18,6 +18,11 @@ place there are taken at once, so that the dispatch event names the upstream and
 dispatch sees it taken); the request is then sent there first. A group replica learns of a
 dispatch after the store made it, so it chooses when it sends.
 
+A request that fails because its connection was closed under it, before any answer (aiohttp reuses
+an idle connection at once, and llama.cpp's llama-server closes its connection after each streamed
+answer while its headers say it keeps it), never reached the upstream: it is sent again once, on a
+connection of its own.
+
 At start, each upstream is asked once for its model list (``probe``, off the start's path),
 so that one that cannot be reached is named in the log before the first request fails.
 
@@ -63,13 +68,19 @@ def upstream_error(exc: BaseException) -> UpstreamError:
 FAILURES = (aiohttp.ClientError, TimeoutError)
 
 
-def upstream_session(timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+def upstream_session(timeout: aiohttp.ClientTimeout, fresh: bool = False) -> aiohttp.ClientSession:
     """A session for the upstreams (requests and /metrics alike). Slots bound the concurrency, so
     the pool adds no limit of its own. Idle connections are dropped before servers drop them
     (vLLM and uvicorn: after 5 s), so a request is never sent on a connection the upstream is
-    closing. No cookies: the upstreams are APIs, and a jar would carry one client's cookies to the next."""
-    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_IDLE_S)
+    closing for idleness; ``fresh``: a connection for each request, closed after it. No cookies:
+    the upstreams are APIs, and a jar would carry one client's cookies to the next."""
+    connector = aiohttp.TCPConnector(limit=0, force_close=True) if fresh else aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_IDLE_S)
     return aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar())
+
+
+def closed_under_it(exc: BaseException) -> bool:
+    """The connection was closed or reset before any answer (not refused: a refusal goes to the next upstream)."""
+    return isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)) and not isinstance(exc, aiohttp.ClientConnectorError)
 
 
 class UpstreamWatch:
@@ -144,12 +155,25 @@ class Upstreams:
         connect = min(timeout_s, 10.0)  # name lookup and connection together, then the connection alone
         self._timeout = aiohttp.ClientTimeout(total=None, connect=connect, sock_connect=connect, sock_read=timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._fresh: aiohttp.ClientSession | None = None  # for a request sent again: a connection of its own
 
     def _client(self) -> aiohttp.ClientSession:
         # Made on first use: a session belongs to the event loop that is running then.
         if self._session is None:
             self._session = upstream_session(self._timeout)
         return self._session
+
+    async def _send(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> aiohttp.ClientResponse:
+        """The upstream's response; once more on a new connection when the pooled one was closed under the request."""
+        # A redirect is not followed: it would turn a POST into a GET, or send the prompt elsewhere.
+        try:
+            return await self._client().request(method, url, data=body, headers=headers, allow_redirects=False)
+        except FAILURES as exc:
+            if not closed_under_it(exc):
+                raise
+        if self._fresh is None:
+            self._fresh = upstream_session(self._timeout, fresh=True)
+        return await self._fresh.request(method, url, data=body, headers=headers, allow_redirects=False)
 
     def _order(self, next_turn: bool = True) -> list[int]:
         """Least in flight first (with limits: the most room under its limit); ties in turns, so
@@ -213,7 +237,6 @@ class Upstreams:
     async def _open_once(self, method: str, path: str, body: bytes | None, stream: bool, blocks: Sequence[int],
                          placed: Placed | None) -> UpstreamReply:
         headers = {"content-type": "application/json", "accept": "text/event-stream" if stream else "application/json"}
-        session = self._client()
         placement = self.placement
         held = placed is not None and not placed.taken  # its place is held: the first try goes there, counted already
         if placed is not None and held:
@@ -227,8 +250,7 @@ class Upstreams:
             self.sent[index] += 1
             sent = time.perf_counter()
             try:
-                # A redirect is not followed: it would turn a POST into a GET, or send the prompt elsewhere.
-                response = await session.request(method, self.bases[index] + path, data=body, headers=headers, allow_redirects=False)
+                response = await self._send(method, self.bases[index] + path, body, headers)
             except BaseException as exc:
                 self.inflight[index] -= 1
                 if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)):
@@ -288,5 +310,6 @@ class Upstreams:
         await asyncio.gather(*(reach(base) for base in self.bases))
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in (self._session, self._fresh):
+            if session is not None:
+                await session.close()

@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sfqtui.core.limits import EngineSignals, LimitSettings
 from sfqtui.proxy.limits import UpstreamLimits
 from tests.metrics_server import MetricsEndpoint, llama_cpp_text, vllm_text
 
+# What llama-server answered at /metrics with 6 slots at work and 14 requests deferred.
+LLAMA_SERVER_METRICS = Path(__file__).resolve().parents[1] / "data" / "llamacpp_metrics.txt"
 PATIENCE_S = 30.0  # how long a test waits for what it expects before it fails (never reached when it passes)
 
 
@@ -111,6 +114,18 @@ def test_llama_cpp_s_metrics_are_read_as_an_engine_s() -> None:
     signals = limits.signals[0]
     assert signals is not None and (signals.running, signals.waiting, signals.kv_usage, signals.outside) == (4, 2, None, 0)
     assert changes[0] == (5, "queue") and limits.sources == ["metrics"]  # 2 deferred, over the target: 4 slots and 1
+
+
+def test_what_a_real_llama_server_answered_is_read_as_its_slots_at_work_and_its_deferred_requests() -> None:
+    sent = Sent()
+    sent.send(20)  # 6 slots at work, 14 deferred (llama.cpp b11434, --parallel 6 --metrics, 20 requests in flight)
+    endpoint = MetricsEndpoint(LLAMA_SERVER_METRICS.read_text())
+    with endpoint.serve() as server:
+        limits, changes = limits_of(server.url, LimitSettings(start=20), sent)
+        asyncio.run(_until(limits, lambda: bool(changes)))
+    signals = limits.signals[0]
+    assert signals is not None and (signals.running, signals.waiting, signals.kv_usage, signals.outside) == (6, 14, None, 0)
+    assert changes[0] == (10, "queue")  # halved at most by one reading (the engine's size plus the target would be 7)
 
 
 def test_llama_cpp_without_its_metrics_is_sized_from_latency() -> None:
