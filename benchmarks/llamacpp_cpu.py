@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> None:
                                                  "heads": llamacpp_servers.llamacpp_model.HEADS}}
             warm(server.url, args.output_tokens)
             for slots in args.slots:
-                figures = vllm_cpu.heavy_and_light(server.url, slots, vllm_cpu.PROMPT, args, scratch)
+                figures = vllm_cpu.heavy_and_light(server.url, "llama.cpp", slots, vllm_cpu.PROMPT, args, scratch)
                 results.setdefault("slots", {})[f"llama.cpp --slots {slots}"] = stamped(figures)
                 vllm_cpu.save_results(args.results, results)
             if args.heldout:
@@ -105,6 +105,8 @@ def main() -> None:
     parser.add_argument("--output-tokens", type=int, default=64)
     parser.add_argument("--slots", nargs="*", default=["24", "6", "auto"], help="the proxy's --slots for each slot run: a number, or auto")
     parser.add_argument("--slot-duration", type=float, default=25.0)
+    parser.add_argument("--recordings", type=Path, default=Path(tempfile.gettempdir()) / "sfqtui-llamacpp-recordings",
+                        help="where each slot run's proxy recording is kept (and what the client saw, beside it)")
     parser.add_argument("--heldout", action="store_true", help="then run benchmarks/fit_heldout_bench.py against the same llama-server")
     parser.add_argument("--heldout-duration", type=float, default=20.0, help="seconds of each held-out bench run")
     parser.add_argument("--fit-clients", type=int, nargs="+", default=[2, 8])

@@ -98,8 +98,8 @@ def write_keys(path: Path) -> Path:
 
 
 def heavy_and_light(engine: str, name: str, slots: str, prompt: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    """The slot benchmark through `sfqtui proxy --slots slots --record` in front of the engine at ``engine`` (``name``: vllm or
-    emulator, which names the recording kept in --recordings)."""
+    """The slot benchmark through `sfqtui proxy --slots slots --record` in front of the engine at ``engine`` (``name``: vllm,
+    llama.cpp or emulator, which names the recording kept in --recordings)."""
     args.recordings.mkdir(parents=True, exist_ok=True)
     record = args.recordings / f"{name}-slots-{slots}.parquet"
     record.unlink(missing_ok=True)
