@@ -25,7 +25,7 @@ llama-server starts in about a second.
 - with --heldout, benchmarks/fit_heldout_bench.py --url against the same llama-server: the
   engine model fitted on runs at some client counts predicts the others' end-to-end times.
 
-Results go into --results (JSON), each part replacing its own, with the load average and the time.
+Results go into --results (JSON), each part replacing its own, with the load average and the time it was measured at.
 
 Usage: python benchmarks/llamacpp_cpu.py [--parallel 6] [--slots 24 6 auto] [--slot-duration 25] [--heldout]
        python benchmarks/llamacpp_cpu.py --slots --heldout   # the held-out fit only
@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -49,12 +47,6 @@ import vllm_cpu
 from vllm_load import chat_body, closed_loop
 
 HERE = Path(__file__).resolve().parent
-
-
-def stamped(figures: dict[str, Any]) -> dict[str, Any]:
-    """``figures`` with the load average and the time (UTC) they were taken at."""
-    return {**figures, "load_average": [round(x, 2) for x in os.getloadavg()],
-            "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
 
 
 def warm(url: str, output_tokens: int) -> None:
@@ -69,7 +61,7 @@ def heldout(url: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]
                "--duration", str(args.heldout_duration), "--fit-clients", *map(str, args.fit_clients),
                "--predict-clients", *map(str, args.predict_clients)]
     subprocess.run(command, check=True)
-    return stamped(json.loads(out.read_text()))
+    return json.loads(out.read_text())  # stamped with its time and each run's load average
 
 
 def run(args: argparse.Namespace) -> None:
@@ -83,8 +75,9 @@ def run(args: argparse.Namespace) -> None:
                                                  "heads": llamacpp_servers.llamacpp_model.HEADS}}
             warm(server.url, args.output_tokens)
             for slots in args.slots:
-                figures = vllm_cpu.heavy_and_light(server.url, "llama.cpp", slots, vllm_cpu.PROMPT, args, scratch)
-                results.setdefault("slots", {})[f"llama.cpp --slots {slots}"] = stamped(figures)
+                # heavy_and_light stamps its figures with the load average and the time
+                results.setdefault("slots", {})[f"llama.cpp --slots {slots}"] = vllm_cpu.heavy_and_light(
+                    server.url, "llama.cpp", slots, vllm_cpu.PROMPT, args, scratch)
                 vllm_cpu.save_results(args.results, results)
             if args.heldout:
                 results["heldout"] = heldout(server.url, args, scratch)
