@@ -86,7 +86,7 @@ def test_a_replay_of_a_recording_starts_each_request_the_recorded_delay_after_it
     assert started is not None and started["worst_gap"]["gap"] == live_figures.at_engine_start.worst_gap.gap  # as on the proxy's stream
     assert {user: figures["started"] for user, figures in started["users"].items()} == \
         {user: figures.dispatched for user, figures in live_figures.at_engine_start.users.items()}
-    assert "at engine start" in run(cli, "compare", str(record), "--schedulers", "sfq")
+    assert "at engine start" in " ".join(run(cli, "compare", str(record), "--schedulers", "sfq").split())
 
 
 def test_a_what_if_has_no_engine_starts(fixed: Recorded, tmp_path: Path, cli: CliRunner) -> None:
