@@ -374,9 +374,6 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
     if "priority" in table.column_names:
         priority = _typed("q", pc.fill_null(table["priority"].combine_chunks(), 0).to_numpy(zero_copy_only=False).astype(np.int64))
     strings = {name: ArrowStrings(table[name].combine_chunks()) for name in ("flow", "class") if name in table.column_names}
-    engine_start = floats(ENGINE_START)  # nulls read as NaN; none known: as if the column were not there
-    if engine_start is not None and np.isnan(np.frombuffer(engine_start, dtype=np.float64)).all():
-        engine_start = None
     return Trace(
         request_id=ArrowStrings(table["request_id"].combine_chunks()),
         user=user,
@@ -395,7 +392,7 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
         flow=strings.get("flow"),
         policy_class=strings.get("class"),
         deadline_s=floats("deadline_s"),
-        engine_start_s=engine_start,
+        engine_start_s=floats(ENGINE_START),  # nulls read as NaN
     )
 
 

@@ -144,6 +144,8 @@ class Trace:
         put(self, "deadline_s", deadline_s)
         if engine_start_s is not None and not (isinstance(engine_start_s, array) and engine_start_s.typecode == "d"):
             engine_start_s = array("d", (math.nan if t is None else float(t) for t in engine_start_s))
+        if engine_start_s is not None and all(math.isnan(t) for t in engine_start_s):
+            engine_start_s = None  # no engine said: as a trace without the column
         put(self, "engine_start_s", engine_start_s)
 
     def __len__(self) -> int:
