@@ -2,9 +2,10 @@
 
 A proxy's recording keeps when each request's engine began running it (``engine_start_s``,
 on ``arrival_s``'s clock), where the upstream said so. A replay of the recording to what
-happened (its own slots or recorded capacity, its costs: ``ReplayConfig.as_recorded``)
-dispatches every request when the proxy did; the recording keeps no dispatch time of its own,
-this replay's is the live one (as ``sfqtui fit`` reads it, trace/served.py). Each start is
+happened (its own slots or recorded capacity, its costs and scheduler: ``ReplayConfig.as_recorded``)
+dispatches every request when the proxy did: the recording keeps no dispatch time of its own, it
+times a dispatch by the arrival or completion that freed it, where this replay dispatches it too
+(and where ``sfqtui fit`` reads it, trace/served.py). Each start is
 then placed the recorded delay after its dispatch, that is at its recorded time, held between
 its dispatch and its completion (a start reported with the completion, as a group's store
 may time it, comes just before it), so that a log's rows stay in time order and each request's
@@ -54,8 +55,7 @@ class RecordedStarts:
     def send(self, now: float, req: int, user: User, pool: int, rep: int) -> int:
         self.fixed.send(now, req, user, pool, rep)
         trace, row = self.window.row(req)
-        recorded = INF if trace.engine_start_s is None else trace.engine_start_s[row]
-        if not math.isnan(recorded) and recorded != INF:
+        if trace.engine_start_s is not None and math.isfinite(recorded := trace.engine_start_s[row]):  # NaN: the engine did not say
             done = now + self.window.services[req // self.window.size][row]  # type: ignore[index]  # a request just dispatched: its chunk is held
             heappush(self.starts, (min(max(now, recorded), math.nextafter(done, -INF)), self.sent, req, user, rep))
         self.sent += 1
