@@ -78,8 +78,8 @@ def check(log: Annotated[Path, typer.Argument(help="Event-log Parquet file writt
     share global. A recording that joined a proxy late is audited from the proxy's state
     at the join (its snapshot), and a live group's merge rows are checked and say where
     the group's bound was suspended (docs/semantics.md §7). A log with start rows (a
-    replay with the engine model, or a proxy's stream whose engine reports when requests
-    start running) also gets the worst |W_i - W_j| at engine start beside the one at
+    replay with the engine model, a proxy's stream whose engine reports when requests
+    start running, or the replay of its recording as it ran) also gets the worst |W_i - W_j| at engine start beside the one at
     dispatch, and how many starts came out of order; a proxy's stream without them says
     that fairness at engine start is not available. The log is read in batches.
     Exits 1 on any violation. A trace (a proxy's --record file) is checked once replayed:

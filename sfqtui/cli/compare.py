@@ -35,7 +35,7 @@ def _headline(report: FairnessReport) -> list[str]:
         within = "within" if gain.gain <= gain.bound else "over"
         lines.append(f"  worst W_i - W_j while j stays backlogged (§3.3): {amount(gain.gain)} ({gain.ahead} over {gain.behind}, "
                      f"t {span(gain.start_t, gain.end_t)}), {within} 2 c_max = {amount(gain.bound)}")
-    if report.at_engine_start is not None:  # a replay with the engine model: where requests started running
+    if report.at_engine_start is not None:  # a replay with start rows (the engine model's, or a recording's): where requests started running
         lines += [f"  {line}" for line in engine_start_lines(report)]
     prefix = report.prefix
     if prefix is not None:  # engines that model their prefix caches (semantics §14)
@@ -144,7 +144,7 @@ def compare(
     replay.policy.check_used_by(names)
     trace = joined_trace(traces)
     loaded = load_trace(trace)
-    configs = [replay.config(name, loaded.suggested_slots, loaded.recorded_limits) for name in names]
+    configs = [replay.config(name, loaded.suggested_slots, loaded.recorded_limits, loaded.recorded_scheduler) for name in names]
     replicated = replay.replicas.replicated
     runs = 2 if replicated else 1  # a replicated run and its reference
     total = runs * len(names) * len(loaded.trace)

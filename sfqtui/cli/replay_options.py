@@ -69,9 +69,12 @@ class ReplayChoices:
     engine: EngineSettings | None = None  # run the engine model (None: fixed service times)
     policy: PolicyOptions = field(default_factory=PolicyOptions)  # the options of the policies of semantics §15
 
-    def config(self, scheduler: str, suggested_slots: int | None, recorded: RecordedLimits | None = None) -> ReplayConfig:
+    def config(self, scheduler: str, suggested_slots: int | None, recorded: RecordedLimits | None = None,
+               recorded_scheduler: str | None = None) -> ReplayConfig:
         """With the engine model, the slots default to the engines' places (a trace's suggestion is for fixed service times).
-        A recording's capacity (``recorded``) is followed unless the slots or the engine model are given (then a what-if)."""
+        A recording's capacity (``recorded``) is followed unless the slots or the engine model are given (then a what-if).
+        A replay given none of these, nor other costs or replicas, under the scheduler a proxy's recording names
+        (``recorded_scheduler``; None: not a recording) is of the recording as it ran (``ReplayConfig.as_recorded``)."""
         default = self.engine.places if self.engine is not None else suggested_slots or 1
         if self.engine is not None and self.engine.auto is not None:
             default = self.engine.engines * self.engine.auto.first  # where the limits start: they follow the engines from there
@@ -90,6 +93,8 @@ class ReplayChoices:
             engine=self.engine,
             capacity=capacity,
             policy=self.policy,
+            as_recorded=(self.slots is None and self.engine is None and self.reprice is None and not self.replicas.replicated
+                         and scheduler == (recorded_scheduler or scheduler)),
         )
 
     @property

@@ -221,7 +221,7 @@ def recorder_of(path: Path, settings: ProxySettings, group: Group | None) -> Tra
 
     def metadata() -> dict[str, Any]:
         slots: int | str = settings.slots if settings.limits is None else f"auto:{settings.limits.maximum}"
-        found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": slots,
+        found: dict[str, Any] = {"sfqtui_version": __version__, "source": "sfqtui proxy", "slots": slots, "scheduler": settings.scheduler,
                                  "weights": dict(settings.keys.weights), "estimator": settings.estimator.as_dict(),
                                  "costs": "charged at dispatch", "block_tokens": settings.block_tokens,
                                  "placement": settings.placement}

@@ -81,6 +81,8 @@ class Opening:
             changes = {"capacity": None, **changes}  # a recording's capacity gives way to the slots asked for: a what-if
         if "estimator" in changes:
             changes = {"reprice": True, **changes}
+        if any(getattr(self.config, name) != value for name, value in changes.items()):
+            changes = {"as_recorded": False, **changes}  # not the recording as it ran: its engine starts are not replayed
         return replace(self, config=replace(self.config, **changes), slots_given=slots_given)
 
 

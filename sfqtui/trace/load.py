@@ -23,11 +23,11 @@ from sfqtui.core.requests.trace import NULL, Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.blocks import block_tokens, checked_block_tokens, prefix_blocks_of
 from sfqtui.trace.rules import FIRST_WEIGHT, Rule, rules_for
-from sfqtui.trace.schema import PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
+from sfqtui.trace.schema import ENGINE_START, PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
 from sfqtui.trace.write import read_metadata
 
 _STRING_TYPES = (pl.String, pl.Categorical, pl.Enum)
-KNOWN_COLUMNS = (*TRACE_COLUMNS, PREFIX_BLOCKS)  # what a trace file's reader reads of it, in this order
+KNOWN_COLUMNS = (*TRACE_COLUMNS, PREFIX_BLOCKS, ENGINE_START)  # what a trace file's reader reads of it, in this order
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,10 @@ class LoadedTrace:
     @property
     def recorded_limits(self) -> RecordedLimits | None:
         return recorded_limits(self.metadata)
+
+    @property
+    def recorded_scheduler(self) -> str | None:
+        return recorded_scheduler(self.metadata)
 
     @property
     def measured_service(self) -> bool:
@@ -74,12 +78,20 @@ def recorded_limits(metadata: dict[str, Any]) -> RecordedLimits | None:
     return RecordedLimits.from_metadata(metadata.get("capacity"))
 
 
+def recorded_scheduler(metadata: dict[str, Any]) -> str | None:
+    """The scheduler a proxy's recording was made under (one made before recordings named it: sfq, the proxy's
+    default and a group's only one); None: not a recording."""
+    if metadata.get("source") != "sfqtui proxy":
+        return None
+    return str(metadata.get("scheduler", "sfq"))
+
+
 @dataclass(frozen=True)
 class TraceSummary:
     """What validating a trace found out about it: enough to read it a chunk at a time."""
 
     rows: int
-    columns: tuple[str, ...]  # the trace columns the file has (semantics §1 order)
+    columns: tuple[str, ...]  # the trace columns the file has (semantics §1 order; engine_start_s only with a value in it)
     users: list[str]  # the distinct users in code-point order: user codes index this
     models: list[str]  # likewise the distinct models
     weights: dict[str, float]  # per user, when the trace has weights
@@ -148,6 +160,9 @@ def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> N
     elif column == PREFIX_BLOCKS:
         ok = isinstance(dtype, pl.List) and dtype.inner.is_integer()
         rule = "must be lists of integers (the prompt's block hashes, uint64)"
+    elif column == ENGINE_START:
+        ok = dtype.is_numeric() or dtype == pl.Null  # a column no engine filled may have no type of its own
+        rule = "must be times (float64)"
     else:
         ok = dtype.is_numeric()
         rule = "must be numbers (float64)"
@@ -186,6 +201,7 @@ class _Survey:
         self.weights: dict[str, float] = {}
         self.in_order = True
         self._last_arrival = -np.inf
+        self.engine_starts = False  # an engine_start_s column with a value in it
 
     def add(self, batch: pl.DataFrame) -> None:
         offset, n = self.rows, batch.height
@@ -202,6 +218,8 @@ class _Survey:
         self.users.update(batch["user"].cast(pl.String).drop_nulls().unique().to_list())
         if "model" in self.columns:
             self.models.update(batch["model"].cast(pl.String).drop_nulls().unique().to_list())
+        if ENGINE_START in self.columns and not self.engine_starts:
+            self.engine_starts = batch[ENGINE_START].cast(pl.Float64).drop_nulls().len() > 0
         arrival = batch["arrival_s"].cast(pl.Float64).drop_nulls()  # a null is refused by a rule; it must not stop the survey
         if len(arrival):
             if arrival[0] < self._last_arrival or (arrival.diff() < 0).any():
@@ -268,6 +286,8 @@ def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches:
         if found is not None:
             row, value = found
             raise InputError(f"{_where(path, column, row)}: value {_shown(value)}; {rule}")
+    if not survey.engine_starts:  # no engine said when a request started: read as a trace without the column
+        columns = tuple(c for c in columns if c != ENGINE_START)
     return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), survey.weights, survey.in_order)
 
 
@@ -275,7 +295,7 @@ _TYPES: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String, "user": pl.String, "model": pl.String,
     "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
     "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64, PREFIX_BLOCKS: pl.List(pl.UInt64),
-    "priority": pl.Int64, "flow": pl.String, "class": pl.String, "deadline_s": pl.Float64,
+    "priority": pl.Int64, "flow": pl.String, "class": pl.String, "deadline_s": pl.Float64, ENGINE_START: pl.Float64,
 }
 
 
@@ -372,6 +392,7 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
         flow=strings.get("flow"),
         policy_class=strings.get("class"),
         deadline_s=floats("deadline_s"),
+        engine_start_s=floats(ENGINE_START),  # nulls read as NaN
     )
 
 

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import polars as pl
 
 from sfqtui.trace.blocks import block_rules
-from sfqtui.trace.schema import PREFIX_BLOCKS, TOKEN_COLUMNS
+from sfqtui.trace.schema import ENGINE_START, PREFIX_BLOCKS, TOKEN_COLUMNS
 
 
 class Rule(NamedTuple):
@@ -72,6 +72,10 @@ def rules_for(schema: Mapping[str, pl.DataType], block_tokens: int | None = None
             Rule("deadline_s", values.is_nan() | values.is_infinite(), "deadline_s must be finite (leave it null for no deadline)"),
             Rule("deadline_s", values <= 0, "deadline_s must be > 0 seconds after arrival (leave it null for no deadline)"),
         ]
+    if ENGINE_START in schema:
+        values = pl.col(ENGINE_START).cast(pl.Float64)
+        rules.append(Rule(ENGINE_START, values.is_nan() | values.is_infinite(),
+                          "engine_start_s must be a finite time (leave it null where the engine did not say)"))
     if "weight" in schema:
         rules.append(Rule("weight", pl.col("weight").cast(pl.Float64) != pl.col(FIRST_WEIGHT),
                           "a user's weight must be the same on all of its rows"))

@@ -32,6 +32,10 @@ TRACE_COLUMNS = tuple(TRACE_SCHEMA.names)
 PREFIX_BLOCKS = "prefix_blocks"
 PREFIX_BLOCKS_TYPE = pa.list_(pa.uint64())
 BLOCK_TOKENS_KEY = "block_tokens"
+# A proxy's recording: when each request's engine began running it, on arrival_s's clock (null:
+# the upstream did not say). Beside the columns above; a replay of the recording to what happened
+# turns it into start rows (docs/traces.md), and a trace with no value in it reads as one without.
+ENGINE_START = "engine_start_s"
 
 LOG_SCHEMA = pa.schema(
     [

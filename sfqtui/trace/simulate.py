@@ -115,7 +115,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
     replicated = config.replicas.replicated
     meta: dict[str, Any] = {
         "sfqtui_version": __version__,
-        "format": ENGINE_LOG_FORMAT if config.engine is not None or config.capacity is not None else REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
+        "format": ENGINE_LOG_FORMAT if config.engine is not None or config.capacity is not None or replay.plan.starts_recorded
+        else REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
         "trace": str(source.path),
         "requests": len(replay.requests),
         "scheduler": config.scheduler,
@@ -145,6 +146,8 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
         meta["engine"] = config.engine.metadata()
     if config.capacity is not None:
         meta["capacity"] = config.capacity.metadata()
+    if replay.plan.starts_recorded:
+        meta["engine_starts"] = "recorded"  # the start rows are the recording's (replay/recorded_starts.py), not a model's
     return meta
 
 

@@ -328,10 +328,12 @@ def fairness_of_replay(trace: Trace, config: ReplayConfig, progress: Callable[[i
     prints for one scheduler), chunk by chunk as the replay goes. ``progress`` gets the
     number of requests arrived so far. With ``gains``, also the worst gain of §3.3 where
     the scheduler's audit bounds it (only SFQ's rules measure it). A replay on the engine
-    model also gets the figures over its start rows, and each user's waits."""
+    model also gets the figures over its start rows, and each user's waits; so does a recording
+    replayed as it ran, over the engine starts it recorded (replay/recorded_starts.py)."""
     run = Replay(trace, config)
     measured = gains and traits(config.scheduler).audit == "sfq"
-    tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None, at_engine_start=config.engine is not None)
+    tally = FairnessTally(trace.weights, gains_of=config.scheduler if measured else None,
+                          at_engine_start=config.engine is not None or run.plan.starts_recorded)
     waits = EngineWaits() if config.engine is not None else None
     prefix = PrefixTally(trace, config.engine.engines) if config.engine is not None and trace.prefix_blocks is not None else None
     for columns, arrived in run.chunks():

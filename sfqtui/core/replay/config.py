@@ -32,6 +32,10 @@ class ReplayConfig:
     engine: EngineSettings | None = None  # run the engine model behind the slots instead of fixed service times
     capacity: RecordedLimits | None = None  # the slots follow a recording's limits (docs/semantics.md §13) instead of ``slots``
     policy: PolicyOptions = field(default_factory=PolicyOptions)  # the options of the policies of semantics §15
+    # The replay is of a recording as it ran (its own slots or capacity, its costs, one scheduler, no engine model): the
+    # engine starts it recorded become start rows (recorded_starts.py). False for a what-if: how an engine would have
+    # started requests dispatched otherwise is unknown.
+    as_recorded: bool = False
 
     def __post_init__(self) -> None:
         found = traits(self.scheduler)

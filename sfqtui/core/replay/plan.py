@@ -20,6 +20,7 @@ from sfqtui.core.replay.attributes import WindowAttributes
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.operations import PoolOperations
 from sfqtui.core.replay.recorded import RecordedCapacity
+from sfqtui.core.replay.recorded_starts import RecordedStarts
 from sfqtui.core.replay.servers import FixedService, Servers
 from sfqtui.core.replicas.group import ReplicaGroup
 from sfqtui.core.requests.chunks import RequestChunks, WholeTrace
@@ -35,7 +36,8 @@ Feed = Callable[[], tuple[Sequence[float], Sequence[User], int, float]]
 class ReplayPlan:
     """The trace (``requests``, reached through ``window``), the pricing (``cost_source``, each
     pool's ``estimators``), the pools (``pool_slots``, ``schedulers`` and their ``operations``),
-    the ``log`` a run appends to, the replica ``group`` and the ``servers``."""
+    the ``log`` a run appends to, the replica ``group`` and the ``servers`` (which, with
+    ``starts_recorded``, start requests when a recording says their engine did)."""
 
     def __init__(self, trace: Trace | RequestChunks, config: ReplayConfig) -> None:
         self.requests: RequestChunks = WholeTrace(trace) if isinstance(trace, Trace) else trace
@@ -91,8 +93,11 @@ class ReplayPlan:
         if renormalise:
             self._check_renormalisable()
         self.operations = PoolOperations.of(self.schedulers, self.estimators, complete_charge, renormalise)
+        # A recording replayed as it ran, with the engine starts it kept: they become start rows (recorded_starts.py).
+        self.starts_recorded = (config.as_recorded and "engine_start_s" in columns and self.cost_source == "column"
+                                and config.engine is None and not replicas.replicated)
         self.layout = EventLayout.of(found.virtual_time, found.reading, "credit" in found.extra_columns, replicas.replicated,
-                                     engines=config.engine is not None or config.capacity is not None)
+                                     engines=config.engine is not None or config.capacity is not None or self.starts_recorded)
         self.log = EventLog(self.layout)
         # Several replicas: the layer that routes, names replicas and exchanges charges (None: one scheduler).
         self.group = ReplicaGroup(replicas, self.requests.users, weights, self.schedulers, self.log) if replicas.replicated else None
@@ -110,6 +115,8 @@ class ReplayPlan:
             self.servers = fixed = FixedService(config.service, self.window)
             if config.capacity is not None:
                 fixed.capacity = RecordedCapacity(config.capacity)
+            if self.starts_recorded:
+                self.servers = RecordedStarts(fixed)
 
     def _policy_attributes(self) -> WindowAttributes:
         """The requests' attributes a policy of semantics §15 reads; InputError for an option the trace cannot serve."""

@@ -127,8 +127,11 @@ class RunSpec:
             engine = replace(engine, placement=self.placement)
         estimator = base.estimator if self.pricing is None else replace(base.estimator, cache_aware=self.pricing == "cache-aware")
         try:
-            return replace(base, scheduler=self.scheduler, replicas=self.replica_settings(base.replicas), slots=slots, engine=engine,
-                           capacity=capacity, estimator=estimator)
+            replicas = self.replica_settings(base.replicas)
+            as_recorded = (base.as_recorded and self.scheduler == base.scheduler and replicas == base.replicas and self.slots is None
+                           and self.engines is None and self.placement is None and estimator == base.estimator)
+            return replace(base, scheduler=self.scheduler, replicas=replicas, slots=slots, engine=engine,
+                           capacity=capacity, estimator=estimator, as_recorded=as_recorded)
         except ValueError as exc:
             raise InputError(f"run spec {self}: {exc}") from None
 

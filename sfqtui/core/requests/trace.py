@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import cast
 
 NULL = -1  # a missing token count
-OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model", "prefix_blocks")
+OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model", "prefix_blocks", "engine_start_s")
 # The policy columns of semantics §15, each with the attribute that holds it ("class" is a keyword).
 POLICY_COLUMNS = {"priority": "priority", "flow": "flow", "class": "policy_class", "deadline_s": "deadline_s"}
 
@@ -90,6 +90,7 @@ class Trace:
     flow: Sequence[str | None] | None
     policy_class: Sequence[str | None] | None
     deadline_s: array[float] | None  # NaN: no deadline
+    engine_start_s: array[float] | None  # a proxy's recording: when its engine began running each request (NaN: it did not say)
 
     def __init__(
         self,
@@ -110,6 +111,7 @@ class Trace:
         flow: Sequence[str | None] | None = None,
         policy_class: Sequence[str | None] | None = None,
         deadline_s: Sequence[float | None] | None = None,
+        engine_start_s: Sequence[float | None] | None = None,
     ) -> None:
         put = object.__setattr__
         put(self, "request_id", request_id)
@@ -140,6 +142,11 @@ class Trace:
         if deadline_s is not None and not (isinstance(deadline_s, array) and deadline_s.typecode == "d"):
             deadline_s = array("d", (math.nan if d is None else float(d) for d in deadline_s))
         put(self, "deadline_s", deadline_s)
+        if engine_start_s is not None and not (isinstance(engine_start_s, array) and engine_start_s.typecode == "d"):
+            engine_start_s = array("d", (math.nan if t is None else float(t) for t in engine_start_s))
+        if engine_start_s is not None and all(math.isnan(t) for t in engine_start_s):
+            engine_start_s = None  # no engine said: as a trace without the column
+        put(self, "engine_start_s", engine_start_s)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
