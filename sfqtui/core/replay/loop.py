@@ -190,7 +190,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                 dispatched += 1
                 if virtual and not sched.backlogged:
                     put(pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1))
-        for e, req, user, rep in settle(now):
+        for req, user, _pool, rep, _prompt, _output, _blocks, e in settle(now):
             put(pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1))
 
     def limited(now: float, changes: list[Change]) -> None:
@@ -236,7 +236,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                 group.exchange_until(now)
 
             if next_done == now:
-                for e, req, user, pool, rep in finish(now):
+                for req, user, pool, rep, _prompt, _output, _blocks, e in finish(now):
                     free[pool] += 1
                     inflight -= 1
                     if observe is not None:
