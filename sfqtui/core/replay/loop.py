@@ -173,41 +173,10 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     j = 0  # its row in the chunk being read
     dispatched = 0
 
-    def send(now: float) -> None:
-        """Each pool dispatches while it has a free slot and a waiting request; then the servers start what they can."""
-        nonlocal inflight, dispatched
-        for pool in pools:
-            sched = scheds[pool]
-            if clocked and free[pool] > 0 and sched.backlogged:
-                sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
-            while free[pool] > 0 and sched.backlogged:
-                req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
-                rep = pool if group is None else group.dispatched(pool, req, user, cost)
-                e = send_to(now, req, user, pool, rep)
-                put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
-                free[pool] -= 1
-                inflight += 1
-                dispatched += 1
-                if virtual and not sched.backlogged:
-                    put(pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1))
-        for req, user, _pool, rep, _prompt, _output, _blocks, e in settle(now):
-            put(pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1))
-
     def limited(now: float, changes: list[Change]) -> None:
         """Limit rows for the upstreams whose limits changed."""
         for e, limit, reason in changes:
             put(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
-
-    def rescale(now: float) -> None:
-        """The capacity's change due at ``now``: its limit rows, and the dispatches a rise lets through."""
-        assert capacity is not None
-        before = capacity.total
-        limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
-        if capacity.total != before:
-            free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
-            send(now)
-            if capacity.next_t == never:
-                capacity.stir(now)
 
     data = log.data  # the buffer rows go to, until a hand-over drains it
     put = data.extend  # taken once per buffer: sending, limits and every timestamp append through it
@@ -223,15 +192,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
             next_done = servers.next_done
             now = next_done if next_done <= next_arrival else next_arrival
             if capacity is not None and capacity.next_t < now:
-                now = capacity.next_t
-                if group is None:
-                    # A change due before anything else happens (most of an auto replay's timestamps): no slot was freed
-                    # and nothing arrived since the pools last dispatched, so they have nothing to send first.
-                    rescale(now)
-                    if len(data) >= yield_at:
-                        data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
-                        put = data.extend
-                    continue
+                now = capacity.next_t  # a change due before anything else happens (most of an auto replay's timestamps)
             if group is not None and now >= group.due:
                 group.exchange_until(now)
 
@@ -271,12 +232,40 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
             if group is not None and now == group.due:
                 group.apply_due(now)
 
-            send(now)
-            if capacity is not None:
+            moved = next_done == now  # the servers finished requests: they settle, even if nothing is dispatched
+            rescaled = False
+            while True:  # twice when a change of capacity due now lets more through
+                for pool in pools:
+                    sched = scheds[pool]
+                    if clocked and free[pool] > 0 and sched.backlogged:
+                        sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
+                    while free[pool] > 0 and sched.backlogged:
+                        req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
+                        rep = pool if group is None else group.dispatched(pool, req, user, cost)
+                        e = send_to(now, req, user, pool, rep)
+                        put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
+                        free[pool] -= 1
+                        inflight += 1
+                        dispatched += 1
+                        moved = True
+                        if virtual and not sched.backlogged:
+                            put(pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1))
+                if moved:
+                    moved = False
+                    for req, user, _pool, rep, _prompt, _output, _blocks, e in settle(now):
+                        put(pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1))
+                if capacity is None:
+                    break
                 if capacity.next_t == never:
                     capacity.stir(now)
-                if capacity.next_t == now:
-                    rescale(now)
+                if rescaled or capacity.next_t != now:
+                    break
+                rescaled = True
+                before = capacity.total
+                limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
+                if capacity.total == before:
+                    break
+                free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
 
             if len(data) >= yield_at:
                 data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
