@@ -94,7 +94,6 @@ class EnginePool:
         # under --slots auto (the limits kept by EngineLimits), in a list min() and index() read at C speed.
         self._load = [0] * settings.engines
         self._limits: list[int] | None = None
-        self._moved = False  # an engine was sent a request or ended a step since the last settle
         self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
         self.overhead = settings.model.overhead_s
         self._sent: deque[tuple[float, ModelledEngine, Held]] = deque()  # on their way to their engines' queues
@@ -256,11 +255,16 @@ class EnginePool:
                 index[engine.index].sent(blocks)
         e = engine.index
         held: Held = (req, user, pool, rep, prompts[r], outputs[r], blocks, e)
-        self._moved = self.touched = engine.touched = True
+        self.touched = engine.touched = True
         engine.outstanding += 1
         self._load[e] += 1
         if self.overhead:
             self._sent.append((now + self.overhead, engine, held))
+            return e
+        if engine.resting:  # between steps (no step end, INF): it settles at this timestamp, as submit() says
+            engine.queue.append(held)
+            if engine not in self._ready:
+                self._ready.append(engine)
             return e
         if engine.next_t == self.next_done:
             self._rescan = True  # its run of steps may start again, its next step end later
@@ -293,20 +297,20 @@ class EnginePool:
             if engine.submit(now, held) and engine not in self._ready:
                 self._ready.append(engine)
             times[engine.index] = engine.next_t
-        self._moved = self.touched = self._rescan = True
+        self.touched = self._rescan = True
         return finished
 
     def settle(self, now: float) -> list[Held]:
         """The engines between steps at ``now`` start their next steps, in engine order:
         each request that joined a batch."""
-        joined: list[Held] = []
-        if not self._moved:
-            return joined
-        self._moved = False
         ready = self._ready
-        if ready:
-            if len(ready) > 1:
-                ready.sort(key=_index)
+        if len(ready) == 1:  # mostly
+            engine = ready[0]
+            joined = engine.settle(now)
+            self._times[engine.index] = engine.next_t
+        else:
+            joined = []
+            ready.sort(key=_index)
             for engine in ready:
                 joined += engine.settle(now)
                 self._times[engine.index] = engine.next_t
