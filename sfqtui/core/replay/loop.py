@@ -168,6 +168,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     capacity = servers.capacity
     free = list(plan.pool_slots) if capacity is None else [capacity.total]  # a capacity over time: one pool of its total
     send_to, finish, settle = servers.send, servers.finish, servers.settle
+    lone = group is None and capacity is None  # one pool of fixed slots
     inflight = 0
     i = 0  # the next request to arrive, counted over the whole trace
     j = 0  # its row in the chunk being read
@@ -228,6 +229,10 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                     j = 0
                 if capacity is not None and capacity.next_t == never:
                     capacity.wake(now)
+                if lone and not free[0] and next_arrival < next_done and len(data) < yield_at:
+                    # Every slot is busy until the next completion (so nothing finished now either): nothing is
+                    # dispatched or settles before then, and the next arrival is taken in this pass, as its own would.
+                    now = next_arrival
 
             if group is not None and now == group.due:
                 group.apply_due(now)
