@@ -176,11 +176,11 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
 
     def limited(now: float, changes: list[Change]) -> None:
         """Limit rows for the upstreams whose limits changed."""
+        rows = log.data  # the buffer the loop appends to
         for e, limit, reason in changes:
-            put(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
+            rows += pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason))
 
     data = log.data  # the buffer rows go to, until a hand-over drains it
-    put = data.extend  # taken once per buffer: sending, limits and every timestamp append through it
     yield_at = len(data) + every
     pause = CollectorPause()
     pause.hold()  # see sfqtui.core.gcpause; let go whenever control returns to the caller
@@ -207,7 +207,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                         v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
                     else:
                         v, meter, deficit = reading[pool](user)
-                    put(pack_uncharged(now, COMPLETE, req, v, meter, deficit, rep, user, e, -1, -1))
+                    data += pack_uncharged(now, COMPLETE, req, v, meter, deficit, rep, user, e, -1, -1)
                     if group is not None:
                         group.completed(rep)
 
@@ -219,7 +219,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                     rep = group.arrive(i, j, user)
                     pool = rep if split else 0
                 v, meter, deficit = arrive[pool](i, user)
-                put(pack_uncharged(now, ARRIVE, i, v, meter, deficit, rep, user, -1, -1, -1))
+                data += pack_uncharged(now, ARRIVE, i, v, meter, deficit, rep, user, -1, -1, -1)
                 i += 1
                 j += 1
                 if j < m:
@@ -248,17 +248,17 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                         req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
                         rep = pool if group is None else group.dispatched(pool, req, user, cost)
                         e = send_to(now, req, user, pool, rep)
-                        put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
+                        data += pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1)
                         free[pool] -= 1
                         inflight += 1
                         dispatched += 1
                         moved = True
                         if virtual and not sched.backlogged:
-                            put(pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1))
+                            data += pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1)
                 if moved:
                     moved = False
                     for req, user, _pool, rep, _prompt, _output, _blocks, e in settle(now):
-                        put(pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1))
+                        data += pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1)
                 if capacity is None:
                     break
                 if capacity.next_t == never:
@@ -274,7 +274,6 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
 
             if len(data) >= yield_at:
                 data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
-                put = data.extend
         plan.retire_below(i)
     finally:
         pause.release()
