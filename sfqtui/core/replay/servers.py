@@ -108,7 +108,8 @@ class FixedService:
         return -1
 
     def finish(self, now: float) -> list[Served]:
-        running, done = self.running, []
+        running = self.running
+        done: list[Served] = []
         while running and running[0][0] == now:
             _, _, req, user, pool, rep = heappop(running)
             done.append((req, user, pool, rep, 0, 0, None, -1))
