@@ -279,7 +279,7 @@ class EnginePool:
     def finish(self, now: float) -> list[Held]:
         """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
         each request that finished."""
-        finished: list[Held] = []
+        finished: list[Held] | None = None
         times = self._times
         while now in times:  # in engine order: each engine that ends its step is no longer at now
             e = times.index(now)
@@ -287,7 +287,10 @@ class EnginePool:
             done = engine.end_step()
             times[e] = engine.next_t
             self._load[e] -= len(done)
-            finished += done
+            if finished is None:
+                finished = done  # mostly the only one: its own list, not a copy
+            else:
+                finished += done
             self._ready.append(engine)
             engine.touched = True
         sent = self._sent
@@ -298,7 +301,7 @@ class EnginePool:
                 self._ready.append(engine)
             times[engine.index] = engine.next_t
         self.touched = self._rescan = True
-        return finished
+        return [] if finished is None else finished
 
     def settle(self, now: float) -> list[Held]:
         """The engines between steps at ``now`` start their next steps, in engine order:
