@@ -80,7 +80,7 @@ def test_kv_use_counts_a_shared_prompt_block_once() -> None:
     engine.cache = PrefixCache(model.kv_tokens, 16)
     blocks = tuple(range(1, 65))
     for req in range(2):
-        engine.submit(0.0, (req, "u", 0, 0, 1024 + 8, 100, blocks))
+        engine.submit(0.0, (req, "u", 0, 0, 1024 + 8, 100, blocks, 0))
     engine.settle(0.0)
     made = 6  # the tokens each has made by the end of its sixth step
     assert engine.kv_usage(engine.first_end + 5 * engine.step) == (1024 + 2 * (8 + made)) / 4096

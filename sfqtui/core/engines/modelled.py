@@ -22,8 +22,9 @@ from sfqtui.core.schedulers.base import User
 INF = float("inf")
 
 # A request sent to an engine: (request index, user, pool, replica, prompt tokens, output tokens,
-# its prompt's blocks when the trace has them, semantics §14).
-Held = tuple[int, User, int, int, int, int, Sequence[int] | None]
+# its prompt's blocks when the trace has them (semantics §14), the engine's index), as the replay's
+# servers hand it back (sfqtui.core.replay.servers.Served).
+Held = tuple[int, User, int, int, int, int, Sequence[int] | None, int]
 
 
 class ModelledEngine:

@@ -94,7 +94,6 @@ class EnginePool:
         # under --slots auto (the limits kept by EngineLimits), in a list min() and index() read at C speed.
         self._load = [0] * settings.engines
         self._limits: list[int] | None = None
-        self._moved = False  # an engine was sent a request or ended a step since the last settle
         self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
         self.overhead = settings.model.overhead_s
         self._sent: deque[tuple[float, ModelledEngine, Held]] = deque()  # on their way to their engines' queues
@@ -238,12 +237,13 @@ class EnginePool:
         prompts, outputs = self.tokens[req // size]  # type: ignore[misc]  # the chunk of a request just dispatched is not retired
         r = req % size
         index = self.index
-        if index is None:  # a trace without blocks: today's placement, nothing more per request
-            held: Held = (req, user, pool, rep, prompts[r], outputs[r], None)
-            engine = self.route()
+        if index is None:  # a trace without blocks: the room rule of route(), written out; nothing more per request
+            self._turn = turn = (self._turn + 1) % len(self.engines)
+            load = self._load
+            engine = self._engines_twice[(load + load).index(min(load), turn)]
+            blocks = None
         else:
             blocks = self._blocks_of(req)
-            held = (req, user, pool, rep, prompts[r], outputs[r], blocks)
             planned = self._planned
             if planned is not None and planned[0] == req:
                 engine = planned[1]
@@ -253,12 +253,19 @@ class EnginePool:
                 engine = self.route(blocks, prompts[r] + outputs[r])
             if blocks is not None:
                 index[engine.index].sent(blocks)
-        self._moved = self.touched = engine.touched = True
+        e = engine.index
+        held: Held = (req, user, pool, rep, prompts[r], outputs[r], blocks, e)
+        self.touched = engine.touched = True
         engine.outstanding += 1
-        self._load[engine.index] += 1
+        self._load[e] += 1
         if self.overhead:
             self._sent.append((now + self.overhead, engine, held))
-            return engine.index
+            return e
+        if engine.resting:  # between steps (no step end, INF): it settles at this timestamp, as submit() says
+            engine.queue.append(held)
+            if engine not in self._ready:
+                self._ready.append(engine)
+            return e
         if engine.next_t == self.next_done:
             self._rescan = True  # its run of steps may start again, its next step end later
         if engine.submit(now, held):
@@ -266,13 +273,13 @@ class EnginePool:
                 self._ready.append(engine)
         elif engine.next_t < self.next_done:  # a head that fits joins at the end of the step under way
             self.next_done = engine.next_t
-        self._times[engine.index] = engine.next_t
-        return engine.index
+        self._times[e] = engine.next_t
+        return e
 
-    def finish(self, now: float) -> list[tuple[int, int, User, int, int]]:
+    def finish(self, now: float) -> list[Held]:
         """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
-        (engine, request, user, pool, replica) of each request that finished."""
-        finished: list[tuple[int, int, User, int, int]] = []
+        each request that finished."""
+        finished: list[Held] | None = None
         times = self._times
         while now in times:  # in engine order: each engine that ends its step is no longer at now
             e = times.index(now)
@@ -280,8 +287,10 @@ class EnginePool:
             done = engine.end_step()
             times[e] = engine.next_t
             self._load[e] -= len(done)
-            for held in done:  # a plain loop: a comprehension over so few costs more (a frame of its own)
-                finished.append((e, held[0], held[1], held[2], held[3]))
+            if finished is None:
+                finished = done  # mostly the only one: its own list, not a copy
+            else:
+                finished += done
             self._ready.append(engine)
             engine.touched = True
         sent = self._sent
@@ -291,25 +300,23 @@ class EnginePool:
             if engine.submit(now, held) and engine not in self._ready:
                 self._ready.append(engine)
             times[engine.index] = engine.next_t
-        self._moved = self.touched = self._rescan = True
-        return finished
+        self.touched = self._rescan = True
+        return [] if finished is None else finished
 
-    def settle(self, now: float) -> list[tuple[int, int, User, int]]:
+    def settle(self, now: float) -> list[Held]:
         """The engines between steps at ``now`` start their next steps, in engine order:
-        (engine, request, user, replica) of each request that joined a batch."""
-        joined: list[tuple[int, int, User, int]] = []
-        if not self._moved:
-            return joined
-        self._moved = False
+        each request that joined a batch."""
         ready = self._ready
-        if ready:
-            if len(ready) > 1:
-                ready.sort(key=_index)
+        if len(ready) == 1:  # mostly
+            engine = ready[0]
+            joined = engine.settle(now)
+            self._times[engine.index] = engine.next_t
+        else:
+            joined = []
+            ready.sort(key=_index)
             for engine in ready:
-                e = engine.index
-                for held in engine.settle(now):
-                    joined.append((e, held[0], held[1], held[3]))
-                self._times[e] = engine.next_t
+                joined += engine.settle(now)
+                self._times[engine.index] = engine.next_t
         if self._rescan:
             self._rescan = False
             first = min(self._times)

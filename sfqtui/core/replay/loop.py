@@ -168,49 +168,19 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
     capacity = servers.capacity
     free = list(plan.pool_slots) if capacity is None else [capacity.total]  # a capacity over time: one pool of its total
     send_to, finish, settle = servers.send, servers.finish, servers.settle
+    lone = group is None and capacity is None  # one pool of fixed slots
     inflight = 0
     i = 0  # the next request to arrive, counted over the whole trace
     j = 0  # its row in the chunk being read
     dispatched = 0
 
-    def send(now: float) -> None:
-        """Each pool dispatches while it has a free slot and a waiting request; then the servers start what they can."""
-        nonlocal inflight, dispatched
-        for pool in pools:
-            sched = scheds[pool]
-            if clocked and free[pool] > 0 and sched.backlogged:
-                sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
-            while free[pool] > 0 and sched.backlogged:
-                req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
-                rep = pool if group is None else group.dispatched(pool, req, user, cost)
-                e = send_to(now, req, user, pool, rep)
-                put(pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1))
-                free[pool] -= 1
-                inflight += 1
-                dispatched += 1
-                if virtual and not sched.backlogged:
-                    put(pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1))
-        for e, req, user, rep in settle(now):
-            put(pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1))
-
     def limited(now: float, changes: list[Change]) -> None:
         """Limit rows for the upstreams whose limits changed."""
+        rows = log.data  # the buffer the loop appends to
         for e, limit, reason in changes:
-            put(pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason)))
-
-    def rescale(now: float) -> None:
-        """The capacity's change due at ``now``: its limit rows, and the dispatches a rise lets through."""
-        assert capacity is not None
-        before = capacity.total
-        limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
-        if capacity.total != before:
-            free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
-            send(now)
-            if capacity.next_t == never:
-                capacity.stir(now)
+            rows += pack_uncharged(now, LIMIT, -1, nan, nan, nan, -1, -1, e, limit, REASONS.index(reason))
 
     data = log.data  # the buffer rows go to, until a hand-over drains it
-    put = data.extend  # taken once per buffer: sending, limits and every timestamp append through it
     yield_at = len(data) + every
     pause = CollectorPause()
     pause.hold()  # see sfqtui.core.gcpause; let go whenever control returns to the caller
@@ -223,20 +193,12 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
             next_done = servers.next_done
             now = next_done if next_done <= next_arrival else next_arrival
             if capacity is not None and capacity.next_t < now:
-                now = capacity.next_t
-                if group is None:
-                    # A change due before anything else happens (most of an auto replay's timestamps): no slot was freed
-                    # and nothing arrived since the pools last dispatched, so they have nothing to send first.
-                    rescale(now)
-                    if len(data) >= yield_at:
-                        data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
-                        put = data.extend
-                    continue
+                now = capacity.next_t  # a change due before anything else happens (most of an auto replay's timestamps)
             if group is not None and now >= group.due:
                 group.exchange_until(now)
 
             if next_done == now:
-                for e, req, user, pool, rep in finish(now):
+                for req, user, pool, rep, _prompt, _output, _blocks, e in finish(now):
                     free[pool] += 1
                     inflight -= 1
                     if observe is not None:
@@ -245,7 +207,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                         v, meter, deficit = complete[pool](req, user, complete_charge(req))  # type: ignore[misc]  # complete_charge is set whenever complete is
                     else:
                         v, meter, deficit = reading[pool](user)
-                    put(pack_uncharged(now, COMPLETE, req, v, meter, deficit, rep, user, e, -1, -1))
+                    data += pack_uncharged(now, COMPLETE, req, v, meter, deficit, rep, user, e, -1, -1)
                     if group is not None:
                         group.completed(rep)
 
@@ -257,7 +219,7 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                     rep = group.arrive(i, j, user)
                     pool = rep if split else 0
                 v, meter, deficit = arrive[pool](i, user)
-                put(pack_uncharged(now, ARRIVE, i, v, meter, deficit, rep, user, -1, -1, -1))
+                data += pack_uncharged(now, ARRIVE, i, v, meter, deficit, rep, user, -1, -1, -1)
                 i += 1
                 j += 1
                 if j < m:
@@ -267,20 +229,51 @@ def run_served(plan: ReplayPlan, servers: Servers, chunk: int) -> Iterator[Progr
                     j = 0
                 if capacity is not None and capacity.next_t == never:
                     capacity.wake(now)
+                if lone and not free[0] and next_arrival < next_done and len(data) < yield_at:
+                    # Every slot is busy until the next completion (so nothing finished now either): nothing is
+                    # dispatched or settles before then, and the next arrival is taken in this pass, as its own would.
+                    now = next_arrival
 
             if group is not None and now == group.due:
                 group.apply_due(now)
 
-            send(now)
-            if capacity is not None:
+            moved = next_done == now  # the servers finished requests: they settle, even if nothing is dispatched
+            rescaled = False
+            while True:  # twice when a change of capacity due now lets more through
+                for pool in pools:
+                    sched = scheds[pool]
+                    if clocked and free[pool] > 0 and sched.backlogged:
+                        sched.now = now  # only when it dispatches: a pool's clock is its own events', whatever the others do
+                    while free[pool] > 0 and sched.backlogged:
+                        req, user, cost, v, meter, deficit, credit = dispatch[pool](cost_of[pool])
+                        rep = pool if group is None else group.dispatched(pool, req, user, cost)
+                        e = send_to(now, req, user, pool, rep)
+                        data += pack(now, DISPATCH, req, cost, v, meter, deficit, credit, rep, user, e, -1, -1)
+                        free[pool] -= 1
+                        inflight += 1
+                        dispatched += 1
+                        moved = True
+                        if virtual and not sched.backlogged:
+                            data += pack_uncharged(now, IDLE_RESET, -1, idle_reset[pool](), nan, nan, pool if split else -1, -1, -1, -1, -1)
+                if moved:
+                    moved = False
+                    for req, user, _pool, rep, _prompt, _output, _blocks, e in settle(now):
+                        data += pack_uncharged(now, START, req, nan, nan, nan, rep, user, e, -1, -1)
+                if capacity is None:
+                    break
                 if capacity.next_t == never:
                     capacity.stir(now)
-                if capacity.next_t == now:
-                    rescale(now)
+                if rescaled or capacity.next_t != now:
+                    break
+                rescaled = True
+                before = capacity.total
+                limited(now, capacity.change(now, busy=inflight > 0 or any(sched.backlogged for sched in scheds)))
+                if capacity.total == before:
+                    break
+                free[0] += capacity.total - before  # below the slots in use: none is preempted, dispatches wait
 
             if len(data) >= yield_at:
                 data, yield_at = yield from _hand_over(plan, i, dispatched, servers.unfinished(), pause, every)
-                put = data.extend
         plan.retire_below(i)
     finally:
         pause.release()

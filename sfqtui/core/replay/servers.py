@@ -20,10 +20,10 @@ from sfqtui.core.requests.window import RequestWindow
 from sfqtui.core.schedulers.base import User
 
 INF = float("inf")
-# A request that completed: (upstream, request, user, pool, replica); upstream -1: the servers name none.
-Finished = tuple[int, int, User, int, int]
-# A request that started running (a start row): (upstream, request, user, replica).
-Started = tuple[int, int, User, int]
+# A request served, as the servers hand back one that completed or started running (a start row): (request, user,
+# pool, replica, prompt tokens, output tokens, prompt blocks, upstream); the loop reads the first four and the
+# upstream (-1: the servers name none). The engine model holds each request as this tuple and hands it back as it is.
+Served = tuple[int, User, int, int, int, int, Sequence[int] | None, int]
 # A limit that changed: (upstream, its new limit, the reason's name in events.REASONS).
 Change = tuple[int, int, str]
 
@@ -67,10 +67,10 @@ class Servers(Protocol):
     def send(self, now: float, req: int, user: User, pool: int, rep: int) -> int:
         """Request ``req`` is dispatched at ``now``: the upstream it went to (-1: none named)."""
 
-    def finish(self, now: float) -> list[Finished]:
+    def finish(self, now: float) -> list[Served]:
         """The requests that complete at ``now`` (``next_done``), in the order they complete."""
 
-    def settle(self, now: float) -> list[Started]:
+    def settle(self, now: float) -> list[Served]:
         """After this timestamp's dispatches: the requests that start running at ``now``."""
 
     def unfinished(self) -> Iterator[int]:
@@ -107,14 +107,15 @@ class FixedService:
         self.sent += 1
         return -1
 
-    def finish(self, now: float) -> list[Finished]:
-        running, done = self.running, []
+    def finish(self, now: float) -> list[Served]:
+        running = self.running
+        done: list[Served] = []
         while running and running[0][0] == now:
             _, _, req, user, pool, rep = heappop(running)
-            done.append((-1, req, user, pool, rep))
+            done.append((req, user, pool, rep, 0, 0, None, -1))
         return done
 
-    def settle(self, now: float) -> list[Started]:
+    def settle(self, now: float) -> list[Served]:
         return []  # a request runs from its dispatch
 
     def unfinished(self) -> Iterator[int]:
