@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterator, Sequence
 from heapq import heappop, heappush
 
-from sfqtui.core.replay.servers import INF, Capacity, Finished, FixedService, Started
+from sfqtui.core.replay.servers import INF, Capacity, FixedService, Served
 from sfqtui.core.requests.trace import Trace
 from sfqtui.core.schedulers.base import User
 
@@ -34,7 +34,7 @@ class RecordedStarts:
     def __init__(self, fixed: FixedService) -> None:
         self.fixed = fixed
         self.window = fixed.window
-        self.starts: list[tuple[float, int, int, User, int]] = []  # (t, dispatch number, request, user, replica)
+        self.starts: list[tuple[float, int, int, User, int, int]] = []  # (t, dispatch number, request, user, pool, replica)
         self.sent = 0
 
     @property
@@ -57,18 +57,19 @@ class RecordedStarts:
         trace, row = self.window.row(req)
         if trace.engine_start_s is not None and math.isfinite(recorded := trace.engine_start_s[row]):  # NaN: the engine did not say
             done = now + self.window.services[req // self.window.size][row]  # type: ignore[index]  # a request just dispatched: its chunk is held
-            heappush(self.starts, (min(max(now, recorded), math.nextafter(done, -INF)), self.sent, req, user, rep))
+            heappush(self.starts, (min(max(now, recorded), math.nextafter(done, -INF)), self.sent, req, user, pool, rep))
         self.sent += 1
         return -1
 
-    def finish(self, now: float) -> list[Finished]:
+    def finish(self, now: float) -> list[Served]:
         return self.fixed.finish(now)
 
-    def settle(self, now: float) -> list[Started]:
-        starts, started = self.starts, []
+    def settle(self, now: float) -> list[Served]:
+        starts = self.starts
+        started: list[Served] = []
         while starts and starts[0][0] <= now:
-            _, _, req, user, rep = heappop(starts)
-            started.append((-1, req, user, rep))
+            _, _, req, user, pool, rep = heappop(starts)
+            started.append((req, user, pool, rep, 0, 0, None, -1))
         return started
 
     def unfinished(self) -> Iterator[int]:
