@@ -47,6 +47,23 @@ def running_engine(decode_ms_per_token: float = 4.0) -> Iterator[ServerThread]:
         yield server
 
 
+@contextlib.contextmanager
+def recording_group(store: Any, tmp_path: Path, name: str, requests: int, seed: int) -> Iterator[tuple[ServerThread, list[ServerThread], list[Path]]]:
+    """Two replicas of a group under ``--slots auto`` in front of one engine, each recording, after ``requests``
+    uneven requests and once the store has every completion: the engine, the replicas and their recordings."""
+    keys = write_keys(tmp_path / "keys.toml")
+    records = [tmp_path / f"replica-{k}.parquet" for k in range(2)]
+    with running_engine(decode_ms_per_token=10.0) as engine, \
+            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name=f"{name}/0",
+                          record=records[0]) as first, \
+            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name=f"{name}/1",
+                          record=records[1]) as second:
+        asyncio.run(send_uneven([first.url, second.url], requests, seed=seed, pause_s=0.02))
+        # A client has its answer before its replica tells the store (its start, then its completion): wait for the store.
+        wait_for(lambda: sum(e["kind"] == "complete" for e in read_events(first.url)) == requests, what="every completion in the stream")
+        yield engine, [first, second], records
+
+
 def run(cli: CliRunner, *args: str) -> str:
     result = cli.invoke(app, list(args))
     assert result.exit_code == 0, result.output
@@ -153,17 +170,8 @@ def test_other_slots_or_the_engine_model_on_a_recorded_capacity_are_what_ifs_and
 
 @pytest.mark.both_servers  # the store's limit and start records: on Redis 6.2's cached scripts and on Functions
 def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: Any, tmp_path: Path, cli: CliRunner) -> None:
-    keys = write_keys(tmp_path / "keys.toml")
-    records = [tmp_path / f"replica-{k}.parquet" for k in range(2)]
-    with running_engine(decode_ms_per_token=10.0) as engine, \
-            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="auto/0",
-                          record=records[0]) as first, \
-            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="auto/1",
-                          record=records[1]) as second:
-        replicas = [first, second]
-        asyncio.run(send_uneven([r.url for r in replicas], 100, seed=13, pause_s=0.02))
-        # A client has its answer before its replica tells the store (its start, then its completion): wait for the store.
-        wait_for(lambda: sum(e["kind"] == "complete" for e in read_events(first.url)) == 100, what="every completion in the stream")
+    with recording_group(store, tmp_path, "auto", 100, seed=13) as (engine, replicas, records):
+        first = replicas[0]
         last = state(first.url)["seq"]
         rings = [r.server.proxy.ring for r in replicas if isinstance(r.server, ProxyServer)]
         wait_for(lambda: all(ring.next_seq == last + 1 for ring in rings), what="every replica to read the whole stream")

@@ -21,8 +21,8 @@ from sfqtui.core.limits import LimitSettings
 from sfqtui.protocol import LIMIT, START
 from sfqtui.trace.write import read_metadata, write_trace
 from tests.proxy.test_proxy import log_rows
-from tests.proxy.test_recorded_capacity import run, running_engine
-from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, wait_for
+from tests.proxy.test_recorded_capacity import recording_group, run, running_engine
+from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy
 from tests.recording_traffic import USERS, send_uneven, write_keys
 
 Recorded = tuple[Path, list[dict[str, Any]]]
@@ -118,16 +118,8 @@ def test_a_recording_whose_engine_never_said_replays_as_before(fixed: Recorded, 
 
 
 def test_a_groups_recordings_replay_with_the_starts_each_replica_published(store: Any, tmp_path: Path, cli: CliRunner) -> None:
-    keys = write_keys(tmp_path / "keys.toml")
-    records = [tmp_path / f"replica-{k}.parquet" for k in range(2)]
-    with running_engine(decode_ms_per_token=10.0) as engine, \
-            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="starts/0",
-                          record=records[0]) as first, \
-            running_proxy(engine.url, keys, slots=2, limits=LimitSettings(), state_url=store.url, replica_name="starts/1",
-                          record=records[1]) as second:
-        asyncio.run(send_uneven([first.url, second.url], 60, seed=3, pause_s=0.02))
-        # A client has its answer before its replica tells the store (its start, then its completion): wait for the store.
-        wait_for(lambda: sum(e["kind"] == "complete" for e in read_events(first.url)) == 60, what="every completion in the stream")
+    with recording_group(store, tmp_path, "starts", 60, seed=3) as (_engine, _replicas, records):
+        pass  # each replica writes its recording as it stops
     recorded = {rid: t for path in records for rid, t in pl.read_parquet(path).select("request_id", "engine_start_s").iter_rows()}
     assert len(recorded) == 60 and all(t is not None for t in recorded.values())  # each replica recorded its requests' starts
 
