@@ -34,7 +34,7 @@ def engine_run(model: EngineModel, sent: list[tuple[float, int, int]], ttft: boo
             i = queue.popleft()
             running.append(i)
             prefill += sent[i][1]
-        t += model.step_s(len(running), prefill)
+        t += model.step_s(len(running), prefill, sum(sent[i][1] + generated[i] for i in running))
         for i in running:
             generated[i] += 1
             if generated[i] == 1:
