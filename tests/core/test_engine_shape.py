@@ -72,3 +72,11 @@ def test_a_bad_shape_is_refused_in_one_line() -> None:
         EngineModel(context_us_per_token=-1.0)
     with pytest.raises(InputError, match="slowed_prefill"):
         EngineModel(slowed_prefill="no")  # type: ignore[arg-type]  # what a model file could hold
+
+
+def test_a_model_of_the_default_shape_is_saved_as_before() -> None:
+    """A model file, and a log's metadata that records its model, name the shape only where it is not the default."""
+    assert "context_us_per_token" not in EngineModel().as_dict() and "slowed_prefill" not in EngineModel().as_dict()
+    shaped = EngineModel(context_us_per_token=3.5, slowed_prefill=False)
+    assert shaped.as_dict()["context_us_per_token"] == 3.5 and shaped.as_dict()["slowed_prefill"] is False
+    assert EngineModel.from_dict(shaped.as_dict()) == shaped

@@ -9,6 +9,9 @@ from typing import Any
 
 from sfqtui.errors import InputError
 
+# The step's shape beyond the model before it (a context term, the prefill outside the slowdown), at values that leave it as it was.
+SHAPE_DEFAULTS: dict[str, Any] = {"context_us_per_token": 0.0, "slowed_prefill": True}
+
 
 @dataclass(frozen=True)
 class EngineModel:
@@ -74,7 +77,13 @@ class EngineModel:
         return running < self.max_num_seqs and reserved_kv + length <= self.kv_tokens
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every parameter, but the step's shape only where it is not the default: a model without it (and a log's
+        metadata that records it) reads as it did before the shape was added."""
+        values = asdict(self)
+        for name, default in SHAPE_DEFAULTS.items():
+            if values[name] == default and type(values[name]) is type(default):
+                del values[name]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> EngineModel:
