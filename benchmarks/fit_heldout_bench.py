@@ -173,12 +173,16 @@ def main() -> None:
     parser.add_argument("--truth-unslowed-prefill", action="store_true", help="the truth model's prefill outside the slowdown")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--recordings", type=Path, help="keep the runs' recordings in this folder (run-C.parquet, loads.json)")
+    parser.add_argument("--plain-shape", action="store_true", help="fit the step's plain shape only (no context term, the prefill "
+                        "slowed): the fit before the whole shape, for comparison")
     parser.add_argument("--refit", type=Path, help="fit and predict the runs a --recordings folder kept, without an engine")
     args = parser.parse_args()
 
     loads: dict[int, list[float]] = {}
     if args.refit:
-        loads = {int(c): v for c, v in json.loads((args.refit / "loads.json").read_text()).items()}
+        kept = json.loads((args.refit / "loads.json").read_text())
+        loads = {int(c): v for c, v in kept["loads"].items()}
+        args.url = args.url or kept["url"]
         fit_runs = [served_requests(args.refit / f"run-{c}.parquet") for c in args.fit_clients]
         predict_runs = [served_requests(args.refit / f"run-{c}.parquet") for c in args.predict_clients]
     else:
@@ -191,10 +195,10 @@ def main() -> None:
             fit_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.fit_clients]
             predict_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.predict_clients]
         if args.recordings:
-            (args.recordings / "loads.json").write_text(json.dumps(loads))
+            (args.recordings / "loads.json").write_text(json.dumps({"url": args.url, "loads": loads}))
 
     started = time.process_time()
-    fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), overhead_ms=args.fit_overhead_ms)
+    fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), overhead_ms=args.fit_overhead_ms, shape=not args.plain_shape)
     fit_cpu_s = time.process_time() - started
     model = fitted.model
     print(f"\nfitted on {args.fit_clients} clients ({fitted.fitted + fitted.held_out:,} requests, {fit_cpu_s:.1f} s CPU): "
@@ -217,7 +221,7 @@ def main() -> None:
     target = f"median <= {pct(TARGET_REAL_MEDIAN)}" if args.url else f"median <= {pct(TARGET_MEDIAN)}, p90 <= {pct(TARGET_P90)}"
     print(f"{'held out, all':<22}{pooled.requests:>10,}{pct(pooled.median):>12}{pct(pooled.p90):>10}   (target: {target})")
     if args.fit_overhead_ms is None:  # what fitting the API server's time brings: the same runs fitted without it
-        without = fit_engine(laid_end_to_end(fit_runs), overhead_ms=0.0).model
+        without = fit_engine(laid_end_to_end(fit_runs), overhead_ms=0.0, shape=not args.plain_shape).model
         alone = Errors.of([e for run in predict_runs for e in end_to_end_errors(run, without)])
         print(f"{'held out, no overhead':<22}{alone.requests:>10,}{pct(alone.median):>12}{pct(alone.p90):>10}   "
               f"(fitted with request_overhead_ms 0: decode {without.decode_ms_per_token:.2f} ms, prefill "
