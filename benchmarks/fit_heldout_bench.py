@@ -20,6 +20,8 @@ targets (on the emulator: median at most 5%, p90 at most 15%; on a real engine: 
 Usage: python benchmarks/fit_heldout_bench.py [--fit-clients 2 8] [--predict-clients 1 4 12] [--duration 20]
        python benchmarks/fit_heldout_bench.py --truth-overhead-ms 50        # an emulator with an API server's time
        python benchmarks/fit_heldout_bench.py --url http://127.0.0.1:8000 --model tiny-llama   # a real engine
+       python benchmarks/fit_heldout_bench.py ... --recordings runs/   # keep the runs' recordings (and load averages) there
+       python benchmarks/fit_heldout_bench.py --refit runs/ [--fit-clients 2 8 --predict-clients 1 4 12]   # fit them again, no engine
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import COMPLETE
 from sfqtui.core.replay.config import ReplayConfig
 from sfqtui.core.replay.replay import Replay
+from sfqtui.trace.fit_replay import computed
 from sfqtui.trace.served import ServedTrace, served_requests
 
 NAME = "fit-bench"
@@ -98,7 +101,8 @@ def engine(args: argparse.Namespace, scratch: Path) -> Iterator[str]:
         yield url
         return
     truth = EngineModel(max_num_seqs=args.truth_places, decode_ms_per_token=args.truth_decode_ms, prefill_us_per_token=args.truth_prefill_us,
-                        batch_slowdown=args.truth_slowdown, request_overhead_ms=args.truth_overhead_ms)
+                        batch_slowdown=args.truth_slowdown, request_overhead_ms=args.truth_overhead_ms,
+                        context_us_per_token=args.truth_context_us, slowed_prefill=not args.truth_unslowed_prefill)
     model_file = scratch / "truth.json"
     model_file.write_text(json.dumps(truth.as_dict()))
     port = vllm_servers.free_port()
@@ -113,7 +117,7 @@ def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch:
     (the load average at its end into ``loads``)."""
     keys = scratch / "keys.toml"
     keys.write_text(f'[keys."{KEY}"]\nuser = "bench"\n')
-    record = scratch / f"run-{clients}.parquet"
+    record = (args.recordings or scratch) / f"run-{clients}.parquet"
     port = vllm_servers.free_port()
     command = [sys.executable, "-m", "sfqtui", "proxy", "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--slots", PROXY_SLOTS,
                "--keys", str(keys), "--record", str(record)]
@@ -126,8 +130,11 @@ def recorded_run(upstream: str, clients: int, args: argparse.Namespace, scratch:
 
 def end_to_end_errors(run: ServedTrace, model: EngineModel) -> list[float]:
     """Each request's arrival-to-end time replayed on ``model`` from the run's arrivals and tokens (the proxy's slots in
-    front), against the measured one: |predicted − measured| / measured, request by request."""
-    trace = run.trace
+    front), against the measured one: |predicted − measured| / measured, request by request. The trace is replayed as the
+    fit counted it (sfqtui fit's replay does the same): each prompt the tokens the engine computed, where the recording
+    says what its prefix cache held, and no prompt blocks, so that the model's engine finds no hits of its own (an engine
+    without a prefix cache, llama-server with --no-cache-prompt, would otherwise be credited with the bench's shared prompts)."""
+    trace = computed(run)
     events = Replay(trace, ReplayConfig(slots=run.slots or len(trace), engine=EngineSettings(model))).run_all()
     end = {req: t for t, kind, req in zip(events.t, events.kind, events.req) if kind == COMPLETE}
     return [abs(end[k] - trace.arrival_s[k] - (r.end_s - r.arrival_s)) / (r.end_s - r.arrival_s) for k, r in zip(run.index, run.served)]
@@ -162,24 +169,42 @@ def main() -> None:
     parser.add_argument("--truth-prefill-us", type=float, default=100.0)
     parser.add_argument("--truth-slowdown", type=float, default=0.25)
     parser.add_argument("--truth-overhead-ms", type=float, default=0.0)
+    parser.add_argument("--truth-context-us", type=float, default=0.0, help="the truth model's context_us_per_token")
+    parser.add_argument("--truth-unslowed-prefill", action="store_true", help="the truth model's prefill outside the slowdown")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--recordings", type=Path, help="keep the runs' recordings in this folder (run-C.parquet, loads.json)")
+    parser.add_argument("--plain-shape", action="store_true", help="fit the step's plain shape only (no context term, the prefill "
+                        "slowed): the fit before the whole shape, for comparison")
+    parser.add_argument("--refit", type=Path, help="fit and predict the runs a --recordings folder kept, without an engine")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="fit-heldout-") as folder, ExitStack() as stack:
-        scratch = Path(folder)
-        upstream = stack.enter_context(engine(args, scratch))
-        print(f"engine {upstream}: runs of {args.duration:g} s", flush=True)
-        loads: dict[int, list[float]] = {}
-        fit_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.fit_clients]
-        predict_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.predict_clients]
+    loads: dict[int, list[float]] = {}
+    if args.refit:
+        kept = json.loads((args.refit / "loads.json").read_text())
+        loads = {int(c): v for c, v in kept["loads"].items()}
+        args.url = args.url or kept["url"]
+        fit_runs = [served_requests(args.refit / f"run-{c}.parquet") for c in args.fit_clients]
+        predict_runs = [served_requests(args.refit / f"run-{c}.parquet") for c in args.predict_clients]
+    else:
+        if args.recordings:
+            args.recordings.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="fit-heldout-") as folder, ExitStack() as stack:
+            scratch = Path(folder)
+            upstream = stack.enter_context(engine(args, scratch))
+            print(f"engine {upstream}: runs of {args.duration:g} s", flush=True)
+            fit_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.fit_clients]
+            predict_runs = [recorded_run(upstream, c, args, scratch, loads) for c in args.predict_clients]
+        if args.recordings:
+            (args.recordings / "loads.json").write_text(json.dumps({"url": args.url, "loads": loads}))
 
     started = time.process_time()
-    fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), overhead_ms=args.fit_overhead_ms)
+    fitted: EngineFit = fit_engine(laid_end_to_end(fit_runs), overhead_ms=args.fit_overhead_ms, shape=not args.plain_shape)
     fit_cpu_s = time.process_time() - started
     model = fitted.model
     print(f"\nfitted on {args.fit_clients} clients ({fitted.fitted + fitted.held_out:,} requests, {fit_cpu_s:.1f} s CPU): "
           f"max_num_seqs {model.max_num_seqs}, decode {model.decode_ms_per_token:.2f} ms, prefill {model.prefill_us_per_token:.1f} µs, "
-          f"slowdown {model.batch_slowdown:.3f}, overhead {model.request_overhead_ms:.1f} ms")
+          f"slowdown {model.batch_slowdown:.3f}, overhead {model.request_overhead_ms:.1f} ms, context {model.context_us_per_token:.2f} µs, "
+          f"prefill {'in' if model.slowed_prefill else 'outside'} the slowdown")
     print(f"the fit's own check on the requests it held out: {'a poor fit: ' + fitted.poor if fitted.poor else 'not poor'}")
     print(f"{'run':<22}{'requests':>10}{'e2e median':>12}{'e2e p90':>10}")
     rows: list[dict[str, Any]] = []
@@ -196,7 +221,7 @@ def main() -> None:
     target = f"median <= {pct(TARGET_REAL_MEDIAN)}" if args.url else f"median <= {pct(TARGET_MEDIAN)}, p90 <= {pct(TARGET_P90)}"
     print(f"{'held out, all':<22}{pooled.requests:>10,}{pct(pooled.median):>12}{pct(pooled.p90):>10}   (target: {target})")
     if args.fit_overhead_ms is None:  # what fitting the API server's time brings: the same runs fitted without it
-        without = fit_engine(laid_end_to_end(fit_runs), overhead_ms=0.0).model
+        without = fit_engine(laid_end_to_end(fit_runs), overhead_ms=0.0, shape=not args.plain_shape).model
         alone = Errors.of([e for run in predict_runs for e in end_to_end_errors(run, without)])
         print(f"{'held out, no overhead':<22}{alone.requests:>10,}{pct(alone.median):>12}{pct(alone.p90):>10}   "
               f"(fitted with request_overhead_ms 0: decode {without.decode_ms_per_token:.2f} ms, prefill "

@@ -59,7 +59,7 @@ def heldout(url: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]
     out = scratch / "heldout.json"
     command = [sys.executable, str(HERE / "fit_heldout_bench.py"), "--url", url, "--model", llamacpp_servers.NAME, "--json", str(out),
                "--duration", str(args.heldout_duration), "--fit-clients", *map(str, args.fit_clients),
-               "--predict-clients", *map(str, args.predict_clients)]
+               "--predict-clients", *map(str, args.predict_clients), "--recordings", str(args.recordings / "heldout")]
     subprocess.run(command, check=True)
     return json.loads(out.read_text())  # stamped with its time and each run's load average
 

@@ -34,7 +34,7 @@ def engine_run(model: EngineModel, sent: list[tuple[float, int, int]], ttft: boo
             i = queue.popleft()
             running.append(i)
             prefill += sent[i][1]
-        t += model.step_s(len(running), prefill)
+        t += model.step_s(len(running), prefill, sum(sent[i][1] + generated[i] for i in running))
         for i in running:
             generated[i] += 1
             if generated[i] == 1:
@@ -45,12 +45,13 @@ def engine_run(model: EngineModel, sent: list[tuple[float, int, int]], ttft: boo
     return [Served(at, at, end[i] - at, prompt, output, first[i] - at if ttft else None) for i, (at, prompt, output) in enumerate(sent)]
 
 
-def varied_load(requests: int, seed: int) -> list[tuple[float, int, int]]:
-    """Quiet spells and bursts, so that the batch size ranges from 1 to beyond the places."""
+def varied_load(requests: int, seed: int, longest_prompt: int = 600) -> list[tuple[float, int, int]]:
+    """Quiet spells and bursts, so that the batch size ranges from 1 to beyond the places; prompts of
+    10 to ``longest_prompt`` tokens (long ones vary the context a batch holds apart from its size)."""
     rng = random.Random(seed)
     sent, t = [], 0.0
     for k in range(requests):
         busy = (k // 40) % 2 == 1
         t += rng.expovariate(30.0 if busy else 2.0)
-        sent.append((t, rng.randint(10, 600), rng.randint(4, 60)))
+        sent.append((t, rng.randint(10, longest_prompt), rng.randint(4, 60)))
     return sent

@@ -52,6 +52,18 @@ def engine(
         _option("--batch-slowdown", "Fraction a step's time grows by per running request beyond the first (0.1: 6 running take 1.5x "
                 f"as long); {_DEFAULTS.format(0.1)}."),
     ] = None,
+    context_us_per_token: Annotated[
+        float | None,
+        _option("--context-us-per-token", "Microseconds a step takes per token of context the running requests hold (each one's "
+                f"prompt and the tokens it made so far: attention reads them all); {_DEFAULTS.format(0)}."),
+    ] = None,
+    slowed_prefill: Annotated[
+        bool | None,
+        typer.Option("--slowed-prefill/--no-slowed-prefill", show_default=False, rich_help_panel=_PANEL,
+                     help="Whether the batch slowdown multiplies the prefill term too (--no-slowed-prefill: the decode term alone, "
+                     "as an engine that runs prompt and decode tokens as one batch, llama.cpp on a CPU); "
+                     "default: the --model-file's, else slowed."),
+    ] = None,
     max_queued: Annotated[
         int | None,
         _option("--max-queued", "Requests the engine's own queue holds; more get 503 (as vLLM's --max-num-queued-reqs); default: "
@@ -83,7 +95,7 @@ def engine(
     Requests wait in the engine's FCFS queue until a place in the batch (--max-num-seqs) and
     KV for their prompt and output (--kv-tokens) are free. Each engine step generates one
     token for every running request and takes (decode + prefill of new prompts) x
-    (1 + slowdown x (running - 1)). Prompt tokens are counted as one per 4 characters; a
+    (1 + slowdown x (running - 1)) + context x (tokens the running requests hold). Prompt tokens are counted as one per 4 characters; a
     request generates exactly max_tokens. Serves /v1/chat/completions, /v1/completions
     (streamed or not), /v1/models and /metrics (vllm:num_requests_running, ...). With the prefix
 cache (on by default), a request's prefill computes only the prompt tokens after its longest
@@ -97,7 +109,8 @@ held prefix, in blocks of --block-size tokens. See docs/engine.md.
     model = EngineModel.load(model_file) if model_file is not None else EngineModel()
     given: dict[str, Any] = {"max_num_seqs": max_num_seqs, "kv_tokens": kv_tokens, "prefill_us_per_token": prefill_us_per_token,
              "decode_ms_per_token": decode_ms_per_token, "batch_slowdown": batch_slowdown, "max_queued": max_queued,
-             "output_tokens": output_tokens, "request_overhead_ms": request_overhead_ms}
+             "output_tokens": output_tokens, "request_overhead_ms": request_overhead_ms,
+             "context_us_per_token": context_us_per_token, "slowed_prefill": slowed_prefill}
     model = dataclasses.replace(model, **{name: value for name, value in given.items() if value is not None})
     if block_size < 1:
         raise InputError(f"--block-size {block_size}: must be a whole number of at least 1")

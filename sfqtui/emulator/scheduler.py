@@ -5,7 +5,8 @@ and KV for its whole length (prompt + output tokens) are free (``EngineModel.adm
 a replay's engines follow too); it then joins the running batch. Admission reserves the whole length, so a running sequence is never preempted (vLLM
 would preempt the latest one when KV runs out; the emulator never gets there). Each step
 runs every running sequence one token further (the first step of a sequence is its prefill,
-which yields its first token) and takes ``EngineModel.step_s``; the loop sleeps until the
+which yields its first token) and takes ``EngineModel.step_s`` (with the context the batch
+holds before it: each request's prompt and the tokens it made); the loop sleeps until the
 step's end and waits on an event while there is nothing to run, never polling.
 
 With a prefix cache (on by default, as in vLLM's V1 engine) a request is admitted when a place
@@ -167,7 +168,9 @@ class Scheduler:
             # Back-to-back steps follow each other on the model's timeline, so the loop's own
             # lateness (waking up, handing out tokens) does not add up over a long answer.
             start = now if step_end is None or now - step_end > CATCH_UP_S else step_end
-            step_s = self.model.step_s(len(batch), prefill)
+            # The context the batch holds (each prompt and the tokens made), read only when the model prices it.
+            context = sum(seq.prompt_tokens + seq.generated for seq in batch) if self.model.context_us_per_token else 0
+            step_s = self.model.step_s(len(batch), prefill, context)
             step_end = start + step_s
             await asyncio.sleep(step_end - now)
             now = loop.time()

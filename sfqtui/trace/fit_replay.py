@@ -29,7 +29,7 @@ from sfqtui.trace.served import ServedTrace
 
 def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
     """The held-out requests' wait and latency errors, when the fitted model is replayed."""
-    trace = _computed(found)
+    trace = computed(found)
     engine, slots = EngineSettings(fitted.model), found.slots if found.slots is not None else len(trace)
     if found.capacity is not None:  # the slots followed the engine: the same controller follows the fitted one
         auto = parse_slots(found.capacity.slots)[1] or LimitSettings()
@@ -48,7 +48,7 @@ def replayed(found: ServedTrace, fitted: EngineFit) -> ReplayedErrors:
                            fitted.model.overhead_s)
 
 
-def _computed(found: ServedTrace) -> Trace:
+def computed(found: ServedTrace) -> Trace:
     """The trace as the fit counted it: each request's prompt cut to the tokens its engine
     computed where the recording says what was cached, and no prompt blocks. The fit took the
     hits as measured (none where the engine did not say), so the replayed engines must not find

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TRUTH = EngineModel(max_num_seqs=4, decode_ms_per_token=15.0, prefill_us_per_token=80.0, batch_slowdown=0.2)
 
 
-def gateway_log(path: Path, requests: int) -> Path:
-    """What `sfqtui import litellm` writes for a gateway whose calls an engine of TRUTH's parameters served."""
-    served = engine_run(TRUTH, varied_load(requests, seed=8), ttft=True)
+def gateway_log(path: Path, requests: int, truth: EngineModel = TRUTH, longest_prompt: int = 600) -> Path:
+    """What `sfqtui import litellm` writes for a gateway whose calls an engine of ``truth``'s parameters served."""
+    served = engine_run(truth, varied_load(requests, seed=8, longest_prompt=longest_prompt), ttft=True)
     frame = pl.DataFrame({"request_id": [f"r{k}" for k in range(len(served))], "user": ["u"] * len(served),
                           "arrival_s": [r.arrival_s for r in served], "input_tokens": [r.input_tokens for r in served],
                           "output_tokens": [r.output_tokens for r in served], "service_s": [r.service_s for r in served],
@@ -39,6 +39,18 @@ def test_a_gateways_log_is_fitted_with_its_times_to_first_token(cli: CliRunner, 
     assert decode is not None and float(decode.group(1)) == pytest.approx(TRUTH.decode_ms_per_token, rel=0.05)
     assert re.search(r"time to first token, held out[\s│]+30[\s│]+\d+\.\d%", result.output)
     assert re.search(r"arrival to end, held out \(replayed\)[\s│]+30[\s│]+\d+\.\d%", result.output)
+
+
+def test_a_fitted_context_term_is_shown_and_written(cli: CliRunner, tmp_path: Path) -> None:
+    truth = EngineModel(**{**TRUTH.as_dict(), "kv_tokens": 200_000, "context_us_per_token": 10.0})
+    log = gateway_log(tmp_path / "log.parquet", 300, truth, longest_prompt=3000)
+    result = cli.invoke(app, ["fit", str(log), "--request-overhead-ms", "0", "--out", str(tmp_path / "model.json")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    context = re.search(r"context_us_per_token[\s│]+([\d.]+)", result.output)
+    # Its accuracy is tests/core/test_engine_fit.py's; here, that the fit shows and writes what it found.
+    assert context is not None and float(context.group(1)) == pytest.approx(truth.context_us_per_token, rel=0.5)
+    assert re.search(r"slowed_prefill[\s│]+yes", result.output)
+    assert EngineModel.load(tmp_path / "model.json").context_us_per_token == pytest.approx(float(context.group(1)), rel=1e-3)
 
 
 def refused(cli: CliRunner, *args: str) -> str:

@@ -5,6 +5,7 @@ error is small; a hand-made recording shows what each request lived through."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -23,7 +24,12 @@ def test_a_hand_made_recording_shows_each_requests_life() -> None:
     served = [Served(0.0, 0.0, 3.0, 100, 10), Served(1.0, 1.0, 1.0, 50, 5), Served(1.5, 1.5, 2.5, 20, 5)]
     assert most_in_flight(served) == 3
     with_two = lived_through(served, 2)
-    assert with_two == [
+    assert with_two is not None
+    # Its spans of one batch: (size, seconds, prompt tokens joining as it began, context held as it began and ended), the
+    # context as if each request made its tokens evenly over its run (the first 10 over 3 s, the second 5 over 1 s).
+    assert with_two[2].spans == pytest.approx([(2, 1.0, 20, 106 + 2 / 3 + 20, 110 + 22.5), (1, 1.0, 0, 22.5, 25.0)])
+    assert with_two[0].spans[:2] == pytest.approx([(1, 1.0, 100, 100.0, 103 + 1 / 3), (2, 0.5, 50, 103 + 1 / 3 + 50, 105 + 52.5)])
+    assert [replace(life, spans=()) for life in with_two] == [
         Lived(0.0, ((1, 1.0), (2, 2.0)), 170, 1, 100, 0),  # joined at 1 s by the second, whose place the third takes at 2 s
         Lived(0.0, ((2, 1.0),), 50, 2, 50, 1, mid_step=True),  # came while the first ran: waited for the step under way
         Lived(0.5, ((1, 1.0), (2, 1.0)), 20, 2, 20, 1),  # waited for the second to end
@@ -61,6 +67,27 @@ def test_the_fit_finds_the_api_server_s_time_before_the_engine(overhead_ms: floa
     assert fitted.as_dict()["request_overhead_ms"] == "best fit of 0 up to the shortest service time"
     if overhead_ms:  # fitted as if there were none, the same engine is explained worse
         assert fit_engine(engine_run(truth, varied_load(400, seed=4)), overhead_ms=0.0).loss > 2 * fitted.loss
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_the_fit_finds_a_context_term_where_the_steps_grow_with_the_context(seed: int) -> None:
+    # Prompts of up to 3,000 tokens, so that the context a batch holds varies apart from its size.
+    truth = EngineModel(**{**TRUTH.as_dict(), "kv_tokens": 200_000, "context_us_per_token": 10.0})
+    fitted = fit_engine(engine_run(truth, varied_load(400, seed=seed, longest_prompt=3000)), overhead_ms=0.0)
+    model = fitted.model
+    assert model.max_num_seqs == truth.max_num_seqs and model.slowed_prefill
+    assert model.context_us_per_token == pytest.approx(truth.context_us_per_token, rel=0.15)
+    assert model.decode_ms_per_token == pytest.approx(truth.decode_ms_per_token, rel=0.15)
+    assert fitted.service_held_out.median is not None and fitted.service_held_out.median < 0.01
+    # The fit before the shape, on the same times, is off by far more.
+    plain = fit_engine(engine_run(truth, varied_load(400, seed=seed, longest_prompt=3000)), overhead_ms=0.0, shape=False)
+    assert plain.model.context_us_per_token == 0 and plain.service_held_out.median is not None
+    assert plain.service_held_out.median > 2 * fitted.service_held_out.median
+
+
+def test_an_engine_of_the_plain_shape_is_fitted_with_it() -> None:
+    fitted = fit_engine(engine_run(TRUTH, varied_load(400, seed=3)), overhead_ms=0.0)
+    assert (fitted.model.context_us_per_token, fitted.model.slowed_prefill) == (0.0, True)
 
 
 def test_times_to_first_token_are_predicted_too() -> None:

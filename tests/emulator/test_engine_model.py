@@ -67,7 +67,8 @@ def test_help_explains_every_option(cli: CliRunner) -> None:
     result = cli.invoke(app, ["engine", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     for option in ("--port", "--host", "--served-model-name", "--model-file", "--max-num-seqs", "--kv-tokens", "--prefill-us-per-token",
-                   "--decode-ms-per-token", "--batch-slowdown", "--max-queued", "--output-tokens"):
+                   "--decode-ms-per-token", "--batch-slowdown", "--max-queued", "--output-tokens", "--context-us-per-token",
+                   "--slowed-prefill"):
         assert option in result.stdout
 
 

@@ -9,6 +9,9 @@ from typing import Any
 
 from sfqtui.errors import InputError
 
+# The step's shape beyond the model before it (a context term, the prefill outside the slowdown), at values that leave it as it was.
+SHAPE_DEFAULTS: dict[str, Any] = {"context_us_per_token": 0.0, "slowed_prefill": True}
+
 
 @dataclass(frozen=True)
 class EngineModel:
@@ -16,7 +19,11 @@ class EngineModel:
 
     A step runs every running sequence one token further; its time is
     ``(decode_ms_per_token / 1000 + prefill_us_per_token / 1e6 * prompt tokens prefilled in it)
-    * (1 + batch_slowdown * (running - 1))``.
+    * (1 + batch_slowdown * (running - 1)) + context_us_per_token / 1e6 * context`` where
+    ``context`` is the running requests' tokens held (each one's prompt and the tokens it made
+    before the step). With ``slowed_prefill`` False the slowdown multiplies the decode term alone
+    (an engine that runs prompt tokens and decode tokens as one batch of tokens, as llama.cpp on
+    a CPU does). The defaults, 0 and True, are the model before either was added.
     """
 
     max_num_seqs: int = 6
@@ -29,6 +36,9 @@ class EngineModel:
     # What a request spends in the API server before the engine's queue sees it (HTTP, the chat
     # template, tokenizing): a delay of its own, taken by every request at once.
     request_overhead_ms: float = 0.0
+    # µs of a step per token of context the running requests hold (attention reads each one's whole context).
+    context_us_per_token: float = 0.0
+    slowed_prefill: bool = True  # the batch slowdown multiplies the prefill term too (False: the decode term alone)
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "kv_tokens", "output_tokens"):
@@ -37,7 +47,9 @@ class EngineModel:
                 raise InputError(f"--{name.replace('_', '-')} {value!r}: must be a whole number of at least 1")
         if self.max_queued is not None and (isinstance(self.max_queued, bool) or not isinstance(self.max_queued, int) or self.max_queued < 0):
             raise InputError(f"--max-queued {self.max_queued!r}: must be a whole number of at least 0")
-        for name in ("prefill_us_per_token", "decode_ms_per_token", "batch_slowdown", "request_overhead_ms"):
+        if not isinstance(self.slowed_prefill, bool):
+            raise InputError(f"slowed_prefill {self.slowed_prefill!r}: must be true or false")
+        for name in ("prefill_us_per_token", "decode_ms_per_token", "batch_slowdown", "request_overhead_ms", "context_us_per_token"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
                 raise InputError(f"--{name.replace('_', '-')} {value!r}: must be a number of at least 0")
@@ -47,10 +59,15 @@ class EngineModel:
         """Seconds a request spends in the API server before it joins the engine's queue."""
         return self.request_overhead_ms / 1e3
 
-    def step_s(self, running: int, prefilled_tokens: int) -> float:
-        """Seconds one engine step takes with ``running`` sequences, ``prefilled_tokens`` of prompt among them."""
-        base = self.decode_ms_per_token / 1e3 + self.prefill_us_per_token / 1e6 * prefilled_tokens
-        return base * (1 + self.batch_slowdown * max(0, running - 1))
+    def step_s(self, running: int, prefilled_tokens: int, context: int = 0) -> float:
+        """Seconds one engine step takes with ``running`` sequences, ``prefilled_tokens`` of prompt among them,
+        and ``context`` tokens held by them before it (each one's prompt and the tokens it made)."""
+        slowed = 1 + self.batch_slowdown * max(0, running - 1)
+        if self.slowed_prefill:
+            step = (self.decode_ms_per_token / 1e3 + self.prefill_us_per_token / 1e6 * prefilled_tokens) * slowed
+        else:
+            step = self.decode_ms_per_token / 1e3 * slowed + self.prefill_us_per_token / 1e6 * prefilled_tokens
+        return step + self.context_us_per_token / 1e6 * context if self.context_us_per_token else step
 
     def admits(self, running: int, reserved_kv: int, length: int) -> bool:
         """Whether the queue's head, ``length`` tokens of prompt and output, joins a batch of
@@ -60,7 +77,13 @@ class EngineModel:
         return running < self.max_num_seqs and reserved_kv + length <= self.kv_tokens
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every parameter, but the step's shape only where it is not the default: a model without it (and a log's
+        metadata that records it) reads as it did before the shape was added."""
+        values = asdict(self)
+        for name, default in SHAPE_DEFAULTS.items():
+            if values[name] == default and type(values[name]) is type(default):
+                del values[name]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> EngineModel:

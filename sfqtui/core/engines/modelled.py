@@ -4,8 +4,11 @@
 Before a step, the heads of its queue join the batch while a place (``max_num_seqs``) and KV
 for their whole length (prompt + output) are free; a step runs every request in the batch one
 token further and takes ``EngineModel.step_s``; a request finishes at the end of the step that
-makes its last token. While the batch stays the same, every step takes the same time, so a run
-of steps is kept as the end of its first step and that time (sfqtui.core.engines.pool).
+makes its last token. While the batch stays the same, every step after the first takes the same
+time, so a run of steps is kept as the end of its first step and that time (sfqtui.core.engines.pool);
+with a context term (``context_us_per_token``) each step is longer than the one before by the
+same amount (every running request holds one token more), so the run's step ends are an
+arithmetic series: the end of its first step, its second step's time and that growth.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from heapq import heappop, heappush
-from math import ceil
+from math import ceil, sqrt
 
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.engines.prefix_cache import PrefixCache
@@ -42,7 +45,8 @@ class ModelledEngine:
         self.steps = 0  # between steps: the steps ended so far (the next step's index)
         self.first = 0  # the index of the current run's first step
         self.first_end = INF  # when the current run's first step ends
-        self.step = 0.0  # how long each later step of the run takes
+        self.step = 0.0  # how long each later step of the run takes (with a context term: its second step)
+        self.grow = 0.0  # with a context term: how much longer each step of the run is than the one before
         self.resting = True  # between steps (idle, or a step just ended): settle() starts the next
         self.next_t = INF  # the next step end at which something happens (a request finishes or the head joins)
         self.next_step = -1  # that step's index
@@ -52,6 +56,9 @@ class ModelledEngine:
         self._decode_s, self._prefill_s = model.decode_ms_per_token / 1e3, model.prefill_us_per_token / 1e6
         self._slowed = [1 + model.batch_slowdown * max(0, n - 1) for n in range(model.max_num_seqs + 1)]
         self._plain = [self._decode_s * slowed for slowed in self._slowed]
+        # The shape beyond the defaults: the prefill outside the slowdown, and a step's time per token of context held.
+        self._context_s, self._slowed_prefill = model.context_us_per_token / 1e6, model.slowed_prefill
+        self._shaped = bool(self._context_s) or not self._slowed_prefill
         self.cache: PrefixCache | None = None  # its prefix cache, when the trace has blocks (semantics §14)
         self.cached: dict[int, int] = {}  # the cached prompt tokens of each request that started, until taken
         self.first_token: dict[int, float] = {}  # when each request that started makes its first token, until taken
@@ -96,6 +103,9 @@ class ModelledEngine:
 
     def end_of(self, s: int) -> float:
         """When step ``s`` of the current run ends."""
+        if self.grow:  # the run's steps k = 1, 2, ... after its first take step + grow × (k - 1)
+            k = s - self.first
+            return self.first_end + k * self.step + self.grow * (k * (k - 1) // 2)
         return self.first_end + (s - self.first) * self.step
 
     def step_at(self, now: float, after: bool = True) -> int:
@@ -104,6 +114,9 @@ class ModelledEngine:
         step ever (``steps`` as it would be)."""
         if now <= self.first_end:
             s = self.first
+        elif self.grow:  # end_of's series solved for now: the positive root of grow/2 k² + (step - grow/2) k = elapsed
+            elapsed, half = now - self.first_end, self.step - self.grow / 2
+            s = self.first + ceil(2 * elapsed / (half + sqrt(half * half + 2 * self.grow * elapsed)))
         else:
             s = self.first + ceil((now - self.first_end) / self.step)
             while self.end_of(s) < now:
@@ -199,11 +212,26 @@ class ModelledEngine:
         n = len(batch)
         self.resting = False
         self.first = self.steps
-        self.first_end = now + (self._decode_s + self._prefill_s * prefill) * self._slowed[n]
+        if self._shaped:
+            self._shaped_run(now, prefill)
+        else:
+            self.first_end = now + (self._decode_s + self._prefill_s * prefill) * self._slowed[n]
+            self.step = self._plain[n]
         if cache is not None:
             for held in joined:
                 self.first_token[held[0]] = self.first_end
-        self.step = self._plain[n]
         self.next_step = s = batch[0][0]
-        self.next_t = self.first_end + (s - self.first) * self.step  # end_of(s), written out: once per step that starts
+        self.next_t = self.end_of(s) if self.grow else self.first_end + (s - self.first) * self.step  # written out: once a step
         return joined
+
+    def _shaped_run(self, now: float, prefill: int) -> None:
+        """A run's times by EngineModel.step_s beyond the defaults: the first step prefills ``prefill``
+        tokens, slowed with the decode or not, and every step costs the context the batch holds
+        before it, which grows by one token a running request each step."""
+        n, steps = len(self.batch), self.steps
+        decode = self._plain[n]
+        first = (self._decode_s + self._prefill_s * prefill) * self._slowed[n] if self._slowed_prefill else decode + self._prefill_s * prefill
+        context = sum(held[4] + held[5] - (finish - steps + 1) for finish, _turn, held in self.batch)  # prompts and tokens made
+        self.first_end = now + first + self._context_s * context if self._context_s else now + first
+        self.step = decode + self._context_s * (context + n)
+        self.grow = self._context_s * n

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 from sfqtui.core.analysis.engine_fit.errors import Errors
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served, lived_through, most_in_flight
-from sfqtui.core.analysis.engine_fit.solve import Rows, narrowed, predicted_service, predicted_ttft
+from sfqtui.core.analysis.engine_fit.shaped import ShapedRows, predicted
+from sfqtui.core.analysis.engine_fit.solve import Rows, Solution, narrowed
 from sfqtui.core.analysis.engine_fit.waits import ReplayedErrors
 from sfqtui.core.engines.model import EngineModel
 from sfqtui.core.numbers import amount, count, counted, percent, seconds
@@ -165,10 +166,19 @@ def _overhead(served: Sequence[Served], fitted: int, near: list[int]) -> float:
     return min((tried[j], narrowed(at, lambda found: found[0], low, high, OVERHEAD_STEPS)))[1]
 
 
+def _shaped(served: Sequence[Served], lived: Sequence[Lived], plain: Solution) -> Solution:
+    """The whole shape's best fit (shaped.py: a context term, the prefill in the slowdown or outside it) where it
+    explains the requests better than ``plain``, the fit without it; else ``plain``. A shape whose decode comes out 0 is
+    left: its steps could take no time, and a replay refuses it."""
+    shaped = [found for found in (ShapedRows(served, lived, slowed).solve() for slowed in (True, False)) if found.times.decode_s > 0]
+    return min((plain, *shaped), key=lambda s: s.loss)
+
+
 def fit_engine(served: Sequence[Served], places: int | None = None, share: float = HELD_OUT_SHARE,
-               overhead_ms: float | None = None) -> EngineFit:
+               overhead_ms: float | None = None, shape: bool = True) -> EngineFit:
     """The engine model of least relative error on the first requests of ``served`` (arrival order),
-    judged on the rest; ``places``: the engine's max_num_seqs, ``overhead_ms``: its request_overhead_ms, when known."""
+    judged on the rest; ``places``: the engine's max_num_seqs, ``overhead_ms``: its request_overhead_ms, when known;
+    ``shape``: also fit the whole shape (a context term, the prefill outside the slowdown), kept where it fits better."""
     order = sorted(range(len(served)), key=lambda i: served[i].arrival_s)
     served = [served[i] for i in order]
     fitted = split(served, share)
@@ -184,14 +194,17 @@ def fit_engine(served: Sequence[Served], places: int | None = None, share: float
     # The best few on the rough grid of slowdowns, searched finely.
     solution, k = min(((tried[k][1].solve(), k) for k in _closest(tried)), key=lambda found: (found[0].loss, -found[1]))
     lived = tried[k][2]
+    if shape:
+        solution = _shaped(served[:fitted], lived[:fitted], solution)
     times = solution.times
     kv = max(EngineModel.kv_tokens, *(r.input_tokens + r.output_tokens for r in served))
     model = EngineModel(max_num_seqs=k, kv_tokens=kv, decode_ms_per_token=times.decode_s * 1e3,
                         prefill_us_per_token=times.prefill_s * 1e6, batch_slowdown=times.batch_slowdown,
-                        request_overhead_ms=overhead_s * 1e3)
-    service = [abs(predicted_service(r, life, times) - r.service_s) / r.service_s for r, life in zip(served, lived)]
-    ttft = [abs(predicted_ttft(life, times) - r.ttft_s) / r.ttft_s for r, life in zip(served[fitted:], lived[fitted:])
-            if r.ttft_s is not None and r.ttft_s > 0]
+                        request_overhead_ms=overhead_s * 1e3, context_us_per_token=times.context_s * 1e6,
+                        slowed_prefill=times.slowed_prefill)
+    predictions = [predicted(r, life, times) for r, life in zip(served, lived)]
+    service = [abs(p[0] - r.service_s) / r.service_s for r, p in zip(served, predictions)]
+    ttft = [abs(p[1] - r.ttft_s) / r.ttft_s for r, p in zip(served[fitted:], predictions[fitted:]) if r.ttft_s is not None and r.ttft_s > 0]
     return EngineFit(model, places is not None, overhead_ms is not None, most, fitted, len(served) - fitted, served[fitted].arrival_s,
                      Errors.of(service[:fitted]), Errors.of(service[fitted:]), Errors.of(ttft) if ttft else None, solution.loss,
                      tuple(order), tuple(lived))

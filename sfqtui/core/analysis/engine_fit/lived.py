@@ -51,6 +51,10 @@ class Lived:
     first_prefill: int  # prompt tokens of the requests that started when it did, its own included
     joined: int  # requests already running when it started
     mid_step: bool = False  # it came while a step was under way (the batch running, a place free), and waited for its end
+    # Its run as spans of one batch, in order: (batch size, seconds, prompt tokens that joined as the span began (its
+    # first step prefills them), the context the batch held as it began and as it ended). The context is each running
+    # request's prompt and the tokens it made by then, as if a request made its tokens evenly over its run.
+    spans: tuple[tuple[int, float, int, float, float], ...] = ()
 
     @property
     def run_s(self) -> float:
@@ -79,6 +83,7 @@ def lived_through(served: Sequence[Served], places: int, overhead_s: float = 0.0
     first_prefill = [0] * len(served)
     joined = [0] * len(served)
     mid_step = [False] * len(served)
+    spans: list[list[tuple[int, float, int, float, float]]] = [[] for _ in served]
     queue: deque[int] = deque()
     running: set[int] = set()
     k = 0
@@ -111,5 +116,19 @@ def lived_through(served: Sequence[Served], places: int, overhead_s: float = 0.0
             n = len(running)
             for i in running:
                 at[i][n] = at[i].get(n, 0.0) + (until - t)
+            if until > t or brought:
+                span = (n, until - t, brought, _context(served, start, running, t), _context(served, start, running, until))
+                for i in running:
+                    spans[i].append(span)
     return [Lived(start[i] - r.dispatch_s, tuple(sorted(at[i].items())), prefill[i], first_batch[i], first_prefill[i], joined[i],
-                  mid_step[i]) for i, r in enumerate(served)]
+                  mid_step[i], tuple(spans[i])) for i, r in enumerate(served)]
+
+
+def _context(served: Sequence[Served], start: Sequence[float], running: set[int], t: float) -> float:
+    """The tokens the running requests hold at ``t``: each one's prompt and the tokens it made, evenly over its run."""
+    held = 0.0
+    for i in running:
+        r = served[i]
+        run = r.end_s - start[i]
+        held += r.input_tokens + (r.output_tokens * (t - start[i]) / run if run > 0 else 0.0)
+    return held

@@ -39,6 +39,13 @@ class StepTimes:
     decode_s: float
     prefill_s: float
     batch_slowdown: float
+    context_s: float = 0.0  # seconds per token of context held (shaped.py fits it)
+    slowed_prefill: bool = True
+
+    @property
+    def shaped(self) -> bool:
+        """Beyond this module's shape: a context term, or the prefill outside the slowdown (shaped.py)."""
+        return bool(self.context_s) or not self.slowed_prefill
 
 
 @dataclass(frozen=True)
