@@ -13,6 +13,7 @@ import random
 import pytest
 
 from sfqtui.core.engines.model import EngineModel
+from sfqtui.core.engines.modelled import ModelledEngine
 from sfqtui.core.engines.settings import EngineSettings
 from sfqtui.core.events import KINDS
 from sfqtui.core.replay.config import ReplayConfig
@@ -65,6 +66,19 @@ def test_the_replay_ends_every_request_when_the_engine_s_loop_does(slowed_prefil
             sent.append((round(t, 3), rng.randint(1, 900), rng.randint(1, 40)))
         measured = engine_run(model, sent)
         assert ends(model, sent) == pytest.approx([at + r.service_s for at, r in zip([s[0] for s in sent], measured)], rel=1e-9, abs=1e-9)
+
+
+def test_the_step_under_way_is_found_on_the_series_as_end_of_times_it() -> None:
+    """step_at's root of the series is rounded; it must still name the first step that ends at or after
+    ``now`` by end_of's own sums, at a step's end exactly and between two."""
+    engine, rng = ModelledEngine(EngineModel(context_us_per_token=5.0), 0), random.Random(7)
+    for _ in range(2_000):
+        engine.first, engine.first_end = rng.randint(0, 1_000), rng.uniform(0, 1e4)
+        engine.step, engine.grow = rng.uniform(1e-3, 0.05), rng.uniform(1e-7, 1e-4)
+        s = engine.first + rng.randint(1, 3_000)
+        for now in (engine.end_of(s), (engine.end_of(s - 1) + engine.end_of(s)) / 2):
+            assert engine.step_at(now) == s
+            assert engine.end_of(engine.step_at(now, after=False) - 1) <= now
 
 
 def test_a_bad_shape_is_refused_in_one_line() -> None:

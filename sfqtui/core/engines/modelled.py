@@ -114,12 +114,13 @@ class ModelledEngine:
         step ever (``steps`` as it would be)."""
         if now <= self.first_end:
             s = self.first
-        elif self.grow:  # end_of's series solved for now: the positive root of grow/2 k² + (step - grow/2) k = elapsed
-            elapsed, half = now - self.first_end, self.step - self.grow / 2
-            s = self.first + ceil(2 * elapsed / (half + sqrt(half * half + 2 * self.grow * elapsed)))
         else:
-            s = self.first + ceil((now - self.first_end) / self.step)
-            while self.end_of(s) < now:
+            if self.grow:  # end_of's series solved for now: the positive root of grow/2 k² + (step - grow/2) k = elapsed
+                elapsed, half = now - self.first_end, self.step - self.grow / 2
+                s = self.first + ceil(2 * elapsed / (half + sqrt(half * half + 2 * self.grow * elapsed)))
+            else:
+                s = self.first + ceil((now - self.first_end) / self.step)
+            while self.end_of(s) < now:  # the estimate's rounding, corrected against end_of itself
                 s += 1
             while s > self.first and self.end_of(s - 1) >= now:
                 s -= 1
