@@ -87,7 +87,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     record = folder / "record.parquet"
     with running_engine() as engine, running_proxy(engine.url, write_keys(folder / "keys.toml"), slots=2, limits=LimitSettings(),
                                                    record=record, events_token=EVENTS_TOKEN) as proxy:
-        asyncio.run(send_uneven([proxy.url], 120, seed=5, pause_s=0.02))
+        asyncio.run(send_uneven([proxy.url], 120, seed=5, pause_s=0.01))
         events = read_events(proxy.url, EVENTS_TOKEN, also=(LIMIT, START))
     return record, events
 
