@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sfqtui.core.analysis.engine_fit.lived import Lived, Served
-from sfqtui.core.analysis.engine_fit.solve import SLOWDOWN_GRID, STEP_UNDER_WAY, Solution, StepTimes, narrowed, predicted_service, predicted_ttft
+from sfqtui.core.analysis.engine_fit.solve import STEP_UNDER_WAY, Solution, StepTimes, predicted_service, predicted_ttft, searched
 
 ROUNDS = 3  # fixed-point rounds: step counts from the span times, then twice from the last solution
 NARROWING_STEPS = 24
@@ -86,10 +86,7 @@ class ShapedRows:
 
     def solve(self) -> Solution:
         """The grid of slowdowns, then a golden-section search around its best."""
-        tried = [self.at(b) for b in SLOWDOWN_GRID]
-        k = min(range(len(tried)), key=lambda j: tried[j].loss)
-        low, high = SLOWDOWN_GRID[max(0, k - 1)], SLOWDOWN_GRID[min(len(SLOWDOWN_GRID) - 1, k + 1)]
-        return min((tried[k], narrowed(self.at, lambda s: s.loss, low, high, NARROWING_STEPS)), key=lambda s: s.loss)
+        return searched(self.at, NARROWING_STEPS)
 
 
 def predicted(served: Served, lived: Lived, times: StepTimes) -> tuple[float, float]:

@@ -145,11 +145,17 @@ class Rows:
 
     def solve(self) -> Solution:
         """The step times of least mean squared relative error: the grid, then a golden-section search around its best."""
-        tried = [self.at(b) for b in SLOWDOWN_GRID]
-        k = min(range(len(tried)), key=lambda j: tried[j].loss)
-        low = SLOWDOWN_GRID[max(0, k - 1)]
-        high = SLOWDOWN_GRID[min(len(SLOWDOWN_GRID) - 1, k + 1)]
-        return min((tried[k], narrowed(self.at, lambda s: s.loss, low, high, NARROWING_STEPS)), key=lambda s: s.loss)
+        return searched(self.at, NARROWING_STEPS)
+
+
+def searched(at: Callable[[float], Solution], steps: int) -> Solution:
+    """The least loss of ``at`` over the slowdowns: the grid, then ``steps`` of a golden-section search between the
+    best grid point's neighbours."""
+    tried = [at(b) for b in SLOWDOWN_GRID]
+    k = min(range(len(tried)), key=lambda j: tried[j].loss)
+    low = SLOWDOWN_GRID[max(0, k - 1)]
+    high = SLOWDOWN_GRID[min(len(SLOWDOWN_GRID) - 1, k + 1)]
+    return min((tried[k], narrowed(at, lambda s: s.loss, low, high, steps)), key=lambda s: s.loss)
 
 
 def narrowed(at: Callable[[float], Found], loss: Callable[[Found], float], low: float, high: float, steps: int) -> Found:
