@@ -59,6 +59,11 @@ class EngineModel:
         """Seconds a request spends in the API server before it joins the engine's queue."""
         return self.request_overhead_ms / 1e3
 
+    @property
+    def shaped(self) -> bool:
+        """The step's shape is beyond the defaults: a context term, or the prefill outside the slowdown."""
+        return bool(self.context_us_per_token) or not self.slowed_prefill
+
     def step_s(self, running: int, prefilled_tokens: int, context: int = 0) -> float:
         """Seconds one engine step takes with ``running`` sequences, ``prefilled_tokens`` of prompt among them,
         and ``context`` tokens held by them before it (each one's prompt and the tokens it made)."""

@@ -58,7 +58,7 @@ class ModelledEngine:
         self._plain = [self._decode_s * slowed for slowed in self._slowed]
         # The shape beyond the defaults: the prefill outside the slowdown, and a step's time per token of context held.
         self._context_s, self._slowed_prefill = model.context_us_per_token / 1e6, model.slowed_prefill
-        self._shaped = bool(self._context_s) or not self._slowed_prefill
+        self._shaped = model.shaped
         self.cache: PrefixCache | None = None  # its prefix cache, when the trace has blocks (semantics §14)
         self.cached: dict[int, int] = {}  # the cached prompt tokens of each request that started, until taken
         self.first_token: dict[int, float] = {}  # when each request that started makes its first token, until taken
