@@ -91,6 +91,16 @@ def read_events(url: str, token: str | None = None, last_event_id: int | None = 
     return events
 
 
+def ended_events(url: str, requests: int) -> list[dict[str, Any]]:
+    """Every event the proxy holds once ``requests`` requests have ended (completed or cancelled): a group
+    replica answers its client before its store has written the complete event."""
+    def ended() -> list[dict[str, Any]] | None:
+        events = read_events(url)
+        return events if sum(e["kind"] in ("complete", "cancel") for e in events) >= requests else None
+
+    return wait_for(ended, what=f"{requests} requests to end")
+
+
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
     """``condition()`` once it is true; read 20 times a second at most (a group replica's state is a store call)."""
     deadline = time.monotonic() + timeout

@@ -19,7 +19,7 @@ from sfqtui.cli.app import app
 from sfqtui.core.analysis.audit import audit
 from sfqtui.trace.eventlog import log_rows, read_log
 from tests.proxy.test_proxy import log_rows as rows_of
-from tests.proxy_fixtures import KEY_OF, KEYS, TLS, by_request, openai_http, read_events, running_group, state, wait_for
+from tests.proxy_fixtures import KEY_OF, KEYS, TLS, by_request, ended_events, openai_http, read_events, running_group, state, wait_for
 from tests.tcp_relay import TcpRelay
 
 USERS = ("alice", "bob", "carol")
@@ -81,6 +81,7 @@ async def test_three_replicas_are_one_sfq_with_one_stream_and_one_pool(fake, key
         thread.start()
         jobs = [ask(replicas[(n + k) % 3].url, user, n, stream=n % 2 == 0) for n in range(5) for k, user in enumerate(USERS)]
         answers = await asyncio.wait_for(asyncio.gather(*jobs), 60)
+        ended_events(replicas[0].url, len(jobs))
         final = [state(r.url) for r in replicas]
         last = final[0]["seq"]
         wait_for(lambda: any(getattr(i, "num_rows", 0) and i["seq"][-1].as_py() == last for i in items), what="the follower")
@@ -110,7 +111,7 @@ async def test_two_replicas_racing_for_the_last_slot(fake, keys_path: Path, stor
     with running_group(upstream_url, keys_path, store.url, 2, slots=1) as replicas:
         jobs = [ask(replicas[k % 2].url, USERS[k % 3], k) for k in range(12)]
         await asyncio.wait_for(asyncio.gather(*jobs), 60)
-        events = read_events(replicas[0].url)
+        events = ended_events(replicas[0].url, len(jobs))
     assert upstream.most_running == 1
     dispatches = [e for e in events if e["kind"] == "dispatch"]
     assert len(dispatches) == 12 and {e["replica"] for e in dispatches} == {0, 1}
@@ -125,7 +126,7 @@ async def test_a_slow_store_still_one_sfq(fake, keys_path: Path, store: Any) -> 
         with running_group(upstream_url, keys_path, slow_url, 2, slots=2, store_timeout_s=1.0) as replicas:
             jobs = [ask(replicas[k % 2].url, USERS[k % 3], k) for k in range(9)]
             await asyncio.wait_for(asyncio.gather(*jobs), 60)
-            events = read_events(replicas[1].url)
+            events = ended_events(replicas[1].url, len(jobs))
             assert state(replicas[0].url)["bound"] == "global"
     finally:
         relay.close()
@@ -149,7 +150,7 @@ def test_meters_round_trip_exactly(store: Any, fake, tmp_path: Path) -> None:
             await asyncio.gather(*jobs)
 
         asyncio.run(burst())
-        events = read_events(replicas[0].url)
+        events = ended_events(replicas[0].url, 16)
         snapshot = state(replicas[1].url)
     audited(events)  # the audit re-derives every join, pick and charge with exact comparisons
     last_meter = {e["user"]: e["meter"] for e in events if e["meter"] is not None}

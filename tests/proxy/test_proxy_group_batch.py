@@ -21,7 +21,7 @@ from sfqtui.proxy.store import keys
 from sfqtui.proxy.store.client import Store
 from sfqtui.proxy.store.replies import Answered, Joined
 from tests.proxy.test_proxy_group import USERS, ask, audited
-from tests.proxy_fixtures import read_events, running_group, state
+from tests.proxy_fixtures import ended_events, running_group, state
 
 WEIGHTS = {"alice": 2.0, "bob": 1.0, "carol": 0.7}
 
@@ -101,7 +101,7 @@ async def test_two_replicas_concurrent_batches_are_one_sfq_with_exact_meters(fak
         jobs = [ask(replicas[n % 2].url, USERS[n % 3], n, stream=n % 3 == 0) for n in range(36)]
         await asyncio.wait_for(asyncio.gather(*jobs), 60)
         batches = [r.server.proxy.scheduling.batch for r in replicas]  # type: ignore[attr-defined]  # ProxyServer's proxy is a group replica here
-        events = read_events(replicas[0].url)
+        events = ended_events(replicas[0].url, len(jobs))
         snapshot = state(replicas[1].url)
     assert upstream.most_running <= 2, "more requests in flight than the group's slots"
     assert sum(b.operations for b in batches) > sum(b.calls for b in batches), "no call carried more than one operation"
