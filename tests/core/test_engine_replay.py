@@ -126,6 +126,30 @@ def test_several_engines_take_the_request_with_the_fewest_in_flight() -> None:
     assert of_kind(rows, "start") == [(0.0, "r1"), (0.0, "r3"), (0.0, "r0"), (0.0, "r2"), (0.5, "r4")]
 
 
+def test_random_traces_send_each_request_to_the_first_engine_with_the_fewest_in_flight_from_the_turn() -> None:
+    """The room rule, read back from the log: at each dispatch, the fewest in flight (dispatched and not
+    complete, also while on the way under request_overhead_ms), the first from the engine whose turn it is."""
+    rng = random.Random(11)
+    for _ in range(20):
+        model = EngineModel(max_num_seqs=rng.randint(1, 3), prefill_us_per_token=40, decode_ms_per_token=10,
+                            request_overhead_ms=rng.choice([0.0, 15.0]))
+        n, engines = rng.randint(1, 80), rng.randint(2, 4)
+        arrivals = sorted(round(rng.uniform(0, 2), 2) for _ in range(n))
+        requests = trace([(f"r{k}", rng.choice("ABC"), arrivals[k], rng.randint(0, 50), rng.randint(1, 40)) for k in range(n)])
+        config = ReplayConfig(slots=rng.randint(1, 14), engine=EngineSettings(model, engines))
+        columns = Replay(requests, config).run_all()
+        assert columns.upstream is not None
+        inflight, turn = [0] * engines, 0
+        for kind, engine in zip(columns.kind, columns.upstream):
+            if KINDS[kind] == "dispatch":
+                turn = (turn + 1) % engines
+                least = min(inflight)
+                assert engine == next(e % engines for e in range(turn, turn + engines) if inflight[e % engines] == least)
+                inflight[engine] += 1
+            elif KINDS[kind] == "complete":
+                inflight[engine] -= 1
+
+
 def test_random_traces_keep_the_engine_s_rules() -> None:
     """Every request: arrive <= dispatch <= start <= complete; per engine at most max_num_seqs
     running and KV for their whole length; starts in the order the engine got them."""

@@ -13,9 +13,9 @@ arithmetic series: the end of its first step, its second step's time and that gr
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import deque
 from collections.abc import Sequence
-from heapq import heappop, heappush
 from math import ceil, sqrt
 
 from sfqtui.core.engines.model import EngineModel
@@ -38,7 +38,9 @@ class ModelledEngine:
         self.model = model
         self.kv_tokens = model.kv_tokens
         self.queue: deque[Held] = deque()
-        self.batch: list[tuple[int, int, Held]] = []  # a heap of (the step it finishes at, its turn joining, the request)
+        # (the step it finishes at, its turn joining, the request), sorted: for a batch of a few places, a list kept in
+        # order compares less than a heap for a request that joins and finishes (no sifting down and up again)
+        self.batch: list[tuple[int, int, Held]] = []
         self.reserved = 0  # KV reserved by the batch: prompt + output of each running request
         self.outstanding = 0  # sent here and not finished (queued or running): what the balancer counts in flight
         self.joined = 0  # requests that joined the batch so far
@@ -169,7 +171,7 @@ class ModelledEngine:
         batch = self.batch
         finished = []
         while batch and batch[0][0] == s:
-            held = heappop(batch)[2]
+            held = batch.pop(0)[2]
             finished.append(held)
             self.reserved -= held[4] + held[5]
             if self.cache is not None:
@@ -202,7 +204,7 @@ class ModelledEngine:
             else:
                 break
             queue.popleft()
-            heappush(batch, (steps + held[5] - 1, turn, held))
+            insort(batch, (steps + held[5] - 1, turn, held))
             turn += 1
             reserved += length
             joined.append(held)

@@ -91,8 +91,10 @@ class EnginePool:
         self._ready: list[ModelledEngine] = []  # engines to settle at this timestamp
         self._turn = 0
         # What route() compares, kept as each changes: each engine's requests in flight less its limit
-        # under --slots auto (the limits kept by EngineLimits), in a list min() and index() read at C speed.
+        # under --slots auto (the limits kept by EngineLimits), in a list index() reads at C speed, and its least
+        # (min() over it at each dispatch cost more than keeping it).
         self._load = [0] * settings.engines
+        self._least = 0
         self._limits: list[int] | None = None
         self.touched = False  # an engine was, since the limits last read the engines (EngineLimits)
         self.overhead = settings.model.overhead_s
@@ -111,6 +113,7 @@ class EnginePool:
     def limits(self, limits: list[int] | None) -> None:
         self._limits = limits
         self._load = [e.outstanding - (0 if limits is None else limits[e.index]) for e in self.engines]
+        self._least = min(self._load)
 
     @property
     def busy(self) -> bool:
@@ -183,7 +186,7 @@ class EnginePool:
             return self._by_prefix(blocks, tokens, turn)
         load = self._load
         # The first of the least from the engine whose turn it is, found in the loads laid twice end to end: one copy, not three.
-        return self._engines_twice[(load + load).index(min(load), turn)]
+        return self._engines_twice[(load + load).index(self._least, turn)]
 
     def _by_prefix(self, blocks: Sequence[int], tokens: int, turn: int) -> ModelledEngine:
         """The engine believed to hold the longest prefix of ``blocks``: under ``prefix`` among
@@ -240,7 +243,7 @@ class EnginePool:
         if index is None:  # a trace without blocks: the room rule of route(), written out; nothing more per request
             self._turn = turn = (self._turn + 1) % len(self.engines)
             load = self._load
-            engine = self._engines_twice[(load + load).index(min(load), turn)]
+            engine = self._engines_twice[(load + load).index(self._least, turn)]
             blocks = None
         else:
             blocks = self._blocks_of(req)
@@ -257,7 +260,11 @@ class EnginePool:
         held: Held = (req, user, pool, rep, prompts[r], outputs[r], blocks, e)
         self.touched = engine.touched = True
         engine.outstanding += 1
-        self._load[e] += 1
+        load = self._load
+        load[e] += 1
+        least = self._least
+        if load[e] == least + 1 and least not in load:  # it was the last engine at the least
+            self._least = least + 1
         if self.overhead:
             self._sent.append((now + self.overhead, engine, held))
             return e
@@ -280,13 +287,18 @@ class EnginePool:
         """Every engine whose step ends at ``now`` with something to do ends it, in engine order:
         each request that finished."""
         finished: list[Held] | None = None
-        times = self._times
-        while now in times:  # in engine order: each engine that ends its step is no longer at now
-            e = times.index(now)
+        times, load = self._times, self._load
+        ending = times.count(now)
+        e = -1
+        while ending:  # in engine order
+            ending -= 1
+            e = times.index(now, e + 1)
             engine = self.engines[e]
             done = engine.end_step()
             times[e] = engine.next_t
-            self._load[e] -= len(done)
+            load[e] -= len(done)
+            if load[e] < self._least:
+                self._least = load[e]
             if finished is None:
                 finished = done  # mostly the only one: its own list, not a copy
             else:
