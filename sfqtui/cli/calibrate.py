@@ -60,7 +60,7 @@ def calibrate(
                    "(record one through the proxy, or import a log that has them; semantics §10)")
     if replay.replicas.replicated:
         raise fail("calibrate measures one scheduler's estimator: --replicas is not supported")
-    config = replay.config(scheduler, loaded.suggested_slots, loaded.recorded_limits, loaded.recorded_scheduler)
+    config = replay.config(scheduler, loaded.metadata)
     caches = cache_calibration(loaded.trace, config) if replay.engine is not None and loaded.trace.prefix_blocks is not None else None
     references = reference_runs(str(trace), config)
     charges_ratio = not config.estimator.oracle and loaded.trace.cost is None  # else no ratio prices anything

@@ -144,7 +144,7 @@ def compare(
     replay.policy.check_used_by(names)
     trace = joined_trace(traces)
     loaded = load_trace(trace)
-    configs = [replay.config(name, loaded.suggested_slots, loaded.recorded_limits, loaded.recorded_scheduler) for name in names]
+    configs = [replay.config(name, loaded.metadata) for name in names]
     replicated = replay.replicas.replicated
     runs = 2 if replicated else 1  # a replicated run and its reference
     total = runs * len(names) * len(loaded.trace)

@@ -28,7 +28,6 @@ from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.runs.run import Run
 from sfqtui.trace.joined import named
-from sfqtui.trace.load import recorded_limits, recorded_scheduler, suggested_slots
 from sfqtui.trace.write import read_metadata
 
 
@@ -249,8 +248,7 @@ def explain(
     if is_log:
         refuse_trace_options(ctx, path, _OWN_OPTIONS)
     metadata = {} if is_log else read_metadata(path)  # settings checked against the slots (--replicas) see the trace's suggestion
-    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", suggested_slots(metadata), recorded_limits(metadata),
-                                                                                          recorded_scheduler(metadata)),
+    opening = Opening(path=path, is_log=is_log, config=replay.config(scheduler or "sfq", metadata),
                       slots_given=replay.slots_chosen is not None)
     for trace, source in check_openings([opening]).items():
         note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)

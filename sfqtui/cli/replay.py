@@ -23,7 +23,6 @@ from sfqtui.core.schedulers.registry import check_schedulers
 from sfqtui.errors import InputError
 from sfqtui.runs.opening import Opening, is_event_log, one_path
 from sfqtui.scenarios import DEMO_TRACE
-from sfqtui.trace.load import recorded_limits, recorded_scheduler, suggested_slots
 from sfqtui.trace.write import read_metadata
 
 
@@ -32,8 +31,7 @@ def _opening(path: Path | None, scheduler: str, replay: ReplayChoices) -> Openin
     is_log = is_event_log(path)
     # The trace's own slot suggestion, so that settings checked against the slots (--replicas) see it.
     metadata = {} if is_log else read_metadata(path)
-    config = replay.config(check_schedulers([scheduler])[0], suggested_slots(metadata), recorded_limits(metadata),
-                           recorded_scheduler(metadata))
+    config = replay.config(check_schedulers([scheduler])[0], metadata)
     return Opening(path=path, is_log=is_log, config=config, slots_given=replay.slots_chosen is not None)
 
 

@@ -26,6 +26,7 @@ from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.replicas.settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.core.schedulers.policy import HALF_LIFE_S, PolicyOptions
 from sfqtui.errors import InputError
+from sfqtui.trace.load import recorded_limits, recorded_scheduler, suggested_slots
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PANEL_EST = ("Cost estimator (prices each request from its tokens, unless a trace has a cost column, as a proxy's recording does: "
@@ -69,13 +70,14 @@ class ReplayChoices:
     engine: EngineSettings | None = None  # run the engine model (None: fixed service times)
     policy: PolicyOptions = field(default_factory=PolicyOptions)  # the options of the policies of semantics §15
 
-    def config(self, scheduler: str, suggested_slots: int | None, recorded: RecordedLimits | None = None,
-               recorded_scheduler: str | None = None) -> ReplayConfig:
-        """With the engine model, the slots default to the engines' places (a trace's suggestion is for fixed service times).
-        A recording's capacity (``recorded``) is followed unless the slots or the engine model are given (then a what-if).
+    def config(self, scheduler: str, metadata: dict[str, Any]) -> ReplayConfig:
+        """The replay of a trace whose Parquet metadata is ``metadata`` (empty: none, or an event log).
+        With the engine model, the slots default to the engines' places (the trace's suggestion is for fixed service times).
+        A recording's capacity is followed unless the slots or the engine model are given (then a what-if).
         A replay given none of these, nor other costs or replicas, under the scheduler a proxy's recording names
-        (``recorded_scheduler``; None: not a recording) is of the recording as it ran (``ReplayConfig.as_recorded``)."""
-        default = self.engine.places if self.engine is not None else suggested_slots or 1
+        (any, for a trace that is not one) is of the recording as it ran (``ReplayConfig.as_recorded``)."""
+        recorded, recorded_by = recorded_limits(metadata), recorded_scheduler(metadata)
+        default = self.engine.places if self.engine is not None else suggested_slots(metadata) or 1
         if self.engine is not None and self.engine.auto is not None:
             default = self.engine.engines * self.engine.auto.first  # where the limits start: they follow the engines from there
         capacity = recorded if self.slots is None and self.engine is None else None
@@ -94,7 +96,7 @@ class ReplayChoices:
             capacity=capacity,
             policy=self.policy,
             as_recorded=(self.slots is None and self.engine is None and self.reprice is None and not self.replicas.replicated
-                         and scheduler == (recorded_scheduler or scheduler)),
+                         and scheduler == (recorded_by or scheduler)),
         )
 
     @property

@@ -44,7 +44,7 @@ def simulate(
     check_output(output, not_one_of=traces)
     trace = joined_trace(traces)
     source = open_trace(trace)
-    config = replay.config(scheduler, source.suggested_slots, source.recorded_limits, source.recorded_scheduler)
+    config = replay.config(scheduler, source.metadata)
     with progress_bar("replaying", len(source)) as update:
         result = run_simulation(source, config, output, progress=update)
     note_one_slot(trace, source.suggested_slots, replay.slots_chosen, replay.service)

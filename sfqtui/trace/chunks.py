@@ -20,7 +20,6 @@ from sfqtui.trace.load import (
     read_batches,
     read_parquet,
     recorded_limits,
-    recorded_scheduler,
     suggested_slots,
     to_core,
     validate,
@@ -69,10 +68,6 @@ class TraceSource:
     @property
     def recorded_limits(self) -> RecordedLimits | None:
         return recorded_limits(self.metadata)
-
-    @property
-    def recorded_scheduler(self) -> str | None:
-        return recorded_scheduler(self.metadata)
 
     def __len__(self) -> int:
         return self.summary.rows

@@ -49,10 +49,6 @@ class LoadedTrace:
         return recorded_limits(self.metadata)
 
     @property
-    def recorded_scheduler(self) -> str | None:
-        return recorded_scheduler(self.metadata)
-
-    @property
     def measured_service(self) -> bool:
         """Its service_s is how long each request took: imported from a gateway's log
         (sfqtui.importers.gateway) or recorded by the proxy, not set by a scenario or by hand."""
