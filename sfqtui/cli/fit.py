@@ -105,7 +105,7 @@ def _print(console: Console, source: str, found: ServedTrace, fitted: EngineFit,
     parameters.add_row("decode_ms_per_token", amount(model.decode_ms_per_token), "ms a step takes, alone")
     parameters.add_row("prefill_us_per_token", amount(model.prefill_us_per_token), "µs per prompt token prefilled")
     parameters.add_row("batch_slowdown", amount(model.batch_slowdown), "growth per extra running request")
-    if model.context_us_per_token or not model.slowed_prefill:  # the whole shape fitted better (docs/engine.md)
+    if model.shaped:  # the whole shape fitted better (docs/engine.md)
         parameters.add_row("context_us_per_token", amount(model.context_us_per_token), "µs per token of context the batch holds")
         parameters.add_row("slowed_prefill", "yes" if model.slowed_prefill else "no", "the slowdown multiplies the prefill")
     overhead = "given" if fitted.overhead_given else "before the engine's queue"
