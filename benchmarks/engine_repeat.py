@@ -45,11 +45,12 @@ from pathlib import Path
 import httpx
 import llamacpp_model
 import llamacpp_servers
+import numpy as np
 import vllm_servers
 from vllm_servers import Server
 
 PLACES = 6
-Measured = tuple[int, int, float]  # (prompt tokens, output tokens, llama-server's prefill + decode seconds)
+Measured = tuple[int, int, float]  # (prompt tokens, output tokens, seconds: llama-server's prefill + decode, or the client's)
 
 
 def features(prompt: int, output: int) -> tuple[float, float, float]:
@@ -60,25 +61,10 @@ def features(prompt: int, output: int) -> tuple[float, float, float]:
 
 
 def fitted(rows: Sequence[Measured]) -> tuple[float, float, float]:
-    """(prefill, decode, context) seconds a token of least squared relative error: the 3x3 normal equations."""
-    xx = [[0.0] * 3 for _ in range(3)]
-    xy = [0.0] * 3
-    for prompt, output, secs in rows:
-        x = [v / secs for v in features(prompt, output)]
-        for i in range(3):
-            xy[i] += x[i]
-            for j in range(3):
-                xx[i][j] += x[i] * x[j]
-    for col in range(3):  # Gauss-Jordan; the three columns are independent for any spread of prompts and outputs
-        pivot = max(range(col, 3), key=lambda r: abs(xx[r][col]))
-        xx[col], xx[pivot], xy[col], xy[pivot] = xx[pivot], xx[col], xy[pivot], xy[col]
-        for r in range(3):
-            if r != col:
-                factor = xx[r][col] / xx[col][col]
-                xx[r] = [a - factor * b for a, b in zip(xx[r], xx[col])]
-                xy[r] -= factor * xy[col]
-    p, d, c = (xy[i] / xx[i][i] for i in range(3))
-    return p, d, c
+    """(prefill, decode, context) seconds a token of least squared relative error."""
+    x = np.array([[v / secs for v in features(prompt, output)] for prompt, output, secs in rows])
+    p, d, c = np.linalg.lstsq(x, np.ones(len(rows)), rcond=None)[0]
+    return float(p), float(d), float(c)
 
 
 def errors(rows: Sequence[Measured], coefficients: tuple[float, float, float]) -> list[float]:
