@@ -26,7 +26,7 @@ from sfqtui.core.replay.recorded import RecordedLimits
 from sfqtui.core.replicas.settings import ONE_REPLICA, ROUTERS, ReplicaSettings, Share
 from sfqtui.core.schedulers.policy import HALF_LIFE_S, PolicyOptions
 from sfqtui.errors import InputError
-from sfqtui.trace.load import recorded_limits, recorded_scheduler, suggested_slots
+from sfqtui.trace.run_metadata import recorded_limits, recorded_scheduler, suggested_slots
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PANEL_EST = ("Cost estimator (prices each request from its tokens, unless a trace has a cost column, as a proxy's recording does: "

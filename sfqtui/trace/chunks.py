@@ -19,12 +19,11 @@ from sfqtui.trace.load import (
     normalise,
     read_batches,
     read_parquet,
-    recorded_limits,
-    suggested_slots,
     to_core,
     validate,
     with_schema_types,
 )
+from sfqtui.trace.run_metadata import recorded_limits, suggested_slots
 from sfqtui.trace.write import read_metadata
 
 CHUNK_ROWS = 1 << 16

@@ -23,6 +23,7 @@ from sfqtui.core.requests.trace import NULL, Trace
 from sfqtui.errors import InputError
 from sfqtui.trace.blocks import block_tokens, checked_block_tokens, prefix_blocks_of
 from sfqtui.trace.rules import FIRST_WEIGHT, Rule, rules_for
+from sfqtui.trace.run_metadata import recorded_limits, suggested_slots
 from sfqtui.trace.schema import ENGINE_START, PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
 from sfqtui.trace.write import read_metadata
 
@@ -62,25 +63,6 @@ def frame_of(table: pa.Table | pa.RecordBatch) -> pl.DataFrame:
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     return frame
-
-def suggested_slots(metadata: dict[str, Any]) -> int | None:
-    """The slot count a trace was made for (scenarios and importers record one)."""
-    slots = metadata.get("slots")
-    return int(slots) if isinstance(slots, int) and slots > 0 else None
-
-
-def recorded_limits(metadata: dict[str, Any]) -> RecordedLimits | None:
-    """The capacity a proxy's recording under ``--slots auto`` kept (None: fixed slots, or not a recording)."""
-    return RecordedLimits.from_metadata(metadata.get("capacity"))
-
-
-def recorded_scheduler(metadata: dict[str, Any]) -> str | None:
-    """The scheduler a proxy's recording was made under (one made before recordings named it: sfq, the proxy's
-    default and a group's only one); None: not a recording."""
-    if metadata.get("source") != "sfqtui proxy":
-        return None
-    return str(metadata.get("scheduler", "sfq"))
-
 
 @dataclass(frozen=True)
 class TraceSummary:
