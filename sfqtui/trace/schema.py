@@ -36,6 +36,9 @@ BLOCK_TOKENS_KEY = "block_tokens"
 # the upstream did not say). Beside the columns above; a replay of the recording to what happened
 # turns it into start rows (docs/traces.md), and a trace with no value in it reads as one without.
 ENGINE_START = "engine_start_s"
+# A proxy's recording: the upstream each request was sent to, by its address (null: none). A replay of
+# the recording as it ran names it on the request's dispatch and start rows (docs/traces.md).
+UPSTREAM = "upstream"
 
 LOG_SCHEMA = pa.schema(
     [
