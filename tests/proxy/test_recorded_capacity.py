@@ -240,10 +240,9 @@ def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: A
     assert log.filter(pl.col("kind") == "limit")["limit"].to_list() == [e["limit"] for e in limits]
     # The replay names each request's upstream on its start, as the group's stream does, and on its dispatch (as a lone
     # proxy's stream would: the group's store wrote its dispatch before the replica chose), as the recordings say.
-    rows = log.to_dicts()
     assert log.filter(pl.col("kind") == "limit")["upstream"].to_list() == [e["upstream"] for e in limits]
-    assert named(rows, "start") == named(events, "start")
-    assert named(rows, "dispatch") == {rid: upstream for record in records
+    assert named(log.to_dicts(), "start") == named(events, "start")
+    assert named(log.to_dicts(), "dispatch") == {rid: upstream for record in records
                                        for rid, upstream in pl.read_parquet(record).select("request_id", "upstream").iter_rows()}
     assert "slots as recorded" in said
     rid, cost = live[60]
