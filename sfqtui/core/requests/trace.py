@@ -69,9 +69,10 @@ class Trace:
     """Requests sorted by (arrival_s, row order); index i is request i everywhere in the core.
 
     ``user`` may be given as names; it is then coded, with ``users`` the names by code.
-    ``model`` likewise, with ``models``, and a recording's ``upstream`` with ``upstreams``. Optional columns are ``None`` when the file did not
-    have them; ``prefix_blocks`` likewise. ``weights`` maps user names to weights. The constructor takes the columns as
-    given; the attributes hold them as stored (codes, typed arrays, -1 for a null count).
+    ``model`` likewise, with ``models``, and a recording's ``upstream`` with ``upstreams``.
+    Optional columns are ``None`` when the file did not have them; ``prefix_blocks`` likewise.
+    ``weights`` maps user names to weights. The constructor takes the columns as given; the
+    attributes hold them as stored (codes, typed arrays, -1 for a null count).
     """
 
     request_id: Sequence[str]
