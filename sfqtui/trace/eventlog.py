@@ -125,8 +125,9 @@ class ChunkEncoder:
     trace has it). A replay with the engine model adds ``upstream`` (the engine, "0", "1",
     ...: on dispatch, start and complete rows), ``limit`` and ``reason`` (on limit rows), and
     ``cached_tokens`` on start rows when its engines model their prefix caches (semantics §14).
-    A replay of a proxy's recording as it ran names its upstreams by address instead
-    (``upstreams``, ``ReplayPlan.upstream_names``): on dispatch, start and limit rows.
+    A replay of a proxy's recording names its upstreams by address instead (``upstreams``,
+    ``ReplayPlan.upstream_names``): on limit rows when it follows the recorded capacity, and on
+    dispatch and start rows when it replays the recording as it ran.
     """
 
     def __init__(self, scheduler: str, users: Sequence[str], credit: bool = False, upstreams: Sequence[str] | None = None) -> None:

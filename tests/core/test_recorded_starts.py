@@ -66,11 +66,12 @@ def test_a_recorded_capacity_s_limit_rows_name_its_upstreams_among_the_requests(
     assert names == ["h:a", "h:b"] and columns.upstream is not None and columns.limit is not None
     limits = [(names[e], limit) for kind, e, limit in zip(columns.kind, columns.upstream, columns.limit, strict=True) if kind == LIMIT]
     assert limits == [("h:b", 1), ("h:a", 1), ("h:b", 2)]
-    # On the recorded capacity but not as it ran (repriced): the limit rows keep the capacity's indices, and nothing else is named.
+    # On the recorded capacity but not as it ran (repriced): the limit rows still name the capacity's upstreams, and nothing else is named.
     whatif = Replay(recorded([0.25, 1.5, 2.5, 3.5], ["h:a"] * 4), ReplayConfig(slots=2, capacity=capacity, reprice=True))
     columns = whatif.run_all()
-    assert whatif.plan.upstream_names is None and columns.upstream is not None
-    assert [e for kind, e in zip(columns.kind, columns.upstream, strict=True) if kind == LIMIT] == [0, 1, 0]
+    names = whatif.plan.upstream_names
+    assert names == ["h:b", "h:a"] and columns.upstream is not None
+    assert [names[e] for kind, e in zip(columns.kind, columns.upstream, strict=True) if kind == LIMIT] == ["h:b", "h:a", "h:b"]
     assert {e for kind, e in zip(columns.kind, columns.upstream, strict=True) if kind != LIMIT} == {-1}
 
 

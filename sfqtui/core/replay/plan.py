@@ -99,7 +99,7 @@ class ReplayPlan:
         as_ran = config.as_recorded and self.cost_source == "column" and config.engine is None and not replicas.replicated
         self.starts_recorded = as_ran and "engine_start_s" in columns
         self.upstreams_recorded = as_ran and "upstream" in columns
-        self.upstream_names = self._upstream_names() if as_ran else None
+        self.upstream_names = self._upstream_names(as_ran)
         self.layout = EventLayout.of(found.virtual_time, found.reading, "credit" in found.extra_columns, replicas.replicated,
                                      engines=config.engine is not None or config.capacity is not None or self.starts_recorded
                                      or self.upstreams_recorded)
@@ -124,10 +124,11 @@ class ReplayPlan:
             if self.starts_recorded or self.upstreams_recorded:
                 self.servers = RecordedStarts(fixed)
 
-    def _upstream_names(self) -> list[str] | None:
-        """The upstreams a recording replayed as it ran names, by address: those of its requests (their
-        codes index these), then those of its recorded capacity that no request went to (None: it names none)."""
-        names = list(self.requests.upstreams) if "upstream" in self.requests.columns else []
+    def _upstream_names(self, as_ran: bool) -> list[str] | None:
+        """The upstreams a replay of a recording names, by address: those of its requests when it is replayed
+        as it ran (their codes index these), then those of its recorded capacity that no request went to, which
+        a what-if that follows the capacity names on its limit rows too (None: it names none)."""
+        names = list(self.requests.upstreams) if as_ran and "upstream" in self.requests.columns else []
         if self.config.capacity is not None:
             names += [name for name in self.config.capacity.upstreams if name not in names]
         return names or None
