@@ -57,6 +57,10 @@ class TraceSource:
         return self.summary.users
 
     @property
+    def upstreams(self) -> list[str]:
+        return self.summary.upstreams
+
+    @property
     def columns(self) -> frozenset[str]:
         return frozenset(c for c in self.summary.columns if c in OPTIONAL_COLUMNS or c in POLICY_COLUMNS)
 
@@ -80,7 +84,7 @@ class TraceSource:
         summary = self.summary
         start = 0
         for table in self._tables(self.chunk_rows):
-            trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(self.metadata))
+            trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(self.metadata), summary.upstreams)
             yield TraceChunk(start, trace, table.select([c for c in LOG_WRITER_COLUMNS if c in table.column_names]))
             start += table.num_rows
 

@@ -125,13 +125,18 @@ class ChunkEncoder:
     trace has it). A replay with the engine model adds ``upstream`` (the engine, "0", "1",
     ...: on dispatch, start and complete rows), ``limit`` and ``reason`` (on limit rows), and
     ``cached_tokens`` on start rows when its engines model their prefix caches (semantics §14).
+    A replay of a proxy's recording names its upstreams by address instead (``upstreams``,
+    ``ReplayPlan.upstream_names``): on limit rows when it follows the recorded capacity, and on
+    dispatch and start rows when it replays the recording as it ran.
     """
 
-    def __init__(self, scheduler: str, users: Sequence[str], credit: bool = False) -> None:
-        """``users``: the trace's users by code (the rows name them by code)."""
+    def __init__(self, scheduler: str, users: Sequence[str], credit: bool = False, upstreams: Sequence[str] | None = None) -> None:
+        """``users``: the trace's users by code (the rows name them by code); ``upstreams``: the upstreams
+        by code, likewise (None: the rows' codes are the engines' numbers)."""
         self._credit = credit
         self._scheduler = pa.array([scheduler], pa.string())
         self._users = pa.array(users, pa.string())
+        self._upstreams = None if upstreams is None else pa.array(upstreams, pa.string())
 
     def encode(self, rows: EventRows, parts: Sequence[RequestColumns], pricing: Pricing | None,
                cached: dict[int, int] | None = None) -> pa.Table:
@@ -174,7 +179,8 @@ class ChunkEncoder:
             actual = requests.output_tokens.take(req_index)
             columns["output_tokens"] = pc.if_else(pc.equal(kind, COMPLETE), actual, pa.scalar(None, pa.int64()))
         if layout.present("upstream"):
-            columns["upstream"] = _null_below_0(pa.array(packed["upstream"])).cast(pa.string())
+            codes = _null_below_0(pa.array(packed["upstream"]))
+            columns["upstream"] = codes.cast(pa.string()) if self._upstreams is None else self._upstreams.take(codes)
             columns["limit"] = _null_below_0(pa.array(packed["limit"]))
             columns["reason"] = pa.DictionaryArray.from_arrays(_null_below_0(pa.array(packed["reason"])), REASON_NAMES)
         if cached is not None:

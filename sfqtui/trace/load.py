@@ -24,11 +24,11 @@ from sfqtui.errors import InputError
 from sfqtui.trace.blocks import block_tokens, checked_block_tokens, prefix_blocks_of
 from sfqtui.trace.rules import FIRST_WEIGHT, Rule, rules_for
 from sfqtui.trace.run_metadata import recorded_limits, suggested_slots
-from sfqtui.trace.schema import ENGINE_START, PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS
+from sfqtui.trace.schema import ENGINE_START, PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS, UPSTREAM
 from sfqtui.trace.write import read_metadata
 
 _STRING_TYPES = (pl.String, pl.Categorical, pl.Enum)
-KNOWN_COLUMNS = (*TRACE_COLUMNS, PREFIX_BLOCKS, ENGINE_START)  # what a trace file's reader reads of it, in this order
+KNOWN_COLUMNS = (*TRACE_COLUMNS, PREFIX_BLOCKS, ENGINE_START, UPSTREAM)  # what a trace file's reader reads of it, in this order
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,10 @@ class TraceSummary:
     """What validating a trace found out about it: enough to read it a chunk at a time."""
 
     rows: int
-    columns: tuple[str, ...]  # the trace columns the file has (semantics §1 order; engine_start_s only with a value in it)
+    columns: tuple[str, ...]  # the trace columns the file has (semantics §1 order; engine_start_s and upstream only with a value in it)
     users: list[str]  # the distinct users in code-point order: user codes index this
     models: list[str]  # likewise the distinct models
+    upstreams: list[str]  # likewise the distinct upstreams of a recording
     weights: dict[str, float]  # per user, when the trace has weights
     in_order: bool  # arrival_s never decreases down the file: file order is replay order
 
@@ -126,8 +127,9 @@ def readable(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
 
 def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> None:
     dtype = schema[column]
-    if column in ("request_id", "user", "model", "flow", "class"):
-        ok = isinstance(dtype, _STRING_TYPES) or dtype in _STRING_TYPES
+    if column in ("request_id", "user", "model", "flow", "class", UPSTREAM):
+        # A column no request filled may have no type of its own (a recording's upstream).
+        ok = isinstance(dtype, _STRING_TYPES) or dtype in _STRING_TYPES or (column == UPSTREAM and dtype == pl.Null)
         rule = "must be strings"
     elif column == "priority":
         ok = dtype.is_integer() or dtype.is_float()
@@ -176,6 +178,7 @@ class _Survey:
         self.rows = 0
         self.users: set[str] = set()
         self.models: set[str] = set()
+        self.upstreams: set[str] = set()
         self.weights: dict[str, float] = {}
         self.in_order = True
         self._last_arrival = -np.inf
@@ -196,6 +199,8 @@ class _Survey:
         self.users.update(batch["user"].cast(pl.String).drop_nulls().unique().to_list())
         if "model" in self.columns:
             self.models.update(batch["model"].cast(pl.String).drop_nulls().unique().to_list())
+        if UPSTREAM in self.columns:
+            self.upstreams.update(batch[UPSTREAM].cast(pl.String).drop_nulls().unique().to_list())
         if ENGINE_START in self.columns and not self.engine_starts:
             self.engine_starts = batch[ENGINE_START].cast(pl.Float64).drop_nulls().len() > 0
         arrival = batch["arrival_s"].cast(pl.Float64).drop_nulls()  # a null is refused by a rule; it must not stop the survey
@@ -266,7 +271,9 @@ def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches:
             raise InputError(f"{_where(path, column, row)}: value {_shown(value)}; {rule}")
     if not survey.engine_starts:  # no engine said when a request started: read as a trace without the column
         columns = tuple(c for c in columns if c != ENGINE_START)
-    return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), survey.weights, survey.in_order)
+    if not survey.upstreams:  # no request says where it went: likewise
+        columns = tuple(c for c in columns if c != UPSTREAM)
+    return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), sorted(survey.upstreams), survey.weights, survey.in_order)
 
 
 _TYPES: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -274,6 +281,7 @@ _TYPES: dict[str, pl.DataType | type[pl.DataType]] = {
     "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
     "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64, PREFIX_BLOCKS: pl.List(pl.UInt64),
     "priority": pl.Int64, "flow": pl.String, "class": pl.String, "deadline_s": pl.Float64, ENGINE_START: pl.Float64,
+    UPSTREAM: pl.String,
 }
 
 
@@ -319,10 +327,10 @@ def _typed(typecode: str, values: np.ndarray) -> array:
 
 
 def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, models: list[str] | None = None,
-            weights: dict[str, float] | None = None, block_tokens: int | None = None) -> Trace:
+            weights: dict[str, float] | None = None, block_tokens: int | None = None, upstreams: list[str] | None = None) -> Trace:
     """The core's compact Trace from a validated table in schema types and replay order.
 
-    ``users``, ``models`` and ``weights`` are those of the whole trace when the table is a
+    ``users``, ``models``, ``upstreams`` and ``weights`` are those of the whole trace when the table is a
     chunk of it (so that codes mean the same in every chunk); by default, the table's own.
     ``block_tokens``: the trace's (semantics §14), needed when the table has prefix_blocks.
     """
@@ -341,6 +349,7 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
 
     user, users = _codes(table["user"].combine_chunks(), users)
     model, models = _codes(table["model"].combine_chunks(), models) if "model" in table.column_names else (None, [])
+    upstream, upstreams = _codes(table[UPSTREAM].combine_chunks(), upstreams) if UPSTREAM in table.column_names else (None, [])
     if weights is None:
         weights = {}
         if "weight" in table.column_names:
@@ -371,6 +380,8 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
         policy_class=strings.get("class"),
         deadline_s=floats("deadline_s"),
         engine_start_s=floats(ENGINE_START),  # nulls read as NaN
+        upstream=upstream,
+        upstreams=upstreams,
     )
 
 
@@ -385,6 +396,6 @@ def load_trace(path: Path | str) -> LoadedTrace:
     summary = _surveyed(path, df.schema, df.height, [df.select(_present(df.schema))], metadata)
     table = normalise(df).to_arrow()
     del df
-    trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(metadata))
+    trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(metadata), summary.upstreams)
     kept = [c for c in LOG_WRITER_COLUMNS if c in table.column_names]
     return LoadedTrace(path=path, trace=trace, table=table.select(kept), metadata=metadata)

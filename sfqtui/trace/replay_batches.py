@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 
 import numpy as np
@@ -31,14 +31,19 @@ def _typed(typecode: str, values: np.ndarray) -> array:
     return out
 
 
-def _placed(columns: dict[str, np.ndarray], kinds: np.ndarray, req: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, str, int]]:
-    """(event index, request code, engine, -1: no prediction in a replay's log) of the dispatch
-    and start rows that name an engine, as ArrowBatcher reads them from the log."""
+def _placed(columns: dict[str, np.ndarray], kinds: np.ndarray, req: np.ndarray, positions: np.ndarray,
+            upstreams: Sequence[str] | None) -> list[tuple[int, int, str, int]]:
+    """(event index, request code, upstream, -1: no prediction in a replay's log) of the dispatch
+    and start rows that name an upstream, as ArrowBatcher reads them from the log: an engine by
+    its number, or a recording's upstream by its name in ``upstreams`` (``ReplayPlan.upstream_names``)."""
     if "upstream" not in columns:
         return []
-    engine = columns["upstream"]
-    rows = np.flatnonzero((engine >= 0) & ((kinds == DISPATCH) | (kinds == START)) & (req >= 0))
-    return [(k, r, str(e), -1) for k, r, e in zip(positions[rows].tolist(), req[rows].tolist(), engine[rows].tolist())]
+    upstream = columns["upstream"]
+    rows = np.flatnonzero((upstream >= 0) & ((kinds == DISPATCH) | (kinds == START)) & (req >= 0))
+    found = zip(positions[rows].tolist(), req[rows].tolist(), upstream[rows].tolist())
+    if upstreams is None:
+        return [(k, r, str(e), -1) for k, r, e in found]
+    return [(k, r, upstreams[e], -1) for k, r, e in found]
 
 
 def _cached(cached: dict[int, int] | None, kinds: np.ndarray, req: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, int]] | None:
@@ -52,8 +57,10 @@ def _cached(cached: dict[int, int] | None, kinds: np.ndarray, req: np.ndarray, p
 class ReplayBatcher:
     """Turns the rows a replay of ``loaded`` hands over into EventBatches, in order."""
 
-    def __init__(self, loaded: LoadedTrace, value_column: str) -> None:
+    def __init__(self, loaded: LoadedTrace, value_column: str, upstreams: Sequence[str] | None = None) -> None:
+        """``upstreams``: what the rows' upstream codes name (None: the engines, by number)."""
         trace = loaded.trace
+        self._upstreams = upstreams
         self._names = list(trace.users)
         self._weights = trace.weights
         self._code = np.full(len(self._names), -1, dtype=np.int32)  # trace user code -> table code (-1: not seen yet)
@@ -114,7 +121,7 @@ class ReplayBatcher:
             outputs=outputs,
             replica=_typed("i", columns["replica"]) if "replica" in columns else None,
             cached=_cached(cached, kinds, req, positions),
-            placed=_placed(columns, kinds, req, positions),
+            placed=_placed(columns, kinds, req, positions, self._upstreams),
         )
         self._events += n
         self._dispatches += len(dispatched)
@@ -139,7 +146,7 @@ class ReplayBatcher:
 
 def replay_batches(replay: Replay, loaded: LoadedTrace, value_column: str, chunk: int) -> Iterator[tuple[EventBatch, float]]:
     """Replay to the end, a batch every ``chunk`` events, each with the fraction of requests arrived."""
-    batcher = ReplayBatcher(loaded, value_column)
+    batcher = ReplayBatcher(loaded, value_column, replay.plan.upstream_names)
     total = max(1, len(loaded.trace))
     for drained in replay.drained(chunk=chunk):
         if len(drained.rows):  # rows name requests by trace index: no request chunk is needed

@@ -36,6 +36,9 @@ BLOCK_TOKENS_KEY = "block_tokens"
 # the upstream did not say). Beside the columns above; a replay of the recording to what happened
 # turns it into start rows (docs/traces.md), and a trace with no value in it reads as one without.
 ENGINE_START = "engine_start_s"
+# A proxy's recording: the upstream each request was sent to, by its address (null: none). A replay of
+# the recording as it ran names it on the request's dispatch and start rows (docs/traces.md).
+UPSTREAM = "upstream"
 
 LOG_SCHEMA = pa.schema(
     [
@@ -62,7 +65,9 @@ LOG_EXTRAS = pa.schema(
         ("output_tokens", pa.int64()),
         ("replica", pa.int32()),
         ("since_seq", pa.int64()),  # a live group's merge row: the last seq the replica saw before it served on its own
-        ("upstream", pa.string()),  # start and limit rows, and dispatches where known: which engine ("0", "1", ... in a replay; the upstream's name in a proxy)
+        # Start and limit rows, and dispatches where known: which engine ("0", "1", ... with the engine model, or a what-if's
+        # recorded capacity) or upstream (its name: in a proxy, and in a replay of its recording as it ran).
+        ("upstream", pa.string()),
         ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
         ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, room, latency, backoff, maximum)
         # The prompt tokens found cached (§14): start rows of a replay whose engines model prefix
@@ -75,7 +80,8 @@ LOG_EXTRAS = pa.schema(
 # 2: est_output and output_tokens added; 3: a replicated replay's log (semantics §11): the
 # replica column and sync rows. A one-scheduler log is still written as format 2, so it
 # reads in versions that know nothing of replicas. 4: a log with start and limit rows and the
-# upstream, limit and reason columns (a replay with the engine model); any other log is
+# upstream, limit and reason columns (a replay with the engine model, on a recorded capacity,
+# or of a recording that names its engine starts or upstreams, as it ran); any other log is
 # still written as format 2 or 3.
 LOG_FORMAT = 2
 REPLICATED_LOG_FORMAT = 3

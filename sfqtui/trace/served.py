@@ -59,7 +59,7 @@ def served_requests(path: Path) -> ServedTrace:
     if loaded.metadata.get("source") == RECORDED_BY_PROXY and capacity is not None:
         if len(capacity.upstreams) > 1:
             raise InputError(f"{path}: a recording whose slots followed {len(capacity.upstreams)} upstreams (--slots auto): "
-                             "the engine model is one engine, and which request each upstream ran is not recorded; record one upstream")
+                             "the engine model is one engine, and a fit to them all would mix their requests; record one upstream")
         dispatch = _dispatch_times(loaded.trace, ReplayConfig(slots=capacity.first, capacity=capacity))
         least, most = min(capacity.totals()), max(capacity.totals())
         dispatched = (f"sent when a replay of the recording on its recorded capacity ({capacity.slots}: {count(least)} to "

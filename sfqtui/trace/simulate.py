@@ -38,6 +38,10 @@ class ReadAhead:
         return self.source.users
 
     @property
+    def upstreams(self) -> Sequence[str]:
+        return self.source.upstreams
+
+    @property
     def columns(self) -> frozenset[str]:
         return self.source.columns
 
@@ -84,7 +88,8 @@ class ReplayEncoder:
 
     def __init__(self, replay: Replay, columns_of: Callable[[RequestChunk], RequestColumns]) -> None:
         self._columns_of = columns_of
-        self._encoder = ChunkEncoder(replay.config.scheduler, replay.requests.users, credit="credit" in replay.traits.extra_columns)
+        self._encoder = ChunkEncoder(replay.config.scheduler, replay.requests.users, credit="credit" in replay.traits.extra_columns,
+                                     upstreams=replay.plan.upstream_names)
 
     def encode(self, drained: Drained) -> pa.Table:
         requests = [self._columns_of(chunk) for chunk in drained.requests]
@@ -115,8 +120,7 @@ def replay_metadata(replay: Replay, source: LoadedTrace | TraceSource) -> dict[s
     replicated = config.replicas.replicated
     meta: dict[str, Any] = {
         "sfqtui_version": __version__,
-        "format": ENGINE_LOG_FORMAT if config.engine is not None or config.capacity is not None or replay.plan.starts_recorded
-        else REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
+        "format": ENGINE_LOG_FORMAT if replay.plan.layout.present("upstream") else REPLICATED_LOG_FORMAT if replicated else LOG_FORMAT,
         "trace": str(source.path),
         "requests": len(replay.requests),
         "scheduler": config.scheduler,

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -81,6 +82,23 @@ def most_in_flight(log: pl.DataFrame) -> int:
     return int(ends.sort(["t", "step"]).select(pl.col("step").cum_sum().max()).item())
 
 
+def named(rows: list[dict[str, Any]], kind: str) -> dict[str, str | None]:
+    """The upstream each request's row of ``kind`` names (a log's rows, or a stream's events)."""
+    return {r["request_id"]: r.get("upstream") for r in rows if r["kind"] == kind}
+
+
+def placed(record: Path) -> dict[str, int]:
+    """Requests per upstream, as the dashboard's table of a replay of ``record`` as it ran counts them."""
+    placements = Run(_opening(record, "sfq", NO_CHOICES)).load_all().table.placements  # what `sfqtui replay` opens
+    return {figures.name: figures.placed for figures in placements.at(sys.maxsize)}
+
+
+def recorded_placements(*records: Path) -> dict[str, int]:
+    """Requests per upstream, as the recordings' upstream column says."""
+    column = pl.concat([pl.read_parquet(record, columns=["upstream"]) for record in records])["upstream"]
+    return dict(column.value_counts().iter_rows())
+
+
 def dispatch_times(log: pl.DataFrame) -> list[float]:
     return log.filter(pl.col("kind") == "dispatch")["t"].to_list()
 
@@ -140,6 +158,14 @@ def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(rec
     assert log.filter(pl.col("kind") == "limit")["limit"].to_list() == [e["limit"] for e in limits]
     assert read_metadata(tmp_path / "log.parquet")["capacity"]["most"] == max(e["limit"] for e in limits)
     run(cli, "check", str(tmp_path / "log.parquet"))
+    # Each row names the upstream by its address, as the live stream did: one namespace with the limit rows.
+    rows = log.to_dicts()
+    assert log.filter(pl.col("kind") == "limit")["upstream"].to_list() == [e["upstream"] for e in limits]
+    assert read_metadata(tmp_path / "log.parquet")["capacity"]["upstreams"] == list(dict.fromkeys(e["upstream"] for e in limits))
+    for kind in ("dispatch", "start"):
+        assert named(rows, kind) == named(events, kind) and None not in named(rows, kind).values(), kind
+    assert set(named(rows, "complete").values()) == {None}  # as the stream's complete events, which name none
+    assert placed(record) == recorded_placements(record) and sum(placed(record).values()) == 120
 
     _, fixed_log, said = replayed(cli, tmp_path / "fixed.parquet", str(record), "--slots", "2")
     # The starting limit alone does not make the same run. The order may come out the same (SFQ's pick
@@ -147,6 +173,7 @@ def test_a_replay_follows_the_recorded_capacity_to_every_dispatch_and_charge(rec
     assert most_in_flight(log) > 2 and most_in_flight(fixed_log) == 2
     assert dispatch_times(fixed_log) != dispatch_times(log)
     assert "2 slots (--slots 2: the recorded capacity ignored)" in said
+    assert "upstream" not in fixed_log.columns  # a what-if: where its requests would have gone is not known
     assert read_metadata(tmp_path / "fixed.parquet")["capacity_ignored"] is True
     assert "capacity_ignored" not in read_metadata(tmp_path / "log.parquet")
 
@@ -211,6 +238,12 @@ def test_a_groups_recordings_under_auto_replay_to_the_groups_dispatches(store: A
     again, log, said = replayed(cli, tmp_path / "log.parquet", *map(str, records))
     assert again == live  # the group's dispatches at every position, charged the same
     assert log.filter(pl.col("kind") == "limit")["limit"].to_list() == [e["limit"] for e in limits]
+    # The replay names each request's upstream on its start, as the group's stream does, and on its dispatch (as a lone
+    # proxy's stream would: the group's store wrote its dispatch before the replica chose), as the recordings say.
+    assert log.filter(pl.col("kind") == "limit")["upstream"].to_list() == [e["upstream"] for e in limits]
+    assert named(log.to_dicts(), "start") == named(events, "start")
+    assert named(log.to_dicts(), "dispatch") == {rid: upstream for record in records
+                                       for rid, upstream in pl.read_parquet(record).select("request_id", "upstream").iter_rows()}
     assert "slots as recorded" in said
     rid, cost = live[60]
     explained = json.loads(run(cli, "explain", *map(str, records), rid, "--json"))

@@ -21,7 +21,7 @@ from sfqtui.core.limits import LimitSettings
 from sfqtui.protocol import LIMIT, START
 from sfqtui.trace.write import read_metadata, write_trace
 from tests.proxy.test_proxy import log_rows
-from tests.proxy.test_recorded_capacity import recording_group, run, running_engine
+from tests.proxy.test_recorded_capacity import named, placed, recorded_placements, recording_group, run, running_engine
 from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy
 from tests.recording_traffic import USERS, send_uneven, write_keys
 
@@ -76,6 +76,10 @@ def test_a_replay_of_a_recording_starts_each_request_the_recorded_delay_after_it
     assert read_metadata(out)["engine_starts"] == "recorded"
     for rid in ("r3", "r40"):  # each request's life in order: arrive, dispatch, start, complete
         assert log.filter(pl.col("request_id") == rid)["kind"].to_list() == ["arrive", "dispatch", "start", "complete"]
+    # Its dispatch and start name the upstream the stream's events named, by address; the dashboard places it there.
+    for kind in ("dispatch", "start"):
+        assert named(rows, kind) == named(events, kind) and None not in named(rows, kind).values(), kind
+    assert placed(record) == recorded_placements(record) and sum(placed(record).values()) == 80
 
     checked = run(cli, "check", str(out))  # seq and time order hold (check exits 1 otherwise)
     live_figures = fairness(log_rows(events), {user: weight or 1.0 for user, (_, weight) in USERS.items()}, at_engine_start=True)
@@ -97,23 +101,29 @@ def test_a_what_if_has_no_engine_starts(fixed: Recorded, tmp_path: Path, cli: Cl
         run(cli, "simulate", str(record), *args, "-o", str(out))
         log = pl.read_parquet(out)
         assert "start" not in log["kind"].to_list() and "engine_starts" not in read_metadata(out), args
+        assert "upstream" not in log.columns, args  # nor where its requests went
     compared = json.loads(run(cli, "compare", str(record), "--schedulers", "sfq", "--slots", "3", "--json"))
     assert compared["schedulers"]["sfq"]["at_engine_start"] is None
 
 
 def test_a_recording_whose_engine_never_said_replays_as_before(fixed: Recorded, tmp_path: Path, cli: CliRunner) -> None:
-    record, _ = fixed
-    silent = tmp_path / "silent.parquet"
-    write_trace(pl.read_parquet(record).with_columns(pl.lit(None, pl.Float64).alias("engine_start_s")), silent, read_metadata(record))
-    without = tmp_path / "without.parquet"
-    write_trace(pl.read_parquet(record).drop("engine_start_s"), without, read_metadata(record))
-    logs = []
-    for trace in (silent, without):
-        out = tmp_path / f"{trace.stem}-log.parquet"
+    record, events = fixed
+    frame = pl.read_parquet(record)
+    traces = {"silent": frame.with_columns(pl.lit(None, pl.Float64).alias("engine_start_s")), "without": frame.drop("engine_start_s"),
+              "unplaced": frame.with_columns(pl.lit(None, pl.Float64).alias("engine_start_s"), pl.lit(None, pl.String).alias("upstream")),
+              "bare": frame.drop("engine_start_s", "upstream")}
+    logs = {}
+    for name, rows in traces.items():
+        trace, out = tmp_path / f"{name}.parquet", tmp_path / f"{name}-log.parquet"
+        write_trace(rows, trace, read_metadata(record))
         run(cli, "simulate", str(trace), "-o", str(out))
-        logs.append(pl.read_parquet(out))
-        assert read_metadata(out)["format"] == 2 and "start" not in logs[-1]["kind"].to_list()
-    assert logs[0].equals(logs[1])
+        logs[name] = pl.read_parquet(out)
+        assert "start" not in logs[name]["kind"].to_list(), name
+        # Without the starts, the rows still name where each request went, where the recording says.
+        assert read_metadata(out)["format"] == (4 if name in ("silent", "without") else 2), name
+    assert logs["silent"].equals(logs["without"]) and logs["unplaced"].equals(logs["bare"])
+    assert named(logs["silent"].to_dicts(), "dispatch") == named(events, "dispatch")
+    assert logs["silent"].drop("upstream", "limit", "reason").equals(logs["bare"])
     assert "fairness at engine start" not in run(cli, "check", str(tmp_path / "silent-log.parquet"))
 
 

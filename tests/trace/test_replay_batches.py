@@ -6,6 +6,7 @@ from __future__ import annotations
 from array import array
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from sfqtui.core.engines.model import EngineModel
@@ -18,12 +19,13 @@ from sfqtui.trace.load import load_trace
 from sfqtui.trace.replay_batches import replay_batches
 from sfqtui.trace.simulate import encoder_for
 from sfqtui.trace.sources import ArrowBatcher, value_column
+from sfqtui.trace.write import write_trace
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 
 
-def through_arrow(trace: str, config: ReplayConfig, chunk: int) -> list[EventBatch]:
-    loaded = load_trace(TRACES / trace)
+def through_arrow(trace: str | Path, config: ReplayConfig, chunk: int) -> list[EventBatch]:
+    loaded = load_trace(TRACES / trace)  # an absolute path (a test's own file) stays as it is
     replay = Replay(loaded.trace, config)
     encoder = encoder_for(replay, loaded)
     batcher = ArrowBatcher(value_column(config.scheduler))
@@ -34,7 +36,7 @@ def through_arrow(trace: str, config: ReplayConfig, chunk: int) -> list[EventBat
     return batches
 
 
-def direct(trace: str, config: ReplayConfig, chunk: int) -> list[EventBatch]:
+def direct(trace: str | Path, config: ReplayConfig, chunk: int) -> list[EventBatch]:
     loaded = load_trace(TRACES / trace)
     return [batch for batch, _ in replay_batches(Replay(loaded.trace, config), loaded, value_column(config.scheduler), chunk)]
 
@@ -72,3 +74,18 @@ def test_a_replays_batches_are_those_of_its_log(trace: str, config: ReplayConfig
     assert [plain(b) for b in direct(trace, config, 300)] == expected
     if config.engine is not None:
         assert all(b["placed"] and b["cached"] for b in expected)
+
+
+def test_a_replayed_recordings_batches_name_its_upstreams_as_its_log_does(tmp_path: Path) -> None:
+    """A recording replayed as it ran: each request placed on the upstream it went to, by address, on both paths."""
+    frame = pl.read_parquet(TRACES / "heavy-vs-light.parquet")
+    upstreams = ["10.0.0.2:8000/v1", "10.0.0.1:8000/v1", None]
+    record = tmp_path / "record.parquet"
+    write_trace(frame.with_columns(pl.Series("upstream", [upstreams[k % 3] for k in range(frame.height)]),
+                                   (pl.col("arrival_s") + 0.5).alias("engine_start_s")), record, {"source": "sfqtui proxy"})
+    config = ReplayConfig("sfq", 4, as_recorded=True)
+    expected = [plain(b) for b in through_arrow(record, config, 300)]
+    assert [plain(b) for b in direct(record, config, 300)] == expected
+    placed = {(code, name) for batch in expected for _, code, name, _ in batch["placed"]}  # type: ignore[attr-defined]  # a list of tuples
+    assert {name for _, name in placed} == set(upstreams[:2])
+    assert placed == {(k, upstreams[k % 3]) for k in range(frame.height) if k % 3 < 2}  # a request's code is its row: the trace is in order

@@ -52,6 +52,10 @@ class Sliced:
         return list(self.whole.users)
 
     @property
+    def upstreams(self) -> list[str]:
+        return list(self.whole.upstreams)
+
+    @property
     def columns(self) -> frozenset[str]:
         return self.whole.columns
 

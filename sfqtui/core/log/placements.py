@@ -2,12 +2,13 @@
 upstream), as of any event: what the placement views show, rebuilt from the event log.
 
 A request is placed where its first row naming an upstream says: its dispatch (a replay with
-the engine model, a lone proxy), else its start (a group replica's stream, whose dispatches the
-store writes before an upstream is chosen). A dispatch may say the prompt tokens the proxy's
-index predicted its upstream held (``--placement prefix``); a start row (a replay) or a
-complete row (a proxy, from the upstream's usage) the tokens the engine found cached. Each
-figure is kept per upstream as event indices with running sums, so the figures at any event
-are a bisection away, however long the log.
+the engine model, a lone proxy, a replay of a proxy's recording as it ran), else its start (a
+group replica's stream, whose dispatches the store writes before an upstream is chosen). A
+dispatch may say the prompt tokens the proxy's index predicted its upstream held
+(``--placement prefix``); a start row (a replay) or a complete row (a proxy, from the
+upstream's usage) the tokens the engine found cached. Each figure is kept per upstream as
+event indices with running sums, so the figures at any event are a bisection away, however
+long the log.
 """
 
 from __future__ import annotations
@@ -123,6 +124,6 @@ def _name_order(name: str) -> tuple[int, str]:
 
 
 def upstream_title(name: str) -> str:
-    """How a view names an upstream: a replay's engines are numbered ("engine 0"), a proxy's go by their address."""
+    """How a view names an upstream: a replay's engines are numbered ("engine 0"), a proxy's (and its recording's) go by their address."""
     return f"engine {name}" if name.isdigit() else name
 

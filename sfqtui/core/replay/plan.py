@@ -37,7 +37,8 @@ class ReplayPlan:
     """The trace (``requests``, reached through ``window``), the pricing (``cost_source``, each
     pool's ``estimators``), the pools (``pool_slots``, ``schedulers`` and their ``operations``),
     the ``log`` a run appends to, the replica ``group`` and the ``servers`` (which, with
-    ``starts_recorded``, start requests when a recording says their engine did)."""
+    ``starts_recorded``, start requests when a recording says their engine did), and the
+    ``upstream_names`` the rows' upstream codes index (None: the engines, named by number)."""
 
     def __init__(self, trace: Trace | RequestChunks, config: ReplayConfig) -> None:
         self.requests: RequestChunks = WholeTrace(trace) if isinstance(trace, Trace) else trace
@@ -93,11 +94,15 @@ class ReplayPlan:
         if renormalise:
             self._check_renormalisable()
         self.operations = PoolOperations.of(self.schedulers, self.estimators, complete_charge, renormalise)
-        # A recording replayed as it ran, with the engine starts it kept: they become start rows (recorded_starts.py).
-        self.starts_recorded = (config.as_recorded and "engine_start_s" in columns and self.cost_source == "column"
-                                and config.engine is None and not replicas.replicated)
+        # A recording replayed as it ran: the engine starts it kept become start rows, and its rows name the upstreams
+        # it recorded, as the proxy's stream did (recorded_starts.py).
+        as_ran = config.as_recorded and self.cost_source == "column" and config.engine is None and not replicas.replicated
+        self.starts_recorded = as_ran and "engine_start_s" in columns
+        self.upstreams_recorded = as_ran and "upstream" in columns
+        self.upstream_names = self._upstream_names(as_ran)
         self.layout = EventLayout.of(found.virtual_time, found.reading, "credit" in found.extra_columns, replicas.replicated,
-                                     engines=config.engine is not None or config.capacity is not None or self.starts_recorded)
+                                     engines=config.engine is not None or config.capacity is not None or self.starts_recorded
+                                     or self.upstreams_recorded)
         self.log = EventLog(self.layout)
         # Several replicas: the layer that routes, names replicas and exchanges charges (None: one scheduler).
         self.group = ReplicaGroup(replicas, self.requests.users, weights, self.schedulers, self.log) if replicas.replicated else None
@@ -114,9 +119,19 @@ class ReplayPlan:
         else:
             self.servers = fixed = FixedService(config.service, self.window)
             if config.capacity is not None:
-                fixed.capacity = RecordedCapacity(config.capacity)
-            if self.starts_recorded:
+                names = self.upstream_names
+                fixed.capacity = RecordedCapacity(config.capacity, None if names is None else [names.index(u) for u in config.capacity.upstreams])
+            if self.starts_recorded or self.upstreams_recorded:
                 self.servers = RecordedStarts(fixed)
+
+    def _upstream_names(self, as_ran: bool) -> list[str] | None:
+        """The upstreams a replay of a recording names, by address: those of its requests when it is replayed
+        as it ran (their codes index these), then those of its recorded capacity that no request went to, which
+        a what-if that follows the capacity names on its limit rows too (None: it names none)."""
+        names = list(self.requests.upstreams) if as_ran and "upstream" in self.requests.columns else []
+        if self.config.capacity is not None:
+            names += [name for name in self.config.capacity.upstreams if name not in names]
+        return names or None
 
     def _policy_attributes(self) -> WindowAttributes:
         """The requests' attributes a policy of semantics §15 reads; InputError for an option the trace cannot serve."""

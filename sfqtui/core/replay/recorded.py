@@ -12,7 +12,7 @@ enough requests complete), as the proxy's dispatcher did.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,10 +100,12 @@ def capacity_said(metadata: Mapping[str, Any]) -> str:
 
 class RecordedCapacity:
     """The replay loop's ``Capacity`` over a recording's limits: no slot before the first
-    change, then each change at its time (the loop writes its limit row)."""
+    change, then each change at its time (the loop writes its limit row). ``codes``: the code
+    each upstream of ``recorded`` has in the replay's rows (None: its index there)."""
 
-    def __init__(self, recorded: RecordedLimits) -> None:
+    def __init__(self, recorded: RecordedLimits, codes: Sequence[int] | None = None) -> None:
         self._changes = recorded.changes
+        self._codes = range(len(recorded.upstreams)) if codes is None else codes
         self._limits = [0] * len(recorded.upstreams)
         self._next = 0
         self.total = 0
@@ -124,7 +126,7 @@ class RecordedCapacity:
             _, upstream, limit, reason = changes[self._next]
             self.total += limit - self._limits[upstream]
             self._limits[upstream] = limit
-            made.append((upstream, limit, reason))
+            made.append((self._codes[upstream], limit, reason))
             self._next += 1
         self.next_t = changes[self._next][0] if self._next < len(changes) else INF
         return made

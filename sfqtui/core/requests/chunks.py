@@ -21,7 +21,7 @@ class RequestChunk(Protocol):
 
     @property
     def trace(self) -> Trace:
-        """The chunk's requests in replay order; user and model codes are the same in every chunk."""
+        """The chunk's requests in replay order; user, model and upstream codes are the same in every chunk."""
 
 
 class RequestChunks(Protocol):
@@ -31,6 +31,10 @@ class RequestChunks(Protocol):
     @property
     def users(self) -> Sequence[str]:
         """Every user, sorted: user codes index this."""
+
+    @property
+    def upstreams(self) -> Sequence[str]:
+        """Every upstream a recording names, sorted: upstream codes index this."""
 
     @property
     def columns(self) -> frozenset[str]:
@@ -53,6 +57,10 @@ class WholeTrace:
     @property
     def users(self) -> Sequence[str]:
         return self.trace.users
+
+    @property
+    def upstreams(self) -> Sequence[str]:
+        return self.trace.upstreams
 
     @property
     def columns(self) -> frozenset[str]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import cast
 
 NULL = -1  # a missing token count
-OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model", "prefix_blocks", "engine_start_s")
+OPTIONAL_COLUMNS = ("input_tokens", "max_tokens", "output_tokens", "cost", "service_s", "model", "prefix_blocks", "engine_start_s",
+                    "upstream")
 # The policy columns of semantics §15, each with the attribute that holds it ("class" is a keyword).
 POLICY_COLUMNS = {"priority": "priority", "flow": "flow", "class": "policy_class", "deadline_s": "deadline_s"}
 
@@ -68,9 +69,10 @@ class Trace:
     """Requests sorted by (arrival_s, row order); index i is request i everywhere in the core.
 
     ``user`` may be given as names; it is then coded, with ``users`` the names by code.
-    ``model`` likewise, with ``models``. Optional columns are ``None`` when the file did not
-    have them; ``prefix_blocks`` likewise. ``weights`` maps user names to weights. The constructor takes the columns as
-    given; the attributes hold them as stored (codes, typed arrays, -1 for a null count).
+    ``model`` likewise, with ``models``, and a recording's ``upstream`` with ``upstreams``.
+    Optional columns are ``None`` when the file did not have them; ``prefix_blocks`` likewise.
+    ``weights`` maps user names to weights. The constructor takes the columns as given; the
+    attributes hold them as stored (codes, typed arrays, -1 for a null count).
     """
 
     request_id: Sequence[str]
@@ -91,6 +93,8 @@ class Trace:
     policy_class: Sequence[str | None] | None
     deadline_s: array[float] | None  # NaN: no deadline
     engine_start_s: array[float] | None  # a proxy's recording: when its engine began running each request (NaN: it did not say)
+    upstream: Sequence[int] | None  # a proxy's recording: where each request was sent, as a code into upstreams (-1: it does not say)
+    upstreams: Sequence[str]
 
     def __init__(
         self,
@@ -112,6 +116,8 @@ class Trace:
         policy_class: Sequence[str | None] | None = None,
         deadline_s: Sequence[float | None] | None = None,
         engine_start_s: Sequence[float | None] | None = None,
+        upstream: Sequence[int] | Sequence[str | None] | None = None,
+        upstreams: Sequence[str] = (),
     ) -> None:
         put = object.__setattr__
         put(self, "request_id", request_id)
@@ -147,6 +153,12 @@ class Trace:
         if engine_start_s is not None and all(math.isnan(t) for t in engine_start_s):
             engine_start_s = None  # no engine said: as a trace without the column
         put(self, "engine_start_s", engine_start_s)
+        if upstream is not None and not upstreams:
+            upstream, upstreams = codes_of(cast(Sequence[str | None], upstream))
+        if upstream is not None and all(code < 0 for code in cast(Sequence[int], upstream)):
+            upstream = None  # no request says where it went: as a trace without the column
+        put(self, "upstream", upstream)
+        put(self, "upstreams", upstreams)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
