@@ -39,6 +39,11 @@ ENGINE_START = "engine_start_s"
 # A proxy's recording: the upstream each request was sent to, by its address (null: none). A replay of
 # the recording as it ran names it on the request's dispatch and start rows (docs/traces.md).
 UPSTREAM = "upstream"
+# A proxy's recording: the prompt tokens its index said the upstream held (--placement prefix), and
+# those the upstream's usage said its cache held (null: not said). A replay of the recording as it
+# ran writes them on the request's dispatch and complete rows, as the proxy's stream did (docs/traces.md).
+PREDICTED_CACHED = "predicted_cached_tokens"
+CACHED = "cached_tokens"
 
 LOG_SCHEMA = pa.schema(
     [
