@@ -76,9 +76,10 @@ LOG_EXTRAS = pa.schema(
         ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
         ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, room, latency, backoff, maximum)
         # The prompt tokens found cached (§14): start rows of a replay whose engines model prefix
-        # caches; complete rows of a proxy whose upstream said so in its usage.
+        # caches; complete rows of a proxy whose upstream said so in its usage (and of a replay of its recording as it ran).
         ("cached_tokens", pa.int64()),
-        ("predicted_cached_tokens", pa.int64()),  # a proxy's dispatch rows under --placement prefix: what its index said the upstream held
+        # A proxy's dispatch rows under --placement prefix (and a replay's of its recording as it ran): what its index said the upstream held.
+        ("predicted_cached_tokens", pa.int64()),
     ]
 )
 # The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);
