@@ -43,9 +43,7 @@ def _placed(columns: dict[str, np.ndarray], kinds: np.ndarray, req: np.ndarray, 
         return []
     upstream = columns["upstream"]
     rows = np.flatnonzero((upstream >= 0) & ((kinds == DISPATCH) | (kinds == START)) & (req >= 0))
-    said = np.full(len(rows), -1, dtype=np.int64)
-    if predicted is not None:
-        said = np.where(kinds[rows] == DISPATCH, predicted[req[rows]], -1)
+    said = np.full(len(rows), -1) if predicted is None else np.where(kinds[rows] == DISPATCH, predicted[req[rows]], -1)
     found = zip(positions[rows].tolist(), req[rows].tolist(), upstream[rows].tolist(), said.tolist())
     if upstreams is None:
         return [(k, r, str(e), p) for k, r, e, p in found]
