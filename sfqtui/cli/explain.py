@@ -79,7 +79,7 @@ def _why(run: Run, code: int) -> dict[str, Any]:
                      reason="it was cancelled before dispatch" if found["cancelled"] is not None else "it was still waiting when the log ends")
         return found
     found["cost"] = dispatch.cost
-    if table.cached is not None:  # engines that model their prefix caches (semantics §14)
+    if table.cached is not None:  # engines that model their prefix caches, or upstreams that said them (semantics §14)
         found["cached_tokens"] = table.cached.get(code)
     found["candidates"] = [
         {"user": c.user, "value": c.value, "queued": c.queued, "weight": c.weight, "head_request": c.head_request, "head_cost": c.head_cost}

@@ -85,7 +85,7 @@ class TraceSource:
         start = 0
         for table in self._tables(self.chunk_rows):
             trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(self.metadata), summary.upstreams)
-            yield TraceChunk(start, trace, table.select([c for c in LOG_WRITER_COLUMNS if c in table.column_names]))
+            yield TraceChunk(start, trace, table.select([c for c in LOG_WRITER_COLUMNS if c in summary.columns]))
             start += table.num_rows
 
     def _tables(self, rows: int) -> Iterator[pa.Table]:

@@ -9,7 +9,7 @@ import threading
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
 from types import TracebackType
@@ -27,12 +27,14 @@ from sfqtui.core.pricing.estimator import Pricing
 from sfqtui.errors import InputError
 from sfqtui.paths import atomic_output
 from sfqtui.trace.load import read_batches, read_parquet, read_parquet_header, readable
-from sfqtui.trace.schema import LOG_COLUMNS, LOG_EXTRAS, LOG_SCHEMA, METADATA_KEY, NEWEST_LOG_FORMAT
+from sfqtui.trace.schema import CACHED, LOG_COLUMNS, LOG_EXTRAS, LOG_SCHEMA, METADATA_KEY, NEWEST_LOG_FORMAT, PREDICTED_CACHED
 from sfqtui.trace.write import read_metadata
 
 KIND_NAMES = pa.array(KINDS, pa.string())
 REASON_NAMES = pa.array(REASONS, pa.string())
 _NUMPY = {"d": np.float64, "b": np.int8, "q": np.int64, "i": np.int32}
+# A recording's figures that a replay of it as it ran writes, each on the rows the proxy's stream carried it on.
+RECORDED_FIGURES = {CACHED: COMPLETE, PREDICTED_CACHED: DISPATCH}
 
 
 def buffer_array(values: array | np.ndarray, kind: pa.DataType, null: float | int) -> pa.Array:
@@ -46,12 +48,13 @@ def buffer_array(values: array | np.ndarray, kind: pa.DataType, null: float | in
 @dataclass(frozen=True)
 class RequestColumns:
     """Columns of consecutive requests, the first being request ``start`` of the trace, that a
-    log takes its request ids and extra columns from."""
+    log takes its request ids and extra columns from (``recorded``: a recording's RECORDED_FIGURES)."""
 
     start: int
     request_ids: pa.Array
     weights: pa.Array | None = None
     output_tokens: pa.Array | None = None  # the actual output tokens (null: unknown)
+    recorded: Mapping[str, pa.Array] = field(default_factory=dict)
 
     @classmethod
     def of(cls, start: int, table: pa.Table, output_tokens: array | None) -> RequestColumns:
@@ -61,6 +64,7 @@ class RequestColumns:
             request_ids=table["request_id"].combine_chunks(),
             weights=table["weight"].combine_chunks() if "weight" in table.column_names else None,
             output_tokens=buffer_array(output_tokens, pa.int64(), -1) if output_tokens is not None else None,
+            recorded={name: table[name].combine_chunks() for name in RECORDED_FIGURES if name in table.column_names},
         )
 
     def __len__(self) -> int:
@@ -81,7 +85,8 @@ def _gathered(parts: Sequence[RequestColumns], req: np.ndarray) -> tuple[Request
         columns = [getattr(p, name) for p in parts]
         return None if columns[0] is None else pa.concat_arrays(columns)
 
-    whole = RequestColumns(0, joined("request_ids"), joined("weights"), joined("output_tokens"))
+    recorded = {name: pa.concat_arrays([p.recorded[name] for p in parts]) for name in parts[0].recorded}
+    whole = RequestColumns(0, joined("request_ids"), joined("weights"), joined("output_tokens"), recorded)
     return whole, pa.array(positions, mask=req < 0)
 
 
@@ -127,13 +132,17 @@ class ChunkEncoder:
     ``cached_tokens`` on start rows when its engines model their prefix caches (semantics §14).
     A replay of a proxy's recording names its upstreams by address instead (``upstreams``,
     ``ReplayPlan.upstream_names``): on limit rows when it follows the recorded capacity, and on
-    dispatch and start rows when it replays the recording as it ran.
+    dispatch and start rows when it replays the recording as it ran (``as_ran``), with its own
+    figures on the rows the proxy's stream carried them on (``RECORDED_FIGURES``).
     """
 
-    def __init__(self, scheduler: str, users: Sequence[str], credit: bool = False, upstreams: Sequence[str] | None = None) -> None:
+    def __init__(self, scheduler: str, users: Sequence[str], credit: bool = False, upstreams: Sequence[str] | None = None,
+                 as_ran: bool = False) -> None:
         """``users``: the trace's users by code (the rows name them by code); ``upstreams``: the upstreams
-        by code, likewise (None: the rows' codes are the engines' numbers)."""
+        by code, likewise (None: the rows' codes are the engines' numbers); ``as_ran``: a replay of a
+        recording as it ran, whose rows name its upstreams (``ReplayPlan.upstreams_recorded``)."""
         self._credit = credit
+        self._as_ran = as_ran
         self._scheduler = pa.array([scheduler], pa.string())
         self._users = pa.array(users, pa.string())
         self._upstreams = None if upstreams is None else pa.array(upstreams, pa.string())
@@ -185,6 +194,9 @@ class ChunkEncoder:
             columns["reason"] = pa.DictionaryArray.from_arrays(_null_below_0(pa.array(packed["reason"])), REASON_NAMES)
         if cached is not None:
             columns["cached_tokens"] = _on_starts(kinds, req, cached)
+        if self._as_ran:
+            for name, values in requests.recorded.items():
+                columns[name] = pc.if_else(pc.equal(kind, RECORDED_FIGURES[name]), values.take(req_index), pa.scalar(None, pa.int64()))
         return pa.table(columns)
 
 

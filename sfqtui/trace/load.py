@@ -24,11 +24,12 @@ from sfqtui.errors import InputError
 from sfqtui.trace.blocks import block_tokens, checked_block_tokens, prefix_blocks_of
 from sfqtui.trace.rules import FIRST_WEIGHT, Rule, rules_for
 from sfqtui.trace.run_metadata import recorded_limits, suggested_slots
-from sfqtui.trace.schema import ENGINE_START, PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS, UPSTREAM
+from sfqtui.trace.schema import CACHED, ENGINE_START, PREDICTED_CACHED, PREFIX_BLOCKS, REQUIRED, TOKEN_COLUMNS, TRACE_COLUMNS, UPSTREAM
 from sfqtui.trace.write import read_metadata
 
 _STRING_TYPES = (pl.String, pl.Categorical, pl.Enum)
-KNOWN_COLUMNS = (*TRACE_COLUMNS, PREFIX_BLOCKS, ENGINE_START, UPSTREAM)  # what a trace file's reader reads of it, in this order
+KNOWN_COLUMNS = (*TRACE_COLUMNS, PREFIX_BLOCKS, ENGINE_START, UPSTREAM, PREDICTED_CACHED, CACHED)  # what a trace file's reader reads of it, in this order
+_SAID = (ENGINE_START, PREDICTED_CACHED, CACHED)  # a recording's columns read as absent when no row says a value
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class TraceSummary:
     """What validating a trace found out about it: enough to read it a chunk at a time."""
 
     rows: int
-    columns: tuple[str, ...]  # the trace columns the file has (semantics §1 order; engine_start_s and upstream only with a value in it)
+    columns: tuple[str, ...]  # the trace columns the file has (semantics §1 order; a recording's only with a value in them)
     users: list[str]  # the distinct users in code-point order: user codes index this
     models: list[str]  # likewise the distinct models
     upstreams: list[str]  # likewise the distinct upstreams of a recording
@@ -134,8 +135,9 @@ def _check_type(path: Path, schema: Mapping[str, pl.DataType], column: str) -> N
     elif column == "priority":
         ok = dtype.is_integer() or dtype.is_float()
         rule = "must be integers (int64)"
-    elif column in TOKEN_COLUMNS:
-        ok = dtype.is_integer() or dtype.is_float()
+    elif column in TOKEN_COLUMNS or column in (PREDICTED_CACHED, CACHED):
+        # A recording's column no request filled may have no type of its own.
+        ok = dtype.is_integer() or dtype.is_float() or (column in _SAID and dtype == pl.Null)
         rule = "must be whole numbers (int64)"
     elif column == PREFIX_BLOCKS:
         ok = isinstance(dtype, pl.List) and dtype.inner.is_integer()
@@ -182,7 +184,7 @@ class _Survey:
         self.weights: dict[str, float] = {}
         self.in_order = True
         self._last_arrival = -np.inf
-        self.engine_starts = False  # an engine_start_s column with a value in it
+        self.said: set[str] = set()  # the columns of _SAID with a value in them
 
     def add(self, batch: pl.DataFrame) -> None:
         offset, n = self.rows, batch.height
@@ -201,8 +203,9 @@ class _Survey:
             self.models.update(batch["model"].cast(pl.String).drop_nulls().unique().to_list())
         if UPSTREAM in self.columns:
             self.upstreams.update(batch[UPSTREAM].cast(pl.String).drop_nulls().unique().to_list())
-        if ENGINE_START in self.columns and not self.engine_starts:
-            self.engine_starts = batch[ENGINE_START].cast(pl.Float64).drop_nulls().len() > 0
+        for column in _SAID:
+            if column in self.columns and column not in self.said and batch[column].drop_nulls().len():
+                self.said.add(column)
         arrival = batch["arrival_s"].cast(pl.Float64).drop_nulls()  # a null is refused by a rule; it must not stop the survey
         if len(arrival):
             if arrival[0] < self._last_arrival or (arrival.diff() < 0).any():
@@ -269,10 +272,9 @@ def _surveyed(path: Path, schema: Mapping[str, pl.DataType], rows: int, batches:
         if found is not None:
             row, value = found
             raise InputError(f"{_where(path, column, row)}: value {_shown(value)}; {rule}")
-    if not survey.engine_starts:  # no engine said when a request started: read as a trace without the column
-        columns = tuple(c for c in columns if c != ENGINE_START)
-    if not survey.upstreams:  # no request says where it went: likewise
-        columns = tuple(c for c in columns if c != UPSTREAM)
+    # No engine said when a request started (or what it found cached, or the proxy's index what it predicted), no request
+    # says where it went: read as a trace without the column.
+    columns = tuple(c for c in columns if (c not in _SAID or c in survey.said) and (c != UPSTREAM or survey.upstreams))
     return TraceSummary(rows, columns, sorted(survey.users), sorted(survey.models), sorted(survey.upstreams), survey.weights, survey.in_order)
 
 
@@ -281,7 +283,7 @@ _TYPES: dict[str, pl.DataType | type[pl.DataType]] = {
     "arrival_s": pl.Float64, "cost": pl.Float64, "service_s": pl.Float64, "weight": pl.Float64,
     "input_tokens": pl.Int64, "max_tokens": pl.Int64, "output_tokens": pl.Int64, PREFIX_BLOCKS: pl.List(pl.UInt64),
     "priority": pl.Int64, "flow": pl.String, "class": pl.String, "deadline_s": pl.Float64, ENGINE_START: pl.Float64,
-    UPSTREAM: pl.String,
+    UPSTREAM: pl.String, PREDICTED_CACHED: pl.Int64, CACHED: pl.Int64,
 }
 
 
@@ -385,7 +387,8 @@ def to_core(table: pa.Table | pl.DataFrame, users: list[str] | None = None, mode
     )
 
 
-LOG_WRITER_COLUMNS = ("request_id", "user", "weight")  # what the log writer takes from the trace, besides the core's columns
+# What the log writer takes from the trace, besides the core's columns (a recording's figures: only a replay of it as it ran writes them).
+LOG_WRITER_COLUMNS = ("request_id", "user", "weight", PREDICTED_CACHED, CACHED)
 
 
 def load_trace(path: Path | str) -> LoadedTrace:
@@ -397,5 +400,5 @@ def load_trace(path: Path | str) -> LoadedTrace:
     table = normalise(df).to_arrow()
     del df
     trace = to_core(table, summary.users, summary.models, summary.weights, block_tokens(metadata), summary.upstreams)
-    kept = [c for c in LOG_WRITER_COLUMNS if c in table.column_names]
+    kept = [c for c in LOG_WRITER_COLUMNS if c in summary.columns]
     return LoadedTrace(path=path, trace=trace, table=table.select(kept), metadata=metadata)

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from itertools import repeat
 
 import numpy as np
+import pyarrow.compute as pc
 
 from sfqtui.core.events import ARRIVE, CANCEL, COMPLETE, DISPATCH, IDLE_RESET, START, EventRows
 from sfqtui.core.log.table import EventBatch
@@ -23,6 +24,7 @@ from sfqtui.core.replay.replay import Replay
 from sfqtui.trace.eventlog import packed_columns
 from sfqtui.trace.load import LoadedTrace
 from sfqtui.trace.request_names import ArrowRequestNames
+from sfqtui.trace.schema import CACHED, PREDICTED_CACHED
 
 
 def _typed(typecode: str, values: np.ndarray) -> array:
@@ -32,35 +34,54 @@ def _typed(typecode: str, values: np.ndarray) -> array:
 
 
 def _placed(columns: dict[str, np.ndarray], kinds: np.ndarray, req: np.ndarray, positions: np.ndarray,
-            upstreams: Sequence[str] | None) -> list[tuple[int, int, str, int]]:
-    """(event index, request code, upstream, -1: no prediction in a replay's log) of the dispatch
-    and start rows that name an upstream, as ArrowBatcher reads them from the log: an engine by
-    its number, or a recording's upstream by its name in ``upstreams`` (``ReplayPlan.upstream_names``)."""
+            upstreams: Sequence[str] | None, predicted: np.ndarray | None) -> list[tuple[int, int, str, int]]:
+    """(event index, request code, upstream, predicted cached tokens or -1) of the dispatch and start
+    rows that name an upstream, as ArrowBatcher reads them from the log: an engine by its number, or a
+    recording's upstream by its name in ``upstreams`` (``ReplayPlan.upstream_names``), its dispatch
+    with the prediction ``predicted`` holds by request code (-1: none; None: the log has none)."""
     if "upstream" not in columns:
         return []
     upstream = columns["upstream"]
     rows = np.flatnonzero((upstream >= 0) & ((kinds == DISPATCH) | (kinds == START)) & (req >= 0))
-    found = zip(positions[rows].tolist(), req[rows].tolist(), upstream[rows].tolist())
+    said = np.full(len(rows), -1) if predicted is None else np.where(kinds[rows] == DISPATCH, predicted[req[rows]], -1)
+    found = zip(positions[rows].tolist(), req[rows].tolist(), upstream[rows].tolist(), said.tolist())
     if upstreams is None:
-        return [(k, r, str(e), -1) for k, r, e in found]
-    return [(k, r, upstreams[e], -1) for k, r, e in found]
+        return [(k, r, str(e), p) for k, r, e, p in found]
+    return [(k, r, upstreams[e], p) for k, r, e, p in found]
 
 
-def _cached(cached: dict[int, int] | None, kinds: np.ndarray, req: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, int]] | None:
-    """(event index, request code, cached prompt tokens) of the start rows (None: none says any)."""
+def _cached(cached: dict[int, int] | None, recorded: np.ndarray | None, kinds: np.ndarray, req: np.ndarray,
+            positions: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """(event index, request code, cached prompt tokens) of the start rows, from the engines' ``cached``,
+    or of the complete rows, from the tokens ``recorded`` holds by request code (-1: not said; None: none says any)."""
+    if recorded is not None:
+        completes = np.flatnonzero((kinds == COMPLETE) & (req >= 0))
+        tokens = recorded[req[completes]]
+        said = tokens >= 0
+        return list(zip(positions[completes][said].tolist(), req[completes][said].tolist(), tokens[said].tolist())) or None
     if cached is None:
         return None
     starts = kinds == START
     return [(k, r, cached[r]) for k, r in zip(positions[starts].tolist(), req[starts].tolist()) if r in cached] or None
 
 
+def _recorded(loaded: LoadedTrace, name: str) -> np.ndarray | None:
+    """A recording's figure per request code, -1 where it says none (None: it has no such column)."""
+    if name not in loaded.table.column_names:
+        return None
+    return pc.fill_null(loaded.table[name], -1).to_numpy()
+
+
 class ReplayBatcher:
     """Turns the rows a replay of ``loaded`` hands over into EventBatches, in order."""
 
-    def __init__(self, loaded: LoadedTrace, value_column: str, upstreams: Sequence[str] | None = None) -> None:
-        """``upstreams``: what the rows' upstream codes name (None: the engines, by number)."""
+    def __init__(self, loaded: LoadedTrace, value_column: str, upstreams: Sequence[str] | None = None, as_ran: bool = False) -> None:
+        """``upstreams``: what the rows' upstream codes name (None: the engines, by number); ``as_ran``: a replay
+        of a recording as it ran, whose rows name its upstreams and carry its figures (``ChunkEncoder``)."""
         trace = loaded.trace
         self._upstreams = upstreams
+        self._predicted = _recorded(loaded, PREDICTED_CACHED) if as_ran else None
+        self._cached = _recorded(loaded, CACHED) if as_ran else None
         self._names = list(trace.users)
         self._weights = trace.weights
         self._code = np.full(len(self._names), -1, dtype=np.int32)  # trace user code -> table code (-1: not seen yet)
@@ -120,8 +141,8 @@ class ReplayBatcher:
             idle_events=_typed("q", positions[kinds == IDLE_RESET]),
             outputs=outputs,
             replica=_typed("i", columns["replica"]) if "replica" in columns else None,
-            cached=_cached(cached, kinds, req, positions),
-            placed=_placed(columns, kinds, req, positions, self._upstreams),
+            cached=_cached(cached, self._cached, kinds, req, positions),
+            placed=_placed(columns, kinds, req, positions, self._upstreams, self._predicted),
         )
         self._events += n
         self._dispatches += len(dispatched)
@@ -146,7 +167,7 @@ class ReplayBatcher:
 
 def replay_batches(replay: Replay, loaded: LoadedTrace, value_column: str, chunk: int) -> Iterator[tuple[EventBatch, float]]:
     """Replay to the end, a batch every ``chunk`` events, each with the fraction of requests arrived."""
-    batcher = ReplayBatcher(loaded, value_column, replay.plan.upstream_names)
+    batcher = ReplayBatcher(loaded, value_column, replay.plan.upstream_names, replay.plan.upstreams_recorded)
     total = max(1, len(loaded.trace))
     for drained in replay.drained(chunk=chunk):
         if len(drained.rows):  # rows name requests by trace index: no request chunk is needed

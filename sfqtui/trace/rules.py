@@ -8,7 +8,7 @@ from typing import NamedTuple
 import polars as pl
 
 from sfqtui.trace.blocks import block_rules
-from sfqtui.trace.schema import ENGINE_START, PREFIX_BLOCKS, TOKEN_COLUMNS
+from sfqtui.trace.schema import CACHED, ENGINE_START, PREDICTED_CACHED, PREFIX_BLOCKS, TOKEN_COLUMNS
 
 
 class Rule(NamedTuple):
@@ -40,7 +40,7 @@ def rules_for(schema: Mapping[str, pl.DataType], block_tokens: int | None = None
         Rule("arrival_s", arrival.is_nan() | arrival.is_infinite(), "arrival_s must be finite"),
         Rule("arrival_s", arrival < 0, "arrival_s must be >= 0"),
     ]
-    for column in TOKEN_COLUMNS:
+    for column in (*TOKEN_COLUMNS, PREDICTED_CACHED, CACHED):  # the last two: a recording's, read for a replay as it ran
         if column not in schema:
             continue
         values = pl.col(column)

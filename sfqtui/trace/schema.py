@@ -39,6 +39,11 @@ ENGINE_START = "engine_start_s"
 # A proxy's recording: the upstream each request was sent to, by its address (null: none). A replay of
 # the recording as it ran names it on the request's dispatch and start rows (docs/traces.md).
 UPSTREAM = "upstream"
+# A proxy's recording: the prompt tokens its index said the upstream held (--placement prefix), and
+# those the upstream's usage said its cache held (null: not said). A replay of the recording as it
+# ran writes them on the request's dispatch and complete rows, as the proxy's stream did (docs/traces.md).
+PREDICTED_CACHED = "predicted_cached_tokens"
+CACHED = "cached_tokens"
 
 LOG_SCHEMA = pa.schema(
     [
@@ -71,9 +76,10 @@ LOG_EXTRAS = pa.schema(
         ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
         ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, room, latency, backoff, maximum)
         # The prompt tokens found cached (§14): start rows of a replay whose engines model prefix
-        # caches; complete rows of a proxy whose upstream said so in its usage.
+        # caches; complete rows of a proxy whose upstream said so in its usage (and of a replay of its recording as it ran).
         ("cached_tokens", pa.int64()),
-        ("predicted_cached_tokens", pa.int64()),  # a proxy's dispatch rows under --placement prefix: what its index said the upstream held
+        # A proxy's dispatch rows under --placement prefix (and a replay's of its recording as it ran): what its index said the upstream held.
+        ("predicted_cached_tokens", pa.int64()),
     ]
 )
 # The log formats. 1: the §7 columns with weight, ratio and credit (no version recorded);

@@ -89,7 +89,7 @@ class ReplayEncoder:
     def __init__(self, replay: Replay, columns_of: Callable[[RequestChunk], RequestColumns]) -> None:
         self._columns_of = columns_of
         self._encoder = ChunkEncoder(replay.config.scheduler, replay.requests.users, credit="credit" in replay.traits.extra_columns,
-                                     upstreams=replay.plan.upstream_names)
+                                     upstreams=replay.plan.upstream_names, as_ran=replay.plan.upstreams_recorded)
 
     def encode(self, drained: Drained) -> pa.Table:
         requests = [self._columns_of(chunk) for chunk in drained.requests]

@@ -44,6 +44,8 @@ CASES = {
     "zero weight": (with_column(weight=[0.0, 1.0, 0.0]), "weight must be > 0"),
     "max_tokens zero": (with_column(max_tokens=[100, 0, 100]), "max_tokens must be > 0"),
     "output_tokens negative": (with_column(output_tokens=[1, 2, -7]), "output_tokens must be >= 0"),
+    "cached_tokens negative": (with_column(cached_tokens=[0, -16, 32]), "cached_tokens must be >= 0"),  # a recording's, read for a replay
+    "fractional prediction": (with_column(predicted_cached_tokens=[0.0, 16.0, 2.5]), "predicted_cached_tokens must be a whole number"),
     "null user": (with_column(user=["a", None, "a"]), "column 'user', row 1"),
     "fractional priority": (with_column(priority=[1.0, 2.5, 0.0]), "value 2.5; priority must be an integer"),
     "priority beyond int64": (with_column(priority=[1.0, 1e30, 0.0]), "priority must be an integer"),

@@ -89,3 +89,26 @@ def test_a_replayed_recordings_batches_name_its_upstreams_as_its_log_does(tmp_pa
     placed = {(code, name) for batch in expected for _, code, name, _ in batch["placed"]}  # type: ignore[attr-defined]  # a list of tuples
     assert {name for _, name in placed} == set(upstreams[:2])
     assert placed == {(k, upstreams[k % 3]) for k in range(frame.height) if k % 3 < 2}  # a request's code is its row: the trace is in order
+
+
+def test_a_replayed_recordings_batches_carry_its_predictions_and_cached_tokens_as_its_log_does(tmp_path: Path) -> None:
+    """A recording replayed as it ran: each dispatch with what the proxy's index predicted, each completion with what the
+    upstream said it found cached, where the recording says, on both paths; a what-if carries neither."""
+    frame = pl.read_parquet(TRACES / "heavy-vs-light.parquet")
+    n = frame.height
+    predicted = [None if k % 5 == 0 else 16 * (k % 4) for k in range(n)]
+    cached = [None if k % 7 == 0 else 16 * (k % 3) for k in range(n)]
+    record = tmp_path / "record.parquet"
+    write_trace(frame.with_columns(pl.Series("upstream", ["10.0.0.2:8000/v1", "10.0.0.1:8000/v1"] * (n // 2) + ["10.0.0.1:8000/v1"] * (n % 2)),
+                                   pl.Series("predicted_cached_tokens", predicted, pl.Int64), pl.Series("cached_tokens", cached, pl.Int64)),
+                record, {"source": "sfqtui proxy"})
+    config = ReplayConfig("sfq", 4, as_recorded=True)
+    expected = [plain(b) for b in through_arrow(record, config, 300)]
+    assert len(expected) > 2 and [plain(b) for b in direct(record, config, 300)] == expected
+    said = {code: p for batch in expected for _, code, _, p in batch["placed"]}  # type: ignore[attr-defined]  # a list of tuples
+    assert said == {k: -1 if p is None else p for k, p in enumerate(predicted)}  # a request's code is its row: the trace is in order
+    found = {code: tokens for batch in expected for _, code, tokens in batch["cached"] or ()}  # type: ignore[attr-defined]  # likewise
+    assert found == {k: c for k, c in enumerate(cached) if c is not None}
+    what_if = [plain(b) for b in direct(record, ReplayConfig("sfq", 3), 300)]
+    assert what_if == [plain(b) for b in through_arrow(record, ReplayConfig("sfq", 3), 300)]
+    assert all(b["cached"] is None and not b["placed"] for b in what_if)

@@ -5,8 +5,9 @@ A request is placed where its first row naming an upstream says: its dispatch (a
 the engine model, a lone proxy, a replay of a proxy's recording as it ran), else its start (a
 group replica's stream, whose dispatches the store writes before an upstream is chosen). A
 dispatch may say the prompt tokens the proxy's index predicted its upstream held
-(``--placement prefix``); a start row (a replay) or a complete row (a proxy, from the
-upstream's usage) the tokens the engine found cached. Each figure is kept per upstream as
+(``--placement prefix``); a start row (a replay on engines) or a complete row (a proxy, from
+the upstream's usage) the tokens the engine found cached. A replay of a proxy's recording as
+it ran carries the recording's figures on the same rows as the proxy's stream. Each figure is kept per upstream as
 event indices with running sums, so the figures at any event are a bisection away, however
 long the log.
 """

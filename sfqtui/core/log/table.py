@@ -58,7 +58,8 @@ class EventBatch:
     event names (-1: none), for a log of several replicas (semantics §11); None otherwise.
     ``cached``: (event index, request code, cached prompt tokens) from the rows that say them
     (a replay's start rows, when its engines model their prefix caches, semantics §14; a proxy's
-    complete rows, from its upstream's usage); None when the log says none. ``placed``: (event
+    complete rows, from its upstream's usage, and a replay's of its recording as it ran); None
+    when the log says none. ``placed``: (event
     index, request code, upstream, predicted cached prompt tokens or -1) from the dispatch and
     start rows that name an upstream (``sfqtui.core.log.placements``).
     """
