@@ -57,6 +57,26 @@ def test_starts_out_of_dispatch_order_are_counted_per_pair_of_users() -> None:
     assert (passing.pairs, passing.ahead, passing.behind, passing.worst) == (6, "B", "A", 6)
 
 
+def test_starts_at_one_instant_count_in_dispatch_order_whatever_order_their_rows_come_in() -> None:
+    """An engine admits A's and B's requests in one step; a proxy learns of the two starts in either
+    order (a replay writes them in dispatch order): the figures are the same, also across chunks."""
+    events = sent_at_once("A", 2, 0.0) + sent_at_once("B", 2, 0.1) + [(0.2, "start", "A", "A0", None)]
+    together: list[Event] = [(1.0, "start", "B", "B0", None), (1.0, "start", "A", "A1", None)]
+    after: list[Event] = [(2.0, "start", "B", "B1", None)]
+    after += [(3.0, "complete", u, f"{u}{k}", None) for u in "AB" for k in range(2)]
+    in_order, reversed_ = fairness(log(events + together[::-1] + after), at_engine_start=True), \
+        fairness(log(events + together + after), at_engine_start=True)
+    chunked = fairness([log(events + together[:1]), log(together[1:] + after)], at_engine_start=True)
+    expected = in_order.at_engine_start
+    assert expected is not None
+    for report in (in_order, reversed_, chunked):
+        assert report.at_engine_start is not None and report.out_of_dispatch_order is not None
+        assert report.out_of_dispatch_order.pairs == 0  # started together: none passed another
+        assert report.at_engine_start.as_dict() == expected.as_dict()
+    held = fairness(log(events + together), at_engine_start=True)  # the log ends at the instant: its starts still count
+    assert held.at_engine_start is not None and sum(u.dispatched for u in held.at_engine_start.users.values()) == 3
+
+
 def test_a_request_that_ends_without_a_start_leaves_uncharged() -> None:
     """A failed before its engine started it: it stops waiting, and its cost is not counted as served."""
     events = sent_at_once("A", 2, 0.0) + sent_at_once("B", 1, 0.0)

@@ -9,6 +9,11 @@ then backlogged from a request's arrival to its start: while it waits in the sch
 queue or in the engine's. The worst gap over these rows is the service-gap measure of §3.2
 over engine starts.
 
+Requests that start at one instant started together (an engine admits a batch at once): they
+count as started in the order they were dispatched, whatever order their start rows come in. A
+replay writes them so; a proxy's stream has them in the order it learned of them, which the
+network decides.
+
 It also counts the pairs of requests of two users that started in another order than they
 were dispatched. An engine with a FCFS queue starts requests in the order they reach it, so
 behind one such engine the count stays near 0 even when its queue undoes the scheduler's
@@ -72,6 +77,30 @@ class _OrderCount:
         return Passing(sum(self.passed.values()), ahead, behind, times)
 
 
+class _Rows:
+    """The rows a tally reads, gathered until taken."""
+
+    def __init__(self) -> None:
+        self.t: list[float] = []
+        self.kind: list[str] = []
+        self.user: list[str | None] = []
+        self.rid: list[Hashable | None] = []
+        self.cost: list[float | None] = []
+
+    def add(self, t: float, kind: str, user: str, rid: Hashable, cost: float | None) -> None:
+        self.t.append(t)
+        self.kind.append(kind)
+        self.user.append(user)
+        self.rid.append(rid)
+        self.cost.append(cost)
+
+    def taken(self, scheduler: str) -> LogRows:
+        nothing: list[float | None] = [None] * len(self.kind)
+        rows = LogRows(scheduler, range(len(self.kind)), self.t, self.kind, self.user, self.rid, self.cost, nothing, nothing, nothing)
+        self.t, self.kind, self.user, self.rid, self.cost = [], [], [], [], []  # the lists given away belong to the rows
+        return rows
+
+
 @dataclass(frozen=True)
 class _Dispatched:
     cost: float
@@ -79,36 +108,41 @@ class _Dispatched:
 
 
 class StartView:
-    """Converts a log, chunk by chunk, into the rows of its engine starts (module doc)."""
+    """Converts a log, chunk by chunk, into the rows of its engine starts (module doc); ``flush``
+    hands over the starts still held once the log has no more rows."""
 
     def __init__(self) -> None:
         self.starts = 0
         self._dispatches = 0
         self._waiting: dict[Hashable, _Dispatched] = {}  # dispatched, not started
         self._order = _OrderCount()
+        self._tied: list[tuple[int, str, Hashable, float]] = []  # the latest starts at one instant: (dispatch number, user, id, cost)
+        self._tied_t = 0.0
+        self._out = _Rows()
 
     def convert(self, rows: LogRows) -> LogRows:
-        t_out: list[float] = []
-        kind_out: list[str] = []
-        user_out: list[str | None] = []
-        rid_out: list[Hashable | None] = []
-        cost_out: list[float | None] = []
+        out = self._out
         for k, (kind, user, rid) in enumerate(zip(rows.kind, rows.user, rows.request_id)):
             if user is None or rid is None:
-                continue
-            if kind == "dispatch":
-                self._waiting[rid] = _Dispatched(rows.cost[k] or 0.0, self._dispatches)
-                self._order.add(user, self._dispatches)
-                self._dispatches += 1
                 continue
             if kind == "start":
                 found = self._waiting.pop(rid, None)
                 if found is None:  # a start of a request not seen dispatched (a log joined late)
                     continue
                 self.starts += 1
-                self._order.start(user, found.number)
-                kind, cost = "dispatch", found.cost
-            elif kind in ("complete", "cancel"):
+                if self._tied and rows.t[k] != self._tied_t:
+                    self._release()
+                self._tied.append((found.number, user, rid, found.cost))
+                self._tied_t = rows.t[k]
+                continue
+            if self._tied:
+                self._release()
+            if kind == "dispatch":
+                self._waiting[rid] = _Dispatched(rows.cost[k] or 0.0, self._dispatches)
+                self._order.add(user, self._dispatches)
+                self._dispatches += 1
+                continue
+            if kind in ("complete", "cancel"):
                 found = self._waiting.pop(rid, None)
                 if kind == "complete" and found is None:
                     continue  # it started: already served
@@ -119,13 +153,22 @@ class StartView:
                 cost = None
             else:
                 continue
-            t_out.append(rows.t[k])
-            kind_out.append(kind)
-            user_out.append(user)
-            rid_out.append(rid)
-            cost_out.append(cost)
-        nothing: list[float | None] = [None] * len(kind_out)
-        return LogRows(rows.scheduler, range(len(kind_out)), t_out, kind_out, user_out, rid_out, cost_out, nothing, nothing, nothing)
+            out.add(rows.t[k], kind, user, rid, cost)
+        return out.taken(rows.scheduler)
+
+    def flush(self, scheduler: str) -> LogRows:
+        """The starts still held (the log's last instant's)."""
+        if self._tied:
+            self._release()
+        return self._out.taken(scheduler)
+
+    def _release(self) -> None:
+        """The starts held at one instant, served in the order they were dispatched."""
+        self._tied.sort()
+        for number, user, rid, cost in self._tied:
+            self._order.start(user, number)
+            self._out.add(self._tied_t, "dispatch", user, rid, cost)
+        self._tied.clear()
 
     def out_of_dispatch_order(self) -> Passing:
         return self._order.passing()

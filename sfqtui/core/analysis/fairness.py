@@ -251,6 +251,8 @@ class FairnessTally:
 
     def report(self, scheduler: str) -> FairnessReport:
         """The figures of everything fed so far (the backlogs still open end at the last event)."""
+        if self._starts is not None and self._at_start is not None:
+            self._at_start.feed(self._starts.flush(scheduler))
         for user in list(self.backlogs):
             self._close(user, self.rows - 1)
         worst, exact = _worst_gap(self.episodes, self.history)
