@@ -24,7 +24,7 @@ from sfqtui.core.log.table import EventTable
 from sfqtui.runs.run import Run
 from sfqtui.trace.sources import ArrowBatcher
 from tests.proxy.test_prefix_placement import conversations, two_engines
-from tests.proxy.test_recorded_capacity import run
+from tests.proxy.test_recorded_capacity import run, what_ifs
 from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy, write_keys
 
 Recorded = tuple[Path, list[dict[str, Any]]]
@@ -88,9 +88,8 @@ def test_a_replay_as_it_ran_carries_the_recorded_predictions_and_cached_tokens_a
 
 def test_a_what_if_carries_neither(recorded: Recorded, tmp_path: Path, cli: CliRunner) -> None:
     record, _ = recorded
-    for args in (["--slots", "3"], ["--reprice"], ["--engines", "2"]):
-        out = tmp_path / "what-if.parquet"
-        run(cli, "simulate", str(record), *args, "-o", str(out))
+    out = tmp_path / "what-if.parquet"
+    for args in what_ifs(cli, record, out, ["--slots", "3"], ["--reprice"], ["--engines", "2"]):
         columns = pl.read_parquet_schema(out)
         assert "predicted_cached_tokens" not in columns, args
         # The engine model's caches say their own cached tokens, on start rows; the recording's are not a what-if's.

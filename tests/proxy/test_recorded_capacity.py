@@ -71,6 +71,13 @@ def run(cli: CliRunner, *args: str) -> str:
     return result.output
 
 
+def what_ifs(cli: CliRunner, record: Path, out: Path, *options: list[str]) -> Iterator[list[str]]:
+    """`sfqtui simulate` of ``record`` under each of ``options`` in turn, to ``out``: the options, once each log is written."""
+    for args in options:
+        run(cli, "simulate", str(record), *args, "-o", str(out))
+        yield args
+
+
 def dispatches(events: list[dict[str, Any]]) -> list[tuple[str, float]]:
     return [(e["request_id"], e["cost"]) for e in events if e["kind"] == "dispatch"]
 

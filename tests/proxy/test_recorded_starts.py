@@ -21,7 +21,7 @@ from sfqtui.core.limits import LimitSettings
 from sfqtui.protocol import LIMIT, START
 from sfqtui.trace.write import read_metadata, write_trace
 from tests.proxy.test_proxy import log_rows
-from tests.proxy.test_recorded_capacity import named, placed, recorded_placements, recording_group, run, running_engine
+from tests.proxy.test_recorded_capacity import named, placed, recorded_placements, recording_group, run, running_engine, what_ifs
 from tests.proxy_fixtures import EVENTS_TOKEN, read_events, running_proxy
 from tests.recording_traffic import USERS, send_uneven, write_keys
 
@@ -96,9 +96,8 @@ def test_a_replay_of_a_recording_starts_each_request_the_recorded_delay_after_it
 
 def test_a_what_if_has_no_engine_starts(fixed: Recorded, tmp_path: Path, cli: CliRunner) -> None:
     record, _ = fixed
-    for args in (["--slots", "3"], ["--reprice"], ["--scheduler", "fifo"]):
-        out = tmp_path / "what-if.parquet"
-        run(cli, "simulate", str(record), *args, "-o", str(out))
+    out = tmp_path / "what-if.parquet"
+    for args in what_ifs(cli, record, out, ["--slots", "3"], ["--reprice"], ["--scheduler", "fifo"]):
         log = pl.read_parquet(out)
         assert "start" not in log["kind"].to_list() and "engine_starts" not in read_metadata(out), args
         assert "upstream" not in log.columns, args  # nor where its requests went
