@@ -122,6 +122,7 @@ class StartView:
 
     def convert(self, rows: LogRows) -> LogRows:
         out = self._out
+        t_out, kind_out, user_out, rid_out, cost_out = out.t, out.kind, out.user, out.rid, out.cost  # out.add written out: once a row
         for k, (kind, user, rid) in enumerate(zip(rows.kind, rows.user, rows.request_id)):
             if user is None or rid is None:
                 continue
@@ -153,7 +154,11 @@ class StartView:
                 cost = None
             else:
                 continue
-            out.add(rows.t[k], kind, user, rid, cost)
+            t_out.append(rows.t[k])
+            kind_out.append(kind)
+            user_out.append(user)
+            rid_out.append(rid)
+            cost_out.append(cost)
         return out.taken(rows.scheduler)
 
     def flush(self, scheduler: str) -> LogRows:
