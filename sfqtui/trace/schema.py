@@ -70,8 +70,8 @@ LOG_EXTRAS = pa.schema(
         ("output_tokens", pa.int64()),
         ("replica", pa.int32()),
         ("since_seq", pa.int64()),  # a live group's merge row: the last seq the replica saw before it served on its own
-        # Start and limit rows, and dispatches where known: which engine ("0", "1", ... with the engine model, or a what-if's
-        # recorded capacity) or upstream (its name: in a proxy, and in a replay of its recording as it ran).
+        # Start and limit rows, and dispatches where known: which engine ("0", "1", ... with the engine model) or upstream
+        # (its name: in a proxy, in a replay that follows its recorded capacity, and in a replay of its recording as it ran).
         ("upstream", pa.string()),
         ("limit", pa.int64()),  # limit rows: the upstream's new concurrency limit
         ("reason", pa.string()),  # limit rows: why it changed (start, queue, kv, stale, room, latency, backoff, maximum)

@@ -7,9 +7,9 @@ group replica's stream, whose dispatches the store writes before an upstream is 
 dispatch may say the prompt tokens the proxy's index predicted its upstream held
 (``--placement prefix``); a start row (a replay on engines) or a complete row (a proxy, from
 the upstream's usage) the tokens the engine found cached. A replay of a proxy's recording as
-it ran carries the recording's figures on the same rows as the proxy's stream. Each figure is kept per upstream as
-event indices with running sums, so the figures at any event are a bisection away, however
-long the log.
+it ran carries the recording's figures on the same rows as the proxy's stream. Each figure is
+kept per upstream as event indices with running sums, so the figures at any event are a
+bisection away, however long the log.
 """
 
 from __future__ import annotations
